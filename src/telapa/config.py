@@ -1,0 +1,153 @@
+"""Run configuration: strict pydantic models loaded from YAML presets.
+
+Presets live in ``configs/ppo/*.yaml`` at the repository root. Every field is validated;
+an unknown key or a bad value raises `ConfigError` naming the key (dotted path) and the
+file it came from, before any work starts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    PositiveFloat,
+    PositiveInt,
+    ValidationError,
+    model_validator,
+)
+
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
+"""The repository's ``configs/`` folder (the package is installed in editable mode)."""
+
+UnitInterval = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class ConfigError(ValueError):
+    """A configuration file or value is invalid; the message names the field and file."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NetworkConfig(_Strict):
+    """Actor-critic network.
+
+    ``encoder="flat"`` flattens every observation entry into one float vector (images as
+    raw floats, ``direction``/``mission`` one-hot) and feeds separate actor and critic MLP
+    towers (SB3's MlpPolicy). ``encoder="cnn"`` replaces the flattened image by a small
+    conv stack (rl-starter-files / BabyAI) shared by both towers.
+    """
+
+    encoder: Literal["flat", "cnn"] = "flat"
+    hidden: tuple[PositiveInt, ...] = (64, 64)
+    activation: Literal["tanh", "relu", "dff"] = "tanh"
+
+
+class PPOConfig(_Strict):
+    """PPO hyperparameters (CleanRL names; ``batch_size`` is the minibatch size, as SB3)."""
+
+    num_envs: PositiveInt = 16
+    n_steps: PositiveInt = 128
+    batch_size: PositiveInt = 512
+    epochs: PositiveInt = 4
+    lr: PositiveFloat = 5e-4
+    anneal_lr: bool = False
+    adam_eps: PositiveFloat = 1e-5
+    gamma: UnitInterval = 0.99
+    gae_lambda: UnitInterval = 0.95
+    clip_coef: PositiveFloat = 0.2
+    clip_vloss: bool = False
+    vf_coef: NonNegativeFloat = 0.5
+    ent_coef: NonNegativeFloat = 0.01
+    max_grad_norm: PositiveFloat = 0.5
+    norm_adv: bool = True
+    reward_scale: PositiveFloat = 1.0
+    iterations_per_call: PositiveInt = 1
+    """jax backend: rollout+update iterations fused in one ``lax.scan`` per host call."""
+
+    @property
+    def rollout_size(self) -> int:
+        return self.num_envs * self.n_steps
+
+    @model_validator(mode="after")
+    def _minibatches_divide_rollout(self) -> PPOConfig:
+        if self.rollout_size % self.batch_size:
+            raise ValueError(
+                f"batch_size={self.batch_size} must divide num_envs*n_steps="
+                f"{self.rollout_size}"
+            )
+        return self
+
+
+class EvalConfig(_Strict):
+    episodes: PositiveInt = 50
+    deterministic: bool = False
+    """False: sample actions from the policy (default); True: argmax / Gaussian mean."""
+
+
+class TrainConfig(_Strict):
+    """Everything `telapa.rl.PPOTrainer` needs besides the env and the seed."""
+
+    ppo: PPOConfig = PPOConfig()
+    network: NetworkConfig = NetworkConfig()
+    eval: EvalConfig = EvalConfig()
+
+
+def _format_errors(err: ValidationError, source: str) -> str:
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"]) or "<root>"
+        if e["type"] == "extra_forbidden":
+            lines.append(f"unknown key {loc!r} in {source}")
+        else:
+            lines.append(f"invalid value for {loc!r} in {source}: {e['msg']}")
+    return "\n".join(lines)
+
+
+def parse_config(data: dict[str, Any] | None, source: str = "<dict>") -> TrainConfig:
+    """Validates a nested dict (as read from YAML) into a `TrainConfig`."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
+    try:
+        return TrainConfig.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(_format_errors(err, source)) from None
+
+
+def load_config(path: str | Path) -> TrainConfig:
+    """Loads a YAML file into a `TrainConfig`; errors name the key and the file."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise ConfigError(f"cannot read config file {path}: {err.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path} is not valid YAML: {err}") from None
+    return parse_config(data, source=str(path))
+
+
+def preset_path(name: str) -> Path:
+    """Path of the PPO preset ``configs/ppo/<name>.yaml``."""
+    return CONFIG_DIR / "ppo" / f"{name}.yaml"
+
+
+def default_config(env_id: str) -> TrainConfig:
+    """The preset for ``env_id``: ``minigrid.yaml`` for MiniGrid ids, else ``mujoco.yaml``."""
+    is_minigrid = env_id.startswith(("MiniGrid-", "BabyAI-"))
+    return load_config(preset_path("minigrid" if is_minigrid else "mujoco"))
+
+
+def dump_config(config: TrainConfig) -> str:
+    """YAML text of a config, loadable again with `load_config`."""
+    return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)

@@ -1,0 +1,183 @@
+"""The ``gymnasium`` backend: a host vector env with the `JaxEnv` call shape.
+
+`GymVectorEnv` runs N copies of a registered gymnasium env in a
+``gymnasium.vector.SyncVectorEnv`` with same-step autoreset, and returns batched numpy:
+
+    state, obs = env.reset(key)           # state is None: the envs hold their own state
+    state, obs, reward, terminated, truncated, info = env.step(state, actions)
+
+as `telapa.envs.AutoReset` does for a vmapped `JaxEnv`: when env i's episode ends, ``obs[i]``
+is the first observation of its next episode, ``info["final_obs"][i]`` the last one of the
+finished episode, and every other info entry (``features``, ``success``, ...) belongs to
+the step that ended it. Observations are always dicts: MiniGrid ids go through
+``telapa.envs.minigrid.gym_wrappers.wrap_farama`` (``image``/``direction``/``mission``);
+any other env's observation becomes ``{"obs": float32 vector}`` and its behaviour
+features are that vector (D = observation size).
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+from telapa.envs.base import ArraySpec, EnvSpec
+
+MINIGRID_PREFIXES = ("MiniGrid-", "BabyAI-")
+
+
+def is_minigrid_id(env_id: str) -> bool:
+    return env_id.startswith(MINIGRID_PREFIXES)
+
+
+def check_gym_id(env_id: str) -> None:
+    """Raises ``ValueError`` (with close matches) unless gymnasium knows ``env_id``."""
+    if is_minigrid_id(env_id):
+        import minigrid  # noqa: F401  (registers the Farama MiniGrid ids)
+    if env_id not in gymnasium.registry:
+        close = difflib.get_close_matches(env_id, list(gymnasium.registry), n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise ValueError(f"unknown env id {env_id!r} for backend 'gymnasium'{hint}")
+
+
+class VectorObsFeatures(gymnasium.ObservationWrapper):
+    """Box observation -> ``{"obs": float32 vector}``; ``info["features"]`` = that vector."""
+
+    def __init__(self, env: gymnasium.Env):
+        super().__init__(env)
+        box = env.observation_space
+        if not isinstance(box, spaces.Box):
+            raise ValueError(
+                f"{env.spec.id if env.spec else env}: only Box observations are supported "
+                f"for non-MiniGrid envs, got {box}"
+            )
+        size = int(np.prod(box.shape))
+        self.observation_space = spaces.Dict(
+            {"obs": spaces.Box(-np.inf, np.inf, (size,), np.float32)}
+        )
+
+    def observation(self, observation: Any) -> dict[str, np.ndarray]:
+        return {"obs": np.asarray(observation, np.float32).reshape(-1)}
+
+    def reset(self, **kwargs):
+        obs, info = super().reset(**kwargs)
+        return obs, {**info, "features": obs["obs"]}
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward, terminated, truncated, {**info, "features": obs["obs"]}
+
+
+def _make_single(env_id: str, kwargs: dict[str, Any]) -> gymnasium.Env:
+    env = gymnasium.make(env_id, **kwargs)
+    if is_minigrid_id(env_id):
+        from telapa.envs.minigrid.gym_wrappers import wrap_farama
+
+        return wrap_farama(env)
+    return VectorObsFeatures(env)
+
+
+def _scalar_bound(values: np.ndarray, env_id: str) -> float:
+    if not np.all(values == values.flat[0]):
+        raise ValueError(f"{env_id}: per-dimension action bounds {values} are not supported")
+    return float(values.flat[0])
+
+
+class GymVectorEnv:
+    """N host copies of ``env_id`` (see module docstring); ``spec`` is an `EnvSpec`."""
+
+    def __init__(self, env_id: str, num_envs: int = 8, seed: int = 0, **kwargs: Any):
+        check_gym_id(env_id)
+        self.num_envs = num_envs
+        self.seed = seed
+        self.envs = SyncVectorEnv(
+            [lambda: _make_single(env_id, kwargs) for _ in range(num_envs)],
+            autoreset_mode=AutoresetMode.SAME_STEP,
+        )
+        obs_space = self.envs.single_observation_space
+        act_space = self.envs.single_action_space
+        _, info = self.envs.reset(seed=seed)
+        first = self.envs.envs[0]
+        max_steps = (first.spec.max_episode_steps if first.spec else None) or getattr(
+            first.unwrapped, "max_steps", 0
+        )
+        common = dict(
+            env_id=env_id,
+            observation={k: ArraySpec(s.shape, s.dtype) for k, s in obs_space.spaces.items()},
+            max_steps=int(max_steps or 0),
+            feature_dim=int(info["features"].shape[-1]),
+        )
+        if isinstance(act_space, spaces.Discrete):
+            self.spec = EnvSpec(n_actions=int(act_space.n), **common)
+        elif isinstance(act_space, spaces.Box) and len(act_space.shape) == 1:
+            self.spec = EnvSpec(
+                action_dim=int(act_space.shape[0]),
+                action_low=_scalar_bound(act_space.low, env_id),
+                action_high=_scalar_bound(act_space.high, env_id),
+                **common,
+            )
+        else:
+            raise ValueError(f"{env_id}: unsupported action space {act_space}")
+
+    def reset(self, key: Any = None) -> tuple[None, dict[str, np.ndarray]]:
+        """Resets all envs, seeded from ``key`` (a JAX key or an int; None: the ctor seed)."""
+        obs, _ = self.envs.reset(seed=self._seed_from(key))
+        return None, obs
+
+    def _seed_from(self, key: Any) -> int:
+        if key is None:
+            return self.seed
+        if isinstance(key, (int, np.integer)):
+            return int(key)
+        import jax
+
+        return int(jax.random.randint(key, (), 0, 2**31 - 1))
+
+    def _check_actions(self, action: np.ndarray) -> None:
+        spec = self.spec
+        expected = (self.num_envs,) if spec.discrete else (self.num_envs, spec.action_dim)
+        if action.shape != expected:
+            raise ValueError(f"expected actions of shape {expected}, got {action.shape}")
+        if spec.discrete:
+            bad = (action < 0) | (action >= spec.n_actions) | (action != np.floor(action))
+            valid = f"integers 0..{spec.n_actions - 1}"
+        else:
+            bad = ~((action >= spec.action_low) & (action <= spec.action_high)).all(axis=-1)
+            valid = f"[{spec.action_low}, {spec.action_high}]"
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"{spec.env_id}: action {action[i].tolist()} for env {i} is out of range; "
+                f"valid actions are {valid}"
+            )
+
+    def step(self, state: None, action: Any):
+        """Steps every env; see the module docstring for the autoreset convention."""
+        action = np.asarray(action)
+        self._check_actions(action)
+        if self.spec.discrete:
+            action = action.astype(np.int64)
+        obs, reward, terminated, truncated, raw = self.envs.step(action)
+        done = terminated | truncated
+        info: dict[str, Any] = {}
+        final = raw.get("final_info", {})
+        for name, value in raw.items():
+            if name in ("final_obs", "final_info") or name.startswith("_"):
+                continue
+            value = np.array(value)
+            if name in final:
+                value[done] = np.asarray(final[name])[done]
+            info[name] = value
+        final_obs = {k: v.copy() for k, v in obs.items()}
+        for i in np.flatnonzero(done):
+            for k in final_obs:
+                final_obs[k][i] = raw["final_obs"][i][k]
+        info["final_obs"] = final_obs
+        return None, obs, reward.astype(np.float32), terminated, truncated, info
+
+    def close(self) -> None:
+        self.envs.close()

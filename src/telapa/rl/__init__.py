@@ -1,0 +1,28 @@
+"""PPO in JAX for both env backends: networks, the PPO update, rollouts, the trainer."""
+
+from telapa.rl.evaluate import EvalResult, evaluate_gym, make_jax_evaluator
+from telapa.rl.networks import ActorCritic, Params, flatten_params, make_network, num_params
+from telapa.rl.policy import Categorical, DiagGaussian, Policy
+from telapa.rl.ppo import PPOState, Trajectory, gae, make_learn, make_optimizer, ppo_loss
+from telapa.rl.trainer import PPOTrainer
+
+__all__ = [
+    "ActorCritic",
+    "Categorical",
+    "DiagGaussian",
+    "EvalResult",
+    "PPOState",
+    "PPOTrainer",
+    "Params",
+    "Policy",
+    "Trajectory",
+    "evaluate_gym",
+    "flatten_params",
+    "gae",
+    "make_jax_evaluator",
+    "make_learn",
+    "make_network",
+    "make_optimizer",
+    "num_params",
+    "ppo_loss",
+]

@@ -1,0 +1,159 @@
+"""Actor-critic networks (Flax linen) and flat parameter vectors.
+
+Observations are dicts of arrays (`telapa.envs.Obs`). The encoder turns one into a
+float vector: MiniGrid's ``image`` is flattened (``encoder="flat"``) or passed through
+the rl-starter-files / BabyAI conv stack (``encoder="cnn"``); ``direction`` becomes a
+one-hot of 4; ``mission`` = (colour, type) becomes one-hots of 6 and 11 (index -1 gives
+zeros); any other entry is flattened as float. Actor and critic are separate MLP towers
+on top (SB3's MlpPolicy when the encoder is flat).
+
+``activation="dff"`` is Deep Fourier Features (Lewandowski et al. 2024): every unit
+outputs ``[sin(z), cos(z)]`` of its pre-activation ``z``, doubling the layer's width.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.flatten_util import ravel_pytree
+
+from telapa.config import NetworkConfig
+from telapa.envs.base import ArraySpec, EnvSpec, Obs
+
+Params = Any
+"""A parameter pytree (nested dict of arrays)."""
+
+N_DIRECTIONS = 4
+N_MISSION_COLOURS = 6
+N_MISSION_TYPES = 11
+
+
+def dff(z: jax.Array) -> jax.Array:
+    """Deep Fourier Features: ``[sin(z), cos(z)]`` along the feature axis."""
+    return jnp.concatenate([jnp.sin(z), jnp.cos(z)], axis=-1)
+
+
+ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
+    "tanh": jnp.tanh,
+    "relu": nn.relu,
+    "dff": dff,
+}
+
+
+def _dense(features: int, scale: float) -> nn.Dense:
+    return nn.Dense(
+        features, kernel_init=nn.initializers.orthogonal(scale), bias_init=nn.initializers.zeros
+    )
+
+
+class MLP(nn.Module):
+    hidden: Sequence[int]
+    activation: str
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        act = ACTIVATIONS[self.activation]
+        for width in self.hidden:
+            x = act(_dense(width, np.sqrt(2.0))(x))
+        return x
+
+
+class MiniGridCNN(nn.Module):
+    """Conv(16,2x2)-act-MaxPool(2)-Conv(32,2x2)-act-Conv(64,2x2)-act: 7x7x3 -> 64."""
+
+    activation: str
+
+    @nn.compact
+    def __call__(self, image: jax.Array) -> jax.Array:
+        act = ACTIVATIONS[self.activation]
+        x = act(nn.Conv(16, (2, 2), padding="VALID")(image))
+        x = nn.max_pool(x, (2, 2), strides=(2, 2))
+        x = act(nn.Conv(32, (2, 2), padding="VALID")(x))
+        x = act(nn.Conv(64, (2, 2), padding="VALID")(x))
+        return x.reshape(x.shape[:-3] + (-1,))
+
+
+class Encoder(nn.Module):
+    """Observation dict -> feature vector; ``obs_spec`` fixes each entry's own rank."""
+
+    obs_spec: tuple[tuple[str, tuple[int, ...]], ...]
+    kind: str
+    activation: str
+
+    @nn.compact
+    def __call__(self, obs: Obs) -> jax.Array:
+        parts = []
+        for name, shape in self.obs_spec:
+            x = obs[name]
+            batch = x.shape[: x.ndim - len(shape)]
+            if name == "image" and self.kind == "cnn":
+                parts.append(MiniGridCNN(self.activation)(x.astype(jnp.float32)))
+            elif name == "direction":
+                parts.append(jax.nn.one_hot(x, N_DIRECTIONS))
+            elif name == "mission":
+                # jax.nn.one_hot maps the "no mission" index -1 to all zeros.
+                parts.append(jax.nn.one_hot(x[..., 0], N_MISSION_COLOURS))
+                parts.append(jax.nn.one_hot(x[..., 1], N_MISSION_TYPES))
+            else:
+                parts.append(x.reshape(batch + (-1,)).astype(jnp.float32))
+        return jnp.concatenate(parts, axis=-1)
+
+
+class ActorCritic(nn.Module):
+    """Returns ``(policy_out, value)``: logits (discrete) or the Gaussian mean, and V(s).
+
+    For continuous actions a state-independent ``log_std`` parameter (init 0) is kept.
+    """
+
+    obs_spec: tuple[tuple[str, tuple[int, ...]], ...]
+    n_out: int
+    continuous: bool
+    encoder: str = "flat"
+    hidden: tuple[int, ...] = (64, 64)
+    activation: str = "tanh"
+
+    @nn.compact
+    def __call__(self, obs: Obs) -> tuple[jax.Array, jax.Array]:
+        feats = Encoder(self.obs_spec, self.encoder, self.activation, name="encoder")(obs)
+        actor = MLP(self.hidden, self.activation, name="actor")(feats)
+        policy_out = _dense(self.n_out, 0.01)(actor)
+        critic = MLP(self.hidden, self.activation, name="critic")(feats)
+        value = _dense(1, 1.0)(critic)[..., 0]
+        if self.continuous:
+            self.param("log_std", nn.initializers.zeros, (self.n_out,))
+        return policy_out, value
+
+
+def make_network(spec: EnvSpec, config: NetworkConfig) -> ActorCritic:
+    """The actor-critic for ``spec``'s observations and actions."""
+    if config.encoder == "cnn" and "image" not in spec.observation:
+        raise ValueError(f"encoder='cnn' needs an 'image' observation; {spec.env_id} has "
+                         f"{sorted(spec.observation)}")
+    obs_spec = tuple((k, tuple(s.shape)) for k, s in sorted(spec.observation.items()))
+    return ActorCritic(
+        obs_spec=obs_spec,
+        n_out=spec.n_actions if spec.discrete else spec.action_dim,
+        continuous=not spec.discrete,
+        encoder=config.encoder,
+        hidden=tuple(config.hidden),
+        activation=config.activation,
+    )
+
+
+def dummy_obs(observation: dict[str, ArraySpec]) -> Obs:
+    """A zero observation (no batch dims) for initialising parameters."""
+    return {k: jnp.zeros(s.shape, s.dtype) for k, s in observation.items()}
+
+
+def flatten_params(params: Params) -> tuple[jax.Array, Callable[[jax.Array], Params]]:
+    """``(vector, unravel)`` with ``unravel(vector)`` rebuilding the pytree (vmappable)."""
+    return ravel_pytree(params)
+
+
+def num_params(params: Params) -> int:
+    return sum(int(np.prod(x.shape)) for x in jax.tree.leaves(params))

@@ -1,0 +1,52 @@
+"""Tiny JAX envs for fast PPO tests (not ports of anything)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from telapa.envs.base import ArraySpec, EnvSpec
+
+
+@struct.dataclass
+class CorridorState:
+    pos: jax.Array
+    t: jax.Array
+
+
+class Corridor:
+    """Walk right along a corridor of ``length`` cells to the goal at the end.
+
+    Actions 0 left, 1 right, 2 stay. Start in a random cell of the left half. Reward
+    ``1 - 0.9 t / max_steps`` on reaching the goal (MiniGrid's formula), else 0;
+    truncated after ``max_steps``. Observation: one-hot position; features: (x, t).
+    """
+
+    def __init__(self, length: int = 6, max_steps: int = 20):
+        self.length, self.max_steps = length, max_steps
+        self.spec = EnvSpec(
+            env_id="Corridor",
+            observation={"obs": ArraySpec((length,), jnp.float32)},
+            n_actions=3,
+            max_steps=max_steps,
+            feature_dim=2,
+        )
+
+    def _obs(self, state: CorridorState):
+        return {"obs": jax.nn.one_hot(state.pos, self.length)}
+
+    def reset(self, key):
+        state = CorridorState(jax.random.randint(key, (), 0, self.length // 2), jnp.int32(0))
+        return state, self._obs(state)
+
+    def step(self, state: CorridorState, action):
+        move = jnp.array([-1, 1, 0])[action]
+        pos = jnp.clip(state.pos + move, 0, self.length - 1)
+        t = state.t + 1
+        state = CorridorState(pos, t)
+        terminated = pos == self.length - 1
+        truncated = (t >= self.max_steps) & ~terminated
+        reward = jnp.where(terminated, 1.0 - 0.9 * t / self.max_steps, 0.0)
+        features = jnp.stack([pos / (self.length - 1), t / self.max_steps]).astype(jnp.float32)
+        return state, self._obs(state), reward, terminated, truncated, {"features": features}
