@@ -1,0 +1,49 @@
+"""Level-generation helpers: Farama's ``Grid`` building and ``place_obj`` in JAX."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from telapa.envs.minigrid.constants import EMPTY
+from telapa.envs.minigrid.objects import EMPTY_CELL, WALL_CELL
+
+
+def walled_grid(width: int, height: int) -> np.ndarray:
+    """``Grid(width, height)`` with ``wall_rect(0, 0, width, height)``, encoded."""
+    grid = np.broadcast_to(EMPTY_CELL, (width, height, 3)).copy()
+    grid[[0, -1], :] = WALL_CELL
+    grid[:, [0, -1]] = WALL_CELL
+    return grid
+
+
+def put(grid: jax.Array, pos: jax.Array | tuple[int, int], obj: jax.Array) -> jax.Array:
+    """``put_obj`` / ``grid.set``: ``obj`` (an encoded cell) at ``pos``."""
+    return jnp.asarray(grid).at[pos[0], pos[1]].set(jnp.asarray(obj, jnp.uint8))
+
+
+def region(
+    width: int, height: int, top: tuple[jax.Array | int, ...], size: tuple[jax.Array | int, ...]
+) -> jax.Array:
+    """bool ``(width, height)`` mask of the rectangle ``place_obj(top=..., size=...)`` samples."""
+    x = jnp.arange(width)[:, None]
+    y = jnp.arange(height)[None, :]
+    return (x >= top[0]) & (x < top[0] + size[0]) & (y >= top[1]) & (y < top[1] + size[1])
+
+
+def sample_empty_cell(
+    key: jax.Array, grid: jax.Array, within: jax.Array, avoid: jax.Array | None = None
+) -> jax.Array:
+    """``place_obj``'s position: uniform over the empty cells of ``within`` but ``avoid``.
+
+    Farama rejection-samples uniform positions of the rectangle until one is empty and
+    not the agent's; the accepted position is uniform over exactly those cells, which
+    is what this samples directly. Returns int32 ``(x, y)``.
+    """
+    width, height = grid.shape[:2]
+    valid = within & (grid[..., 0] == EMPTY)
+    if avoid is not None:
+        valid = valid & ~region(width, height, avoid, (1, 1))
+    index = jax.random.categorical(key, jnp.where(valid.reshape(-1), 0.0, -jnp.inf))
+    return jnp.stack([index // height, index % height]).astype(jnp.int32)

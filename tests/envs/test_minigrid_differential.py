@@ -1,0 +1,36 @@
+"""Every ported MiniGrid task against Farama, step by step, on random episodes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from minigrid_reference import mismatches, record, replay
+
+from telapa.envs.minigrid import FLAG_NAMES, all_tasks
+
+N_EPISODES = 200
+
+MAKE_KWARGS = {
+    # Shorter episodes keep the test fast; the port truncates at the state's max_steps.
+    "MiniGrid-DoorKey-8x8-v0": {"max_steps": 256},
+}
+"""Options for ``gymnasium.make`` per id (default: Farama's own)."""
+
+EXPECTED_EVENTS = {
+    "MiniGrid-Empty-5x5-v0": ("delivered",),
+    "MiniGrid-DoorKey-5x5-v0": ("has_key", "door_open", "delivered"),
+    "MiniGrid-DoorKey-8x8-v0": ("has_key", "door_open"),
+}
+"""Flags some of the random episodes must raise, so the comparison covers them."""
+
+
+@pytest.mark.parametrize("env_id", sorted(all_tasks()))
+def test_port_matches_farama(env_id: str) -> None:
+    episodes = record(env_id, range(N_EPISODES), **MAKE_KWARGS.get(env_id, {}))
+    first_obs, steps = replay(env_id, episodes)
+    found = mismatches(episodes, first_obs, steps)
+    assert not found, f"{len(found)} mismatches, first ones:\n" + "\n".join(found[:10])
+
+    final_flags = np.stack([e.steps["features"][-1, 5:] for e in episodes]).astype(bool)
+    for name in EXPECTED_EVENTS.get(env_id, ()):
+        assert final_flags[:, FLAG_NAMES.index(name)].any(), f"no episode had {name}"
