@@ -1,0 +1,110 @@
+"""Networks: shapes, encoders, DFF, flat parameter vectors."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from telapa.config import NetworkConfig
+from telapa.envs.base import ArraySpec, EnvSpec
+from telapa.rl.networks import Encoder, dff, flatten_params, num_params
+from telapa.rl.policy import Categorical, DiagGaussian, Policy
+
+MINIGRID_SPEC = EnvSpec(
+    env_id="MiniGrid-Fake-v0",
+    observation={
+        "image": ArraySpec((7, 7, 3), jnp.uint8),
+        "direction": ArraySpec((), jnp.int32),
+        "mission": ArraySpec((2,), jnp.int32),
+    },
+    n_actions=7,
+    max_steps=10,
+    feature_dim=11,
+)
+VECTOR_SPEC = EnvSpec(
+    env_id="Vec", observation={"obs": ArraySpec((5,), jnp.float32)}, action_dim=3,
+    action_low=-2.0, action_high=2.0,
+)
+
+
+def _minigrid_obs(batch):
+    key = jax.random.key(0)
+    return {
+        "image": jax.random.randint(key, (*batch, 7, 7, 3), 0, 11).astype(jnp.uint8),
+        "direction": jnp.zeros(batch, jnp.int32),
+        "mission": jnp.full((*batch, 2), 2, jnp.int32),
+    }
+
+
+@pytest.mark.parametrize(
+    "encoder, activation", [("flat", "relu"), ("cnn", "tanh"), ("cnn", "dff")]
+)
+def test_minigrid_policy_shapes(encoder, activation):
+    policy = Policy.create(MINIGRID_SPEC, NetworkConfig(encoder=encoder, activation=activation))
+    params = jax.jit(policy.init)(jax.random.key(0))
+    for batch in [(), (2, 3)]:
+        dist, value = jax.jit(lambda p, o: policy(p, o))(params, _minigrid_obs(batch))
+        assert isinstance(dist, Categorical)
+        assert dist.logits.shape == (*batch, 7) and value.shape == batch
+
+
+def test_sb3_mlp_parameter_count():
+    # SB3 MlpPolicy on a 5-d obs, 3-d Box action: two 5-64-64 towers, heads 64->3, 64->1,
+    # log_std 3:  2*(5*64+64 + 64*64+64) + (64*3+3) + (64+1) + 3 = 9088 + 260 + 3 = 9351
+    policy = Policy.create(VECTOR_SPEC, NetworkConfig())
+    assert num_params(policy.init(jax.random.key(0))) == 9351
+
+
+def test_gaussian_policy_clips_env_action():
+    policy = Policy.create(VECTOR_SPEC, NetworkConfig())
+    params = policy.init(jax.random.key(0))
+    params["params"]["log_std"] = jnp.full(3, 3.0)  # std 20: samples leave [-2, 2]
+    a = policy.act(params, {"obs": jnp.zeros((64, 5))}, jax.random.key(1))
+    assert isinstance(policy(params, {"obs": jnp.zeros(5)})[0], DiagGaussian)
+    assert jnp.abs(a.action).max() > 2.0
+    assert jnp.abs(a.env_action).max() <= 2.0
+    np.testing.assert_allclose(a.env_action, jnp.clip(a.action, -2.0, 2.0))
+
+
+def test_dff_doubles_width_with_sin_cos():
+    z = jnp.array([[0.0, jnp.pi / 2]])
+    np.testing.assert_allclose(dff(z), [[0.0, 1.0, 1.0, 0.0]], atol=1e-6)
+    policy = Policy.create(VECTOR_SPEC, NetworkConfig(hidden=(8,), activation="dff"))
+    params = policy.init(jax.random.key(0))
+    # second layer (the policy head) sees 2*8 inputs
+    assert params["params"]["Dense_0"]["kernel"].shape == (16, 3)
+
+
+def test_encoder_one_hots_and_no_mission():
+    spec = tuple((k, s.shape) for k, s in sorted(MINIGRID_SPEC.observation.items()))
+    enc = Encoder(spec, "flat", "tanh")
+    obs = {
+        "image": jnp.ones((7, 7, 3), jnp.uint8),
+        "direction": jnp.int32(2),
+        "mission": jnp.array([3, 5], jnp.int32),
+    }
+    out = enc.apply({}, obs)
+    # sorted keys: direction (4) | image (147) | mission colour (6) + type (11)
+    assert out.shape == (4 + 147 + 6 + 11,)
+    np.testing.assert_array_equal(out[:4], [0, 0, 1, 0])
+    np.testing.assert_array_equal(out[4:151], 1.0)
+    np.testing.assert_array_equal(out[151:157], np.eye(6)[3])
+    np.testing.assert_array_equal(out[157:], np.eye(11)[5])
+    none = enc.apply({}, {**obs, "mission": jnp.array([-1, -1], jnp.int32)})
+    np.testing.assert_array_equal(none[151:], 0.0)
+
+
+def test_flat_params_roundtrip():
+    policy = Policy.create(MINIGRID_SPEC, NetworkConfig(encoder="cnn"))
+    params = jax.jit(policy.init)(jax.random.key(0))
+    vec, unravel = flatten_params(params)
+    assert vec.shape == (num_params(params),)
+    rebuilt = unravel(vec + 1.0)
+    for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(rebuilt), strict=True):
+        np.testing.assert_allclose(b, a + 1.0)
+    # unravel is vmappable: a population of 3 flat vectors -> 3 stacked pytrees
+    pop = jax.vmap(unravel)(jnp.stack([vec, vec, vec]))
+    values = jax.jit(jax.vmap(lambda p: policy(p, _minigrid_obs((4,)))[1]))(pop)
+    assert values.shape == (3, 4)

@@ -1,0 +1,90 @@
+"""Config loading: presets validate; unknown keys and bad values name the key and file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from telapa.config import (
+    ConfigError,
+    PPOConfig,
+    TrainConfig,
+    default_config,
+    dump_config,
+    load_config,
+    preset_path,
+)
+
+PRESETS = sorted((Path(__file__).resolve().parents[1] / "configs" / "ppo").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", PRESETS, ids=lambda p: p.name)
+def test_presets_load(path):
+    assert isinstance(load_config(path), TrainConfig)
+
+
+def test_mujoco_preset_matches_paper():
+    ppo = load_config(preset_path("mujoco")).ppo
+    assert (ppo.lr, ppo.n_steps, ppo.batch_size, ppo.epochs) == (3e-4, 2048, 256, 10)
+    assert (ppo.gamma, ppo.gae_lambda, ppo.clip_coef, ppo.num_envs) == (0.99, 0.95, 0.2, 8)
+
+
+def test_default_config_by_env_family():
+    assert default_config("MiniGrid-DoorKey-5x5-v0").network.encoder == "cnn"
+    assert default_config("Hopper-v5").ppo.n_steps == 2048
+
+
+def test_unknown_key_names_key_and_file(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("ppo:\n  lr: 1.0e-3\n  learning_rat: 0.1\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert "ppo.learning_rat" in str(err.value) and str(path) in str(err.value)
+
+
+def test_unknown_top_level_section(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("optimiser: {}\n")
+    with pytest.raises(ConfigError, match="unknown key 'optimiser'"):
+        load_config(path)
+
+
+@pytest.mark.parametrize(
+    "text, field",
+    [
+        ("ppo:\n  lr: -0.001\n", "ppo.lr"),
+        ("ppo:\n  gamma: 1.5\n", "ppo.gamma"),
+        ("ppo:\n  num_envs: 0\n", "ppo.num_envs"),
+        ("network:\n  activation: swish\n", "network.activation"),
+        ("network:\n  hidden: [64, -1]\n", "network.hidden.1"),
+        ("ppo:\n  num_envs: 3\n  n_steps: 10\n  batch_size: 4\n", "ppo"),
+    ],
+)
+def test_bad_value_names_field(tmp_path, text, field):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert f"'{field}'" in str(err.value) and str(path) in str(err.value)
+
+
+def test_batch_size_must_divide_rollout():
+    with pytest.raises(ValueError, match="batch_size=4 must divide"):
+        PPOConfig(num_envs=3, n_steps=10, batch_size=4)
+
+
+def test_missing_file_and_bad_yaml(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "absent.yaml")
+    path = tmp_path / "broken.yaml"
+    path.write_text("ppo: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(path)
+
+
+def test_dump_roundtrip(tmp_path):
+    config = load_config(preset_path("minigrid"))
+    path = tmp_path / "dumped.yaml"
+    path.write_text(dump_config(config))
+    assert load_config(path) == config
