@@ -93,6 +93,19 @@ def gae(
     return advantages, advantages + values
 
 
+def advantages(
+    policy: Policy, params: Params, traj: Trajectory, last_obs: Obs, config: PPOConfig
+) -> tuple[jax.Array, jax.Array]:
+    """GAE advantages and returns of a rollout, rewards scaled by ``reward_scale`` and
+    truncated episodes bootstrapped with ``gamma * V(final_obs)``."""
+    reward = traj.reward.astype(jnp.float32) * config.reward_scale
+    truncated_only = (traj.truncated & ~traj.terminated).astype(jnp.float32)
+    reward = reward + config.gamma * truncated_only * policy.value(params, traj.final_obs)
+    done = traj.terminated | traj.truncated
+    last_value = policy.value(params, last_obs)
+    return gae(reward, traj.value, done, last_value, config.gamma, config.gae_lambda)
+
+
 def ppo_loss(
     policy: Policy,
     params: Params,
@@ -204,14 +217,7 @@ def make_learn(
         done = traj.terminated | traj.truncated
         tracker, ep = episode_stats(tracker, traj.reward, done)
 
-        reward = traj.reward.astype(jnp.float32) * config.reward_scale
-        truncated_only = (traj.truncated & ~traj.terminated).astype(jnp.float32)
-        final_value = policy.value(state.params, traj.final_obs)
-        reward = reward + config.gamma * truncated_only * final_value
-        last_value = policy.value(state.params, last_obs)
-        advantage, returns = gae(
-            reward, traj.value, done, last_value, config.gamma, config.gae_lambda
-        )
+        advantage, returns = advantages(policy, state.params, traj, last_obs, config)
 
         data = {
             "obs": traj.obs,
