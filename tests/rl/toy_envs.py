@@ -23,7 +23,7 @@ class Corridor:
     truncated after ``max_steps``. Observation: one-hot position; features: (x, t).
     """
 
-    def __init__(self, length: int = 6, max_steps: int = 20):
+    def __init__(self, length: int = 8, max_steps: int = 16):
         self.length, self.max_steps = length, max_steps
         self.spec = EnvSpec(
             env_id="Corridor",
@@ -50,3 +50,35 @@ class Corridor:
         reward = jnp.where(terminated, 1.0 - 0.9 * t / self.max_steps, 0.0)
         features = jnp.stack([pos / (self.length - 1), t / self.max_steps]).astype(jnp.float32)
         return state, self._obs(state), reward, terminated, truncated, {"features": features}
+
+
+@struct.dataclass
+class ReachState:
+    x: jax.Array
+    t: jax.Array
+
+
+class Reach:
+    """Continuous: move a point on [-1, 1] to the origin; reward -|x| per step, no
+    termination, truncated after ``max_steps``. Action in [-1, 1] moves by 0.25 a."""
+
+    def __init__(self, max_steps: int = 10):
+        self.max_steps = max_steps
+        self.spec = EnvSpec(
+            env_id="Reach",
+            observation={"obs": ArraySpec((1,), jnp.float32)},
+            action_dim=1,
+            max_steps=max_steps,
+            feature_dim=1,
+        )
+
+    def reset(self, key):
+        state = ReachState(jax.random.uniform(key, (), minval=-1.0, maxval=1.0), jnp.int32(0))
+        return state, {"obs": state.x[None]}
+
+    def step(self, state: ReachState, action):
+        x = jnp.clip(state.x + 0.25 * action[0], -1.0, 1.0)
+        t = state.t + 1
+        state = ReachState(x, t)
+        obs = {"obs": x[None]}
+        return state, obs, -jnp.abs(x), jnp.bool_(False), t >= self.max_steps, {"features": x[None]}

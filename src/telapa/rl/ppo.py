@@ -203,7 +203,7 @@ def make_learn(
     def sgd_step(state: PPOState, batch):
         (_, aux), grads = grad_fn(state.params, batch)
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
-        aux["grad_norm"] = optax.global_norm(grads)
+        aux["grad_norm"] = optax.tree_utils.tree_norm(grads)
         return PPOState(optax.apply_updates(state.params, updates), opt_state), aux
 
     def epoch(state: PPOState, key, data):
