@@ -144,8 +144,9 @@ def preset_path(name: str) -> Path:
 
 def default_config(env_id: str) -> TrainConfig:
     """The preset for ``env_id``: ``minigrid.yaml`` for MiniGrid ids, else ``mujoco.yaml``."""
-    is_minigrid = env_id.startswith(("MiniGrid-", "BabyAI-"))
-    return load_config(preset_path("minigrid" if is_minigrid else "mujoco"))
+    from telapa.envs.minigrid.gym_wrappers import is_minigrid_id
+
+    return load_config(preset_path("minigrid" if is_minigrid_id(env_id) else "mujoco"))
 
 
 def dump_config(config: TrainConfig) -> str:

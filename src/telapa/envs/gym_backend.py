@@ -26,18 +26,13 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 from telapa.envs.base import ArraySpec, EnvSpec
-
-MINIGRID_PREFIXES = ("MiniGrid-", "BabyAI-")
-
-
-def is_minigrid_id(env_id: str) -> bool:
-    return env_id.startswith(MINIGRID_PREFIXES)
-
+from telapa.envs.minigrid.features import FEATURE_DIM
+from telapa.envs.minigrid.gym_wrappers import is_minigrid_id, wrap_farama
 
 def check_gym_id(env_id: str) -> None:
     """Raises ``ValueError`` (with close matches) unless gymnasium knows ``env_id``."""
-    if is_minigrid_id(env_id):
-        import minigrid  # noqa: F401  (registers the Farama MiniGrid ids)
+    import minigrid  # noqa: F401  (registers the Farama MiniGrid ids)
+
     if env_id not in gymnasium.registry:
         close = difflib.get_close_matches(env_id, list(gymnasium.registry), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
@@ -73,12 +68,11 @@ class VectorObsFeatures(gymnasium.ObservationWrapper):
 
 
 def _make_single(env_id: str, kwargs: dict[str, Any]) -> gymnasium.Env:
-    env = gymnasium.make(env_id, **kwargs)
     if is_minigrid_id(env_id):
-        from telapa.envs.minigrid.gym_wrappers import wrap_farama
-
-        return wrap_farama(env)
-    return VectorObsFeatures(env)
+        kwargs = dict(kwargs)
+        observe_mission = kwargs.pop("observe_mission", True)
+        return wrap_farama(gymnasium.make(env_id, **kwargs), observe_mission)
+    return VectorObsFeatures(gymnasium.make(env_id, **kwargs))
 
 
 def _scalar_bound(values: np.ndarray, env_id: str) -> float:
@@ -100,16 +94,16 @@ class GymVectorEnv:
         )
         obs_space = self.envs.single_observation_space
         act_space = self.envs.single_action_space
-        _, info = self.envs.reset(seed=seed)
         first = self.envs.envs[0]
         max_steps = (first.spec.max_episode_steps if first.spec else None) or getattr(
             first.unwrapped, "max_steps", 0
         )
+        observation = {k: ArraySpec(s.shape, s.dtype) for k, s in obs_space.spaces.items()}
         common = dict(
             env_id=env_id,
-            observation={k: ArraySpec(s.shape, s.dtype) for k, s in obs_space.spaces.items()},
+            observation=observation,
             max_steps=int(max_steps or 0),
-            feature_dim=int(info["features"].shape[-1]),
+            feature_dim=FEATURE_DIM if is_minigrid_id(env_id) else observation["obs"].shape[0],
         )
         if isinstance(act_space, spaces.Discrete):
             self.spec = EnvSpec(n_actions=int(act_space.n), **common)

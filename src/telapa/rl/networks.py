@@ -63,18 +63,34 @@ class MLP(nn.Module):
         return x
 
 
+def _patches_2x2(x: jax.Array) -> jax.Array:
+    """(..., H, W, C) -> (..., H-1, W-1, 4C): the inputs of a 2x2 'VALID' convolution."""
+    return jnp.concatenate(
+        [x[..., :-1, :-1, :], x[..., :-1, 1:, :], x[..., 1:, :-1, :], x[..., 1:, 1:, :]], axis=-1
+    )
+
+
+def _max_pool_2x2(x: jax.Array) -> jax.Array:
+    """Non-overlapping 2x2 max pooling of (..., H, W, C), H and W even."""
+    *batch, h, w, c = x.shape
+    return x.reshape(*batch, h // 2, 2, w // 2, 2, c).max(axis=(-4, -2))
+
+
 class MiniGridCNN(nn.Module):
-    """Conv(16,2x2)-act-MaxPool(2)-Conv(32,2x2)-act-Conv(64,2x2)-act: 7x7x3 -> 64."""
+    """Conv(16,2x2)-act-MaxPool(2)-Conv(32,2x2)-act-Conv(64,2x2)-act: 7x7x3 -> 64
+    (rl-starter-files / BabyAI). Each 2x2 convolution is a dense layer on 2x2 patches:
+    the same function, but much faster than XLA's CPU convolutions in the backward pass.
+    """
 
     activation: str
 
     @nn.compact
     def __call__(self, image: jax.Array) -> jax.Array:
         act = ACTIVATIONS[self.activation]
-        x = act(nn.Conv(16, (2, 2), padding="VALID")(image))
-        x = nn.max_pool(x, (2, 2), strides=(2, 2))
-        x = act(nn.Conv(32, (2, 2), padding="VALID")(x))
-        x = act(nn.Conv(64, (2, 2), padding="VALID")(x))
+        x = act(_dense(16, np.sqrt(2.0))(_patches_2x2(image)))  # 6x6
+        x = _max_pool_2x2(x)  # 3x3
+        x = act(_dense(32, np.sqrt(2.0))(_patches_2x2(x)))  # 2x2
+        x = act(_dense(64, np.sqrt(2.0))(_patches_2x2(x)))  # 1x1
         return x.reshape(x.shape[:-3] + (-1,))
 
 

@@ -1,0 +1,216 @@
+"""The ``telapa`` command line.
+
+    telapa train --env ID --steps N [--seed S] [--backend jax|gymnasium] [--config FILE]
+                 [--out DIR] [--json]
+    telapa demo [--steps N] [--seed S]
+
+``train`` writes a run directory: ``config.yaml`` (the resolved `TrainConfig`, loadable
+with ``--config``), ``run.json`` (arguments and final results), ``metrics.csv`` (one row
+per PPO iteration) and TensorBoard events under ``tb/``. With ``--json`` the last line on
+stdout is one JSON object with ``steps``, ``wall_s``, ``compile_s``, ``train_s``,
+``steps_per_s`` (training steps per second, compilation excluded), ``eval_sr``,
+``eval_return`` and ``run_dir``; the progress bar goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from telapa.config import ConfigError, TrainConfig, default_config, dump_config, load_config
+
+DEMO_ENV = "MiniGrid-DoorKey-5x5-v0"
+DEMO_STEPS = 300_000
+
+
+class CLIError(Exception):
+    """A user error: printed as ``telapa: error: ...`` with exit status 2."""
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def check_env_id(env_id: str, backend: str) -> None:
+    """Raises `CLIError` unless ``env_id`` exists on ``backend``."""
+    if backend == "jax":
+        from telapa.envs import jax_env_ids
+
+        ids = jax_env_ids()
+        if env_id not in ids:
+            raise CLIError(
+                f"unknown env id {env_id!r} for backend 'jax'; available: {', '.join(ids)} "
+                "(any gymnasium id runs with --backend gymnasium)"
+            )
+    else:
+        from telapa.envs.gym_backend import check_gym_id
+
+        try:
+            check_gym_id(env_id)
+        except ValueError as err:
+            raise CLIError(str(err)) from None
+
+
+def _resolve_config(path: str | None, env_id: str) -> TrainConfig:
+    try:
+        return load_config(path) if path else default_config(env_id)
+    except ConfigError as err:
+        raise CLIError(str(err)) from None
+
+
+def _run_dir(out: str | None, env_id: str, backend: str, seed: int) -> Path:
+    if out:
+        return Path(out)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("runs") / f"{env_id}-{backend}-s{seed}-{stamp}"
+
+
+def train_run(
+    env_id: str,
+    steps: int,
+    seed: int = 0,
+    backend: str = "jax",
+    config_path: str | None = None,
+    out: str | None = None,
+    console: Console | None = None,
+) -> dict[str, Any]:
+    """Validates, trains, evaluates and writes a run directory; returns the summary."""
+    import pandas as pd
+    from tensorboardX import SummaryWriter
+
+    start = time.perf_counter()
+    check_env_id(env_id, backend)
+    config = _resolve_config(config_path, env_id)
+    console = console or Console(stderr=True)
+
+    from telapa.rl import PPOTrainer
+
+    run_dir = _run_dir(out, env_id, backend, seed)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.yaml").write_text(dump_config(config))
+    args = {"env": env_id, "steps": steps, "seed": seed, "backend": backend}
+
+    trainer = PPOTrainer(env_id, config, key=seed, backend=backend, total_steps=steps)
+    with console.status(f"compiling PPO for {env_id} ({backend})"):
+        compile_s = trainer.compile()
+
+    rows: list[dict[str, float]] = []
+    writer = SummaryWriter(str(run_dir / "tb"))
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed:,.0f}/{task.total:,.0f} steps"),
+        TextColumn("{task.fields[rate]:,.0f} steps/s"),
+        TextColumn("SR {task.fields[sr]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
+    train_start = time.perf_counter()
+
+    def on_progress(done: int, metrics: list[dict[str, float]]) -> None:
+        elapsed = time.perf_counter() - train_start
+        for m in metrics:
+            rows.append({"time_s": elapsed, **m})
+            for name, value in m.items():
+                if name != "step" and math.isfinite(value):
+                    writer.add_scalar(f"train/{name}", value, int(m["step"]))
+        sr = metrics[-1]["success_rate"]
+        progress.update(task, completed=min(done, steps), rate=done / elapsed,
+                        sr="-" if math.isnan(sr) else f"{sr:.2f}")
+
+    with Progress(*columns, console=console, transient=False) as progress:
+        task = progress.add_task(f"PPO {env_id}", total=steps, rate=0.0, sr="-")
+        trainer.train(steps, progress=on_progress)
+    train_s = time.perf_counter() - train_start
+
+    result = trainer.evaluate()
+    writer.add_scalar("eval/sr", result.sr, trainer.steps)
+    writer.add_scalar("eval/return", result.mean_return, trainer.steps)
+    writer.close()
+    pd.DataFrame(rows).to_csv(run_dir / "metrics.csv", index=False)
+
+    summary = {
+        **args,
+        "steps": trainer.steps,
+        "wall_s": time.perf_counter() - start,
+        "compile_s": compile_s,
+        "train_s": train_s,
+        "steps_per_s": trainer.steps / train_s,
+        "eval_sr": result.sr,
+        "eval_return": result.mean_return,
+        "eval_episodes": len(result.returns),
+        "run_dir": str(run_dir),
+    }
+    (run_dir / "run.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def _cmd_train(ns: argparse.Namespace) -> None:
+    summary = train_run(ns.env, ns.steps, ns.seed, ns.backend, ns.config, ns.out)
+    if ns.json:
+        print(json.dumps(summary), flush=True)
+    else:
+        Console().print(
+            f"{summary['env']}: {summary['steps']:,} steps in {summary['train_s']:.1f}s "
+            f"({summary['steps_per_s']:,.0f} steps/s, compile {summary['compile_s']:.1f}s); "
+            f"eval SR {summary['eval_sr']:.2f}, return {summary['eval_return']:.3f} "
+            f"over {summary['eval_episodes']} episodes -> {summary['run_dir']}"
+        )
+
+
+def _cmd_demo(ns: argparse.Namespace) -> None:
+    summary = train_run(DEMO_ENV, ns.steps, ns.seed, "jax", out=ns.out)
+    Console().print(
+        f"[bold]{DEMO_ENV}[/bold] after {summary['steps']:,} PPO steps "
+        f"({summary['train_s']:.0f}s, {summary['steps_per_s']:,.0f} steps/s): "
+        f"success rate [bold]{summary['eval_sr']:.2f}[/bold] over "
+        f"{summary['eval_episodes']} episodes (run: {summary['run_dir']})"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="telapa", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    train = sub.add_parser("train", help="train PPO on one environment")
+    train.add_argument("--env", required=True, help="env id, e.g. MiniGrid-DoorKey-8x8-v0")
+    train.add_argument("--steps", required=True, type=_positive_int, help="env steps")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--backend", choices=["jax", "gymnasium"], default="jax")
+    train.add_argument("--config", help="YAML config (default: configs/ppo preset)")
+    train.add_argument("--out", help="run directory (default: runs/<env>-<backend>-s<seed>-<time>)")
+    train.add_argument("--json", action="store_true", help="print a JSON summary line")
+    train.set_defaults(func=_cmd_train)
+
+    demo = sub.add_parser("demo", help=f"train PPO on {DEMO_ENV} and print its success rate")
+    demo.add_argument("--steps", type=_positive_int, default=DEMO_STEPS)
+    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--out", help="run directory")
+    demo.set_defaults(func=_cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    try:
+        ns.func(ns)
+    except CLIError as err:
+        parser.exit(2, f"telapa: error: {err}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

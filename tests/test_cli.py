@@ -1,0 +1,73 @@
+"""The ``telapa`` CLI: ``train --json`` output and run directory; errors before any work."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from telapa.cli import main
+from telapa.config import load_config
+
+SMALL = """\
+ppo: {num_envs: 4, n_steps: 32, batch_size: 64, epochs: 2, lr: 1.0e-3}
+eval: {episodes: 4}
+"""
+
+
+def test_train_json_and_run_dir(tmp_path, capsys):
+    config = tmp_path / "small.yaml"
+    config.write_text(SMALL)
+    out = tmp_path / "run"
+    argv = ["train", "--env", "CartPole-v1", "--backend", "gymnasium", "--steps", "300",
+            "--seed", "3", "--config", str(config), "--out", str(out), "--json"]
+    assert main(argv) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    summary = json.loads(last)
+    for field in ("steps", "wall_s", "compile_s", "steps_per_s", "eval_sr", "eval_return"):
+        assert isinstance(summary[field], (int, float)), field
+    assert summary["steps"] == 384  # 300 rounded up to whole 4x32 rollouts
+    assert summary["steps_per_s"] > 0 and summary["wall_s"] > summary["compile_s"] > 0
+    assert summary["eval_return"] > 0 and summary["eval_sr"] == 1.0  # CartPole: reward 1/step
+
+    assert load_config(out / "config.yaml").ppo.n_steps == 32
+    metrics = pd.read_csv(out / "metrics.csv")
+    assert list(metrics["step"]) == [128, 256, 384]
+    assert {"loss", "entropy", "episode_return", "time_s"} <= set(metrics.columns)
+    assert list((out / "tb").glob("events.out.tfevents.*"))
+    assert json.loads((out / "run.json").read_text())["seed"] == 3
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--env", "MiniGrid-DoorKey-9x9-v0"], "unknown env id 'MiniGrid-DoorKey-9x9-v0' for backend 'jax'"),
+        (["--env", "CartPol-v1", "--backend", "gymnasium"], "did you mean CartPole-v1"),
+    ],
+)
+def test_unknown_env_fails_before_work(tmp_path, capsys, argv, message):
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as exit_:
+        main(["train", "--steps", "100", "--out", str(out), *argv])
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_bad_config_fails_before_work(tmp_path, capsys):
+    config = tmp_path / "bad.yaml"
+    config.write_text("ppo: {n_step: 64}\n")
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit):
+        main(["train", "--env", "CartPole-v1", "--backend", "gymnasium", "--steps", "100",
+              "--config", str(config), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert "unknown key 'ppo.n_step'" in err and str(config) in err
+    assert not out.exists()
+
+
+def test_steps_must_be_positive(capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "--env", "CartPole-v1", "--steps", "0"])
+    assert "must be a positive integer" in capsys.readouterr().err
