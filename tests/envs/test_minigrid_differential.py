@@ -13,6 +13,9 @@ N_EPISODES = 200
 MAKE_KWARGS = {
     # Shorter episodes keep the test fast; the port truncates at the state's max_steps.
     "MiniGrid-DoorKey-8x8-v0": {"max_steps": 256},
+    "MiniGrid-BlockedUnlockPickup-v0": {"max_steps": 192},
+    "MiniGrid-KeyCorridorS3R3-v0": {"max_steps": 192},
+    "MiniGrid-ObstructedMaze-1Dlh-v0": {"max_steps": 192},
 }
 """Options for ``gymnasium.make`` per id (default: Farama's own)."""
 
@@ -20,6 +23,15 @@ EXPECTED_EVENTS = {
     "MiniGrid-Empty-5x5-v0": ("delivered",),
     "MiniGrid-DoorKey-5x5-v0": ("has_key", "door_open", "delivered"),
     "MiniGrid-DoorKey-8x8-v0": ("has_key", "door_open"),
+    "MiniGrid-BlockedUnlockPickup-v0": ("has_key", "has_ball", "door_open", "delivered"),
+    "MiniGrid-KeyCorridorS3R3-v0": ("has_key", "door_open"),
+    "MiniGrid-ObstructedMaze-1Dlh-v0": (
+        "has_key",
+        "has_box",
+        "door_open",
+        "box_toggled",
+        "delivered",
+    ),
 }
 """Flags some of the random episodes must raise, so the comparison covers them."""
 
