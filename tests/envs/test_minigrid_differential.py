@@ -16,6 +16,7 @@ MAKE_KWARGS = {
     "MiniGrid-BlockedUnlockPickup-v0": {"max_steps": 192},
     "MiniGrid-KeyCorridorS3R3-v0": {"max_steps": 192},
     "MiniGrid-ObstructedMaze-1Dlh-v0": {"max_steps": 192},
+    "MiniGrid-RedBlueDoors-8x8-v0": {"max_steps": 400},
 }
 """Options for ``gymnasium.make`` per id (default: Farama's own)."""
 
@@ -32,6 +33,9 @@ EXPECTED_EVENTS = {
         "box_toggled",
         "delivered",
     ),
+    "MiniGrid-GoToObject-8x8-N2-v0": ("has_key", "has_ball", "has_box", "box_toggled", "delivered"),
+    "MiniGrid-Fetch-6x6-N2-v0": ("has_key", "has_ball", "delivered"),
+    "MiniGrid-RedBlueDoors-8x8-v0": ("door_open", "delivered"),
 }
 """Flags some of the random episodes must raise, so the comparison covers them."""
 
