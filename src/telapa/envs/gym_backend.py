@@ -159,10 +159,11 @@ class GymVectorEnv:
         done = terminated | truncated
         info: dict[str, Any] = {}
         final = raw.get("final_info", {})
-        for name, value in raw.items():
-            if name in ("final_obs", "final_info") or name.startswith("_"):
+        for name in (raw.keys() | final.keys()) - {"final_obs", "final_info"}:
+            if name.startswith("_"):
                 continue
-            value = np.array(value)
+            # done envs: the ended step's info (a reset's info may lack the entry)
+            value = np.array(raw[name] if name in raw else final[name])
             if name in final:
                 value[done] = np.asarray(final[name])[done]
             info[name] = value
