@@ -36,6 +36,7 @@ EXPECTED_EVENTS = {
     "MiniGrid-GoToObject-8x8-N2-v0": ("has_key", "has_ball", "has_box", "box_toggled", "delivered"),
     "MiniGrid-Fetch-6x6-N2-v0": ("has_key", "has_ball", "delivered"),
     "MiniGrid-RedBlueDoors-8x8-v0": ("door_open", "delivered"),
+    "MiniGrid-MultiRoom-N2-S4-v0": ("door_open", "delivered"),
 }
 """Flags some of the random episodes must raise, so the comparison covers them."""
 
