@@ -10,18 +10,19 @@ from dataclasses import dataclass
 
 import jax
 
-from telapa.envs.minigrid.constants import BALL, BLUE, BOX, GREEN, KEY, RED
+from telapa.envs.minigrid.constants import BALL, BLUE, BOX, GREEN, GREY, KEY
 from telapa.envs.minigrid.roomgrid import PickupTask, RoomGrid, obj_cell, random_color
 from telapa.envs.minigrid.state import State
 
 ROOMS = RoomGrid(room_size=6, num_cols=2, num_rows=1)
-BALL_TO_FIND, BLOCKING_BALL, KEY_BOX = RED, GREEN, BLUE  # COLOR_NAMES[0], [1], [2]
+# COLOR_NAMES[0], [1], [2]; Farama's COLOR_NAMES is sorted alphabetically.
+BALL_TO_FIND, BLOCKING_BALL, KEY_BOX = BLUE, GREEN, GREY
 
 
 @dataclass(frozen=True)
 class ObstructedMaze1D(PickupTask):
-    """A locked door between two rooms, its key (in a blue box if ``key_in_box``, a green
-    ball before the door if ``blocked``) in the agent's (left) room, and the red ball to
+    """A locked door between two rooms, its key (in a grey box if ``key_in_box``; a green
+    ball before the door if ``blocked``) in the agent's (left) room, and the blue ball to
     pick up in the right one."""
 
     key_in_box: bool = True
