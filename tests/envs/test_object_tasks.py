@@ -23,6 +23,7 @@ from telapa.envs.minigrid.constants import (
     CLOSED,
     DOOR,
     EMPTY,
+    GREEN,
     KEY,
     OPEN,
     RED,
@@ -61,13 +62,13 @@ def _state(env_id: str, objects: dict, agent_pos, agent_dir, mission, **kwargs) 
 
 # GoToObject ----------------------------------------------------------------------------
 
-GREEN_BALL = cell(BALL, 1)
+GREEN_BALL = cell(BALL, GREEN)
 
 
 def _goto(agent_pos, agent_dir=RIGHT, objects=None, target=(3, 3)) -> State:
     objects = {(3, 3): GREEN_BALL} if objects is None else objects
     task_data = jnp.array([*target, 0, 0])
-    return _state(GOTO, objects, agent_pos, agent_dir, (1, BALL), task_data=task_data)
+    return _state(GOTO, objects, agent_pos, agent_dir, (GREEN, BALL), task_data=task_data)
 
 
 @pytest.mark.parametrize("agent_pos", [(2, 3), (4, 3), (3, 2), (3, 4)])
@@ -88,7 +89,7 @@ def test_goto_target_is_where_it_was_generated() -> None:
 
 
 def test_goto_toggle_ends_unrewarded() -> None:
-    next_to_box = _goto((2, 3), objects={(3, 3): cell(BOX, 1)})
+    next_to_box = _goto((2, 3), objects={(3, 3): cell(BOX, GREEN)})
     assert _outcome(GOTO, next_to_box, Action.TOGGLE) == (False, True, 0.0)
     assert _outcome(GOTO, _goto((5, 5)), Action.TOGGLE) == (False, True, 0.0)
 

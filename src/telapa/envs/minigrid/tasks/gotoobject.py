@@ -46,8 +46,8 @@ class GoToObject(Task):
         self, prev: State, action: jax.Array, state: State, transition: Transition
     ) -> tuple[jax.Array, jax.Array]:
         done = action == Action.DONE
-        next_to_goal = jnp.abs(state.agent_pos - state.task_data[:2]).sum() == 1
-        return done & next_to_goal, (done & ~next_to_goal) | (action == Action.TOGGLE)
+        next_to_target = jnp.abs(state.agent_pos - state.task_data[:2]).sum() == 1
+        return done & next_to_target, (done & ~next_to_target) | (action == Action.TOGGLE)
 
     def from_farama(self, env: Any, state: State) -> State:
         return state.replace(task_data=state.task_data.at[:2].set(jnp.asarray(env.target_pos)))
