@@ -19,6 +19,9 @@ def success_reward(step_count: jax.Array, max_steps: jax.Array) -> jax.Array:
 
     Computed as the exact ratio ``(10 max_steps - 9 step_count) / (10 max_steps)`` of two
     integers, whose correctly rounded float32 equals float32 of Farama's float64 value.
+    That holds while XLA divides exactly, as on CPU for per-env operands (a `State`
+    batch); a ``max_steps`` broadcast over a batch lets XLA multiply by its reciprocal
+    instead, which can be 1 ulp off.
     """
     numerator = (10 * max_steps - 9 * step_count).astype(jnp.float32)
     return jax.lax.div(numerator, (10 * max_steps).astype(jnp.float32))

@@ -9,18 +9,19 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import jax.numpy as jnp
+import jax
 import numpy as np
 
 from telapa.envs.minigrid.constants import BALL, BOX, COLOR_TO_IDX, KEY, OBJECT_TO_IDX
-from telapa.envs.minigrid.features import N_FLAGS
+from telapa.envs.minigrid.features import FLAG_NAMES
 from telapa.envs.minigrid.objects import EMPTY_CELL
-from telapa.envs.minigrid.state import NO_TARGET, TARGET_CARRIED, State
+from telapa.envs.minigrid.state import NO_TARGET, TARGET_CARRIED, TASK_DATA_SIZE, State
 from telapa.envs.minigrid.task import Task
 from telapa.envs.minigrid.tasks import all_tasks
 
 _OBJECT_WORDS = ("wall", "floor", "door", "key", "ball", "box", "goal", "lava")
 _MISSION_OBJECT = re.compile(rf"\b(?:({'|'.join(COLOR_TO_IDX)})\s+)?({'|'.join(_OBJECT_WORDS)})\b")
+_HELD_FLAGS = {"has_key": KEY, "has_ball": BALL, "has_box": BOX}
 _DEFAULT_COLOR = {  # colours of Farama's constructors, for missions that name none
     "wall": "grey",
     "floor": "blue",
@@ -101,22 +102,18 @@ def from_farama(env: Any) -> State:
             if obj is not None and obj.contains is not None:
                 contents[x, y] = encode_obj(obj.contains)
     carrying = encode_obj(env.carrying)
-    flags = np.zeros(N_FLAGS, bool)
-    flags[:3] = carrying[0] == np.array([KEY, BALL, BOX])
-    state = State.create(
-        env.grid.encode(),
-        np.asarray(env.agent_pos),
-        env.agent_dir,
-        parse_mission(env.mission),
-        env.max_steps,
+    state = State(
+        grid=env.grid.encode(),
         contents=contents,
-        target_pos=locate(env, getattr(env, "obj", None)),
-    ).replace(
-        carrying=jnp.asarray(carrying),
-        carrying_contents=jnp.asarray(
-            encode_obj(env.carrying.contains if env.carrying is not None else None)
-        ),
-        step_count=jnp.asarray(env.step_count, jnp.int32),
-        flags=jnp.asarray(flags),
+        agent_pos=np.asarray(env.agent_pos, np.int32),
+        agent_dir=np.int32(env.agent_dir),
+        carrying=carrying,
+        carrying_contents=encode_obj(getattr(env.carrying, "contains", None)),
+        step_count=np.int32(env.step_count),
+        max_steps=np.int32(env.max_steps),
+        mission=np.asarray(parse_mission(env.mission), np.int32),
+        flags=np.array([_HELD_FLAGS.get(name) == carrying[0] for name in FLAG_NAMES]),
+        target_pos=np.asarray(locate(env, getattr(env, "obj", None)), np.int32),
+        task_data=np.zeros(TASK_DATA_SIZE, np.int32),
     )
-    return task.from_farama(env, state)
+    return task.from_farama(env, jax.device_put(state))

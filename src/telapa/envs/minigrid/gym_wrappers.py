@@ -55,7 +55,7 @@ class MiniGridFeatures(gym.Wrapper):
     def _obs(self, obs: dict[str, Any]) -> Obs:
         out = {
             "image": np.asarray(obs["image"], np.uint8),
-            "direction": np.int32(obs["direction"]),
+            "direction": np.asarray(obs["direction"], np.int32),
         }
         if self.observe_mission:
             out["mission"] = self._mission

@@ -42,30 +42,50 @@ def _view_offsets() -> np.ndarray:
 VIEW_OFFSETS = _view_offsets()
 
 
+_ROW_BITS = (1 << VIEW_SIZE) - 1
+
+
+def _row_sweep_table() -> np.ndarray:
+    """``Grid.process_vis``'s sweep of one view row, for every (seen, clear) row pair.
+
+    Rows are V-bit masks (bit ``vx``): ``seen``, the row's cells lit so far (by the row
+    below), and ``clear``, its see-through cells. Farama's two sweeps along the row make
+    a seen clear cell light its whole run of clear cells plus the cells bounding the run,
+    in this row and, through the diagonal steps, the row above. Entry
+    ``seen << V | clear`` holds ``lit | above << V``: the row's final mask and what it
+    lights above.
+    """
+    index = np.arange(1 << (2 * VIEW_SIZE))
+    seen, clear = index >> VIEW_SIZE, index & _ROW_BITS
+    run = seen & clear
+    for _ in range(VIEW_SIZE - 1):
+        run |= ((run << 1) | (run >> 1)) & clear
+    above = (run | (run << 1) | (run >> 1)) & _ROW_BITS
+    return ((seen | above) | (above << VIEW_SIZE)).astype(np.int16)
+
+
+_ROW_SWEEP = _row_sweep_table()
+
+
 def visibility(view: jax.Array) -> jax.Array:
     """``Grid.process_vis`` of a ``(V, V, 3)`` view from `AGENT_VIEW_POS`: bool ``(V, V)``.
 
-    Farama sweeps the rows from the agent's upwards; in each row, a visible transparent
-    cell lights its whole run of transparent cells, plus the cells bounding the run in
-    that row and, diagonally included, the row above. That closed form replaces the
-    per-cell sweeps, leaving a fixed loop over the V rows.
+    Farama sweeps the rows from the agent's upwards, each row's outcome depending only
+    on what it was lit with and which of its cells are see-through; that per-row map is
+    tabulated (`_row_sweep_table`), leaving V table lookups.
     """
-    transparent = ~is_opaque(view).T  # [vy, vx]
-    run = jnp.cumsum(~transparent, axis=1)  # transparent cells of a run share this count
-    same_run = (
-        (run[:, :, None] == run[:, None, :]) & transparent[:, :, None] & transparent[:, None, :]
-    )
-    no = jnp.zeros(1, bool)
-    seen = jnp.zeros(VIEW_SIZE, bool).at[AGENT_VIEW_POS[0]].set(True)
-    rows = [seen] * VIEW_SIZE
+    bit = jnp.arange(VIEW_SIZE, dtype=jnp.int32)
+    clear = (~is_opaque(view)).astype(jnp.int32)  # [vx, vy]
+    clear_rows = jnp.sum(clear << bit[:, None], axis=0)  # [vy]
+    sweep = jnp.asarray(_ROW_SWEEP)
+    seen = jnp.int32(1 << AGENT_VIEW_POS[0])
+    lit_rows = []
     for vy in reversed(range(VIEW_SIZE)):
-        lit_runs = jnp.any(same_run[vy] & seen[None, :], axis=1)
-        spread = (
-            lit_runs | jnp.concatenate([no, lit_runs[:-1]]) | jnp.concatenate([lit_runs[1:], no])
-        )
-        rows[vy] = seen | spread
-        seen = spread
-    return jnp.stack(rows, axis=1)
+        swept = sweep[(seen << VIEW_SIZE) | clear_rows[vy]].astype(jnp.int32)
+        lit_rows.append(swept & _ROW_BITS)
+        seen = swept >> VIEW_SIZE
+    lit = jnp.stack(lit_rows[::-1])  # [vy]
+    return ((lit[None, :] >> bit[:, None]) & 1).astype(bool)
 
 
 def agent_view(state: State, see_through_walls: bool) -> jax.Array:

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from telapa.envs.minigrid.constants import DOOR, KEY, LOCKED, YELLOW
-from telapa.envs.minigrid.layout import put, region, sample_empty_cell, walled_grid
+from telapa.envs.minigrid.layout import put, rand_ints, region, sample_empty_cell, walled_grid
 from telapa.envs.minigrid.objects import GOAL_CELL, WALL_CELL, cell
 from telapa.envs.minigrid.state import State
 from telapa.envs.minigrid.task import GOAL_MISSION, Task
@@ -20,15 +20,14 @@ class DoorKey(Task):
 
     def generate(self, key: jax.Array) -> State:
         width, height = self.width, self.height
-        split_key, agent_key, dir_key, door_key, obj_key = jax.random.split(key, 5)
+        ints_key, agent_key, obj_key = jax.random.split(key, 3)
+        # Farama's _rand_int draws: split column, direction, door row.
+        split, agent_dir, door_y = rand_ints(ints_key, (2, 0, 1), (width - 2, 4, height - 2))
         grid = put(walled_grid(width, height), (width - 2, height - 2), GOAL_CELL)
-        split = jax.random.randint(split_key, (), 2, width - 2)
         column = jnp.arange(width)[:, None, None] == split
         grid = jnp.where(column, jnp.asarray(WALL_CELL), grid)
         left = region(width, height, (0, 0), (split, height))
         agent_pos = sample_empty_cell(agent_key, grid, left)
-        agent_dir = jax.random.randint(dir_key, (), 0, 4)
-        door_y = jax.random.randint(door_key, (), 1, height - 2)
         grid = put(grid, (split, door_y), cell(DOOR, YELLOW, LOCKED))
         key_pos = sample_empty_cell(obj_key, grid, left, avoid=agent_pos)
         grid = put(grid, key_pos, cell(KEY, YELLOW))
