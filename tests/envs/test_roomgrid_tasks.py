@@ -169,8 +169,11 @@ def _statistics(levels: Levels | State) -> dict[str, np.ndarray]:
     types, colors, states = np.moveaxis(np.asarray(levels.grid).reshape(n_levels, -1, 3), 2, 0)
     hidden = np.asarray(levels.contents).reshape(n_levels, -1, 3)
     agent = np.column_stack([levels.agent_pos, levels.agent_dir])
+    front = levels.agent_pos + DIR_TO_VEC[levels.agent_dir]
     stats = {
         "agent": agent,
+        "agent's front": types.reshape(levels.grid.shape[:3])[np.arange(n_levels), *front.T],
+        "agent and target": np.column_stack([agent, levels.target_pos]),
         "mission": levels.mission,
         "target": levels.target_pos,
         "doors' states": np.where(types == DOOR, states, -1),
