@@ -1,0 +1,164 @@
+"""PPO training throughput on MiniGrid-DoorKey-8x8-v0: telapa vs Stable-Baselines3.
+
+Measured in one run on one machine:
+
+- ``sb3``: Stable-Baselines3 PPO (MlpPolicy, 64x64 tanh actor and critic) on Farama
+  MiniGrid through ``ImgObsWrapper`` + ``FlattenObservation``, ``DummyVecEnv`` of 8,
+  n_steps 256, batch 256, 4 epochs (the reference);
+- ``telapa-gymnasium``: telapa PPO with the same shapes on the gymnasium backend (the
+  same Farama env stepped on the host);
+- ``telapa-jax``: the same shapes on the jax backend (the JAX port, vmapped, jitted);
+- larger jax shapes (more envs, fewer epochs) and the MiniGrid preset (CNN).
+
+Steps/s counts env steps of training (rollout + update), compilation excluded (reported
+separately). Writes ``benchmarks/results/ppo_throughput.json``.
+
+    python benchmarks/ppo_throughput.py           # full (a few minutes)
+    python benchmarks/ppo_throughput.py --quick   # smoke check (about a minute)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from telapa.config import NetworkConfig, PPOConfig, TrainConfig, load_config, preset_path
+
+ENV_ID = "MiniGrid-DoorKey-8x8-v0"
+RESULTS = Path(__file__).resolve().parent / "results" / "ppo_throughput.json"
+
+# The reference shapes (SB3 defaults otherwise: lr 3e-4, gamma 0.99, lambda 0.95, ...).
+SB3_SHAPES = dict(num_envs=8, n_steps=256, batch_size=256, epochs=4)
+SAME = TrainConfig(
+    ppo=PPOConfig(**SB3_SHAPES, lr=3e-4, ent_coef=0.0),
+    network=NetworkConfig(encoder="flat", hidden=(64, 64), activation="tanh"),
+)
+
+
+def _larger(num_envs: int, n_steps: int, batch_size: int, epochs: int) -> TrainConfig:
+    shapes = dict(num_envs=num_envs, n_steps=n_steps, batch_size=batch_size, epochs=epochs)
+    ppo = PPOConfig(**{**SAME.ppo.model_dump(), **shapes})
+    return TrainConfig(ppo=ppo, network=SAME.network)
+
+
+def bench_sb3(steps: int) -> dict:
+    import gymnasium as gym
+    import minigrid  # noqa: F401
+    import torch
+    from minigrid.wrappers import ImgObsWrapper
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    def make_env():
+        return gym.wrappers.FlattenObservation(ImgObsWrapper(gym.make(ENV_ID)))
+
+    env = DummyVecEnv([make_env] * SB3_SHAPES["num_envs"])
+    model = PPO(
+        "MlpPolicy", env, n_steps=SB3_SHAPES["n_steps"], batch_size=SB3_SHAPES["batch_size"],
+        n_epochs=SB3_SHAPES["epochs"], seed=0, device="cpu", verbose=0,
+    )
+    start = time.perf_counter()
+    model.learn(total_timesteps=steps)
+    train_s = time.perf_counter() - start
+    return {
+        "name": "sb3", "steps": int(model.num_timesteps), "train_s": train_s,
+        "compile_s": 0.0, "steps_per_s": model.num_timesteps / train_s,
+        "torch_threads": torch.get_num_threads(), **SB3_SHAPES,
+    }
+
+
+def bench_telapa(name: str, config: TrainConfig, backend: str, steps: int) -> dict:
+    from telapa.rl import PPOTrainer
+
+    trainer = PPOTrainer(ENV_ID, config, key=0, backend=backend)
+    compile_s = trainer.compile()
+    start = time.perf_counter()
+    trainer.train(steps)
+    train_s = time.perf_counter() - start
+    ppo = config.ppo
+    return {
+        "name": name, "backend": backend, "steps": trainer.steps, "train_s": train_s,
+        "compile_s": compile_s, "steps_per_s": trainer.steps / train_s,
+        "num_envs": ppo.num_envs, "n_steps": ppo.n_steps, "batch_size": ppo.batch_size,
+        "epochs": ppo.epochs, "encoder": config.network.encoder,
+    }
+
+
+def _versions() -> dict[str, str]:
+    out = {}
+    for pkg in ("jax", "jaxlib", "flax", "optax", "gymnasium", "minigrid", "torch",
+                "stable-baselines3", "numpy"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="short smoke run")
+    parser.add_argument("--out", type=Path, help=f"default: {RESULTS} (--quick: .quick.json)")
+    args = parser.parse_args(argv)
+    args.out = args.out or (RESULTS.with_suffix(".quick.json") if args.quick else RESULTS)
+
+    host_steps = 8_192 if args.quick else 100_000
+    jax_steps = 32_768 if args.quick else 500_000
+    runs = [
+        ("telapa-gymnasium", SAME, "gymnasium", host_steps),
+        ("telapa-jax", SAME, "jax", jax_steps),
+        ("telapa-jax-64x128-e2", _larger(64, 128, 2048, 2), "jax", jax_steps),
+        ("telapa-jax-256x64-e1", _larger(256, 64, 4096, 1), "jax", jax_steps),
+        ("telapa-jax-minigrid-preset", load_config(preset_path("minigrid")), "jax", jax_steps),
+    ]
+    results = []
+    try:
+        results.append(bench_sb3(host_steps))
+    except ImportError as err:
+        print(f"skipping SB3 ({err}); install with: pip install torch==2.13.0 "
+              "stable-baselines3", file=sys.stderr)
+    print(f"{'run':30s} {'steps':>9s} {'compile s':>9s} {'train s':>8s} {'steps/s':>9s}",
+          file=sys.stderr)
+    if results:
+        r = results[0]
+        print(f"{'sb3':30s} {r['steps']:9d} {0:9.1f} {r['train_s']:8.1f} "
+              f"{r['steps_per_s']:9.0f}", file=sys.stderr)
+    for name, config, backend, steps in runs:
+        r = bench_telapa(name, config, backend, steps)
+        results.append(r)
+        print(f"{name:30s} {r['steps']:9d} {r['compile_s']:9.1f} {r['train_s']:8.1f} "
+              f"{r['steps_per_s']:9.0f}", file=sys.stderr)
+
+    sb3 = next((r["steps_per_s"] for r in results if r["name"] == "sb3"), None)
+    for r in results:
+        r["ratio_vs_sb3"] = r["steps_per_s"] / sb3 if sb3 else None
+    report = {
+        "benchmark": "ppo_throughput",
+        "env": ENV_ID,
+        "quick": args.quick,
+        "machine": {
+            "platform": platform.platform(),
+            "processor": platform.processor(),
+            "cpu_count": os.cpu_count(),
+            "python": platform.python_version(),
+        },
+        "versions": _versions(),
+        "results": results,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    if sb3:
+        for r in results[1:]:
+            print(f"{r['name']}: {r['ratio_vs_sb3']:.1f}x SB3", file=sys.stderr)
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
