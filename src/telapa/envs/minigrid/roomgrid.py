@@ -95,13 +95,10 @@ class RoomGrid:
 
     def wall_index(self, i: Index, j: Index, k: int) -> Index:
         """The number of wall ``k`` of room ``(i, j)``, which must have a neighbour there."""
+        if k in (0, 2):  # the right wall of room (i, j), or of its left neighbour
+            return j * (self.num_cols - 1) + i - (k == 2)
         n_right = self.num_rows * (self.num_cols - 1)
-        return {
-            0: j * (self.num_cols - 1) + i,
-            2: j * (self.num_cols - 1) + i - 1,
-            1: n_right + j * self.num_cols + i,
-            3: n_right + (j - 1) * self.num_cols + i,
-        }[k]
+        return n_right + (j - (k == 3)) * self.num_cols + i  # a bottom wall
 
     def shared_walls(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per shared wall: its two rooms' flat indices, its first corner, its direction.
