@@ -172,7 +172,7 @@ def _statistics(levels: Levels | State) -> dict[str, np.ndarray]:
     front = levels.agent_pos + DIR_TO_VEC[levels.agent_dir]
     stats = {
         "agent": agent,
-        "agent's front": types.reshape(levels.grid.shape[:3])[np.arange(n_levels), *front.T],
+        "agent's front": np.asarray(levels.grid)[np.arange(n_levels), *front.T, 0],
         "agent and target": np.column_stack([agent, levels.target_pos]),
         "mission": levels.mission,
         "target": levels.target_pos,
