@@ -47,10 +47,15 @@ def sample_empty_cell(
     valid = within & (grid[..., 0] == EMPTY)
     if avoid is not None:
         valid = valid & ~region(width, height, avoid, (1, 1))
-    valid = valid.reshape(-1)
-    rank = uniform_below(key, jnp.sum(valid, dtype=jnp.int32))
-    index = jnp.argmax(jnp.cumsum(valid, dtype=jnp.int32) > rank)
-    return jnp.stack([index // height, index % height]).astype(jnp.int32)
+    # The rank-th valid cell in [x, y] order, column first: two short cumsums are much
+    # faster than one over all cells on XLA:CPU.
+    per_column = jnp.sum(valid, axis=1, dtype=jnp.int32)
+    columns_end = jnp.cumsum(per_column)
+    rank = uniform_below(key, columns_end[-1])
+    x = jnp.argmax(columns_end > rank)
+    rank_in_column = rank - (columns_end[x] - per_column[x])
+    y = jnp.argmax(jnp.cumsum(valid[x], dtype=jnp.int32) > rank_in_column)
+    return jnp.stack([x, y]).astype(jnp.int32)
 
 
 def uniform_below(key: jax.Array, n: jax.Array) -> jax.Array:
