@@ -1,0 +1,33 @@
+"""The benchmark scripts run (``--quick``) and write the JSON fields the reports read."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def test_env_throughput_quick(tmp_path: Path) -> None:
+    out = tmp_path / "env_throughput.json"
+    env_id = "MiniGrid-Empty-5x5-v0"
+    subprocess.run(
+        [sys.executable, str(BENCHMARKS / "env_throughput.py"), "--quick", "--ids", env_id]
+        + ["--out", str(out)],
+        check=True,
+        timeout=600,
+    )
+    report = json.loads(out.read_text())
+    assert report["benchmark"] == "env_throughput" and report["quick"] is True
+    machine = report["machine"]
+    assert machine["cpu_model"] and machine["logical_cores"] >= 1
+    assert {"python", "jax", "minigrid"} <= set(machine["versions"])
+    runs = {(r["name"], r["num_envs"]): r for r in report["results"]}
+    batches = report["settings"]["batch_sizes"]
+    assert set(runs) == {("farama", 1), ("farama-sync8", 8)} | {("port", b) for b in batches}
+    for run in runs.values():
+        assert run["env_id"] == env_id and run["steps"] > 0 and run["steps_per_s"] > 0
+    for batch in batches:
+        assert runs["port", batch]["compile_s"] > 0 and runs["port", batch]["reset_compile_s"] > 0
