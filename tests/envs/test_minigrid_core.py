@@ -200,7 +200,7 @@ def test_visibility_matches_farama_process_vis() -> None:
 
 @pytest.mark.parametrize("action", [-1, 7, 100])
 def test_out_of_range_actions_are_noops_that_count_a_step(action: int) -> None:
-    before = room(cell(BALL, BLUE), carrying=None)
+    before = room(cell(BALL, BLUE))
     after, _, reward, terminated, _, info = act(before, action)
     changed = jax.tree.map(lambda a, b: not np.array_equal(a, b), before, after)
     assert [name for name, c in vars(changed).items() if c] == ["step_count"]

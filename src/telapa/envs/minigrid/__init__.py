@@ -12,7 +12,8 @@ Layout:
     dynamics      ``MiniGridEnv.step``'s seven actions (`step_dynamics`).
     observation   ``gen_obs``: the egocentric 7x7 image with occlusion.
     features      the 11 behaviour features and their sticky flags.
-    layout        level-generation helpers (walls, ``place_obj``).
+    layout        level-generation helpers (walls, ``place_obj``, ``_rand_int``).
+    roomgrid      ``RoomGrid`` levels; scatter: objects strewn over a room (task helpers).
     task          `Task`, the per-env hook API.
     tasks/        one module per env family; each defines ``TASKS``.
     env           `MiniGrid`, the `JaxEnv` tying a task to the core.
@@ -26,9 +27,11 @@ and registered automatically. The hooks:
 - ``generate(self, key) -> State``: ``_gen_grid``, drawn from Farama's distribution;
   build it with `State.create` and the helpers of `layout`.
 - ``rules(self, prev, action, state, transition) -> (success, failure)``: the env's
-  ``step`` override, evaluated after the core dynamics (default: none). Success is
-  rewarded ``1 - 0.9 * step_count / max_steps``; both terminate. The core already
-  makes reaching a goal a success and entering lava a failure.
+  ``step`` override, evaluated after the core dynamics moved ``prev`` to ``state``
+  (``transition`` holds the front cell before and after, see `Transition`); bool
+  scalars, default none. Success is rewarded ``1 - 0.9 * step_count / max_steps``; both
+  terminate. The core already makes reaching a goal a success and entering lava a
+  failure.
 - ``from_farama(self, env, state) -> State``: fill the task's own fields from the
   unwrapped Farama env (default: nothing to fill).
 
@@ -49,6 +52,7 @@ from __future__ import annotations
 import functools
 
 from telapa.envs import register_jax
+from telapa.envs.minigrid.dynamics import Transition
 from telapa.envs.minigrid.env import MiniGrid
 from telapa.envs.minigrid.farama import from_farama
 from telapa.envs.minigrid.features import FEATURE_DIM, FEATURE_NAMES, FLAG_NAMES
@@ -76,6 +80,7 @@ __all__ = [
     "MiniGrid",
     "State",
     "Task",
+    "Transition",
     "all_tasks",
     "from_farama",
     "is_carrying_target",
