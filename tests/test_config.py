@@ -31,7 +31,7 @@ def test_mujoco_preset_matches_paper():
 
 
 def test_default_config_by_env_family():
-    assert default_config("MiniGrid-DoorKey-5x5-v0").network.encoder == "cnn"
+    assert default_config("MiniGrid-DoorKey-5x5-v0").ppo.num_envs == 16
     assert default_config("Hopper-v5").ppo.n_steps == 2048
 
 

@@ -29,7 +29,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from telapa.config import ConfigError, TrainConfig, default_config, dump_config, load_config
 
 DEMO_ENV = "MiniGrid-DoorKey-5x5-v0"
-DEMO_STEPS = 300_000
+DEMO_STEPS = 150_000
 
 
 class CLIError(Exception):
