@@ -42,7 +42,8 @@ def test_train_json_and_run_dir(tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--env", "MiniGrid-DoorKey-9x9-v0"], "unknown env id 'MiniGrid-DoorKey-9x9-v0' for backend 'jax'"),
+        (["--env", "MiniGrid-DoorKey-9x9-v0"],
+         "unknown env id 'MiniGrid-DoorKey-9x9-v0' for backend 'jax'"),
         (["--env", "CartPol-v1", "--backend", "gymnasium"], "did you mean CartPole-v1"),
     ],
 )

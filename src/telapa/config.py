@@ -116,7 +116,8 @@ def parse_config(data: dict[str, Any] | None, source: str = "<dict>") -> TrainCo
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
+        kind = type(data).__name__
+        raise ConfigError(f"{source}: expected a mapping at the top level, got {kind}")
     try:
         return TrainConfig.model_validate(data)
     except ValidationError as err:

@@ -29,6 +29,7 @@ from telapa.envs.base import ArraySpec, EnvSpec
 from telapa.envs.minigrid.features import FEATURE_DIM
 from telapa.envs.minigrid.gym_wrappers import is_minigrid_id, wrap_farama
 
+
 def check_gym_id(env_id: str) -> None:
     """Raises ``ValueError`` (with close matches) unless gymnasium knows ``env_id``."""
     import minigrid  # noqa: F401  (registers the Farama MiniGrid ids)

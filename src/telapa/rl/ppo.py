@@ -144,7 +144,9 @@ def ppo_loss(
     return loss, aux
 
 
-def make_optimizer(config: PPOConfig, total_updates: int | None = None) -> optax.GradientTransformation:
+def make_optimizer(
+    config: PPOConfig, total_updates: int | None = None
+) -> optax.GradientTransformation:
     """Global-norm clipping then Adam; lr linearly annealed to 0 over ``total_updates``."""
     lr: float | optax.Schedule = config.lr
     if config.anneal_lr:
@@ -176,7 +178,10 @@ def episode_stats(
         return EpisodeTracker(jnp.where(d, 0.0, ret), jnp.where(d, 0, length)), ended
 
     tracker, per_step = jax.lax.scan(step, tracker, (reward.astype(jnp.float32), done))
-    n, ret, length, wins = (jnp.sum(per_step[k]) for k in ("episodes", "return_sum", "length_sum", "successes"))
+    n, ret, length, wins = (
+        jnp.sum(per_step[k]) for k in ("episodes", "return_sum", "length_sum", "successes")
+    )
+
     def mean(x):
         return jnp.where(n > 0, x / jnp.maximum(n, 1), jnp.nan)
 
