@@ -51,7 +51,10 @@ class Homogeneity:
     p_value: float
 
 
-def _positions(prefix: str, present: np.ndarray, x: np.ndarray, y: np.ndarray, height: int):
+def _positions(
+    prefix: str, present: np.ndarray, x: np.ndarray, y: np.ndarray, height: int
+) -> dict[str, np.ndarray]:
+    """Cell, x and y of an object, `ABSENT` where not ``present``."""
     return {
         f"{prefix} cell": np.where(present, x * height + y, ABSENT),
         f"{prefix} x": np.where(present, x, ABSENT),
@@ -72,7 +75,7 @@ def _category(name: str, mask: np.ndarray, codes: np.ndarray) -> dict[str, np.nd
     if max_count > 1:
         ranks["last"] = count - 1
     for label, rank in ranks.items():
-        present = rank < count
+        present = (rank >= 0) & (rank < count)  # "last" of no object is rank -1
         index = order[np.arange(n), np.clip(rank, 0, None)]
         x, y = index % width, index // width
         out |= _positions(f"{name} {label}", present, x, y, height)
@@ -104,7 +107,8 @@ def level_statistics(levels: State) -> dict[str, np.ndarray]:
 
 
 def pool_rare_bins(table: np.ndarray) -> np.ndarray:
-    """Merges the bins (columns) of a 2 x B table whose expected count is below 5."""
+    """Merges the bins (columns) of a 2 x B table whose expected count is below
+    `MIN_EXPECTED` (see the module docstring)."""
     smaller = table.sum(1).min()
     expected = table.sum(0) * smaller / table.sum()
     rare = expected < MIN_EXPECTED

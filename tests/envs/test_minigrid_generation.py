@@ -29,12 +29,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from level_statistics import compare, describe, pool_rare_bins, rejections
+from level_statistics import compare, describe, level_statistics, pool_rare_bins, rejections
 from minigrid_levels import Generator, farama_levels, generate_levels, port_levels
 from minigrid_solvability import pickups_end_episode, solvable
 
-from telapa.envs.minigrid import Task, all_tasks
-from telapa.envs.minigrid.constants import DOOR, KEY, LOCKED, YELLOW
+from telapa.envs.minigrid import GOAL_MISSION, State, Task, all_tasks
+from telapa.envs.minigrid.constants import BLUE, DOOR, GREEN, KEY, LOCKED, RED, YELLOW
 from telapa.envs.minigrid.layout import put, sample_empty_cell
 from telapa.envs.minigrid.objects import EMPTY_CELL, WALL_CELL, cell
 from telapa.envs.minigrid.tasks import multiroom
@@ -137,3 +137,16 @@ def test_rare_bins_are_pooled() -> None:
     np.testing.assert_array_equal(
         pool_rare_bins(np.array([[50, 40, 1], [45, 50, 2]], float)), [[50, 41], [45, 52]]
     )
+
+
+def test_statistics_rank_objects_in_reading_order() -> None:
+    grids = np.broadcast_to(EMPTY_CELL, (3, 4, 3, 3)).copy()  # 3 levels of 4x3
+    grids[1, 2, 0] = cell(KEY, RED)  # one key at (2, 0)
+    grids[2, 0, 1] = cell(KEY, GREEN)  # two keys: (3, 0) comes first, row by row
+    grids[2, 3, 0] = cell(KEY, BLUE)
+    levels = [State.create(grid, (1, 1), 0, GOAL_MISSION, 10) for grid in grids]
+    stats = level_statistics(jax.tree.map(lambda *leaves: np.stack(leaves), *levels))
+    assert stats["key count"].tolist() == [0, 1, 2]
+    assert stats["key 0 cell"].tolist() == [-1, 2 * 3 + 0, 3 * 3 + 0]  # x * height + y
+    assert stats["key last cell"].tolist() == [-1, 2 * 3 + 0, 0 * 3 + 1]
+    assert stats["key 1 (colour, state)"].tolist() == [-1, -1, GREEN * 3]

@@ -44,9 +44,12 @@ class Rooms(NamedTuple):
 
 
 def room_fits(top: jax.Array, width: int, height: int) -> jax.Array:
-    """``_placeRoom``'s bounds check, with its asymmetry: a room may touch the right
-    edge of the grid (``topX + sizeX > width`` fails) but not the bottom one
-    (``topY + sizeY >= height`` fails)."""
+    """``_placeRoom``'s bounds check of a room's top-left corner.
+
+    Asymmetric as in Farama: ``topX + sizeX > width`` fails but so does
+    ``topY + sizeY >= height``, so a room may touch the right edge of the grid but not
+    the bottom one.
+    """
     return jnp.all(top >= 0) & (top[0] + ROOM_SIZE <= width) & (top[1] + ROOM_SIZE < height)
 
 
