@@ -2,10 +2,10 @@
 
 Per id, in the same process on the same machine:
 
-- ``port``: ``AutoReset(make(id))`` (the episode resets inside ``step``), ``vmap`` over
-  a batch of 1, 64, 512 and 4096 envs, ``lax.scan`` over steps with uniform random
-  actions, all in one ``jit``; the observations are summed into a checksum, as a policy
-  would read them, so XLA cannot skip them; compile time (reset and rollout) is reported
+- ``port``: ``AutoReset(make(id), batch)`` (episodes reset inside ``step``) over a
+  batch of 1, 64, 512 and 4096 envs, ``lax.scan`` over steps with uniform random
+  actions, all in one ``jit``; the observations are summed into a checksum, as a
+  policy would read them, so XLA cannot skip them; compile time (reset and rollout) is reported
   apart from the steady-state time of the compiled rollout;
 - ``farama``: ``gymnasium.make(id)`` stepped in Python with uniform random actions,
   ``reset`` on episode end;
@@ -60,7 +60,7 @@ QUICK = Settings(batch_sizes=(1, 64), scan_steps=32, min_seconds=0.2, host_steps
 
 def port_throughput(env_id: str, batch: int, settings: Settings) -> dict:
     """Steps/s of the jitted, vmapped port with random actions and auto-reset."""
-    env = AutoReset(make(env_id))
+    env = AutoReset(make(env_id), batch)
     n_actions = env.spec.n_actions
 
     def rollout(state, key):
@@ -68,7 +68,7 @@ def port_throughput(env_id: str, batch: int, settings: Settings) -> dict:
             state, key, checksum = carry
             key, action_key = jax.random.split(key)
             actions = jax.random.randint(action_key, (batch,), 0, n_actions)
-            state, obs, reward, *_ = jax.vmap(env.step)(state, actions)
+            state, obs, reward, *_ = env.step(state, actions)
             # Consume the observations, as a policy would, so XLA cannot skip them.
             checksum += reward.sum() + obs["image"].sum(dtype=jnp.float32)
             return (state, key, checksum), None
@@ -78,8 +78,8 @@ def port_throughput(env_id: str, batch: int, settings: Settings) -> dict:
 
     reset_key, key = jax.random.split(jax.random.PRNGKey(0))
     start = time.perf_counter()
-    reset = jax.jit(jax.vmap(env.reset)).lower(jax.random.split(reset_key, batch)).compile()
-    state, _ = jax.block_until_ready(reset(jax.random.split(reset_key, batch)))
+    reset = jax.jit(env.reset).lower(reset_key).compile()
+    state, _ = jax.block_until_ready(reset(reset_key))
     reset_compile_s = time.perf_counter() - start
     start = time.perf_counter()
     compiled = jax.jit(rollout).lower(state, key).compile()

@@ -231,18 +231,6 @@ def test_flags_are_sticky_within_an_episode() -> None:
     assert info["features"][5 + FLAG_NAMES.index("has_key")] == 1
 
 
-def test_auto_reset_starts_a_new_episode_on_done() -> None:
-    env = AutoReset(ENV)
-    state, _ = env.reset(jax.random.key(0))
-    goal_ahead = room(GOAL_CELL).replace(step_count=jnp.int32(5))
-    state = state.replace(env_state=goal_ahead)
-    state, obs, reward, terminated, _, info = jax.jit(env.step)(state, Action.FORWARD)
-    assert terminated and reward > 0
-    assert int(state.env_state.step_count) == 0
-    np.testing.assert_array_equal(obs["image"], OBSERVE(state.env_state)["image"])
-    assert np.asarray(info["final_obs"]["image"][AGENT_VIEW_POS]).tolist() == [1, 0, 0]
-
-
 def test_make_unknown_id_lists_available_ids() -> None:
     with pytest.raises(ValueError, match="MiniGrid-DoorKey-8x8-v0"):
         make("MiniGrid-NoSuchTask-v0")

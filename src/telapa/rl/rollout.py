@@ -1,7 +1,7 @@
 """Rollouts: T steps of N envs into a `Trajectory`, on either backend.
 
 Both use the same ``act`` (`Policy.act`) and produce identical `Trajectory` layouts, so
-`telapa.rl.ppo.make_learn` serves both. The jax rollout is a ``lax.scan`` over a vmapped
+`telapa.rl.ppo.make_learn` serves both. The jax rollout is a ``lax.scan`` over a batched
 `AutoReset` env (jit it); the gymnasium rollout is a host loop over a `GymVectorEnv`
 with a jitted ``act``.
 """
@@ -39,13 +39,12 @@ def make_jax_rollout(
 ) -> Callable[[Params, Any, Obs, jax.Array], tuple[Any, Obs, jax.Array, Trajectory]]:
     """``rollout(params, env_state, obs, key) -> (env_state, obs, key, traj)``; pure."""
     act = make_act(policy)
-    env_step = jax.vmap(env.step)
 
     def rollout(params: Params, env_state: Any, obs: Obs, key: jax.Array):
         def step(carry, _):
             env_state, obs, key = carry
             a, key = act(params, obs, key)
-            env_state, next_obs, reward, terminated, truncated, info = env_step(
+            env_state, next_obs, reward, terminated, truncated, info = env.step(
                 env_state, a.env_action
             )
             transition = Trajectory(

@@ -51,11 +51,11 @@ def _host_metrics(stacked: dict[str, jax.Array]) -> list[Metrics]:
 
 
 class _JaxLoop:
-    """Vmapped `AutoReset` envs; ``k`` rollout+update iterations per jitted call."""
+    """A batch of `AutoReset` envs; ``k`` rollout+update iterations per jitted call."""
 
     def __init__(self, env: JaxEnv, policy: Policy, learn, config: TrainConfig):
         ppo = config.ppo
-        self.env = AutoReset(env)
+        self.env = AutoReset(env, ppo.num_envs)
         self.num_envs, self.k = ppo.num_envs, ppo.iterations_per_call
         self.steps_per_call = ppo.rollout_size * self.k
         rollout = make_jax_rollout(self.env, policy, ppo.n_steps)
@@ -72,7 +72,7 @@ class _JaxLoop:
 
     def reset(self, key: jax.Array) -> None:
         key, reset_key = jax.random.split(key)
-        env_state, obs = jax.vmap(self.env.reset)(jax.random.split(reset_key, self.num_envs))
+        env_state, obs = self.env.reset(reset_key)
         self._carry = (EpisodeTracker.zeros(self.num_envs), env_state, obs, key)
 
     def compile(self, state: PPOState) -> None:
