@@ -12,7 +12,7 @@ import pytest
 from minigrid.core.grid import Grid
 from minigrid.core.world_object import Ball, Door, Wall
 
-from telapa.envs import AutoReset, make
+from telapa.envs import make
 from telapa.envs.minigrid import FLAG_NAMES, NO_TARGET, TARGET_CARRIED, State
 from telapa.envs.minigrid.constants import (
     BALL,
