@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from telapa.config import ConfigError, TrainConfig, default_config, dump_config, load_config
 
@@ -109,12 +109,11 @@ def train_run(
     rows: list[dict[str, float]] = []
     writer = SummaryWriter(str(run_dir / "tb"))
     columns = (
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
+        TextColumn("[bold]PPO"),
+        BarColumn(bar_width=20),
         TextColumn("{task.completed:,.0f}/{task.total:,.0f} steps"),
         TextColumn("{task.fields[rate]:,.0f} steps/s"),
         TextColumn("SR {task.fields[sr]}"),
-        TimeElapsedColumn(),
         TimeRemainingColumn(),
     )
     train_start = time.perf_counter()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from telapa.config import EvalConfig, PPOConfig, TrainConfig
-from telapa.rl import PPOTrainer, flatten_params
+from telapa.rl import PPOTrainer, flatten_params, make_jax_evaluator
 
 from .toy_envs import Corridor, Reach
 
@@ -71,6 +71,18 @@ def test_set_params_and_evaluate_other_params(trained):
     assert trainer.evaluate().sr >= 0.95
     with pytest.raises(ValueError, match="does not match"):
         trainer.set_params({"params": {}})
+
+
+def test_jax_evaluator_vmaps_over_a_population(trained):
+    trainer, before, _ = trained
+    evaluate = make_jax_evaluator(trainer.env, trainer.policy, episodes=16, max_steps=16)
+    fresh = PPOTrainer(Corridor(), CONFIG, key=0).get_params()
+    population = jax.tree.map(lambda a, b: jnp.stack([a, b]), fresh, trainer.get_params())
+    returns, lengths, feats = jax.jit(jax.vmap(evaluate, in_axes=(0, None)))(
+        population, jax.random.key(5)
+    )
+    assert returns.shape == lengths.shape == (2, 16) and feats.shape == (2, 16, 16, 2)
+    assert (returns[0] > 0).mean() < 0.6 and (returns[1] > 0).mean() >= 0.95
 
 
 def test_reset_optimizer(trained):
