@@ -11,7 +11,7 @@ import pytest
 
 from telapa.config import PPOConfig
 from telapa.rl.policy import Categorical, DiagGaussian
-from telapa.rl.ppo import Trajectory, advantages, gae, ppo_loss
+from telapa.rl.ppo import Trajectory, advantages, gae, make_optimizer, ppo_loss
 
 LN2 = math.log(2.0)
 
@@ -145,3 +145,21 @@ def test_truncation_bootstraps_from_final_obs_value():
                        reward_scale=2.0)
     _, returns = advantages(_FixedPolicy(), {}, traj, {"v": jnp.full(2, 4.0)}, config)
     np.testing.assert_allclose(returns, [[7.0, 2.0], [4.0, 4.0]], atol=1e-6)
+
+
+def test_linear_lr_annealing_reaches_zero():
+    # 1 update x 2 epochs x 2 minibatches = 4 Adam steps; lr decays 1e-2 -> 0 linearly:
+    # steps 0..3 use 1e-2, 7.5e-3, 5e-3, 2.5e-3; the 5th update uses lr 0.
+    config = PPOConfig(num_envs=2, n_steps=2, batch_size=2, epochs=2, lr=1e-2, anneal_lr=True)
+    opt = make_optimizer(config, total_updates=1)
+    params = {"w": jnp.zeros(3)}
+    grads = {"w": jnp.ones(3)}
+    state = opt.init(params)
+    sizes = []
+    for _ in range(5):
+        updates, state = opt.update(grads, state, params)
+        sizes.append(float(jnp.abs(updates["w"][0])))
+    # Adam's first steps on a constant gradient move by lr (m / sqrt(v) = 1)
+    np.testing.assert_allclose(sizes, [1e-2, 7.5e-3, 5e-3, 2.5e-3, 0.0], rtol=1e-3, atol=1e-8)
+    with pytest.raises(ValueError, match="anneal_lr needs"):
+        make_optimizer(config)
