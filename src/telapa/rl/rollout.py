@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from telapa.envs.base import AutoReset, Obs
@@ -64,16 +63,18 @@ def make_jax_rollout(
 def gym_rollout(
     env: GymVectorEnv, act: ActFn, params: Params, obs: Obs, key: jax.Array, n_steps: int
 ) -> tuple[Obs, jax.Array, Trajectory]:
-    """Steps ``env`` on the host for ``n_steps``; returns ``(obs, key, traj)``."""
+    """Steps ``env`` on the host for ``n_steps``; returns ``(obs, key, traj)``.
+
+    The trajectory is stacked with numpy (host arrays; the jitted update takes them in
+    one transfer)."""
     steps: list[tuple] = []
     for _ in range(n_steps):
         a, key = act(params, obs, key)
-        _, next_obs, reward, terminated, truncated, info = env.step(
-            None, np.asarray(a.env_action)
-        )
+        a = jax.device_get(a)
+        _, next_obs, reward, terminated, truncated, info = env.step(None, a.env_action)
         steps.append(
             (obs, a.action, a.log_prob, a.value, reward, terminated, truncated, info["final_obs"])
         )
         obs = next_obs
-    columns = [jax.tree.map(lambda *xs: jnp.stack(xs), *col) for col in zip(*steps, strict=True)]
+    columns = [jax.tree.map(lambda *xs: np.stack(xs), *col) for col in zip(*steps, strict=True)]
     return obs, key, Trajectory(*columns)
