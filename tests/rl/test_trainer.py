@@ -111,6 +111,17 @@ def test_resume_is_exact_and_seeded():
     one_call.train(ROLLOUT)
     assert not _same(one_call.get_params(), resumed.get_params())
 
+    # two iterations fused per jitted call: the same 4 iterations, in 2 calls
+    fused_config = CONFIG.model_copy(
+        update={"ppo": CONFIG.ppo.model_copy(update={"iterations_per_call": 2})}
+    )
+    fused = PPOTrainer(Corridor(), fused_config, key=7)
+    history = fused.train(3 * ROLLOUT)
+    assert [m["step"] for m in history] == [ROLLOUT * i for i in (1, 2, 3, 4)]
+    for a, b in zip(jax.tree.leaves(fused.get_params()), jax.tree.leaves(one_call.get_params()),
+                    strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
     # non-finite parameters stop training with the env and the step
     resumed.set_params(jax.tree.map(lambda x: x * jnp.nan, resumed.get_params()))
     with pytest.raises(FloatingPointError, match=r"Corridor: non-finite .* at step"):
