@@ -180,7 +180,9 @@ def _cmd_demo(ns: argparse.Namespace) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="telapa", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="telapa", description="Continual RL with latent-aligned policy archives."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     train = sub.add_parser("train", help="train PPO on one environment")
