@@ -28,7 +28,7 @@ import os
 import platform
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from importlib.metadata import version
 from pathlib import Path
 
@@ -162,6 +162,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="short smoke run (batch 1 and 64)")
     parser.add_argument("--ids", nargs="+", help="ids to measure (default: every port)")
     parser.add_argument("--out", type=Path, help=f"default: {RESULTS} (--quick: .quick.json)")
+    parser.add_argument(
+        "--batch-sizes", type=int, nargs="+", help="port batch sizes (e.g. larger on a GPU)"
+    )
     args = parser.parse_args(argv)
     ports = jax_env_ids()
     ids = args.ids or ports
@@ -169,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"no JAX port of {', '.join(unknown)}; ported: {', '.join(ports)}")
     settings = QUICK if args.quick else FULL
+    if args.batch_sizes:
+        settings = replace(settings, batch_sizes=tuple(args.batch_sizes))
     out = args.out or (RESULTS.with_suffix(".quick.json") if args.quick else RESULTS)
 
     results = []

@@ -105,6 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short smoke run")
     parser.add_argument("--out", type=Path, help=f"default: {RESULTS} (--quick: .quick.json)")
+    parser.add_argument(
+        "--shapes", nargs="+", default=[], metavar="ENVSxSTEPSxEPOCHS",
+        help="extra jax shapes, 4 minibatches each (e.g. 4096x32x1 on a GPU)",
+    )
     args = parser.parse_args(argv)
     args.out = args.out or (RESULTS.with_suffix(".quick.json") if args.quick else RESULTS)
 
@@ -117,6 +121,10 @@ def main(argv: list[str] | None = None) -> int:
         ("telapa-jax-256x64-e1", _larger(256, 64, 4096, 1), "jax", jax_steps),
         ("telapa-jax-minigrid-preset", load_config(preset_path("minigrid")), "jax", jax_steps),
     ]
+    for shape in args.shapes:
+        num_envs, n_steps, epochs = (int(n) for n in shape.split("x"))
+        config = _larger(num_envs, n_steps, num_envs * n_steps // 4, epochs)
+        runs.append((f"telapa-jax-{shape}", config, "jax", max(jax_steps, 20 * num_envs * n_steps)))
     results = []
     try:
         results.append(bench_sb3(host_steps))

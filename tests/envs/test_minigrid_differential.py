@@ -10,16 +10,6 @@ from telapa.envs.minigrid import FLAG_NAMES, all_tasks
 
 N_EPISODES = 200
 
-MAKE_KWARGS = {
-    # Shorter episodes keep the test fast; the port truncates at the state's max_steps.
-    "MiniGrid-DoorKey-8x8-v0": {"max_steps": 256},
-    "MiniGrid-BlockedUnlockPickup-v0": {"max_steps": 192},
-    "MiniGrid-KeyCorridorS3R3-v0": {"max_steps": 192},
-    "MiniGrid-ObstructedMaze-1Dlh-v0": {"max_steps": 192},
-    "MiniGrid-RedBlueDoors-8x8-v0": {"max_steps": 400},
-}
-"""Options for ``gymnasium.make`` per id (default: Farama's own)."""
-
 EXPECTED_EVENTS = {
     "MiniGrid-Empty-5x5-v0": ("delivered",),
     "MiniGrid-DoorKey-5x5-v0": ("has_key", "door_open", "delivered"),
@@ -43,7 +33,7 @@ EXPECTED_EVENTS = {
 
 @pytest.mark.parametrize("env_id", sorted(all_tasks()))
 def test_port_matches_farama(env_id: str) -> None:
-    episodes = record(env_id, range(N_EPISODES), **MAKE_KWARGS.get(env_id, {}))
+    episodes = record(env_id, range(N_EPISODES))
     first_obs, steps = replay(env_id, episodes)
     found = mismatches(episodes, first_obs, steps)
     assert not found, f"{len(found)} mismatches, first ones:\n" + "\n".join(found[:10])
