@@ -4,6 +4,6 @@
 #   bash benchmarks/gpu.sh [RESULTS_DIR]
 set -euo pipefail
 out=${1:-benchmarks/results}
-python benchmarks/env_throughput.py --batch-sizes 512 8192 65536 \
+"${PYTHON:-python3}" benchmarks/env_throughput.py --batch-sizes 512 8192 65536 \
     --ids MiniGrid-DoorKey-8x8-v0 MiniGrid-MultiRoom-N2-S4-v0 --out "$out/env_throughput.gpu.json"
-python benchmarks/ppo_throughput.py --shapes 1024x64x1 4096x32x1 --out "$out/ppo_throughput.gpu.json"
+"${PYTHON:-python3}" benchmarks/ppo_throughput.py --shapes 1024x64x1 4096x32x1 --out "$out/ppo_throughput.gpu.json"
