@@ -28,7 +28,7 @@ def _step(env: AutoReset, state, n: int):
 @pytest.mark.parametrize("pool_size", [1, 2, 4])
 def test_finished_envs_restart_and_the_others_continue(pool_size: int) -> None:
     n = 4
-    env = AutoReset(ENV, n, pool_size=pool_size)
+    env = AutoReset(ENV, n, pool_sizes=(pool_size,))
     state, _ = env.reset(jax.random.key(0))
     ending = np.array([False, True, False, True])
     before = _about_to_truncate(state, ending)

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import NamedTuple
 
-import gymnasium as gym
 import jax
 import jax.numpy as jnp
 import minigrid  # noqa: F401  (registers the Farama ids)
 import numpy as np
 import pytest
+from minigrid_levels import N_LEVELS, farama_levels, port_levels
 from scipy.stats import chi2_contingency
 
 from telapa.envs import make
@@ -30,7 +29,6 @@ from telapa.envs.minigrid.constants import (
     WALL,
     Action,
 )
-from telapa.envs.minigrid.farama import parse_mission
 from telapa.envs.minigrid.layout import put, walled_grid
 from telapa.envs.minigrid.objects import WALL_CELL, cell
 
@@ -167,43 +165,13 @@ def test_redblue_closing_blue_with_red_open_fails() -> None:
 
 # Generation ----------------------------------------------------------------------------
 
-N_LEVELS = 2000
-
-
-class Levels(NamedTuple):
-    """A batch of generated levels, numpy arrays with a leading level axis."""
-
-    grid: np.ndarray
-    agent_pos: np.ndarray
-    agent_dir: np.ndarray
-    mission: np.ndarray
-
-
-@functools.cache
-def _port_levels(env_id: str) -> State:
-    keys = jax.random.split(jax.random.key(0), N_LEVELS)
-    return jax.device_get(jax.jit(jax.vmap(all_tasks()[env_id].generate))(keys))
-
-
-@functools.cache
-def _farama_levels(env_id: str) -> Levels:
-    """Farama's levels, read directly (`from_farama` per level would dominate the test)."""
-    env = gym.make(env_id).unwrapped
-    levels = []
-    for seed in range(N_LEVELS):
-        env.reset(seed=seed)
-        mission = parse_mission(env.mission)
-        levels.append((env.grid.encode(), env.agent_pos, env.agent_dir, mission))
-    return Levels(*(np.stack(column) for column in zip(*levels, strict=True)))
-
-
-def _objects(levels: Levels | State) -> np.ndarray:
+def _objects(levels: State) -> np.ndarray:
     """bool ``(N, W, H)``: cells holding an object other than a wall."""
     kind = levels.grid[..., 0]
     return (kind != EMPTY) & (kind != WALL)
 
 
-def _statistics(levels: Levels | State) -> dict[str, np.ndarray]:
+def _statistics(levels: State) -> dict[str, np.ndarray]:
     """Categorical per-level statistics of the generator's random choices.
 
     The target's (GoToObject) and the doors' (RedBlueDoors) positions are those of the
@@ -232,7 +200,7 @@ def _statistics(levels: Levels | State) -> dict[str, np.ndarray]:
 @pytest.mark.parametrize("env_id", [GOTO, FETCH, REDBLUE])
 def test_generation_matches_farama_in_distribution(env_id: str) -> None:
     """Two-sample chi-square tests, port levels against Farama's (fixed seeds)."""
-    port, farama = _statistics(_port_levels(env_id)), _statistics(_farama_levels(env_id))
+    port, farama = _statistics(port_levels(env_id)), _statistics(farama_levels(env_id))
     for name, values in port.items():
         categories, counts = np.unique(np.concatenate([values, farama[name]]), return_inverse=True)
         if len(categories) == 1:
@@ -245,7 +213,7 @@ def test_generation_matches_farama_in_distribution(env_id: str) -> None:
 
 @pytest.mark.parametrize("env_id", [GOTO, FETCH])
 def test_generated_objects_and_mission(env_id: str) -> None:
-    levels = _port_levels(env_id)
+    levels = port_levels(env_id)
     objects = _objects(levels)
     assert (objects.sum((1, 2)) == 2).all()
     types = levels.grid[..., 0][objects].reshape(N_LEVELS, 2)
@@ -269,7 +237,7 @@ def test_generated_objects_and_mission(env_id: str) -> None:
 
 
 def test_generated_redblue_layout() -> None:
-    levels = _port_levels(REDBLUE)
+    levels = port_levels(REDBLUE)
     red, blue = levels.task_data[:, :2], levels.task_data[:, 2:]
     assert (red[:, 0] == 4).all() and (blue[:, 0] == 11).all()
     assert set(red[:, 1]) == set(blue[:, 1]) == set(range(1, 7))

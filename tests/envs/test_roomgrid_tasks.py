@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import NamedTuple
 
 import gymnasium as gym
 import jax
 import minigrid  # noqa: F401  (registers the Farama ids)
 import numpy as np
 import pytest
+from minigrid_levels import N_LEVELS, farama_levels, port_levels
 from scipy.stats import chi2_contingency
 
 from telapa.envs import make
@@ -32,7 +32,6 @@ from telapa.envs.minigrid.constants import (
     WALL,
     Action,
 )
-from telapa.envs.minigrid.farama import encode_obj, locate, parse_mission
 from telapa.envs.minigrid.layout import put, walled_grid
 from telapa.envs.minigrid.objects import cell
 from telapa.envs.minigrid.roomgrid import RoomGrid
@@ -115,55 +114,12 @@ def test_opened_target_box_can_no_longer_be_picked_up() -> None:
 
 # Generated levels ----------------------------------------------------------------------
 
-N_LEVELS = 2000
-
-
-class Levels(NamedTuple):
-    """A batch of levels, numpy arrays with a leading level axis (a `State`'s fields)."""
-
-    grid: np.ndarray
-    contents: np.ndarray
-    agent_pos: np.ndarray
-    agent_dir: np.ndarray
-    mission: np.ndarray
-    target_pos: np.ndarray
-
-
-@functools.cache
-def _port_levels(env_id: str) -> State:
-    keys = jax.random.split(jax.random.key(0), N_LEVELS)
-    return jax.device_get(jax.jit(jax.vmap(all_tasks()[env_id].generate))(keys))
-
-
-@functools.cache
-def _farama_levels(env_id: str) -> Levels:
-    """Farama's levels, read directly (`from_farama` per level would dominate the test)."""
-    env = gym.make(env_id).unwrapped
-    levels = []
-    for seed in range(N_LEVELS):
-        env.reset(seed=seed)
-        contents = np.array(
-            [encode_obj(getattr(obj, "contains", None)) for obj in env.grid.grid], np.uint8
-        ).reshape(env.height, env.width, 3)
-        levels.append(
-            (
-                env.grid.encode(),
-                contents.transpose(1, 0, 2),
-                np.asarray(env.agent_pos),
-                env.agent_dir,
-                parse_mission(env.mission),
-                locate(env, env.obj),
-            )
-        )
-    return Levels(*(np.stack(column) for column in zip(*levels, strict=True)))
-
-
 def _first(mask: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Per level, ``values`` at the first cell of ``mask`` (-1 where there is none)."""
     return np.where(mask.any(1), values[np.arange(len(mask)), np.argmax(mask, axis=1)], -1)
 
 
-def _statistics(levels: Levels | State) -> dict[str, np.ndarray]:
+def _statistics(levels: State) -> dict[str, np.ndarray]:
     """Categorical per-level statistics of the generator's choices, ``(N, k)`` each."""
     n_levels = len(levels.grid)
     types, colors, states = np.moveaxis(np.asarray(levels.grid).reshape(n_levels, -1, 3), 2, 0)
@@ -194,7 +150,7 @@ def _statistics(levels: Levels | State) -> dict[str, np.ndarray]:
 @pytest.mark.parametrize("env_id", IDS)
 def test_generation_matches_farama_in_distribution(env_id: str) -> None:
     """Two-sample chi-square tests, port levels against Farama's (fixed seeds)."""
-    port, farama = _statistics(_port_levels(env_id)), _statistics(_farama_levels(env_id))
+    port, farama = _statistics(port_levels(env_id)), _statistics(farama_levels(env_id))
     for name, values in port.items():
         both = np.concatenate([values, farama[name]]).reshape(2 * N_LEVELS, -1)
         categories, index = np.unique(both, axis=0, return_inverse=True)
@@ -244,7 +200,7 @@ def _check_two_rooms(levels: State) -> np.ndarray:
 
 
 def test_blocked_unlock_pickup_layout() -> None:
-    levels = _port_levels(BLOCKED)
+    levels = port_levels(BLOCKED)
     door = _check_two_rooms(levels)
     key, ball, box = (_cells(levels, kind) for kind in (KEY, BALL, BOX))
     np.testing.assert_array_equal(ball, door - [1, 0])
@@ -258,7 +214,7 @@ def test_blocked_unlock_pickup_layout() -> None:
 
 
 def test_obstructed_maze_layout() -> None:
-    levels = _port_levels(MAZE)
+    levels = port_levels(MAZE)
     door = _check_two_rooms(levels)
     box, ball = _cells(levels, BOX), _cells(levels, BALL)
     assert not (levels.grid[..., 0] == KEY).any()
@@ -303,7 +259,7 @@ def _reachable_cells(grid: np.ndarray, start: tuple[int, int]) -> np.ndarray:
 
 
 def test_key_corridor_layout() -> None:
-    levels = _port_levels(CORRIDOR)
+    levels = port_levels(CORRIDOR)
     types, states = levels.grid[..., 0], levels.grid[..., 2]
     assert (types[:, 3, [2, 4]] == EMPTY).all()  # the corridor's removed walls
     ball, key = _cells(levels, BALL), _cells(levels, KEY)

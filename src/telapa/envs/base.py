@@ -93,21 +93,24 @@ class AutoReset:
     Fresh levels are drawn only when needed. A per-env reset under ``vmap`` would
     compute a new level for every env at every step (``where`` evaluates both
     branches), which costs more than the step itself for procedurally generated
-    levels. Here each step draws ``pool_size`` fresh levels and hands them, in order,
-    to the envs whose episode ended; when more than ``pool_size`` episodes end at once
-    it draws one for every env instead, and when none ends it draws nothing (a batch
-    level ``lax.switch``, so only the branch taken runs). Every episode starts from its
-    own independent draw of ``env.reset``, so episodes follow the generator's
-    distribution exactly and no two envs share a level.
+    levels. Here a step where ``k`` episodes end draws a pool of fresh levels, the
+    smallest of ``pool_sizes`` (default ``num_envs / 32, / 8, / 2`` and ``num_envs``)
+    that holds ``k``, and hands them, in order, to the envs that finished; when none
+    ends it draws nothing (a batch-level ``lax.switch``, so only the branch taken runs).
+    Every episode starts from its own independent draw of ``env.reset``, so episodes
+    follow the generator's distribution exactly and no two envs share a level.
     """
 
-    def __init__(self, env: JaxEnv, num_envs: int, pool_size: int | None = None):
+    def __init__(
+        self, env: JaxEnv, num_envs: int, pool_sizes: tuple[int, ...] | None = None
+    ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         self.env = env
         self.spec = env.spec
         self.num_envs = num_envs
-        self.pool_size = min(num_envs, pool_size or max(1, num_envs // 8))
+        sizes = pool_sizes or tuple(num_envs // d for d in (32, 8, 2))
+        self.pool_sizes = tuple(sorted({min(max(1, n), num_envs) for n in sizes} | {num_envs}))
         self._reset = jax.vmap(env.reset)
         self._step = jax.vmap(env.step)
 
@@ -123,20 +126,22 @@ class AutoReset:
         done = jnp.logical_or(terminated, truncated)
         key, reset_key = jax.random.split(state.key)
         current = (env_state, obs)
+        slot = jnp.cumsum(done) - 1  # the pool entry each finished env takes
 
         def keep(_: jax.Array):
             return current
 
-        def from_pool(k: jax.Array):
-            pool = self._reset(jax.random.split(k, self.pool_size))
-            slot = jnp.clip(jnp.cumsum(done) - 1, 0, self.pool_size - 1)
-            return _where_done(done, jax.tree.map(lambda x: x[slot], pool), current)
+        def from_pool(size: int):
+            def draw(k: jax.Array):
+                pool = self._reset(jax.random.split(k, size))
+                fresh = jax.tree.map(lambda x: x[jnp.clip(slot, 0, size - 1)], pool)
+                return _where_done(done, fresh, current)
 
-        def all_fresh(k: jax.Array):
-            return _where_done(done, self._reset(jax.random.split(k, self.num_envs)), current)
+            return draw
 
-        n_done = done.sum()
-        branch = jnp.where(n_done == 0, 0, jnp.where(n_done <= self.pool_size, 1, 2))
-        env_state, next_obs = jax.lax.switch(branch, (keep, from_pool, all_fresh), reset_key)
+        sizes = jnp.asarray(self.pool_sizes)
+        branch = jnp.where(done.any(), 1 + jnp.searchsorted(sizes, done.sum()), 0)
+        branches = (keep, *(from_pool(size) for size in self.pool_sizes))
+        env_state, next_obs = jax.lax.switch(branch, branches, reset_key)
         info = {**info, "final_obs": obs}
         return AutoResetState(env_state, key), next_obs, reward, terminated, truncated, info
