@@ -1,0 +1,65 @@
+"""Markdown tables for BENCHMARKS.md from the JSON results of the benchmark scripts.
+
+    python benchmarks/tables.py benchmarks/results/env_throughput.json \
+        benchmarks/results/ppo_throughput.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def _machine(report: dict) -> str:
+    m = report["machine"]
+    versions = report.get("versions") or m.get("versions", {})
+    where = m.get("cpu_model") or m.get("processor", "")
+    cores = m.get("logical_cores") or m.get("cpu_count")
+    accel = f", JAX on {m['jax_backend']} {m['jax_devices']}" if "jax_backend" in m else ""
+    pins = ", ".join(f"{k} {v}" for k, v in versions.items())
+    return f"{where}, {cores} cores{accel}; {pins}"
+
+
+def env_table(report: dict) -> str:
+    """Steps/s per id: Farama (1 env, SyncVectorEnv of 8) and the port at each batch."""
+    rows: dict[str, dict[tuple[str, int], float]] = {}
+    for r in report["results"]:
+        rows.setdefault(r["env_id"], {})[(r["name"], r["num_envs"])] = r["steps_per_s"]
+    batches = sorted({b for runs in rows.values() for (name, b) in runs if name == "port"})
+    head = ["id", "Farama", "Farama x8"] + [f"port @{b}" for b in batches] + ["best / Farama"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for env_id, runs in rows.items():
+        farama = runs[("farama", 1)]
+        ports = [runs[("port", b)] for b in batches]
+        cells = [env_id, f"{farama:,.0f}", f"{runs[('farama-sync8', 8)]:,.0f}"]
+        cells += [f"{p:,.0f}" for p in ports] + [f"{max(ports) / farama:,.0f}x"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def ppo_table(report: dict) -> str:
+    """Steps/s of each PPO run and its ratio to Stable-Baselines3."""
+    head = ["run", "envs x steps", "minibatch", "epochs", "compile s", "steps/s", "vs SB3"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in report["results"]:
+        ratio = r.get("ratio_vs_sb3")
+        cells = [
+            r["name"], f"{r['num_envs']} x {r['n_steps']}", str(r["batch_size"]),
+            str(r["epochs"]), f"{r['compile_s']:.1f}", f"{r['steps_per_s']:,.0f}",
+            f"{ratio:.1f}x" if ratio else "",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(paths: list[str]) -> int:
+    for path in paths:
+        report = json.loads(Path(path).read_text())
+        table = env_table if report["benchmark"] == "env_throughput" else ppo_table
+        print(f"`{path}` ({_machine(report)})\n\n{table(report)}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
