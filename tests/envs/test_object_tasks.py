@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-
-import jax
 import jax.numpy as jnp
 import minigrid  # noqa: F401  (registers the Farama ids)
 import numpy as np
 import pytest
 from minigrid_levels import N_LEVELS, farama_levels, port_levels
+from minigrid_rules import outcome, step
 from scipy.stats import chi2_contingency
 
-from telapa.envs import make
 from telapa.envs.minigrid import State, all_tasks
 from telapa.envs.minigrid.constants import (
     BALL,
@@ -38,17 +34,6 @@ REDBLUE = "MiniGrid-RedBlueDoors-8x8-v0"
 RIGHT, DOWN, LEFT, UP = range(4)
 
 
-@functools.cache
-def _step(env_id: str) -> Callable:
-    return jax.jit(make(env_id).step)
-
-
-def _outcome(env_id: str, state: State, action: int) -> tuple[bool, bool, float]:
-    """``(success, terminated, reward)`` of one step."""
-    _, _, reward, terminated, _, info = _step(env_id)(state, action)
-    return bool(info["success"]), bool(terminated), float(reward)
-
-
 def _state(env_id: str, objects: dict, agent_pos, agent_dir, mission, **kwargs) -> State:
     """A fresh state of ``env_id``'s empty walled grid with ``objects`` ({pos: cell})."""
     task = all_tasks()[env_id]
@@ -71,30 +56,30 @@ def _goto(agent_pos, agent_dir=RIGHT, objects=None, target=(3, 3)) -> State:
 
 @pytest.mark.parametrize("agent_pos", [(2, 3), (4, 3), (3, 2), (3, 4)])
 def test_goto_done_next_to_target_succeeds(agent_pos) -> None:
-    success, terminated, reward = _outcome(GOTO, _goto(agent_pos, UP), Action.DONE)
+    success, terminated, reward = outcome(GOTO, _goto(agent_pos, UP), Action.DONE)
     assert success and terminated and reward > 0
 
 
 @pytest.mark.parametrize("agent_pos", [(2, 2), (4, 4), (1, 3), (3, 5)])
 def test_goto_done_elsewhere_ends_unrewarded(agent_pos) -> None:
-    assert _outcome(GOTO, _goto(agent_pos), Action.DONE) == (False, True, 0.0)
+    assert outcome(GOTO, _goto(agent_pos), Action.DONE) == (False, True, 0.0)
 
 
 def test_goto_target_is_where_it_was_generated() -> None:
     moved = {(5, 5): GREEN_BALL}  # the ball was carried away from (3, 3)
-    assert _outcome(GOTO, _goto((2, 3), objects=moved), Action.DONE)[0]
-    assert _outcome(GOTO, _goto((4, 5), objects=moved), Action.DONE) == (False, True, 0.0)
+    assert outcome(GOTO, _goto((2, 3), objects=moved), Action.DONE)[0]
+    assert outcome(GOTO, _goto((4, 5), objects=moved), Action.DONE) == (False, True, 0.0)
 
 
 def test_goto_toggle_ends_unrewarded() -> None:
     next_to_box = _goto((2, 3), objects={(3, 3): cell(BOX, GREEN)})
-    assert _outcome(GOTO, next_to_box, Action.TOGGLE) == (False, True, 0.0)
-    assert _outcome(GOTO, _goto((5, 5)), Action.TOGGLE) == (False, True, 0.0)
+    assert outcome(GOTO, next_to_box, Action.TOGGLE) == (False, True, 0.0)
+    assert outcome(GOTO, _goto((5, 5)), Action.TOGGLE) == (False, True, 0.0)
 
 
 @pytest.mark.parametrize("action", [Action.LEFT, Action.FORWARD, Action.PICKUP, Action.DROP])
 def test_goto_other_actions_go_on(action) -> None:
-    assert _outcome(GOTO, _goto((2, 3)), action) == (False, False, 0.0)
+    assert outcome(GOTO, _goto((2, 3)), action) == (False, False, 0.0)
 
 
 # Fetch ---------------------------------------------------------------------------------
@@ -107,18 +92,18 @@ def _fetch(front: np.ndarray | None) -> State:
 
 
 def test_fetch_picking_up_the_mission_object_succeeds() -> None:
-    success, terminated, reward = _outcome(FETCH, _fetch(cell(BALL, RED)), Action.PICKUP)
+    success, terminated, reward = outcome(FETCH, _fetch(cell(BALL, RED)), Action.PICKUP)
     assert success and terminated and reward > 0
 
 
 @pytest.mark.parametrize("wrong", [cell(KEY, RED), cell(BALL, BLUE)])
 def test_fetch_picking_up_anything_else_fails(wrong) -> None:
-    assert _outcome(FETCH, _fetch(wrong), Action.PICKUP) == (False, True, 0.0)
+    assert outcome(FETCH, _fetch(wrong), Action.PICKUP) == (False, True, 0.0)
 
 
 @pytest.mark.parametrize("action", [Action.PICKUP, Action.FORWARD, Action.TOGGLE, Action.DONE])
 def test_fetch_goes_on_with_empty_hands(action) -> None:
-    assert _outcome(FETCH, _fetch(None), action) == (False, False, 0.0)
+    assert outcome(FETCH, _fetch(None), action) == (False, False, 0.0)
 
 
 # RedBlueDoors --------------------------------------------------------------------------
@@ -136,31 +121,31 @@ def _redblue(red: int, blue: int, facing: str) -> State:
 
 
 def test_redblue_blue_after_red_succeeds() -> None:
-    success, terminated, reward = _outcome(REDBLUE, _redblue(OPEN, CLOSED, "blue"), Action.TOGGLE)
+    success, terminated, reward = outcome(REDBLUE, _redblue(OPEN, CLOSED, "blue"), Action.TOGGLE)
     assert success and terminated and reward > 0
 
 
 def test_redblue_blue_first_fails() -> None:
     state = _redblue(CLOSED, CLOSED, "blue")
-    assert _outcome(REDBLUE, state, Action.TOGGLE) == (False, True, 0.0)
+    assert outcome(REDBLUE, state, Action.TOGGLE) == (False, True, 0.0)
 
 
 def test_redblue_red_closed_again_then_blue_fails() -> None:
     state = _redblue(OPEN, CLOSED, "red")
-    state, *_ = _step(REDBLUE)(state, Action.TOGGLE)  # closes the red door
+    state, *_ = step(REDBLUE)(state, Action.TOGGLE)  # closes the red door
     state = state.replace(agent_pos=jnp.array([10, 5]), agent_dir=jnp.array(RIGHT))
-    assert _outcome(REDBLUE, state, Action.TOGGLE) == (False, True, 0.0)
+    assert outcome(REDBLUE, state, Action.TOGGLE) == (False, True, 0.0)
 
 
 def test_redblue_opening_red_goes_on() -> None:
-    assert _outcome(REDBLUE, _redblue(CLOSED, CLOSED, "red"), Action.TOGGLE) == (False, False, 0.0)
+    assert outcome(REDBLUE, _redblue(CLOSED, CLOSED, "red"), Action.TOGGLE) == (False, False, 0.0)
 
 
 def test_redblue_closing_blue_with_red_open_fails() -> None:
     """Farama's ``elif``: red open after the step, blue open before it, closed after."""
     state = _redblue(OPEN, OPEN, "blue")
-    assert _outcome(REDBLUE, state, Action.TOGGLE) == (False, True, 0.0)
-    assert _outcome(REDBLUE, _redblue(CLOSED, OPEN, "blue"), Action.TOGGLE)[1] is False
+    assert outcome(REDBLUE, state, Action.TOGGLE) == (False, True, 0.0)
+    assert outcome(REDBLUE, _redblue(CLOSED, OPEN, "blue"), Action.TOGGLE)[1] is False
 
 
 # Generation ----------------------------------------------------------------------------

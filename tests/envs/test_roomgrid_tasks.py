@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-
 import gymnasium as gym
 import jax
 import minigrid  # noqa: F401  (registers the Farama ids)
 import numpy as np
 import pytest
 from minigrid_levels import N_LEVELS, farama_levels, port_levels
+from minigrid_rules import outcome, step
 from scipy.stats import chi2_contingency
 
-from telapa.envs import make
 from telapa.envs.minigrid import NO_TARGET, State, all_tasks
 from telapa.envs.minigrid.constants import (
     BALL,
@@ -46,17 +43,6 @@ TARGET = {BLOCKED: cell(BOX, GREEN), MAZE: cell(BALL, BLUE), CORRIDOR: cell(BALL
 RIGHT, DOWN, LEFT, UP = range(4)
 
 
-@functools.cache
-def _step(env_id: str) -> Callable:
-    return jax.jit(make(env_id).step)
-
-
-def _outcome(env_id: str, state: State, action: int) -> tuple[bool, bool, float]:
-    """``(success, terminated, reward)`` of one step."""
-    _, _, reward, terminated, _, info = _step(env_id)(state, action)
-    return bool(info["success"]), bool(terminated), float(reward)
-
-
 def _state(env_id: str, objects: dict, target_pos=NO_TARGET, agent_dir: int = RIGHT) -> State:
     """The agent at (1, 1) in ``env_id``'s empty walled grid holding ``objects``."""
     task = all_tasks()[env_id]
@@ -73,7 +59,7 @@ def _state(env_id: str, objects: dict, target_pos=NO_TARGET, agent_dir: int = RI
 @pytest.mark.parametrize("env_id", IDS)
 def test_picking_up_the_target_succeeds(env_id: str) -> None:
     state = _state(env_id, {(2, 1): TARGET[env_id]}, target_pos=(2, 1))
-    success, terminated, reward = _outcome(env_id, state, Action.PICKUP)
+    success, terminated, reward = outcome(env_id, state, Action.PICKUP)
     assert success and terminated
     assert reward == pytest.approx(1 - 0.9 / all_tasks()[env_id].max_steps)
 
@@ -83,33 +69,33 @@ def test_picking_up_the_targets_twin_goes_on(env_id: str) -> None:
     """Same type and colour, but not ``env.obj``: Farama compares by identity."""
     twins = {(2, 1): TARGET[env_id], (1, 3): TARGET[env_id]}
     state = _state(env_id, twins, target_pos=(1, 3))
-    assert _outcome(env_id, state, Action.PICKUP) == (False, False, 0.0)
+    assert outcome(env_id, state, Action.PICKUP) == (False, False, 0.0)
 
 
 @pytest.mark.parametrize("env_id", IDS)
 def test_picking_up_with_the_target_in_hand_succeeds(env_id: str) -> None:
     """Farama's test is ``action == pickup and carrying == obj``, whatever the pickup did."""
     state = _state(env_id, {(2, 1): TARGET[env_id]}, target_pos=(2, 1))
-    state, *_ = _step(env_id)(state, Action.PICKUP)  # the target is now in hand
+    state, *_ = step(env_id)(state, Action.PICKUP)  # the target is now in hand
     for action in (Action.FORWARD, Action.DROP, Action.TOGGLE, Action.DONE):
-        assert _outcome(env_id, state, action) == (False, False, 0.0)
-    assert _outcome(env_id, state, Action.PICKUP)[:2] == (True, True)
+        assert outcome(env_id, state, action) == (False, False, 0.0)
+    assert outcome(env_id, state, Action.PICKUP)[:2] == (True, True)
 
 
 @pytest.mark.parametrize("env_id", IDS)
 @pytest.mark.parametrize("obj", [cell(KEY, BLUE), cell(BALL, PURPLE), cell(BOX, RED)])
 def test_picking_up_other_objects_goes_on(env_id: str, obj: np.ndarray) -> None:
     state = _state(env_id, {(2, 1): obj, (1, 3): TARGET[env_id]}, target_pos=(1, 3))
-    assert _outcome(env_id, state, Action.PICKUP) == (False, False, 0.0)
+    assert outcome(env_id, state, Action.PICKUP) == (False, False, 0.0)
 
 
 def test_opened_target_box_can_no_longer_be_picked_up() -> None:
     """Toggling BlockedUnlockPickup's box replaces it by its (empty) contents."""
     state = _state(BLOCKED, {(2, 1): TARGET[BLOCKED]}, target_pos=(2, 1))
-    state, _, _, terminated, _, info = _step(BLOCKED)(state, Action.TOGGLE)
+    state, _, _, terminated, _, info = step(BLOCKED)(state, Action.TOGGLE)
     assert not info["success"] and not terminated
     assert tuple(state.target_pos) == NO_TARGET
-    assert _outcome(BLOCKED, state, Action.PICKUP) == (False, False, 0.0)
+    assert outcome(BLOCKED, state, Action.PICKUP) == (False, False, 0.0)
 
 
 # Generated levels ----------------------------------------------------------------------
