@@ -176,3 +176,19 @@ def describe(results: list[Homogeneity]) -> str:
         f"  {r.name}: chi2 {r.chi2:.1f}, dof {r.dof}, p {r.p_value:.2e}"
         for r in sorted(results, key=lambda r: r.p_value)
     )
+
+
+def assert_homogeneous(
+    first: dict[str, np.ndarray], second: dict[str, np.ndarray], alpha: float = 1e-3
+) -> None:
+    """Per named statistic (one value or row per level), Pearson's chi-square test of
+    homogeneity on the unpooled table of distinct values must give ``p > alpha``."""
+    for name, values in first.items():
+        both = np.concatenate([values, second[name]]).reshape(len(values) + len(second[name]), -1)
+        categories, index = np.unique(both, axis=0, return_inverse=True)
+        if len(categories) == 1:
+            continue
+        table = np.zeros((2, len(categories)), int)
+        np.add.at(table, (np.repeat([0, 1], [len(values), len(second[name])]), index.ravel()), 1)
+        p_value = chi2_contingency(table).pvalue
+        assert p_value > alpha, f"{name}: p = {p_value:.2g}\n{categories}\n{table}"
