@@ -26,6 +26,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
+from telapa import envs
 from telapa.config import ConfigError, TrainConfig, default_config, dump_config, load_config
 
 DEMO_ENV = "MiniGrid-DoorKey-5x5-v0"
@@ -45,22 +46,10 @@ def _positive_int(text: str) -> int:
 
 def check_env_id(env_id: str, backend: str) -> None:
     """Raises `CLIError` unless ``env_id`` exists on ``backend``."""
-    if backend == "jax":
-        from telapa.envs import jax_env_ids
-
-        ids = jax_env_ids()
-        if env_id not in ids:
-            raise CLIError(
-                f"unknown env id {env_id!r} for backend 'jax'; available: {', '.join(ids)} "
-                "(any gymnasium id runs with --backend gymnasium)"
-            )
-    else:
-        from telapa.envs.gym_backend import check_gym_id
-
-        try:
-            check_gym_id(env_id)
-        except ValueError as err:
-            raise CLIError(str(err)) from None
+    try:
+        envs.check_env_id(env_id, backend)
+    except ValueError as err:
+        raise CLIError(str(err)) from None
 
 
 def _resolve_config(path: str | None, env_id: str) -> TrainConfig:

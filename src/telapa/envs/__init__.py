@@ -35,6 +35,24 @@ def _load_ports() -> None:
     import telapa.envs.minigrid  # noqa: F401  (registers the MiniGrid ports)
 
 
+def check_env_id(env_id: str, backend: Backend) -> None:
+    """Raises ``ValueError`` naming ``env_id`` and the alternatives unless it exists on
+    ``backend`` (checked before any work starts)."""
+    if backend == "jax":
+        ids = jax_env_ids()
+        if env_id not in ids:
+            raise ValueError(
+                f"unknown env id {env_id!r} for backend 'jax'; available: {', '.join(ids)} "
+                "(any gymnasium id runs with backend 'gymnasium')"
+            )
+    elif backend == "gymnasium":
+        from telapa.envs.gym_backend import check_gym_id
+
+        check_gym_id(env_id)
+    else:
+        raise ValueError(f"unknown backend {backend!r}; expected 'jax' or 'gymnasium'")
+
+
 def make(env_id: str, backend: Backend = "jax", **options: Any):
     """Creates ``env_id`` on ``backend``.
 
@@ -63,6 +81,7 @@ __all__ = [
     "EnvSpec",
     "JaxEnv",
     "Obs",
+    "check_env_id",
     "jax_env_ids",
     "make",
     "register_jax",
