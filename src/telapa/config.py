@@ -8,7 +8,7 @@ file it came from, before any work starts.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import yaml
 from pydantic import (
@@ -25,6 +25,7 @@ from pydantic import (
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
 """The repository's ``configs/`` folder (the package is installed in editable mode)."""
 
+M = TypeVar("M", bound=BaseModel)
 UnitInterval = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
@@ -32,11 +33,13 @@ class ConfigError(ValueError):
     """A configuration file or value is invalid; the message names the field and file."""
 
 
-class _Strict(BaseModel):
+class StrictModel(BaseModel):
+    """Frozen, and unknown keys are errors."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class NetworkConfig(_Strict):
+class NetworkConfig(StrictModel):
     """Actor-critic network.
 
     ``encoder="flat"`` flattens every observation entry into one float vector (images as
@@ -50,7 +53,7 @@ class NetworkConfig(_Strict):
     activation: Literal["tanh", "relu", "dff"] = "tanh"
 
 
-class PPOConfig(_Strict):
+class PPOConfig(StrictModel):
     """PPO hyperparameters (CleanRL names; ``batch_size`` is the minibatch size, as SB3)."""
 
     num_envs: PositiveInt = 16
@@ -86,13 +89,13 @@ class PPOConfig(_Strict):
         return self
 
 
-class EvalConfig(_Strict):
+class EvalConfig(StrictModel):
     episodes: PositiveInt = 50
     deterministic: bool = False
     """False: sample actions from the policy (default); True: argmax / Gaussian mean."""
 
 
-class TrainConfig(_Strict):
+class TrainConfig(StrictModel):
     """Everything `telapa.rl.PPOTrainer` needs besides the env and the seed."""
 
     ppo: PPOConfig = PPOConfig()
@@ -100,7 +103,8 @@ class TrainConfig(_Strict):
     eval: EvalConfig = EvalConfig()
 
 
-def _format_errors(err: ValidationError, source: str) -> str:
+def format_validation_errors(err: ValidationError, source: str) -> str:
+    """One line per pydantic error: the dotted key and ``source`` (a file name)."""
     lines = []
     for e in err.errors():
         loc = ".".join(str(p) for p in e["loc"]) or "<root>"
@@ -111,31 +115,54 @@ def _format_errors(err: ValidationError, source: str) -> str:
     return "\n".join(lines)
 
 
-def parse_config(data: dict[str, Any] | None, source: str = "<dict>") -> TrainConfig:
-    """Validates a nested dict (as read from YAML) into a `TrainConfig`."""
+def validate(model: type[M], data: Any, source: str = "<dict>") -> M:
+    """Validates a nested dict (as read from YAML) into ``model``; errors name the key
+    and ``source``."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
         kind = type(data).__name__
         raise ConfigError(f"{source}: expected a mapping at the top level, got {kind}")
     try:
-        return TrainConfig.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as err:
-        raise ConfigError(_format_errors(err, source)) from None
+        raise ConfigError(format_validation_errors(err, source)) from None
+
+
+def read_yaml(path: str | Path, what: str = "config") -> Any:
+    """The parsed content of a YAML file; a missing or malformed file is a `ConfigError`."""
+    path = Path(path)
+    try:
+        return yaml.safe_load(path.read_text())
+    except OSError as err:
+        raise ConfigError(f"cannot read {what} file {path}: {err.strerror}") from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path} is not valid YAML: {err}") from None
+
+
+def resolve_named(name_or_path: str | Path, folder: Path, what: str) -> Path:
+    """``folder/<name>.yaml`` for a bare name, else the path itself (a `Path`, or a
+    string with a ``/`` or a ``.yaml``/``.yml`` suffix)."""
+    text = str(name_or_path)
+    if isinstance(name_or_path, Path) or "/" in text or text.endswith((".yaml", ".yml")):
+        return Path(name_or_path)
+    path = folder / f"{text}.yaml"
+    if not path.is_file():
+        names = ", ".join(sorted(p.stem for p in folder.glob("*.yaml")))
+        raise ConfigError(
+            f"unknown {what} {text!r}; available: {names} (or pass a path to a YAML file)"
+        )
+    return path
+
+
+def parse_config(data: dict[str, Any] | None, source: str = "<dict>") -> TrainConfig:
+    """Validates a nested dict (as read from YAML) into a `TrainConfig`."""
+    return validate(TrainConfig, data, source)
 
 
 def load_config(path: str | Path) -> TrainConfig:
     """Loads a YAML file into a `TrainConfig`; errors name the key and the file."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as err:
-        raise ConfigError(f"cannot read config file {path}: {err.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path} is not valid YAML: {err}") from None
-    return parse_config(data, source=str(path))
+    return parse_config(read_yaml(path), source=str(path))
 
 
 def preset_path(name: str) -> Path:

@@ -18,6 +18,7 @@ features are that vector (D = observation size).
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium
@@ -85,12 +86,20 @@ def _scalar_bound(values: np.ndarray, env_id: str) -> float:
 class GymVectorEnv:
     """N host copies of ``env_id`` (see module docstring); ``spec`` is an `EnvSpec`."""
 
-    def __init__(self, env_id: str, num_envs: int = 8, seed: int = 0, **kwargs: Any):
+    def __init__(
+        self,
+        env_id: str,
+        num_envs: int = 8,
+        seed: int = 0,
+        wrapper: Callable[[gymnasium.Env], gymnasium.Env] | None = None,
+        **kwargs: Any,
+    ):
         check_gym_id(env_id)
         self.num_envs = num_envs
         self.seed = seed
+        wrap = wrapper or (lambda env: env)
         self.envs = SyncVectorEnv(
-            [lambda: _make_single(env_id, kwargs) for _ in range(num_envs)],
+            [lambda: wrap(_make_single(env_id, kwargs)) for _ in range(num_envs)],
             autoreset_mode=AutoresetMode.SAME_STEP,
         )
         obs_space = self.envs.single_observation_space

@@ -14,6 +14,10 @@ builds the one jitted function that turns it into new parameters:
    ``L_V = 0.5 E[(V - R)^2]`` (or, with value clipping,
    ``0.5 E[max((V - R)^2, (V_old + clip(V - V_old, -eps, eps) - R)^2)]``), advantages
    normalised per minibatch, gradients clipped to a global norm, Adam.
+
+Continual-learning regularisers (EWC, L2Init) add ``penalty(params, state.penalty)`` to
+``L``; the function is fixed when the update is built and its data (Fisher, anchors)
+lives in `PPOState.penalty`, so it can change between tasks without recompiling.
 """
 
 from __future__ import annotations
@@ -47,10 +51,16 @@ class Trajectory:
     """The last observation of an episode that ended at this step (else any filler)."""
 
 
+Penalty = Callable[[Params, Any], jax.Array]
+"""``penalty(params, data) -> scalar`` added to the PPO loss (see `make_learn`)."""
+
+
 @struct.dataclass
 class PPOState:
     params: Params
     opt_state: optax.OptState
+    penalty: Any = None
+    """Data of the regulariser (a pytree), or None."""
 
 
 @struct.dataclass
@@ -194,22 +204,33 @@ def episode_stats(
 
 
 def make_learn(
-    policy: Policy, config: PPOConfig, optimizer: optax.GradientTransformation
+    policy: Policy,
+    config: PPOConfig,
+    optimizer: optax.GradientTransformation,
+    penalty: Penalty | None = None,
 ) -> Callable[..., tuple[PPOState, EpisodeTracker, dict[str, jax.Array]]]:
     """``learn(state, tracker, traj, last_obs, key) -> (state, tracker, metrics)``.
 
     The single PPO update used by both backends (pure; jit it or call it in a scan).
+    With ``penalty``, each minibatch minimises ``L + penalty(params, state.penalty)``.
     """
     n_minibatches = config.rollout_size // config.batch_size
-    grad_fn = jax.value_and_grad(
-        lambda p, b: ppo_loss(policy, p, b, config), has_aux=True
-    )
+
+    def loss_fn(params: Params, penalty_data: Any, batch: dict[str, Any]):
+        loss, aux = ppo_loss(policy, params, batch, config)
+        if penalty is not None:
+            aux["penalty"] = penalty(params, penalty_data)
+            loss = loss + aux["penalty"]
+        return loss, aux
+
+    grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
 
     def sgd_step(state: PPOState, batch):
-        (_, aux), grads = grad_fn(state.params, batch)
+        (_, aux), grads = grad_fn(state.params, state.penalty, batch)
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
         aux["grad_norm"] = optax.tree_utils.tree_norm(grads)
-        return PPOState(optax.apply_updates(state.params, updates), opt_state), aux
+        params = optax.apply_updates(state.params, updates)
+        return state.replace(params=params, opt_state=opt_state), aux
 
     def epoch(state: PPOState, key, data):
         perm = jax.random.permutation(key, config.rollout_size)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import jax
@@ -25,12 +26,20 @@ import numpy as np
 
 from telapa.config import TrainConfig
 from telapa.envs import AutoReset, Backend, make
-from telapa.envs.base import EnvSpec, JaxEnv
+from telapa.envs.base import EnvSpec, JaxEnv, Obs
 from telapa.envs.gym_backend import GymVectorEnv
+from telapa.envs.intrinsic import EpisodicCountBonus, episodic_count_bonus_gym
 from telapa.rl.evaluate import EvalResult, evaluate_gym, make_jax_evaluator
 from telapa.rl.networks import Params
 from telapa.rl.policy import Policy
-from telapa.rl.ppo import EpisodeTracker, PPOState, Trajectory, make_learn, make_optimizer
+from telapa.rl.ppo import (
+    EpisodeTracker,
+    Penalty,
+    PPOState,
+    Trajectory,
+    make_learn,
+    make_optimizer,
+)
 from telapa.rl.rollout import gym_rollout, make_act, make_jax_rollout
 
 Metrics = dict[str, float]
@@ -82,6 +91,15 @@ class _JaxLoop:
         (state, *self._carry), metrics = self._compiled((state, *self._carry))
         return state, _host_metrics(metrics)
 
+    @property
+    def carry(self) -> tuple:
+        """(episode tracker, env states, observations, key): the rollout in progress."""
+        return tuple(self._carry)
+
+    @carry.setter
+    def carry(self, value: tuple) -> None:
+        self._carry = tuple(value)
+
 
 class _GymLoop:
     """Host `GymVectorEnv`; one rollout+update iteration per call."""
@@ -124,6 +142,13 @@ class _GymLoop:
         )
         return state, _host_metrics(jax.tree.map(lambda x: x[None], metrics))
 
+    @property
+    def carry(self) -> tuple:
+        raise NotImplementedError(
+            "the gymnasium backend cannot snapshot its envs mid-rollout; checkpoint "
+            "after reset_rollout() instead"
+        )
+
 
 class PPOTrainer:
     """PPO on one environment; see the module docstring.
@@ -136,6 +161,11 @@ class PPOTrainer:
         backend: ``"jax"`` or ``"gymnasium"`` when ``env`` is an id.
         total_steps: the training horizon, needed only for ``ppo.anneal_lr``.
         env_options: options for `telapa.envs.make` when ``env`` is an id.
+        penalty: a regulariser added to the PPO loss (`telapa.rl.ppo.make_learn`); its
+            data is ``trainer.state.penalty``.
+        intrinsic_beta: adds the episodic count bonus (`telapa.envs.intrinsic`) to the
+            training rewards (never to evaluation); training-episode returns then
+            include the bonus.
     """
 
     def __init__(
@@ -147,19 +177,27 @@ class PPOTrainer:
         backend: Backend = "jax",
         total_steps: int | None = None,
         env_options: dict[str, Any] | None = None,
+        penalty: Penalty | None = None,
+        intrinsic_beta: float | None = None,
     ):
         self.config = config
         ppo = config.ppo
         key = _as_key(key)
         init_key, env_key, self._reset_key, self._eval_key = jax.random.split(key, 4)
         self._env_options = dict(env_options or {})
+        train_env = None
         if isinstance(env, str):
             if backend == "gymnasium":
                 seed = int(jax.random.randint(env_key, (), 0, 2**31 - 1))
+                bonus = intrinsic_beta and partial(episodic_count_bonus_gym, beta=intrinsic_beta)
                 env = make(env, "gymnasium", num_envs=ppo.num_envs, seed=seed,
-                           **self._env_options)
+                           wrapper=bonus or None, **self._env_options)
             else:
                 env = make(env, backend, **self._env_options)
+                if intrinsic_beta:
+                    train_env = EpisodicCountBonus(env, intrinsic_beta)
+        elif intrinsic_beta:
+            raise ValueError("intrinsic_beta needs an env id (the trainer wraps the env)")
         self.backend: Backend = "gymnasium" if isinstance(env, GymVectorEnv) else "jax"
         if self.backend == "gymnasium" and env.num_envs != ppo.num_envs:
             raise ValueError(f"env has {env.num_envs} copies but ppo.num_envs={ppo.num_envs}")
@@ -169,9 +207,9 @@ class PPOTrainer:
 
         total_updates = math.ceil(total_steps / ppo.rollout_size) if total_steps else None
         self.optimizer = make_optimizer(ppo, total_updates)
-        learn = make_learn(self.policy, ppo, self.optimizer)
+        learn = make_learn(self.policy, ppo, self.optimizer, penalty)
         loop_cls = _GymLoop if self.backend == "gymnasium" else _JaxLoop
-        self._loop = loop_cls(env, self.policy, learn, config)
+        self._loop = loop_cls(train_env or env, self.policy, learn, config)
 
         params = self.policy.init(init_key)
         self.state = PPOState(params, self.optimizer.init(params))
@@ -183,6 +221,7 @@ class PPOTrainer:
         self._jax_evaluators: dict[tuple[int, bool, int], Callable] = {}
         self._gym_eval_acts: dict[bool, Callable] = {}
         self._gym_eval_env: GymVectorEnv | None = None
+        self._samplers: dict[int, Callable] = {}
         self.reset_rollout()
 
     # --- training -------------------------------------------------------------------
@@ -243,6 +282,58 @@ class PPOTrainer:
         self._reset_key, key = jax.random.split(self._reset_key)
         self._loop.reset(key)
 
+    def reseed(self, key: int | jax.Array) -> None:
+        """Re-derives the rollout and default evaluation keys from ``key`` and starts new
+        episodes; parameters, optimizer and ``steps`` are kept."""
+        self._reset_key, self._eval_key = jax.random.split(_as_key(key))
+        self.reset_rollout()
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything `train` depends on, as a pytree of arrays (for checkpoints): PPO
+        state, the rollout in progress, keys and ``steps``. jax backend only."""
+        return {
+            "ppo": self.state,
+            "rollout": self._loop.carry,
+            "reset_key": self._reset_key,
+            "eval_key": self._eval_key,
+            "steps": np.int64(self.steps),
+        }
+
+    def restore(self, snapshot: dict[str, Any]) -> None:
+        """Continues from a `snapshot` (same env, config and penalty); training then
+        gives exactly what it would have given without the interruption."""
+        self.state = snapshot["ppo"]
+        self._loop.carry = snapshot["rollout"]
+        self._reset_key, self._eval_key = snapshot["reset_key"], snapshot["eval_key"]
+        self.steps = int(snapshot["steps"])
+
+    def sample_observations(self, params: Params, steps: int, key: int | jax.Array) -> Obs:
+        """Observations of ``steps`` env steps taken by ``params`` (sampled actions) in
+        fresh episodes, e.g. for a Fisher estimate; the training rollout is untouched."""
+        key = _as_key(key)
+        n = self.config.ppo.num_envs
+        n_steps = math.ceil(steps / n)
+        if self.backend == "jax":
+            if n_steps not in self._samplers:
+                env = AutoReset(self.env, n)
+                rollout = make_jax_rollout(env, self.policy, n_steps)
+
+                def sample(params: Params, key: jax.Array) -> Obs:
+                    reset_key, key = jax.random.split(key)
+                    env_state, obs = env.reset(reset_key)
+                    return rollout(params, env_state, obs, key)[3].obs
+
+                self._samplers[n_steps] = jax.jit(sample)
+            obs = self._samplers[n_steps](params, key)
+        else:
+            reset_key, key = jax.random.split(key)
+            seed = int(jax.random.randint(reset_key, (), 0, 2**31 - 1))
+            env = GymVectorEnv(self.spec.env_id, n, seed=seed, **self._env_options)
+            _, first = env.reset(reset_key)
+            obs = gym_rollout(env, self._gym_act(False), params, first, key, n_steps)[2].obs
+            env.close()
+        return jax.tree.map(lambda x: jnp.reshape(x, (-1, *x.shape[2:]))[:steps], obs)
+
     # --- evaluation -----------------------------------------------------------------
 
     def evaluate(
@@ -279,8 +370,11 @@ class PPOTrainer:
         if self._gym_eval_env is None:
             n = min(self.config.eval.episodes, MAX_GYM_EVAL_ENVS)
             self._gym_eval_env = GymVectorEnv(self.spec.env_id, n, **self._env_options)
+        act = self._gym_act(deterministic)
+        return evaluate_gym(self._gym_eval_env, act, params, episodes, key, max_steps)
+
+    def _gym_act(self, deterministic: bool) -> Callable:
         if deterministic not in self._gym_eval_acts:
             self._gym_eval_acts[deterministic] = jax.jit(make_act(self.policy, deterministic))
-        act = self._gym_eval_acts[deterministic]
-        return evaluate_gym(self._gym_eval_env, act, params, episodes, key, max_steps)
+        return self._gym_eval_acts[deterministic]
 

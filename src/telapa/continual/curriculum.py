@@ -1,0 +1,154 @@
+"""Curricula as data: which tasks a continual run visits, in which order, for how long.
+
+The paper's curricula ship as ``configs/curricula/<name>.yaml`` (``primary``, ``reverse``,
+``scrambled``, ``long``, plus ``smoke`` for fast tests); ``load_curriculum(name)`` loads one
+by name, ``load_curriculum(path)`` loads any YAML file. A user curriculum::
+
+    name: my-ladder
+    backend: jax               # or gymnasium: any registered gymnasium id
+    tasks:
+      A: MiniGrid-Empty-5x5-v0 # a plain id ...
+      B:                       # ... or a task spec
+        env_id: MiniGrid-DoorKey-5x5-v0
+        options: {observe_mission: false}
+        steps: 200000          # this task's budget per visit
+    order: [A, B]
+    cycles: 3                  # A B A' B' A'' B''
+    steps_per_visit: 100000    # tasks without ``steps``; omit to use the run preset's budget
+
+Tags are the keys of ``tasks``; ``order`` may repeat them. The n-th visit of task ``A`` is
+tagged ``A`` followed by n-1 primes (``A``, ``A'``, ``A''``). Every env id is checked on the
+curriculum's backend when it is loaded, before any work starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import (
+    Field,
+    PositiveInt,
+    ValidationInfo,
+    field_validator,
+)
+
+from telapa.config import CONFIG_DIR, StrictModel, read_yaml, resolve_named, validate
+from telapa.envs import check_env_id
+
+CURRICULUM_DIR = CONFIG_DIR / "curricula"
+"""Where the named curricula live: ``configs/curricula/<name>.yaml``."""
+
+
+class TaskSpec(StrictModel):
+    """One task family: an env id, options for ``telapa.envs.make``, an optional budget."""
+
+
+    env_id: str
+    options: dict[str, Any] = Field(default_factory=dict)
+    steps: PositiveInt | None = None
+    """Env steps per visit of this task; overrides `Curriculum.steps_per_visit`."""
+
+
+@dataclass(frozen=True)
+class Visit:
+    """One entry of a curriculum's sequence."""
+
+    index: int
+    """0-based position in the whole sequence."""
+    task: str
+    """The task's tag in ``Curriculum.tasks``, e.g. ``"A"``."""
+    tag: str
+    """``task`` plus one prime per earlier visit of it: ``"A"``, ``"A'"``, ``"A''"``."""
+    env_id: str
+    options: dict[str, Any]
+    cycle: int
+    """Number of earlier visits of this task."""
+    steps: int | None
+    """Env steps for this visit; None: use the run preset's budget."""
+
+
+class Curriculum(StrictModel):
+    """A sequence of task visits: ``order`` repeated ``cycles`` times."""
+
+
+    name: str
+    backend: Literal["jax", "gymnasium"] = "jax"
+    tasks: dict[str, TaskSpec]
+    order: list[str]
+    cycles: PositiveInt = 1
+    steps_per_visit: PositiveInt | None = None
+    description: str = ""
+
+    @field_validator("tasks", mode="before")
+    @classmethod
+    def _plain_ids(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: {"env_id": v} if isinstance(v, str) else v for k, v in value.items()}
+        return value
+
+    @field_validator("tasks")
+    @classmethod
+    def _check_tasks(cls, tasks: dict[str, TaskSpec], info: ValidationInfo) -> dict[str, TaskSpec]:
+        if not tasks:
+            raise ValueError("no tasks defined")
+        for tag in tasks:
+            if not tag or "'" in tag:
+                raise ValueError(f"task tag {tag!r} must be non-empty and have no prime (')")
+        backend = info.data.get("backend")
+        if backend is not None:
+            for tag, spec in tasks.items():
+                try:
+                    check_env_id(spec.env_id, backend)
+                except ValueError as err:
+                    raise ValueError(f"task {tag!r}: {err}") from None
+        return tasks
+
+    @field_validator("order")
+    @classmethod
+    def _check_order(cls, order: list[str], info: ValidationInfo) -> list[str]:
+        if not order:
+            raise ValueError("order is empty; list at least one task tag")
+        tasks = info.data.get("tasks")
+        if tasks is not None:
+            for tag in order:
+                if tag not in tasks:
+                    raise ValueError(
+                        f"order names undefined task {tag!r}; defined: {', '.join(tasks)}"
+                    )
+        return order
+
+    def visits(self) -> list[Visit]:
+        """The whole sequence, ``order`` repeated ``cycles`` times."""
+        seen: dict[str, int] = {}
+        visits = []
+        for index, task in enumerate(self.order * self.cycles):
+            spec = self.tasks[task]
+            cycle = seen.get(task, 0)
+            seen[task] = cycle + 1
+            steps = spec.steps if spec.steps is not None else self.steps_per_visit
+            tag = task + "'" * cycle
+            visits.append(Visit(index, task, tag, spec.env_id, dict(spec.options), cycle, steps))
+        return visits
+
+    def task_ids(self) -> dict[str, str]:
+        """Task tag -> env id, in first-visit order (tasks never visited are left out)."""
+        return {tag: self.tasks[tag].env_id for tag in dict.fromkeys(self.order)}
+
+
+def parse_curriculum(data: dict[str, Any], source: str = "<dict>") -> Curriculum:
+    """Validates a dict (as read from YAML) into a `Curriculum`; errors name key and source."""
+    return validate(Curriculum, data, source)
+
+
+def curriculum_names() -> list[str]:
+    """Names of the curricula in ``configs/curricula/``."""
+    return sorted(p.stem for p in CURRICULUM_DIR.glob("*.yaml"))
+
+
+def load_curriculum(name_or_path: str | Path) -> Curriculum:
+    """Loads ``configs/curricula/<name>.yaml``, or a YAML file when given a path
+    (a `Path`, or a string with a path separator or a ``.yaml``/``.yml`` suffix)."""
+    path = resolve_named(name_or_path, CURRICULUM_DIR, "curriculum")
+    return parse_curriculum(read_yaml(path, "curriculum"), source=str(path))

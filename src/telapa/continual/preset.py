@@ -1,0 +1,98 @@
+"""Run presets: everything a continual run needs besides the curriculum, method and seed.
+
+Presets live in ``configs/runs/<name>.yaml`` (``quick``: the primary curriculum in
+minutes; ``paper``: the paper's numbers and our documented choices where it is silent,
+see docs/assumptions.md). ``train`` is a PPO preset name from ``configs/ppo/`` or an
+inline `TrainConfig` mapping.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, field_validator
+
+from telapa.config import (
+    CONFIG_DIR,
+    StrictModel,
+    TrainConfig,
+    UnitInterval,
+    load_config,
+    preset_path,
+    read_yaml,
+    resolve_named,
+    validate,
+)
+
+RUN_PRESET_DIR = CONFIG_DIR / "runs"
+
+
+class EWCConfig(StrictModel):
+    """Online EWC (Kirkpatrick et al. 2017; Schwarz et al. 2018), paper App. B grid."""
+
+    lam: NonNegativeFloat = 10.0
+    decay: UnitInterval = 0.8
+    fisher_steps: PositiveInt = 2048
+    """Env steps of the finished task's policy used to estimate the diagonal Fisher."""
+
+
+class L2InitConfig(StrictModel):
+    """L2 Init (Kumar et al. 2023): ``lam * ||theta - theta_0||^2``."""
+
+    lam: NonNegativeFloat = 1e-3
+
+
+class ShrinkPerturbConfig(StrictModel):
+    """Shrink & Perturb (Ash & Adams 2020): ``theta <- alpha theta + noise * N(0, I)``."""
+
+    alpha: UnitInterval = 0.99
+    noise: NonNegativeFloat = 1e-3
+
+
+class ScratchReuseConfig(StrictModel):
+    keep: Literal["first", "latest"] = "first"
+    """Which policy of a task the bank keeps: its first visit's (the paper) or the latest."""
+
+
+class MethodsConfig(StrictModel):
+    ewc: EWCConfig = EWCConfig()
+    l2init: L2InitConfig = L2InitConfig()
+    shrink_perturb: ShrinkPerturbConfig = ShrinkPerturbConfig()
+    scratch_reuse: ScratchReuseConfig = ScratchReuseConfig()
+
+
+class RunConfig(StrictModel):
+    """Budgets, evaluation and method hyperparameters of a continual run."""
+
+    train: TrainConfig
+    steps_per_visit: PositiveInt
+    """PPO env steps per task visit (a curriculum may override it per task)."""
+    eval_every: PositiveInt
+    """Env steps between evaluations during a visit (the TTT resolution)."""
+    eval_episodes: PositiveInt = 50
+    """Episodes of every pre/periodic/post evaluation, on fresh seeds each time."""
+    final_eval_episodes: PositiveInt = 50
+    tau_min: UnitInterval = 0.2
+    """Floor of the competence target tau_T (paper App. C)."""
+    intrinsic_beta: PositiveFloat | None = None
+    """Episodic count bonus beta_int for training (paper eq. intrinsic_reward); None: off."""
+    methods: MethodsConfig = Field(default_factory=MethodsConfig)
+
+    @field_validator("train", mode="before")
+    @classmethod
+    def _named_train_preset(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return load_config(preset_path(value))
+        return value
+
+
+def parse_run_config(data: dict[str, Any], source: str = "<dict>") -> RunConfig:
+    """Validates a dict (as read from YAML) into a `RunConfig`."""
+    return validate(RunConfig, data, source)
+
+
+def load_run_config(name_or_path: str | Path) -> RunConfig:
+    """Loads ``configs/runs/<name>.yaml`` or a YAML file given by path."""
+    path = resolve_named(name_or_path, RUN_PRESET_DIR, "run preset")
+    return parse_run_config(read_yaml(path, "run preset"), source=str(path))

@@ -1,0 +1,446 @@
+"""The continual loop (paper Sec. 3.1): one method over one curriculum, resumable.
+
+For every visit of the curriculum:
+
+1. ``start``: the method chooses the initialisation (`Method.start_task`), the visit's
+   trainer starts fresh episodes, and the policy is evaluated (pre-evaluation, step 0);
+2. ``chunk`` i: PPO trains up to ``min((i + 1) * eval_every, budget)`` env steps, then
+   the policy is evaluated on fresh seeds; the last chunk's evaluation is the visit's
+   post-evaluation;
+3. ``end``: the method's end-of-task hook (`Method.end_task`);
+
+and after the last visit, ``final``: every task is evaluated with
+``method.eval_params(task)``. A checkpoint is committed after every phase (on the
+gymnasium backend, whose envs cannot be snapshotted, only after ``start`` and ``end``),
+so a killed run resumes from its last phase and finishes with exactly the results of an
+uninterrupted one: every random key derives from the seed and the phase, and the
+rollout in progress is part of the checkpoint.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import jax
+import pandas as pd
+import yaml
+
+from telapa import __version__
+from telapa.config import read_yaml
+from telapa.continual.curriculum import Curriculum, Visit, parse_curriculum
+from telapa.continual.methods import Method, TaskContext, make_method
+from telapa.continual.preset import RunConfig, parse_run_config
+from telapa.continual.rundir import RunDir, RunDirError
+from telapa.io import (
+    MemoryMonitor,
+    PhaseTimer,
+    dir_size_bytes,
+    load_pytree,
+    read_json,
+    save_pytree,
+    tree_nbytes,
+    write_json_atomic,
+)
+from telapa.metrics import best_sr, competence_targets, run_metrics
+from telapa.rl.ppo import PPOState
+from telapa.rl.trainer import PPOTrainer
+
+
+@dataclass(frozen=True)
+class Phase:
+    kind: Literal["start", "chunk", "end", "final"]
+    visit: int = -1
+    chunk: int = 0
+
+    def describe(self, visits: list[Visit]) -> str:
+        if self.kind == "final":
+            return "final evaluation"
+        v = visits[self.visit]
+        where = f"visit {self.visit} ({v.tag}, {v.env_id})"
+        return f"{where}, chunk {self.chunk}" if self.kind == "chunk" else f"{where}, {self.kind}"
+
+
+class RunError(RuntimeError):
+    """A run stopped (NaN, env failure): the message names the phase, task and step."""
+
+
+class Progress(Protocol):
+    """What the runner reports while it works (the CLI draws it with rich)."""
+
+    def visit(self, visit: Visit, budget: int, done: int) -> None: ...
+    def advance(self, steps: int, metrics: dict[str, float]) -> None: ...
+    def note(self, text: str) -> None: ...
+
+
+class _Silent:
+    def visit(self, visit: Visit, budget: int, done: int) -> None:
+        pass
+
+    def advance(self, steps: int, metrics: dict[str, float]) -> None:
+        pass
+
+    def note(self, text: str) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What defines a run: it is deterministic given these."""
+
+    curriculum: Curriculum
+    method: str
+    seed: int
+    config: RunConfig
+    preset: str = "custom"
+
+    def budget(self, visit: Visit) -> int:
+        return visit.steps or self.config.steps_per_visit
+
+
+def _records_frame(rows: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=columns)
+
+
+VISIT_COLUMNS = [
+    "visit", "tag", "task", "env_id", "cycle", "budget", "pre_sr", "pre_return", "post_sr",
+    "post_return", "train_steps", "start_global_step", "end_global_step",
+]
+CURVE_COLUMNS = ["visit", "tag", "task", "step", "global_step", "sr", "mean_return"]
+FINAL_COLUMNS = ["task", "env_id", "sr", "mean_return"]
+
+
+class ContinualRun:
+    """One method on one curriculum in a run directory; `run` goes to the end.
+
+    Create with `ContinualRun.start(spec, run_dir)` or continue a killed run with
+    `ContinualRun.resume(run_dir)`.
+    """
+
+    def __init__(self, spec: RunSpec, run_dir: RunDir, progress: Progress | None = None):
+        self.spec = spec
+        self.dir = run_dir
+        self.progress = progress or _Silent()
+        self.visits = spec.curriculum.visits()
+        self.phases = self._phases()
+        config = spec.config
+        self.method: Method = make_method(spec.method, config)
+        self.train_config = config.train.model_copy(
+            update={"network": self.method.network(config.train.network)}
+        )
+        root = jax.random.key(spec.seed)
+        self._init_key, self._visit_root = jax.random.split(root)
+        self._trainers: dict[str, PPOTrainer] = {}
+        first = self._trainer(self.visits[0])
+        params = first.policy.init(self._init_key)
+        self.learner = PPOState(
+            params, first.optimizer.init(params), self.method.initial_penalty(params)
+        )
+        self.next_phase = 0
+        self.global_step = 0
+        self.records: dict[str, list[dict[str, Any]]] = {"visits": [], "curve": [], "final": []}
+        self.train_rows: list[dict[str, Any]] = []
+        self.timer = PhaseTimer()
+        self.wall_s = 0.0
+        self.segments = 0
+        self.peak_rss = 0
+
+    # --- construction ---------------------------------------------------------------
+
+    @classmethod
+    def start(cls, spec: RunSpec, path: str | Path, progress: Progress | None = None):
+        run_dir = RunDir(path)
+        run = cls(spec, run_dir, progress)
+        run_dir.create(
+            {"curriculum": spec.curriculum.name, "method": spec.method, "seed": spec.seed,
+             "preset": spec.preset, "backend": spec.curriculum.backend,
+             "telapa": __version__, "jax": jax.__version__},
+            {"config.yaml": yaml.safe_dump(spec.config.model_dump(mode="json"), sort_keys=False),
+             "curriculum.yaml": yaml.safe_dump(
+                 spec.curriculum.model_dump(mode="json"), sort_keys=False)},
+        )
+        return run
+
+    @classmethod
+    def resume(cls, path: str | Path, progress: Progress | None = None) -> ContinualRun:
+        run_dir = RunDir(path)
+        meta = run_dir.spec()
+        spec = RunSpec(
+            curriculum=parse_curriculum(read_yaml(run_dir.path / "curriculum.yaml", "run"),
+                                        str(run_dir.path / "curriculum.yaml")),
+            method=meta["method"],
+            seed=int(meta["seed"]),
+            config=parse_run_config(read_yaml(run_dir.path / "config.yaml", "run"),
+                                    str(run_dir.path / "config.yaml")),
+            preset=meta.get("preset", "custom"),
+        )
+        run = cls(spec, run_dir, progress)
+        ckpt = run_dir.latest_checkpoint()
+        if ckpt is not None:
+            run._load_checkpoint(ckpt)
+        return run
+
+    def _phases(self) -> list[Phase]:
+        eval_every = self.spec.config.eval_every
+        phases = []
+        for v in self.visits:
+            phases.append(Phase("start", v.index))
+            n_chunks = math.ceil(self.spec.budget(v) / eval_every)
+            phases.extend(Phase("chunk", v.index, i) for i in range(n_chunks))
+            phases.append(Phase("end", v.index))
+        phases.append(Phase("final"))
+        return phases
+
+    def _trainer(self, visit: Visit) -> PPOTrainer:
+        key = (visit.env_id, repr(sorted(visit.options.items())))
+        if key not in self._trainers:
+            self._trainers[key] = PPOTrainer(
+                visit.env_id, self.train_config, key=0, backend=self.spec.curriculum.backend,
+                env_options=visit.options, penalty=self.method.penalty,
+                intrinsic_beta=self.spec.config.intrinsic_beta,
+            )
+        return self._trainers[key]
+
+    # --- keys -----------------------------------------------------------------------
+
+    def _key(self, visit: int, purpose: str, index: int = 0) -> jax.Array:
+        """Keys by (visit, purpose, index): the same on every resume."""
+        codes = {"trainer": 0, "start": 1, "end": 2, "eval": 3}
+        key = jax.random.fold_in(self._visit_root, visit)
+        return jax.random.fold_in(jax.random.fold_in(key, codes[purpose]), index)
+
+    # --- the loop -------------------------------------------------------------------
+
+    @property
+    def complete(self) -> bool:
+        return self.next_phase >= len(self.phases)
+
+    def run(self) -> dict[str, Any]:
+        """Runs every remaining phase; returns the run's metrics (see `metrics`)."""
+        self.segments += 1
+        segment_start = time.perf_counter()
+        base_wall = self.wall_s
+        with MemoryMonitor(initial_peak_bytes=self.peak_rss) as memory:
+            while not self.complete:
+                phase = self.phases[self.next_phase]
+                try:
+                    self._run_phase(phase)
+                except FloatingPointError as err:
+                    raise RunError(f"{phase.describe(self.visits)}: {err}") from err
+                self.next_phase += 1
+                self.wall_s = base_wall + time.perf_counter() - segment_start
+                self.peak_rss = max(self.peak_rss, memory.peak_bytes)
+                if self._checkpointable(phase):
+                    with self.timer.phase("checkpoint"):
+                        self._save_checkpoint()
+        metrics = self.metrics()
+        write_json_atomic(self.dir.path / "metrics.json", metrics)
+        write_json_atomic(self.dir.path / "accounting.json", self.accounting())
+        self.dir.set_status("complete")
+        return metrics
+
+    def _checkpointable(self, phase: Phase) -> bool:
+        return phase.kind != "chunk" or self.spec.curriculum.backend == "jax"
+
+    def _run_phase(self, phase: Phase) -> None:
+        if phase.kind == "final":
+            self._final_evaluation()
+            return
+        visit = self.visits[phase.visit]
+        trainer = self._trainer(visit)
+        budget = self.spec.budget(visit)
+        if phase.kind == "start":
+            self._start_visit(visit, trainer, budget)
+        elif phase.kind == "chunk":
+            self._train_chunk(visit, trainer, budget, phase.chunk)
+        else:
+            self._end_visit(visit, trainer)
+
+    def _context(self, visit: Visit, trainer: PPOTrainer, purpose: str) -> TaskContext:
+        return TaskContext(visit, trainer, self._key(visit.index, purpose), trainer.policy.init)
+
+    def _start_visit(self, visit: Visit, trainer: PPOTrainer, budget: int) -> None:
+        self.progress.visit(visit, budget, 0)
+        with self.timer.phase("method"):
+            self.learner = self.method.start_task(
+                self.learner, self._context(visit, trainer, "start")
+            )
+        self._prepare_trainer(visit, trainer)
+        self.train_rows = []
+        with self.timer.phase("eval"):
+            result = trainer.evaluate(episodes=self.spec.config.eval_episodes,
+                                      key=self._key(visit.index, "eval", 0))
+        self.records["visits"].append({
+            "visit": visit.index, "tag": visit.tag, "task": visit.task,
+            "env_id": visit.env_id, "cycle": visit.cycle, "budget": budget,
+            "pre_sr": result.sr, "pre_return": result.mean_return,
+            "start_global_step": self.global_step,
+        })
+        self._add_curve_point(visit, 0, result)
+
+    def _prepare_trainer(self, visit: Visit, trainer: PPOTrainer) -> None:
+        trainer.reseed(self._key(visit.index, "trainer"))
+        trainer.state = self.learner
+        trainer.steps = 0
+
+    def _train_chunk(self, visit: Visit, trainer: PPOTrainer, budget: int, chunk: int) -> None:
+        target = min((chunk + 1) * self.spec.config.eval_every, budget)
+        self.progress.visit(visit, budget, trainer.steps)
+
+        def on_progress(done: int, metrics: list[dict[str, float]]) -> None:
+            self.progress.advance(done, metrics[-1])
+
+        before = trainer.steps
+        with self.timer.phase("train"):
+            history = trainer.train(max(target - trainer.steps, 1), progress=on_progress)
+        self.global_step += trainer.steps - before
+        for row in history:
+            self.train_rows.append({"visit": visit.index, "tag": visit.tag,
+                                    "global_step": self.global_step - trainer.steps + row["step"],
+                                    **row})
+        self.learner = trainer.state
+        with self.timer.phase("eval"):
+            result = trainer.evaluate(episodes=self.spec.config.eval_episodes,
+                                      key=self._key(visit.index, "eval", chunk + 1))
+        self._add_curve_point(visit, trainer.steps, result)
+        row = self.records["visits"][-1]
+        row.update(post_sr=result.sr, post_return=result.mean_return,
+                   train_steps=trainer.steps, end_global_step=self.global_step)
+
+    def _end_visit(self, visit: Visit, trainer: PPOTrainer) -> None:
+        with self.timer.phase("method"):
+            self.method.end_task(self.learner, self._context(visit, trainer, "end"))
+        self.dir.write_visit_train(visit.index, visit.tag, pd.DataFrame(self.train_rows))
+        self.train_rows = []
+
+    def _add_curve_point(self, visit: Visit, step: int, result) -> None:
+        self.records["curve"].append({
+            "visit": visit.index, "tag": visit.tag, "task": visit.task, "step": step,
+            "global_step": self.global_step, "sr": result.sr,
+            "mean_return": result.mean_return,
+        })
+        self.progress.note(f"{visit.tag} step {step:,}: SR {result.sr:.2f}")
+
+    def _final_evaluation(self) -> None:
+        seen: dict[str, Visit] = {}
+        for v in self.visits:
+            seen.setdefault(v.task, v)
+        final_key = jax.random.fold_in(self._visit_root, len(self.visits))
+        with self.timer.phase("final_eval"):
+            for i, (task, visit) in enumerate(seen.items()):
+                trainer = self._trainer(visit)
+                result = trainer.evaluate(
+                    self.method.eval_params(task, self.learner),
+                    episodes=self.spec.config.final_eval_episodes,
+                    key=jax.random.fold_in(final_key, i),
+                )
+                self.records["final"].append({"task": task, "env_id": visit.env_id,
+                                              "sr": result.sr, "mean_return": result.mean_return})
+        self.progress.note("final evaluation done")
+
+    # --- results --------------------------------------------------------------------
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        return {
+            "visits": _records_frame(self.records["visits"], VISIT_COLUMNS),
+            "curve": _records_frame(self.records["curve"], CURVE_COLUMNS),
+            "final": _records_frame(self.records["final"], FINAL_COLUMNS),
+        }
+
+    def metrics(self) -> dict[str, Any]:
+        """The run's metrics with tau_T from this run alone: its own best SR if it is a
+        Scratch run, else tau_min (cross-run tau comes from `telapa metrics`)."""
+        t = self.tables()
+        tasks = list(dict.fromkeys(t["visits"]["task"]))
+        tau_min = self.spec.config.tau_min
+        if self.spec.method == "scratch":
+            tau = competence_targets([best_sr(t["visits"], t["curve"])], tau_min)
+            source = "this scratch run"
+        else:
+            tau = {task: tau_min for task in tasks}
+            source = "tau_min"
+        metrics = run_metrics(t["visits"], t["curve"], t["final"], tau).as_dict()
+        return {**metrics, "tau": tau, "tau_source": source}
+
+    def accounting(self) -> dict[str, Any]:
+        ppo_steps = int(sum(r.get("train_steps", 0) for r in self.records["visits"]))
+        return {
+            "ppo_env_steps": ppo_steps,
+            "extra_env_steps": int(self.method.extra_env_steps),
+            "wall_s": self.wall_s,
+            "segments": self.segments,
+            "peak_rss_bytes": int(self.peak_rss),
+            "run_dir_bytes": dir_size_bytes(self.dir.path),
+            "method_state_bytes": tree_nbytes(self.method.state()),
+            "compile_s": sum(t.compile_s for t in self._trainers.values()),
+            "phase_s": self.timer.totals,
+        }
+
+    # --- checkpoints ----------------------------------------------------------------
+
+    def _mid_visit(self) -> bool:
+        return self.phases[self.next_phase].kind in ("chunk", "end") if not self.complete \
+            else False
+
+    def _save_checkpoint(self) -> None:
+        folder = self.dir.new_checkpoint()
+        if self._mid_visit():
+            trainer = self._trainer(self.visits[self.phases[self.next_phase].visit])
+            if self.phases[self.next_phase - 1].kind == "chunk":
+                save_pytree(folder / "trainer.npz", trainer.snapshot())
+        save_pytree(folder / "learner.npz", self.learner)
+        save_pytree(folder / "method.npz", self.method.state())
+        pd.DataFrame(self.train_rows).to_csv(folder / "train.csv", index=False)
+        write_json_atomic(folder / "state.json", {
+            "next_phase": self.next_phase,
+            "phases": len(self.phases),
+            "global_step": self.global_step,
+            "records": self.records,
+            "stored_tasks": self.method.stored_tasks(),
+            "extra_env_steps": self.method.extra_env_steps,
+            "timer": self.timer.totals,
+            "wall_s": self.wall_s,
+            "segments": self.segments,
+            "peak_rss_bytes": self.peak_rss,
+        })
+        self.dir.commit_checkpoint(folder)
+        self.dir.write_tables(self.tables())
+        write_json_atomic(self.dir.path / "accounting.json", self.accounting())
+
+    def _load_checkpoint(self, folder: Path) -> None:
+        state = read_json(folder / "state.json", "checkpoint state")
+        if state["phases"] != len(self.phases):
+            raise RunDirError(f"{folder}: checkpoint does not match this run's phases")
+        self.next_phase = state["next_phase"]
+        self.global_step = state["global_step"]
+        self.records = state["records"]
+        self.method.extra_env_steps = state["extra_env_steps"]
+        self.timer = PhaseTimer.from_totals(state["timer"])
+        self.wall_s, self.segments = state["wall_s"], state["segments"]
+        self.peak_rss = state["peak_rss_bytes"]
+        like = self.method.state_like(self.learner.params, state["stored_tasks"])
+        self.method.load_state(load_pytree(folder / "method.npz", like))
+        self.learner = load_pytree(folder / "learner.npz", self.learner)
+        train_csv = folder / "train.csv"
+        self.train_rows = (pd.read_csv(train_csv).to_dict("records")
+                           if train_csv.stat().st_size > 1 else [])
+        if self._mid_visit():
+            visit = self.visits[self.phases[self.next_phase].visit]
+            trainer = self._trainer(visit)
+            self._prepare_trainer(visit, trainer)
+            if (folder / "trainer.npz").exists():
+                trainer.restore(load_pytree(folder / "trainer.npz", trainer.snapshot()))
+        self.progress.note(f"resumed at {self.phases[self.next_phase].describe(self.visits)}"
+                           if not self.complete else "run already complete")
+
+
+def load_run_tables(path: str | Path) -> dict[str, pd.DataFrame]:
+    """visits, curve and final tables of a finished run directory."""
+    run_dir = RunDir(path)
+    return {name: run_dir.read_table(name) for name in ("visits", "curve", "final")}
+
+
+__all__ = ["ContinualRun", "Phase", "Progress", "RunError", "RunSpec", "load_run_tables"]

@@ -1,0 +1,161 @@
+"""Crash-safe file writes: a reader sees either the old file or the new one, never a part.
+
+Every write goes to a temporary file in the target's directory (``.NAME.PID.TOKEN.tmp``),
+is flushed and fsync'ed, renamed over the target with :func:`os.replace` and the directory
+is fsync'ed. Temporaries that a killed process left behind never match the target's name
+or extension; the next write to the same target deletes those whose process is gone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "atomic_open",
+    "read_json",
+    "write_bytes_atomic",
+    "write_json_atomic",
+    "write_table_atomic",
+    "write_text_atomic",
+]
+
+_TMP_SUFFIX = ".tmp"
+
+
+def _temp_name(target: Path) -> Path:
+    return target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}{_TMP_SUFFIX}")
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def _remove_stale_temps(target: Path) -> None:
+    """Delete temporaries of ``target`` whose writing process no longer exists."""
+    prefix = f".{target.name}."
+    try:
+        entries = list(os.scandir(target.parent))
+    except OSError:
+        return
+    for entry in entries:
+        name = entry.name
+        if not (name.startswith(prefix) and name.endswith(_TMP_SUFFIX)):
+            continue
+        parts = name[len(prefix) : -len(_TMP_SUFFIX)].split(".")
+        if len(parts) != 2 or not parts[0].isdigit() or len(parts[1]) != 8:
+            continue
+        if not _pid_alive(int(parts[0])):
+            try:
+                os.unlink(entry.path)
+            except OSError:
+                pass
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # platforms that cannot open directories
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def atomic_open(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
+    """Open a binary file whose content replaces ``path`` only when the block exits cleanly.
+
+    If the block raises, the temporary is deleted and ``path`` is left untouched. The
+    parent directory must exist. A new file gets the usual permissions (0o666 minus umask).
+    """
+    target = Path(path)
+    _remove_stale_temps(target)
+    tmp = _temp_name(target)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_dir(target.parent)
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    """Atomically replace ``path`` with ``data``."""
+    with atomic_open(path) as f:
+        f.write(data)
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Atomically replace ``path`` with ``text`` encoded as UTF-8 (no newline translation)."""
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def _json_default(obj: Any) -> Any:
+    """Serialise numpy/JAX scalars and arrays and paths, which ``json`` rejects."""
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    if hasattr(obj, "__array__"):
+        return np.asarray(obj).tolist()
+    raise TypeError(f"object of type {type(obj).__name__} is not JSON serializable")
+
+
+def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> None:
+    """Atomically write ``obj`` as indented JSON (NaN/Infinity allowed, trailing newline).
+
+    numpy/JAX scalars and arrays become numbers and lists, paths become strings. The object
+    is serialised before the file is touched, so an unserialisable object changes nothing.
+    """
+    text = json.dumps(obj, indent=2, sort_keys=False, allow_nan=True, default=_json_default)
+    write_text_atomic(path, text + "\n")
+
+
+def read_json(path: str | os.PathLike[str], what: str) -> Any:
+    """Read a JSON file; ``what`` names it in errors ("run manifest", "metrics", ...).
+
+    Raises FileNotFoundError when the file is missing and ValueError when it is not valid
+    UTF-8 JSON, both naming ``what`` and the path.
+    """
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{what} file {p} does not exist") from None
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{what} file {p} is corrupt (not valid JSON): {e}") from e
+
+
+def write_table_atomic(path: str | os.PathLike[str], df: pd.DataFrame, index: bool = False) -> None:
+    """Atomically write ``df`` as CSV (without the index unless ``index``)."""
+    write_text_atomic(path, df.to_csv(index=index))

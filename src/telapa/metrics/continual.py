@@ -1,0 +1,209 @@
+"""Per-run continual-transfer metrics (paper Sec. 4 and App. "Forgetting and Plasticity
+Through BWT Metrics"): Mean SR, TTT, BWT, Coverage, nBWT, TR and the revisit SRs.
+
+Inputs are the tables the continual loop writes for one run: ``visits`` (one row per visit),
+``curve`` (periodic evaluations within each visit; step 0 is the pre-evaluation) and
+``final`` (end-of-sequence evaluation of every distinct task).
+
+Choices where the paper is silent:
+- SR_post(T) = post_sr of the last visit of T (``post="first"``: the first visit).
+- SR_end(T) = final.sr of T; final rows for tasks never visited are ignored.
+- T_prev = all distinct tasks except the task of the final visit (the current task).
+- Mean SR = mean of post_sr over all visits (revisits included).
+- tau_T = max(factor * mean over Scratch runs of best SR on T, tau_min); best SR is the max
+  over every curve.sr and visits.post_sr row of T; every Scratch run must have every task.
+- TTT of a revisit (cycle >= 1) = smallest curve step with sr >= tau_T (0 if the
+  pre-evaluation already meets it); if none does, the visit budget, counted as censored.
+- Run TTT = mean over revisits in env steps; NaN without revisits.
+- Coverage, TR are fractions over all distinct tasks; BWT, nBWT average over T_prev only.
+- nBWT is NaN (never 0) when no task of T_prev has SR_post >= tau_T; eps = 1e-8.
+- Competence comparisons sr >= tau allow an absolute slack of 1e-12 (float round-off in
+  0.9 * mean), far below one episode's worth of success rate.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+NBWT_EPS = 1e-8
+"""eps in nBWT's denominator max(SR_post(T), eps)."""
+
+SR_ATOL = 1e-12
+"""Slack in every competence test sr >= tau (float round-off only)."""
+
+VISIT_COLUMNS = ("visit", "tag", "task", "cycle", "budget", "post_sr")
+CURVE_COLUMNS = ("visit", "step", "sr")
+FINAL_COLUMNS = ("task", "sr")
+
+
+def _require(df: pd.DataFrame, columns: Sequence[str], name: str) -> None:
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"{name} is missing column(s) {missing}; it has {list(df.columns)}")
+
+
+def _meets(sr: float, tau: float) -> bool:
+    return bool(sr >= tau - SR_ATOL)
+
+
+@dataclass(frozen=True)
+class RunMetrics:
+    """Metrics of one run; TTT in env steps (NaN without revisits), SRs in [0, 1]."""
+
+    mean_sr: float
+    ttt: float
+    ttt_censored: int
+    revisits: int
+    bwt: float
+    coverage: float
+    nbwt: float
+    tr: float
+    revisit_sr: dict[str, float] = field(default_factory=dict)
+    sr_post: dict[str, float] = field(default_factory=dict)
+    sr_end: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain dict of every field (the dict fields are copied)."""
+        return {
+            "mean_sr": self.mean_sr,
+            "ttt": self.ttt,
+            "ttt_censored": self.ttt_censored,
+            "revisits": self.revisits,
+            "bwt": self.bwt,
+            "coverage": self.coverage,
+            "nbwt": self.nbwt,
+            "tr": self.tr,
+            "revisit_sr": dict(self.revisit_sr),
+            "sr_post": dict(self.sr_post),
+            "sr_end": dict(self.sr_end),
+        }
+
+
+def best_sr(visits: pd.DataFrame, curve: pd.DataFrame) -> dict[str, float]:
+    """Best SR per task of one (Scratch) run: max over curve.sr and visits.post_sr of T."""
+    _require(visits, ("task", "post_sr"), "visits")
+    _require(curve, ("task", "sr"), "curve")
+    srs = pd.concat(
+        [visits[["task", "post_sr"]].rename(columns={"post_sr": "sr"}), curve[["task", "sr"]]],
+        ignore_index=True,
+    )
+    best = srs.groupby("task", sort=False)["sr"].max()
+    return {str(t): float(v) for t, v in best.items()}
+
+
+def competence_targets(
+    best_srs: Sequence[Mapping[str, float]],
+    tau_min: float = 0.2,
+    factor: float = 0.9,
+    *,
+    tasks: Sequence[str] | None = None,
+) -> dict[str, float]:
+    """tau_T = max(factor * mean_r best_srs[r][T], tau_min), one mapping per Scratch run.
+
+    ``tasks`` defaults to every task named by any run; each run must give each task a
+    non-NaN best SR, otherwise ValueError names the task.
+    """
+    if len(best_srs) == 0:
+        raise ValueError("competence_targets needs at least one Scratch run")
+    if tasks is None:
+        tasks = list(dict.fromkeys(t for run in best_srs for t in run))
+    taus: dict[str, float] = {}
+    for task in tasks:
+        values = [run.get(task, math.nan) for run in best_srs]
+        missing = [i for i, v in enumerate(values) if v is None or math.isnan(v)]
+        if missing:
+            raise ValueError(f"task {task!r} has no Scratch best SR in run(s) {missing}")
+        taus[task] = max(factor * float(np.mean(values)), tau_min)
+    return taus
+
+
+def time_to_threshold(curve: pd.DataFrame, tau: float, budget: int) -> tuple[int, bool]:
+    """(TTT, censored) of one visit: min step with sr >= tau, else (budget, True)."""
+    _require(curve, ("step", "sr"), "curve")
+    hits = curve.loc[curve["sr"] >= tau - SR_ATOL, "step"]
+    if hits.empty:
+        return int(budget), True
+    return int(hits.min()), False
+
+
+def _mean(values: Sequence[float] | np.ndarray) -> float:
+    return float(np.mean(values)) if len(values) else math.nan
+
+
+def run_metrics(
+    visits: pd.DataFrame,
+    curve: pd.DataFrame,
+    final: pd.DataFrame,
+    tau: Mapping[str, float],
+    *,
+    post: Literal["first", "last"] = "last",
+) -> RunMetrics:
+    """All metrics of one run. With T_prev the non-current tasks and E the competent ones:
+
+    BWT = mean_{T_prev} (SR_end - SR_post); Coverage = frac_T [SR_post >= tau_T];
+    nBWT = mean_{E} (SR_end - SR_post) / max(SR_post, eps); TR = frac_T [SR_end >= tau_T];
+    TTT = mean over revisits of time_to_threshold; Mean SR = mean post_sr over visits.
+    """
+    if post not in ("first", "last"):
+        raise ValueError(f"post must be 'first' or 'last', got {post!r}")
+    _require(visits, VISIT_COLUMNS, "visits")
+    _require(curve, CURVE_COLUMNS, "curve")
+    _require(final, FINAL_COLUMNS, "final")
+    if visits.empty:
+        raise ValueError("visits is empty")
+    if visits["visit"].duplicated().any():
+        raise ValueError("visits has duplicate 'visit' indices")
+    visits = visits.sort_values("visit", kind="stable")
+    tasks = [str(t) for t in dict.fromkeys(visits["task"])]
+    for task in tasks:
+        if task not in tau:
+            raise ValueError(f"no competence target tau for task {task!r}")
+    dup = final["task"][final["task"].duplicated()]
+    if not dup.empty:
+        raise ValueError(f"final has several rows for task {dup.iloc[0]!r}")
+    end_by_task = dict(zip(final["task"].astype(str), final["sr"].astype(float), strict=True))
+    for task in tasks:
+        if task not in end_by_task:
+            raise ValueError(f"final has no row for task {task!r}")
+
+    chosen = visits.drop_duplicates("task", keep=post)
+    sr_post = dict(zip(chosen["task"].astype(str), chosen["post_sr"].astype(float), strict=True))
+    sr_end = {t: end_by_task[t] for t in tasks}
+
+    current = str(visits["task"].iloc[-1])
+    prev = [t for t in tasks if t != current]
+    learned = [t for t in prev if _meets(sr_post[t], tau[t])]
+
+    ttts: list[int] = []
+    censored = 0
+    revisit_sr: dict[str, float] = {}
+    for row in visits[visits["cycle"] >= 1].itertuples(index=False):
+        tag = str(row.tag)
+        if tag in revisit_sr:
+            raise ValueError(f"visits has several revisits tagged {tag!r}")
+        revisit_sr[tag] = float(row.post_sr)
+        steps, cens = time_to_threshold(
+            curve[curve["visit"] == row.visit], tau[str(row.task)], int(row.budget)
+        )
+        ttts.append(steps)
+        censored += cens
+
+    return RunMetrics(
+        mean_sr=_mean(visits["post_sr"].to_numpy(dtype=float)),
+        ttt=_mean(ttts),
+        ttt_censored=censored,
+        revisits=len(ttts),
+        bwt=_mean([sr_end[t] - sr_post[t] for t in prev]),
+        coverage=_mean([float(_meets(sr_post[t], tau[t])) for t in tasks]),
+        nbwt=_mean([(sr_end[t] - sr_post[t]) / max(sr_post[t], NBWT_EPS) for t in learned]),
+        tr=_mean([float(_meets(sr_end[t], tau[t])) for t in tasks]),
+        revisit_sr=revisit_sr,
+        sr_post=sr_post,
+        sr_end=sr_end,
+    )

@@ -1,0 +1,175 @@
+"""Curricula as data: the shipped YAML files, user curricula, and validation errors."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from telapa.config import ConfigError
+from telapa.continual import (
+    Curriculum,
+    Visit,
+    curriculum_names,
+    load_curriculum,
+    parse_curriculum,
+)
+from telapa.continual import curriculum as curriculum_module
+
+A = "MiniGrid-GoToObject-8x8-N2-v0"
+B = "MiniGrid-Fetch-6x6-N2-v0"
+C = "MiniGrid-DoorKey-8x8-v0"
+D = "MiniGrid-BlockedUnlockPickup-v0"
+E = "MiniGrid-ObstructedMaze-1Dlh-v0"
+F = "MiniGrid-RedBlueDoors-8x8-v0"
+G = "MiniGrid-KeyCorridorS3R3-v0"
+H = "MiniGrid-MultiRoom-N2-S4-v0"
+
+# The paper's sequences, written out (App. MiniGrid curriculum, task-order and long ablations).
+PAPER = {
+    "primary": [
+        ("A", A), ("B", B), ("C", C), ("D", D), ("E", E),
+        ("A'", A), ("B'", B), ("C'", C), ("D'", D), ("E'", E),
+    ],
+    "reverse": [
+        ("E", E), ("D", D), ("C", C), ("B", B), ("A", A),
+        ("E'", E), ("D'", D), ("C'", C), ("B'", B), ("A'", A),
+    ],
+    "scrambled": [
+        ("C", C), ("A", A), ("E", E), ("B", B), ("D", D),
+        ("C'", C), ("A'", A), ("E'", E), ("B'", B), ("D'", D),
+    ],
+    "long": [
+        ("A", A), ("B", B), ("C", C), ("D", D), ("E", E), ("F", F), ("G", G), ("H", H),
+        ("A'", A), ("B'", B), ("C'", C), ("D'", D), ("E'", E), ("F'", F), ("G'", G), ("H'", H),
+    ],
+    "smoke": [
+        ("A", "MiniGrid-Empty-5x5-v0"), ("B", "MiniGrid-DoorKey-5x5-v0"),
+        ("A'", "MiniGrid-Empty-5x5-v0"), ("B'", "MiniGrid-DoorKey-5x5-v0"),
+    ],
+}  # fmt: skip
+
+
+def _write(tmp_path: Path, text: str, name: str = "mine.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_shipped_curricula_are_the_papers():
+    assert curriculum_names() == sorted(PAPER)
+    for name, expected in PAPER.items():
+        cur = load_curriculum(name)
+        assert cur.name == name and cur.backend == "jax"
+        visits = cur.visits()
+        assert [(v.tag, v.env_id) for v in visits] == expected, name
+        assert [v.index for v in visits] == list(range(len(expected)))
+        assert [v.cycle for v in visits] == [0] * (len(expected) // 2) + [1] * (len(expected) // 2)
+        assert all(v.steps is None and v.options == {} for v in visits)
+        assert cur.task_ids() == dict(expected[: len(expected) // 2])
+
+
+def test_load_by_path_and_path_object():
+    path = curriculum_module.CURRICULUM_DIR / "primary.yaml"
+    assert load_curriculum(path) == load_curriculum(str(path)) == load_curriculum("primary")
+
+
+def test_user_curriculum_with_steps_and_three_cycles(tmp_path):
+    path = _write(
+        tmp_path,
+        """
+name: mine
+tasks:
+  A: MiniGrid-Empty-5x5-v0
+  B:
+    env_id: MiniGrid-DoorKey-5x5-v0
+    options: {observe_mission: false}
+    steps: 2000
+order: [A, B]
+cycles: 3
+steps_per_visit: 500
+""",
+    )
+    visits = load_curriculum(path).visits()
+    assert [v.tag for v in visits] == ["A", "B", "A'", "B'", "A''", "B''"]
+    assert [v.task for v in visits] == ["A", "B"] * 3
+    assert [v.cycle for v in visits] == [0, 0, 1, 1, 2, 2]
+    assert [v.steps for v in visits] == [500, 2000] * 3
+    assert visits[1] == Visit(
+        1, "B", "B", "MiniGrid-DoorKey-5x5-v0", {"observe_mission": False}, 0, 2000
+    )
+
+
+def test_repeated_tags_in_order():
+    cur = parse_curriculum(
+        {
+            "name": "rep",
+            "tasks": {"A": "MiniGrid-Empty-5x5-v0", "B": "MiniGrid-DoorKey-5x5-v0"},
+            "order": ["A", "B", "A"],
+        }
+    )
+    assert [v.tag for v in cur.visits()] == ["A", "B", "A'"]
+    assert list(cur.task_ids()) == ["A", "B"]
+
+
+def test_docstring_example_parses():
+    text = curriculum_module.__doc__
+    block = re.search(r"::\n\n((?:    .*\n)+)", text).group(1)
+    cur = parse_curriculum(yaml.safe_load(textwrap.dedent(block)))
+    assert [v.tag for v in cur.visits()] == ["A", "B", "A'", "B'", "A''", "B''"]
+    assert [v.steps for v in cur.visits()][:2] == [100000, 200000]
+
+
+def _error(tmp_path: Path, text: str) -> str:
+    path = _write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_curriculum(path)
+    assert str(path) in str(info.value)
+    return str(info.value)
+
+
+def test_unknown_key_names_key_and_file(tmp_path):
+    msg = _error(
+        tmp_path,
+        "name: x\ntasks:\n  A: {env_id: MiniGrid-Empty-5x5-v0, step: 3}\norder: [A]\n",
+    )
+    assert "unknown key 'tasks.A.step'" in msg
+
+
+def test_undefined_tag_in_order(tmp_path):
+    msg = _error(tmp_path, "name: x\ntasks: {A: MiniGrid-Empty-5x5-v0}\norder: [A, Z]\n")
+    assert "'order'" in msg and "'Z'" in msg
+
+
+def test_unknown_env_id_names_tag_id_and_file(tmp_path):
+    msg = _error(tmp_path, "name: x\ntasks: {A: MiniGrid-Nope-v0}\norder: [A]\n")
+    assert "task 'A'" in msg and "'MiniGrid-Nope-v0'" in msg
+
+
+def test_empty_order(tmp_path):
+    msg = _error(tmp_path, "name: x\ntasks: {A: MiniGrid-Empty-5x5-v0}\norder: []\n")
+    assert "order is empty" in msg
+
+
+def test_bad_tag(tmp_path):
+    msg = _error(tmp_path, "name: x\ntasks: {A': MiniGrid-Empty-5x5-v0}\norder: [A]\n")
+    assert 'task tag "A\'"' in msg
+
+
+def test_unknown_name_lists_available():
+    with pytest.raises(ConfigError, match="unknown curriculum 'nope'.*primary.*smoke"):
+        load_curriculum("nope")
+
+
+def test_gymnasium_backend():
+    data = {"name": "g", "backend": "gymnasium", "tasks": {"A": "CartPole-v1"}, "order": ["A"]}
+    cur = parse_curriculum(data)
+    assert isinstance(cur, Curriculum) and cur.task_ids() == {"A": "CartPole-v1"}
+    with pytest.raises(ConfigError, match="<dict>.*task 'A'.*'CartPol-v1'"):
+        parse_curriculum({**data, "tasks": {"A": "CartPol-v1"}})
+    # A MiniGrid-only id on the jax backend is not a gymnasium id here, and vice versa.
+    with pytest.raises(ConfigError, match="'CartPole-v1' for backend 'jax'"):
+        parse_curriculum({**data, "backend": "jax"})

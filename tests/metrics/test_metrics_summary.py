@@ -1,0 +1,103 @@
+"""Across-seed tables and cell formatting, checked against hand-computed t intervals."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from telapa.metrics import RunMetrics, format_cell, revisit_table, summarize
+
+T975_DF1 = math.tan(math.pi * 0.475)  # 12.706204736...
+T975_DF2 = 0.95 / math.sqrt(2 * 0.975 * 0.025)  # 4.302652729...
+
+
+def rm(mean_sr=0.5, ttt=1e6, bwt=-0.1, coverage=0.5, nbwt=-0.2, tr=0.25, revisit_sr=None):
+    return RunMetrics(
+        mean_sr=mean_sr,
+        ttt=ttt,
+        ttt_censored=0,
+        revisits=len(revisit_sr or {}),
+        bwt=bwt,
+        coverage=coverage,
+        nbwt=nbwt,
+        tr=tr,
+        revisit_sr=dict(revisit_sr or {}),
+        sr_post={},
+        sr_end={},
+    )
+
+
+def test_summarize_by_hand():
+    runs = {
+        "TeLAPA": [
+            rm(mean_sr=0.5, ttt=1e6, nbwt=math.nan),
+            rm(mean_sr=0.6, ttt=2e6, nbwt=-0.5),
+            rm(mean_sr=0.7, ttt=3e6, nbwt=-0.3),
+        ],
+        "Scratch": [rm(mean_sr=0.4)],
+    }
+    table = summarize(runs)
+    assert list(table.index) == ["TeLAPA", "Scratch"]
+    assert table.index.name == "method"
+    row = table.loc["TeLAPA"]
+    # Mean SR: mean 0.6, s = 0.1, half = 4.302653 * 0.1 / sqrt(3) = 0.248414
+    assert row["mean_sr"] == pytest.approx(0.6)
+    assert row["mean_sr_ci"] == pytest.approx(T975_DF2 * 0.1 / math.sqrt(3))
+    assert row["mean_sr_n"] == 3
+    # TTT in millions: [1, 2, 3] -> mean 2, s = 1, half = 4.302653 / sqrt(3) = 2.484138
+    assert row["ttt"] == pytest.approx(2.0)
+    assert row["ttt_ci"] == pytest.approx(2.4841377118)
+    # nBWT: NaN dropped -> [-0.5, -0.3]: mean -0.4, s = sqrt(0.02), half = 12.7062 * 0.1
+    assert row["nbwt"] == pytest.approx(-0.4)
+    assert row["nbwt_ci"] == pytest.approx(T975_DF1 * 0.1)
+    assert row["nbwt_n"] == 2
+    # Identical values: zero width.
+    assert (row["bwt"], row["bwt_ci"]) == pytest.approx((-0.1, 0.0))
+    # One run: mean, NaN half width, n = 1.
+    single = table.loc["Scratch"]
+    assert single["mean_sr"] == pytest.approx(0.4)
+    assert math.isnan(single["mean_sr_ci"]) and single["mean_sr_n"] == 1
+    assert table["runs"].tolist() == [3, 1]
+    for m in ("mean_sr", "ttt", "bwt", "coverage", "nbwt", "tr"):
+        assert {m, f"{m}_ci", f"{m}_n"} <= set(table.columns)
+
+
+def test_summarize_all_nan_metric():
+    table = summarize({"L2Init": [rm(nbwt=math.nan), rm(nbwt=math.nan)]})
+    assert math.isnan(table.loc["L2Init", "nbwt"]) and table.loc["L2Init", "nbwt_n"] == 0
+
+
+def test_revisit_table_by_hand():
+    runs = {
+        "TeLAPA": [
+            rm(revisit_sr={"A'": 0.5, "B'": 1.0}),
+            rm(revisit_sr={"A'": 0.7}),
+            rm(revisit_sr={"A'": 0.9, "B'": 0.0}),
+        ],
+        "EWC": [rm(revisit_sr={"C'": 0.3}), rm(revisit_sr={"C'": 0.1})],
+    }
+    table = revisit_table(runs)
+    assert list(table.index) == ["TeLAPA", "EWC"]
+    assert list(table.columns) == ["A'", "B'", "C'"]
+    # A': (0.5 + 0.7 + 0.9) / 3 = 0.7; B': over the two runs that have it, (1.0 + 0.0) / 2
+    assert table.loc["TeLAPA", "A'"] == pytest.approx(0.7)
+    assert table.loc["TeLAPA", "B'"] == pytest.approx(0.5)
+    assert math.isnan(table.loc["TeLAPA", "C'"])
+    assert table.loc["EWC", "C'"] == pytest.approx(0.2)
+    assert table.loc[:, "A'"].isna().tolist() == [False, True]
+
+
+def test_revisit_table_without_revisits():
+    table = revisit_table({"Scratch": [rm(), rm()]})
+    assert list(table.index) == ["Scratch"] and table.columns.empty
+    assert isinstance(table, pd.DataFrame)
+
+
+def test_format_cell():
+    assert format_cell(0.70612, 0.0812, 3, ci_digits=2) == "0.706 ± 0.08"
+    assert format_cell(-0.2834, 0.0521, 3) == "-0.283 ± 0.052"
+    assert format_cell(7.7549, 2.19) == "7.755 ± 2.190"
+    assert format_cell(0.5, math.nan, 2) == "0.50 ± n/a"
+    assert format_cell(math.nan, math.nan) == "n/a"
