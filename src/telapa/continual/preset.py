@@ -11,7 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, field_validator
+from pydantic import (
+    Field,
+    NonNegativeFloat,
+    PositiveFloat,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
 
 from telapa.config import (
     CONFIG_DIR,
@@ -85,6 +92,16 @@ class RunConfig(StrictModel):
         if isinstance(value, str):
             return load_config(preset_path(value))
         return value
+
+    @model_validator(mode="after")
+    def _chunks_hold_an_iteration(self) -> RunConfig:
+        iteration = self.train.ppo.rollout_size * self.train.ppo.iterations_per_call
+        if self.eval_every < iteration:
+            raise ValueError(
+                f"eval_every={self.eval_every} is shorter than one PPO call "
+                f"(num_envs * n_steps * iterations_per_call = {iteration} env steps)"
+            )
+        return self
 
 
 def parse_run_config(data: dict[str, Any], source: str = "<dict>") -> RunConfig:

@@ -8,7 +8,9 @@ CleanRL / SB3).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import NamedTuple
 
 import jax
@@ -86,7 +88,13 @@ class Policy:
         return cls(spec, make_network(spec, config))
 
     def init(self, key: jax.Array) -> Params:
-        return self.network.init(key, dummy_obs(self.spec.observation))
+        """Fresh random parameters (jitted: eager Flax init compiles every op apart)."""
+        return self._init(key)
+
+    @cached_property
+    def _init(self) -> Callable[[jax.Array], Params]:
+        obs = dummy_obs(self.spec.observation)
+        return jax.jit(lambda key: self.network.init(key, obs))
 
     def __call__(self, params: Params, obs: Obs) -> tuple[Distribution, jax.Array]:
         """``(pi(.|s), V(s))``."""

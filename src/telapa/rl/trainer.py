@@ -77,11 +77,12 @@ class _JaxLoop:
             return (state, tracker, env_state, obs, key), metrics
 
         self._iterate = jax.jit(lambda carry: jax.lax.scan(iteration, carry, None, self.k))
+        self._reset = jax.jit(self.env.reset)
         self._compiled = None
 
     def reset(self, key: jax.Array) -> None:
         key, reset_key = jax.random.split(key)
-        env_state, obs = self.env.reset(reset_key)
+        env_state, obs = self._reset(reset_key)
         self._carry = (EpisodeTracker.zeros(self.num_envs), env_state, obs, key)
 
     def compile(self, state: PPOState) -> None:

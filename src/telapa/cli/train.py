@@ -1,8 +1,7 @@
-"""The ``telapa`` command line.
+"""``telapa train``: PPO on one environment.
 
     telapa train --env ID --steps N [--seed S] [--backend jax|gymnasium] [--config FILE]
                  [--out DIR] [--json]
-    telapa demo [--steps N] [--seed S]
 
 ``train`` writes a run directory: ``config.yaml`` (the resolved `TrainConfig`, loadable
 with ``--config``), ``run.json`` (arguments and final results), ``metrics.csv`` (one row
@@ -17,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 import time
 from datetime import datetime
 from pathlib import Path
@@ -26,30 +24,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from telapa import envs
+from telapa.cli.common import CLIError, check_env_id, positive_int
 from telapa.config import ConfigError, TrainConfig, default_config, dump_config, load_config
-
-DEMO_ENV = "MiniGrid-DoorKey-5x5-v0"
-DEMO_STEPS = 150_000
-
-
-class CLIError(Exception):
-    """A user error: printed as ``telapa: error: ...`` with exit status 2."""
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
-def check_env_id(env_id: str, backend: str) -> None:
-    """Raises `CLIError` unless ``env_id`` exists on ``backend``."""
-    try:
-        envs.check_env_id(env_id, backend)
-    except ValueError as err:
-        raise CLIError(str(err)) from None
 
 
 def _resolve_config(path: str | None, env_id: str) -> TrainConfig:
@@ -158,49 +134,13 @@ def _cmd_train(ns: argparse.Namespace) -> None:
         )
 
 
-def _cmd_demo(ns: argparse.Namespace) -> None:
-    summary = train_run(DEMO_ENV, ns.steps, ns.seed, "jax", out=ns.out)
-    Console().print(
-        f"[bold]{DEMO_ENV}[/bold] after {summary['steps']:,} PPO steps "
-        f"({summary['train_s']:.0f}s, {summary['steps_per_s']:,.0f} steps/s): "
-        f"success rate [bold]{summary['eval_sr']:.2f}[/bold] over "
-        f"{summary['eval_episodes']} episodes (run: {summary['run_dir']})"
-    )
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="telapa", description="Continual RL with latent-aligned policy archives."
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-
+def add_parser(sub: argparse._SubParsersAction) -> None:
     train = sub.add_parser("train", help="train PPO on one environment")
     train.add_argument("--env", required=True, help="env id, e.g. MiniGrid-DoorKey-8x8-v0")
-    train.add_argument("--steps", required=True, type=_positive_int, help="env steps")
+    train.add_argument("--steps", required=True, type=positive_int, help="env steps")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--backend", choices=["jax", "gymnasium"], default="jax")
     train.add_argument("--config", help="YAML config (default: configs/ppo preset)")
     train.add_argument("--out", help="run directory (default: runs/<env>-<backend>-s<seed>-<time>)")
     train.add_argument("--json", action="store_true", help="print a JSON summary line")
     train.set_defaults(func=_cmd_train)
-
-    demo = sub.add_parser("demo", help=f"train PPO on {DEMO_ENV} and print its success rate")
-    demo.add_argument("--steps", type=_positive_int, default=DEMO_STEPS)
-    demo.add_argument("--seed", type=int, default=0)
-    demo.add_argument("--out", help="run directory")
-    demo.set_defaults(func=_cmd_demo)
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    ns = parser.parse_args(argv)
-    try:
-        ns.func(ns)
-    except CLIError as err:
-        parser.exit(2, f"telapa: error: {err}\n")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,40 @@
+"""The ``telapa`` command line: ``train``, ``run``, ``metrics``, ``demo``.
+
+Subcommands live in their own modules; user errors are `CLIError`, printed as
+``telapa: error: ...`` with exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from telapa.cli import demo, run, train
+from telapa.cli.common import CLIError
+from telapa.jaxcache import enable_persistent_cache
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="telapa", description="Continual RL with latent-aligned policy archives."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    train.add_parser(sub)
+    run.add_parsers(sub)
+    demo.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    enable_persistent_cache()
+    try:
+        ns.func(ns)
+    except CLIError as err:
+        parser.exit(2, f"telapa: error: {err}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

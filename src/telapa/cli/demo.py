@@ -1,0 +1,46 @@
+"""``telapa demo``: the primary curriculum on the quick preset, scored in one table.
+
+Runs Scratch (for the competence targets tau_T), Finetune and Scratch-Reuse on
+``primary`` with seed 0, then prints the metrics of ``telapa metrics``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import datetime
+from pathlib import Path
+
+from rich.console import Console
+
+from telapa.cli.common import stdout_console
+from telapa.cli.run import build_spec, execute, metrics_tables
+from telapa.continual.results import load_run, score
+from telapa.continual.runner import ContinualRun
+
+DEMO_METHODS = ("scratch", "finetune", "scratch-reuse")
+
+
+def _cmd_demo(ns: argparse.Namespace) -> None:
+    out = Path(ns.out or Path("runs") / f"demo-{datetime.now():%Y%m%d-%H%M%S}")
+    console = Console(stderr=True)
+    paths = []
+    for method in DEMO_METHODS:
+        spec = build_spec(ns.curriculum, method, ns.seed, ns.preset)
+        console.rule(f"{method} on {spec.curriculum.name} ({ns.preset} preset)")
+        path = out / method
+        run = execute(lambda p, spec=spec, path=path: ContinualRun.start(spec, path, p), console)
+        paths.append(run.dir.path)
+    results = score(load_run(p) for p in paths)
+    for result in results.values():
+        for table in metrics_tables(result):
+            stdout_console().print(table)
+    stdout_console().print(f"runs: {out}  (score them again with `telapa metrics {out}/*`)")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    demo = sub.add_parser("demo", help="three methods on the primary curriculum, quick preset")
+    demo.add_argument("--curriculum", default="primary")
+    demo.add_argument("--preset", default="quick")
+    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--out", help="folder for the runs (default: runs/demo-<time>)")
+    demo.set_defaults(func=_cmd_demo)

@@ -1,0 +1,118 @@
+"""`telapa run` / `telapa metrics` as a user runs them: a run killed with SIGKILL in the
+middle of a task and resumed ends with exactly the results of an uninterrupted run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from telapa.cli import main
+
+TINY = Path(__file__).with_name("tiny_run.yaml")
+RUN = ["--curriculum", "smoke", "--method", "scratch-reuse", "--seed", "5",
+       "--preset", str(TINY)]
+
+
+def _telapa(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "telapa.cli", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _checkpoint_phase(run_dir: Path) -> int:
+    """``next_phase`` of the latest committed checkpoint (-1 if none yet)."""
+    try:
+        latest = json.loads((run_dir / "checkpoint.json").read_text())["latest"]
+        return json.loads((run_dir / latest / "state.json").read_text())["next_phase"]
+    except (FileNotFoundError, json.JSONDecodeError, KeyError):
+        return -1
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli") / "whole"
+    proc = _telapa("run", *RUN, "--out", str(out))
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    return out
+
+
+def test_sigkill_mid_task_then_resume_gives_identical_metrics(uninterrupted, tmp_path):
+    out = tmp_path / "killed"
+    proc = _telapa("run", *RUN, "--out", str(out))
+    # phases: visit 0 = start, 8 chunks, end (0-9); visit 1 (B) starts at phase 10.
+    # Kill once a checkpoint inside visit 1's training exists (not at a boundary).
+    deadline = time.monotonic() + 600
+    while _checkpoint_phase(out) < 12:
+        assert proc.poll() is None, proc.communicate()[1]
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    killed_at = _checkpoint_phase(out)
+    assert 12 <= killed_at < 19, killed_at  # still inside visit 1
+    assert json.loads((out / "run.json").read_text())["status"] == "running"
+
+    resume = _telapa("run", "--resume", str(out))
+    stdout, err = resume.communicate(timeout=600)
+    assert resume.returncode == 0, err
+    assert "resumed at visit 1 (B, MiniGrid-DoorKey-5x5-v0)" in err
+    assert json.loads((out / "metrics.json").read_text()) == json.loads(
+        (uninterrupted / "metrics.json").read_text())
+    for name in ("visits", "curve", "final"):
+        pd.testing.assert_frame_equal(pd.read_csv(out / f"{name}.csv"),
+                                      pd.read_csv(uninterrupted / f"{name}.csv"), obj=name)
+    accounting = json.loads((out / "accounting.json").read_text())
+    assert accounting["segments"] == 2
+    assert accounting["ppo_env_steps"] == 4 * 4096
+
+
+def test_metrics_command_scores_runs_together(uninterrupted, capsys):
+    assert main(["metrics", str(uninterrupted), "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    smoke = payload["smoke"]
+    assert smoke["tau_source"].startswith("tau_min")
+    assert smoke["tau"] == {"A": 0.2, "B": 0.2}
+    row = smoke["summary"]["scratch-reuse"]
+    metrics = json.loads((uninterrupted / "metrics.json").read_text())
+    assert row["mean_sr"] == pytest.approx(metrics["mean_sr"])
+    assert row["runs"] == 1
+    assert set(smoke["revisits"]["scratch-reuse"]) == {"A'", "B'"}
+    assert smoke["compute"]["scratch-reuse"]["stored_state_MB"] > 0
+
+
+def test_metrics_names_an_incomplete_run(uninterrupted, tmp_path, capsys):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "run.json").write_text(
+        (uninterrupted / "run.json").read_text().replace('"complete"', '"running"'))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["metrics", str(broken)])
+    assert exit_info.value.code == 2
+    assert f"{broken} is not complete" in capsys.readouterr().err
+    assert main(["metrics", str(broken), str(uninterrupted), "--skip-incomplete", "--json"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "--curriculum", "smoke", "--method", "nope"], "unknown method 'nope'"),
+        (["run", "--curriculum", "nope", "--method", "scratch"], "unknown curriculum 'nope'"),
+        (["run", "--method", "scratch"], "--curriculum required"),
+        (["run", "--curriculum", "smoke", "--method", "scratch", "--preset", "nope"],
+         "unknown run preset 'nope'"),
+    ],
+)
+def test_bad_arguments_are_rejected_before_any_work(args, message, capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_info:
+        main([*args, "--out", str(tmp_path / "never")])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "never").exists()

@@ -1,0 +1,201 @@
+"""Method hooks against hand-computed values on a tiny JAX env."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from rl.toy_envs import Corridor
+
+from telapa.config import PPOConfig, TrainConfig
+from telapa.continual.curriculum import Visit
+from telapa.continual.methods import (
+    EWC,
+    METHODS,
+    TaskContext,
+    diagonal_fisher,
+    make_method,
+)
+from telapa.continual.preset import parse_run_config
+from telapa.rl import PPOTrainer
+from telapa.rl.ppo import PPOState
+
+TRAIN = TrainConfig(ppo=PPOConfig(num_envs=4, n_steps=8, batch_size=16, epochs=1))
+CONFIG = parse_run_config({
+    "train": TRAIN.model_dump(), "steps_per_visit": 64, "eval_every": 32,
+    "methods": {"ewc": {"lam": 4.0, "decay": 0.5, "fisher_steps": 12},
+                "l2init": {"lam": 0.25},
+                "shrink_perturb": {"alpha": 0.9, "noise": 0.01}},
+})
+
+
+@pytest.fixture(scope="module")
+def trainer():
+    return PPOTrainer(Corridor(), TRAIN, key=0)
+
+
+def _visit(index: int, task: str, cycle: int) -> Visit:
+    return Visit(index, task, task + "'" * cycle, "Corridor", {}, cycle, None)
+
+
+def _ctx(trainer, visit: Visit, seed: int = 7) -> TaskContext:
+    return TaskContext(visit, trainer, jax.random.key(seed), trainer.policy.init)
+
+
+def _state(trainer, seed: int, method=None) -> PPOState:
+    params = trainer.policy.init(jax.random.key(seed))
+    penalty = method.initial_penalty(params) if method else None
+    return PPOState(params, trainer.optimizer.init(params), penalty)
+
+
+def _leaves_equal(a, b) -> bool:
+    return all(np.array_equal(x, y) for x, y in
+               zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True))
+
+
+def _trained_opt_state(trainer, state: PPOState):
+    grads = jax.tree.map(jnp.ones_like, state.params)
+    _, opt_state = trainer.optimizer.update(grads, state.opt_state, state.params)
+    return opt_state
+
+
+def test_registry_and_unknown_name():
+    assert set(METHODS) == {"scratch", "scratch-reuse", "finetune", "finetune-reset", "ewc",
+                            "l2init", "dff", "shrink-perturb"}
+    with pytest.raises(ValueError, match="unknown method 'ewc2'.*finetune"):
+        make_method("ewc2", CONFIG)
+
+
+def test_finetune_keeps_and_reset_resets_optimizer(trainer):
+    state = _state(trainer, 1)
+    state = state.replace(opt_state=_trained_opt_state(trainer, state))
+    kept = make_method("finetune", CONFIG).start_task(state, _ctx(trainer, _visit(1, "B", 0)))
+    assert kept is state
+    reset = make_method("finetune-reset", CONFIG).start_task(
+        state, _ctx(trainer, _visit(1, "B", 0)))
+    assert _leaves_equal(reset.params, state.params)
+    assert _leaves_equal(reset.opt_state, trainer.optimizer.init(state.params))
+    assert not _leaves_equal(reset.opt_state, state.opt_state)
+
+
+def test_scratch_draws_fresh_parameters_from_the_visit_key(trainer):
+    state = _state(trainer, 1)
+    new = make_method("scratch", CONFIG).start_task(state, _ctx(trainer, _visit(2, "A", 1), 5))
+    assert _leaves_equal(new.params, trainer.policy.init(jax.random.key(5)))
+
+
+@pytest.mark.parametrize("keep", ["first", "latest"])
+def test_scratch_reuse_bank(trainer, keep):
+    data = CONFIG.model_dump()
+    data["methods"]["scratch_reuse"]["keep"] = keep
+    config = parse_run_config(data)
+    method = make_method("scratch-reuse", config)
+    first, second = _state(trainer, 1), _state(trainer, 2)
+    method.end_task(first, _ctx(trainer, _visit(0, "A", 0)))
+    method.end_task(second, _ctx(trainer, _visit(2, "A", 1)))
+    stored = first if keep == "first" else second
+    assert _leaves_equal(method.eval_params("A", _state(trainer, 3)), stored.params)
+    # a revisit starts from the stored policy with a fresh optimizer
+    current = _state(trainer, 3)
+    current = current.replace(opt_state=_trained_opt_state(trainer, current))
+    start = method.start_task(current, _ctx(trainer, _visit(4, "A", 2)))
+    assert _leaves_equal(start.params, stored.params)
+    assert _leaves_equal(start.opt_state, trainer.optimizer.init(stored.params))
+    # an unseen task starts from scratch, and is evaluated with the current policy
+    fresh = method.start_task(current, _ctx(trainer, _visit(1, "B", 0), 9))
+    assert _leaves_equal(fresh.params, trainer.policy.init(jax.random.key(9)))
+    assert _leaves_equal(method.eval_params("B", current), current.params)
+    assert method.stored_tasks() == ["A"]
+
+
+def test_l2init_penalty_by_hand(trainer):
+    method = make_method("l2init", CONFIG)
+    start = _state(trainer, 1, method)
+    moved = jax.tree.map(lambda p: p + 0.5, start.params)
+    n = sum(p.size for p in jax.tree.leaves(start.params))
+    # 0.25 * sum over every parameter of 0.5^2
+    np.testing.assert_allclose(method.penalty(moved, start.penalty), 0.25 * 0.25 * n, rtol=1e-5)
+    assert float(method.penalty(start.params, start.penalty)) == 0.0
+
+
+def test_ewc_penalty_and_online_fisher(trainer, monkeypatch):
+    method = make_method("ewc", CONFIG)
+    state = _state(trainer, 1, method)
+    assert float(method.penalty(jax.tree.map(lambda p: p + 1, state.params), state.penalty)) == 0
+    fishers = iter([2.0, 3.0])
+
+    def fake_fisher(trainer, params, steps, key):
+        assert steps == 12
+        return jax.tree.map(lambda p: jnp.full_like(p, next_value), params)
+
+    monkeypatch.setattr("telapa.continual.methods.diagonal_fisher", fake_fisher)
+    next_value = next(fishers)
+    method.end_task(state, _ctx(trainer, _visit(0, "A", 0)))
+    later = _state(trainer, 2).replace(penalty=state.penalty)
+    next_value = next(fishers)
+    method.end_task(later, _ctx(trainer, _visit(1, "B", 0)))
+    assert method.extra_env_steps == 24
+    # F = 0.5 * 2 + 3 = 4 everywhere, anchor = the last task's parameters
+    started = method.start_task(later, _ctx(trainer, _visit(2, "A", 1)))
+    moved = jax.tree.map(lambda p: p + 0.1, later.params)
+    n = sum(p.size for p in jax.tree.leaves(later.params))
+    expected = 0.5 * 4.0 * 4.0 * 0.01 * n
+    np.testing.assert_allclose(method.penalty(moved, started.penalty), expected, rtol=1e-4)
+
+
+def test_diagonal_fisher_matches_a_per_sample_loop(trainer):
+    params = trainer.policy.init(jax.random.key(3))
+    key = jax.random.key(11)
+    fisher = diagonal_fisher(trainer, params, 12, key, chunk=5)
+    obs_key, action_key = jax.random.split(key)
+    obs = trainer.sample_observations(params, 12, obs_key)
+    keys = jax.random.split(action_key, 12)
+    total = jax.tree.map(jnp.zeros_like, params)
+    for i in range(12):
+        def log_prob(p, i=i):
+            dist, _ = trainer.policy(p, jax.tree.map(lambda x: x[i : i + 1], obs))
+            return dist.log_prob(jax.lax.stop_gradient(dist.sample(keys[i])))[0]
+        total = jax.tree.map(lambda t, g: t + g**2, total, jax.grad(log_prob)(params))
+    for f, t in zip(jax.tree.leaves(fisher), jax.tree.leaves(total), strict=True):
+        np.testing.assert_allclose(f, t / 12, rtol=1e-4, atol=1e-9)
+    assert any(float(f.max()) > 0 for f in jax.tree.leaves(fisher))
+
+
+def test_sample_observations_shape(trainer):
+    params = trainer.policy.init(jax.random.key(0))
+    obs = trainer.sample_observations(params, 10, jax.random.key(1))
+    assert obs["obs"].shape == (10, 8)
+    np.testing.assert_allclose(obs["obs"].sum(axis=1), 1.0)
+
+
+def test_shrink_perturb_by_hand(trainer):
+    method = make_method("shrink-perturb", CONFIG)
+    state = _state(trainer, 1)
+    assert method.start_task(state, _ctx(trainer, _visit(0, "A", 0))).params is state.params
+    out = method.start_task(state, _ctx(trainer, _visit(1, "B", 0), seed=4))
+    leaves, treedef = jax.tree.flatten(state.params)
+    keys = jax.random.split(jax.random.key(4), len(leaves))
+    for new, old, k in zip(jax.tree.leaves(out.params), leaves, keys, strict=True):
+        expected = 0.9 * old + 0.01 * jax.random.normal(k, old.shape, old.dtype)
+        np.testing.assert_allclose(new, expected, rtol=1e-6)
+    assert _leaves_equal(out.opt_state, trainer.optimizer.init(out.params))
+
+
+def test_dff_changes_the_activation_only():
+    net = make_method("dff", CONFIG).network(TRAIN.network)
+    assert net.activation == "dff" and net.hidden == TRAIN.network.hidden
+
+
+def test_state_roundtrip_templates(trainer):
+    for name in METHODS:
+        method = make_method(name, CONFIG)
+        state = _state(trainer, 1, method)
+        method.end_task(state, _ctx(trainer, _visit(0, "A", 0)))
+        like = method.state_like(state.params, method.stored_tasks())
+        assert jax.tree.structure(like) == jax.tree.structure(method.state()), name
+        fresh = make_method(name, CONFIG)
+        fresh.initial_penalty(state.params)
+        fresh.load_state(method.state())
+        assert _leaves_equal(fresh.state(), method.state())
+    assert isinstance(make_method("ewc", CONFIG), EWC)

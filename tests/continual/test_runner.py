@@ -1,0 +1,152 @@
+"""The continual loop end to end on the smoke curriculum (Empty-5x5, DoorKey-5x5, twice):
+run layout, records, accounting, exact resume after a crash, and errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from telapa.continual.curriculum import load_curriculum
+from telapa.continual.preset import load_run_config
+from telapa.continual.rundir import RunDirError
+from telapa.continual.runner import ContinualRun, RunError, RunSpec, load_run_tables
+
+TINY = Path(__file__).with_name("tiny_run.yaml")
+CHUNKS = 8  # 4096 steps per visit / 512 between evaluations
+
+
+def _spec(method: str = "ewc", seed: int = 3) -> RunSpec:
+    return RunSpec(load_curriculum("smoke"), method, seed, load_run_config(TINY), "tiny")
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    path = tmp_path_factory.mktemp("runs") / "ewc"
+    metrics = ContinualRun.start(_spec(), path).run()
+    return path, metrics
+
+
+class _Crash(Exception):
+    pass
+
+
+class _CrashAfter:
+    """A progress sink that raises after ``n`` training updates (a simulated crash)."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def visit(self, visit, budget, done):
+        pass
+
+    def advance(self, steps, metrics):
+        self.n -= 1
+        if self.n < 0:
+            raise _Crash
+
+    def note(self, text):
+        pass
+
+
+def test_run_directory_layout_and_records(finished):
+    path, metrics = finished
+    spec = json.loads((path / "run.json").read_text())
+    assert spec["status"] == "complete" and spec["method"] == "ewc" and spec["seed"] == 3
+    t = load_run_tables(path)
+    visits, curve, final = t["visits"], t["curve"], t["final"]
+    assert list(visits["tag"]) == ["A", "B", "A'", "B'"]
+    assert list(visits["env_id"]) == ["MiniGrid-Empty-5x5-v0", "MiniGrid-DoorKey-5x5-v0"] * 2
+    assert (visits["train_steps"] == 4096).all()
+    assert list(visits["start_global_step"]) == [0, 4096, 8192, 12288]
+    assert list(visits["end_global_step"]) == [4096, 8192, 12288, 16384]
+    # pre-evaluation at step 0, then one evaluation per chunk; the last one is "post"
+    assert len(curve) == 4 * (1 + CHUNKS)
+    for v, rows in curve.groupby("visit"):
+        assert list(rows["step"]) == [512 * i for i in range(CHUNKS + 1)]
+        assert rows["sr"].iloc[0] == visits.loc[v, "pre_sr"]
+        assert rows["sr"].iloc[-1] == visits.loc[v, "post_sr"]
+    assert list(final["task"]) == ["A", "B"]
+    assert ((final["sr"] >= 0) & (final["sr"] <= 1)).all()
+    train = pd.read_csv(path / "train" / "02-Ap.csv")
+    assert len(train) == 4096 // 256 and train["global_step"].iloc[-1] == 12288
+    assert {"loss", "penalty", "success_rate"} <= set(train.columns)
+    # EWC's penalty is zero on the first task and active after it
+    assert (pd.read_csv(path / "train" / "00-A.csv")["penalty"] == 0).all()
+    assert (train["penalty"] > 0).any()
+    on_disk = json.loads((path / "metrics.json").read_text())
+    assert on_disk["mean_sr"] == pytest.approx(visits["post_sr"].mean())
+    assert on_disk == json.loads(json.dumps(metrics))
+
+
+def test_accounting(finished):
+    path, _ = finished
+    acc = json.loads((path / "accounting.json").read_text())
+    assert acc["ppo_env_steps"] == 4 * 4096
+    assert acc["extra_env_steps"] == 4 * 256  # one Fisher estimate per visit
+    assert acc["segments"] == 1
+    assert acc["peak_rss_bytes"] > 100e6
+    assert acc["run_dir_bytes"] > 0
+    # Fisher + anchor: two copies of the parameters (float32)
+    assert acc["method_state_bytes"] > 0 and acc["method_state_bytes"] % 8 == 0
+    assert {"train", "eval", "method", "final_eval", "checkpoint"} <= set(acc["phase_s"])
+    assert acc["wall_s"] >= sum(acc["phase_s"].values()) * 0.9
+
+
+def test_resume_after_a_crash_gives_the_same_results(finished, tmp_path):
+    path, metrics = finished
+    crashed = tmp_path / "crashed"
+    # 22 updates: inside visit 1 (16 updates per visit), between two checkpoints
+    with pytest.raises(_Crash):
+        ContinualRun.start(_spec(), crashed, _CrashAfter(22)).run()
+    state = json.loads((crashed / "checkpoint.json").read_text())
+    assert json.loads((crashed / state["latest"] / "state.json").read_text())["next_phase"] > 10
+    resumed = ContinualRun.resume(crashed).run()
+    assert json.dumps(resumed) == json.dumps(metrics)
+    for name, table in load_run_tables(path).items():
+        pd.testing.assert_frame_equal(load_run_tables(crashed)[name], table, obj=name)
+    for f in sorted((path / "train").iterdir()):
+        pd.testing.assert_frame_equal(pd.read_csv(crashed / "train" / f.name), pd.read_csv(f))
+    assert json.loads((crashed / "accounting.json").read_text())["segments"] == 2
+
+
+def test_resuming_a_complete_run_changes_nothing(finished):
+    path, metrics = finished
+    before = (path / "curve.csv").read_text()
+    assert ContinualRun.resume(path).run() == json.loads(json.dumps(metrics))
+    assert (path / "curve.csv").read_text() == before
+
+
+def test_refuses_to_overwrite_and_names_foreign_dirs(finished, tmp_path):
+    path, _ = finished
+    with pytest.raises(RunDirError, match="already holds a run.*--resume"):
+        ContinualRun.start(_spec(), path)
+    with pytest.raises(RunDirError, match="does not exist"):
+        ContinualRun.resume(tmp_path / "nothing")
+    (tmp_path / "run.json").write_text('{"format": "other"}')
+    with pytest.raises(RunDirError, match="not a telapa run manifest"):
+        ContinualRun.resume(tmp_path)
+
+
+def test_corrupt_checkpoint_pointer_is_named(finished, tmp_path):
+    path, _ = finished
+    copy = tmp_path / "copy"
+    for f in ("run.json", "config.yaml", "curriculum.yaml"):
+        (copy / f).parent.mkdir(exist_ok=True)
+        (copy / f).write_text((path / f).read_text())
+    (copy / "checkpoint.json").write_text('{"latest": "ckpt-000099"}')
+    with pytest.raises(RunDirError, match="ckpt-000099.*not a complete checkpoint"):
+        ContinualRun.resume(copy)
+
+
+def test_non_finite_loss_names_the_phase(tmp_path, monkeypatch):
+    def explode(self, steps, progress=None):
+        raise FloatingPointError("PPO on MiniGrid-Empty-5x5-v0: non-finite loss at step 256")
+
+    monkeypatch.setattr("telapa.rl.trainer.PPOTrainer.train", explode)
+    with pytest.raises(RunError, match=r"visit 0 \(A, MiniGrid-Empty-5x5-v0\), chunk 0.*loss"):
+        ContinualRun.start(_spec("finetune"), tmp_path / "nan").run()
+    # the pre-evaluation checkpoint survives
+    assert (tmp_path / "nan" / "checkpoint.json").exists()
