@@ -26,7 +26,7 @@ from telapa.cli.common import CLIError, stdout_console
 from telapa.config import ConfigError
 from telapa.continual.curriculum import Visit, load_curriculum
 from telapa.continual.methods import METHODS
-from telapa.continual.preset import load_run_config
+from telapa.continual.preset import load_run_config, parse_run_config
 from telapa.continual.results import CurriculumResults, load_run, score
 from telapa.continual.rundir import RunDirError
 from telapa.continual.runner import ContinualRun, RunError, RunSpec
@@ -36,6 +36,11 @@ from telapa.metrics.summary import SUMMARY_METRICS
 
 LABELS = {"mean_sr": "Mean SR ↑", "ttt": "TTT (M) ↓", "bwt": "BWT ↑", "coverage": "Coverage ↑",
           "nbwt": "nBWT ↑", "tr": "TR ↑"}
+
+
+COMPUTE_LABELS = {"extra_env_steps_M": "extra env steps (M)", "wall_h": "wall clock (h)",
+                  "rel_time_vs_finetune": "time vs Finetune", "peak_rss_GB": "peak RAM (GB)",
+                  "stored_state_MB": "stored state (MB)", "run_dir_MB": "run dir (MB)"}
 
 
 class RichProgress:
@@ -88,12 +93,19 @@ def _default_out(curriculum: str, method: str, seed: int) -> Path:
     return Path("runs") / f"{curriculum}-{method}-s{seed}-{stamp}"
 
 
-def build_spec(curriculum: str, method: str, seed: int, preset: str) -> RunSpec:
+def build_spec(
+    curriculum: str, method: str, seed: int, preset: str, intrinsic_beta: float | None = None
+) -> RunSpec:
     """Validates everything a run needs before any work starts."""
     if method not in METHODS:
         raise CLIError(f"unknown method {method!r}; available: {', '.join(METHODS)}")
     try:
-        return RunSpec(load_curriculum(curriculum), method, seed, load_run_config(preset), preset)
+        config = load_run_config(preset)
+        if intrinsic_beta is not None:
+            data = config.model_dump()
+            data["intrinsic_beta"] = intrinsic_beta
+            config = parse_run_config(data, source="--intrinsic-beta")
+        return RunSpec(load_curriculum(curriculum), method, seed, config, preset)
     except ConfigError as err:
         raise CLIError(str(err)) from None
 
@@ -117,7 +129,7 @@ def _cmd_run(ns: argparse.Namespace) -> None:
         missing = [f"--{a}" for a in ("curriculum", "method") if getattr(ns, a) is None]
         if missing:
             raise CLIError(f"{' and '.join(missing)} required (or --resume RUN_DIR)")
-        spec = build_spec(ns.curriculum, ns.method, ns.seed, ns.preset)
+        spec = build_spec(ns.curriculum, ns.method, ns.seed, ns.preset, ns.intrinsic_beta)
         out = Path(ns.out) if ns.out else _default_out(spec.curriculum.name, ns.method, ns.seed)
         run = execute(lambda p: ContinualRun.start(spec, out, p), console)
     print_run(run, stdout_console())
@@ -159,7 +171,15 @@ def metrics_tables(result: CurriculumResults) -> list[Table]:
         rev.add_column(tag, justify="right")
     for method, row in revisits.iterrows():
         rev.add_row(method, *("n/a" if math.isnan(v) else f"{v:.3f}" for v in row))
-    return [main, rev]
+    compute = result.compute()
+    cost = Table(title="Compute and memory (mean ± 95% CI)")
+    cost.add_column("method")
+    for label in COMPUTE_LABELS.values():
+        cost.add_column(label, justify="right")
+    for method, row in compute.iterrows():
+        cost.add_row(method, *(format_cell(row[c], row[f"{c}_ci"], digits=2)
+                               for c in COMPUTE_LABELS))
+    return [main, rev, cost]
 
 
 def load_runs(paths: Sequence[str], skip_incomplete: bool, console: Console) -> list:
@@ -202,6 +222,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--preset", default="quick", help="quick, paper, or a YAML file")
     run.add_argument("--out", help="run directory (default: under runs/)")
+    run.add_argument("--intrinsic-beta", type=float, metavar="BETA",
+                     help="add the episodic count bonus to training rewards (paper App. F)")
     run.add_argument("--resume", metavar="RUN_DIR", help="continue a killed run")
     run.set_defaults(func=_cmd_run)
 
