@@ -47,6 +47,9 @@ class _CrashAfter:
         if self.n < 0:
             raise _Crash
 
+    def evaluated(self, visit, step, sr):
+        pass
+
     def note(self, text):
         pass
 

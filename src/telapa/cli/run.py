@@ -81,11 +81,11 @@ class RichProgress:
         rate = (steps - done) / max(time.perf_counter() - start, 1e-9)
         self.bars.update(self._tasks[self._current], completed=steps, rate=rate)
 
+    def evaluated(self, visit: Visit, step: int, sr: float) -> None:
+        self.bars.update(self._tasks[visit.index], sr=f"{sr:.2f}")
+
     def note(self, text: str) -> None:
-        if self._current is not None and " SR " in text:
-            self.bars.update(self._tasks[self._current], sr=text.rsplit(" ", 1)[-1])
-        elif "resumed" in text or "complete" in text:
-            self.console.print(text)
+        self.console.print(text)
 
 
 def _default_out(curriculum: str, method: str, seed: int) -> Path:

@@ -73,6 +73,7 @@ class Progress(Protocol):
 
     def visit(self, visit: Visit, budget: int, done: int) -> None: ...
     def advance(self, steps: int, metrics: dict[str, float]) -> None: ...
+    def evaluated(self, visit: Visit, step: int, sr: float) -> None: ...
     def note(self, text: str) -> None: ...
 
 
@@ -81,6 +82,9 @@ class _Silent:
         pass
 
     def advance(self, steps: int, metrics: dict[str, float]) -> None:
+        pass
+
+    def evaluated(self, visit: Visit, step: int, sr: float) -> None:
         pass
 
     def note(self, text: str) -> None:
@@ -322,7 +326,7 @@ class ContinualRun:
             "global_step": self.global_step, "sr": result.sr,
             "mean_return": result.mean_return,
         })
-        self.progress.note(f"{visit.tag} step {step:,}: SR {result.sr:.2f}")
+        self.progress.evaluated(visit, step, result.sr)
 
     def _final_evaluation(self) -> None:
         seen: dict[str, Visit] = {}
@@ -393,7 +397,8 @@ class ContinualRun:
                 save_pytree(folder / "trainer.npz", trainer.snapshot())
         save_pytree(folder / "learner.npz", self.learner)
         save_pytree(folder / "method.npz", self.method.state())
-        pd.DataFrame(self.train_rows).to_csv(folder / "train.csv", index=False)
+        if self.train_rows:
+            pd.DataFrame(self.train_rows).to_csv(folder / "train.csv", index=False)
         write_json_atomic(folder / "state.json", {
             "next_phase": self.next_phase,
             "phases": len(self.phases),
@@ -425,8 +430,7 @@ class ContinualRun:
         self.method.load_state(load_pytree(folder / "method.npz", like))
         self.learner = load_pytree(folder / "learner.npz", self.learner)
         train_csv = folder / "train.csv"
-        self.train_rows = (pd.read_csv(train_csv).to_dict("records")
-                           if train_csv.stat().st_size > 1 else [])
+        self.train_rows = pd.read_csv(train_csv).to_dict("records") if train_csv.exists() else []
         if self._mid_visit():
             visit = self.visits[self.phases[self.next_phase].visit]
             trainer = self._trainer(visit)

@@ -1,0 +1,816 @@
+"""Unstructured (novelty-threshold) archive of policy elites, as immutable JAX pytrees.
+
+Paper: Sec. 3.2 (task archives of N_k <= 384 elites kept near 256 by an adaptive spacing
+threshold), App. "MAP-Elites" (Algorithm "MAP-Elites for task-local archive
+construction"), App. "Online latent-space maintenance" (re-express and repack), Sec. 4
+(novelty proxy and recorded lineage).
+
+Layout (capacity C, P flat parameters, descriptor dim d, raw latent dim r, W lineage
+words; every array has leading axis C and is meaningful only where ``valid``):
+
+=================  ==================  ==========================================
+field              shape / dtype       meaning
+=================  ==================  ==========================================
+params             (C, P) float32      flat policy parameters (ravel_pytree order)
+fitness            (C,) float32        F: mean episodic return over m episodes
+sr                 (C,) float32        success rate over the same episodes
+raw_latent         (C, r) float32      raw policy-level latent summary (un-normalized)
+descriptor         (C, d) float32      z_bd = N_t(z_mean): normalized descriptor
+sigma              (C,) float32        self-adapted mutation scale of the elite
+task               (C,) int32          visit index on which the elite was evaluated
+elite_id           (C,) int32          unique id (``next_id`` counter + offset)
+parent_id          (C,) int32          id of the elite it was mutated / trained from, -1
+lineage            (C, W) uint32       bitmask over visit indices (see below)
+valid              (C,) bool           slot holds an elite
+=================  ==================  ==========================================
+
+Scalars: ``d_min`` (spacing threshold), ``ref_descriptor`` (d,), ``ref_sr``,
+``ref_fitness`` (the archive's reference = base elite), ``tag`` (the archive's base-tag
+index), ``embedding_version``, ``normalizer_id`` ((2,) uint32: the 64-bit normalizer hash
+of `telapa.latent.normalizer.normalizer_id` as two big-endian words), ``next_id`` and the
+counters ``n_proposed`` / ``n_added`` / ``n_replaced``. Static: the `ArchiveSpec`.
+
+**Lineage.** Bit ``v`` (word ``v // 32``, bit ``v % 32``) is set when the elite's ancestry
+passed through visit ``v`` of the curriculum (the run's visit table, e.g. A, B, ..., A').
+An elite created on visit t from parent p gets ``lineage(p) | bit(t)``; a base policy
+PPO-trained from a transferred elite x gets ``lineage(x) | bit(t)``. Because every hop
+goes to a strictly later visit and an elite has one parent, the set sorted by visit index
+*is* the ancestry path (A -> C -> D'), so breadth, family membership and non-adjacent
+transitions (paper Fig. "Lineage utility") are all recoverable from W words.
+
+**Trajectories.** The evaluation episodes of each elite (m episodes, first T steps of
+behaviour features, zero-padded, with lengths) live in a separate `Trajectories` block,
+``archive.traj``, that `drop_trajectories` removes. Features that are exact multiples of
+1/k (MiniGrid: x/(W-1), y/(H-1), dir/3, step/max_steps, action/6, flags) are stored as
+integer numerators, uint8 when k <= 255 else uint16, and decode bit-identically to the
+float32 features of `telapa.envs.minigrid.features`; features without a denominator
+(MuJoCo) are stored as float16, which is lossy (about 3 significant digits).
+
+**Insertion rule** (`insert`): see its docstring. Insertion is deterministic and
+sequential; `insert_batch` scans candidates in proposal order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+LINEAGE_BITS = 32
+"""Visits per lineage word."""
+
+
+# --- lineage ----------------------------------------------------------------------------
+
+
+def lineage_words(n_visits: int) -> int:
+    """Words W needed for a bitmask over ``n_visits`` visits (at least 1)."""
+    return max(1, math.ceil(n_visits / LINEAGE_BITS))
+
+
+def lineage_bit(visit: int | jax.Array, words: int) -> jax.Array:
+    """(W,) uint32 with only bit ``visit`` set (jittable in ``visit``)."""
+    visit = jnp.asarray(visit, jnp.int32)
+    word = jnp.arange(words, dtype=jnp.int32) == visit // LINEAGE_BITS
+    bit = jnp.left_shift(jnp.uint32(1), (visit % LINEAGE_BITS).astype(jnp.uint32))
+    return jnp.where(word, bit, jnp.uint32(0)).astype(jnp.uint32)
+
+
+def with_visit(lineage: jax.Array, visit: int | jax.Array) -> jax.Array:
+    """``lineage | bit(visit)`` for (..., W) lineages."""
+    return jnp.bitwise_or(lineage, lineage_bit(visit, lineage.shape[-1]))
+
+
+def lineage_from_visits(visits: Iterable[int], words: int) -> np.ndarray:
+    """(W,) uint32 bitmask with the given visit indices set (host side)."""
+    out = np.zeros(words, np.uint32)
+    for v in visits:
+        if not 0 <= v < words * LINEAGE_BITS:
+            raise ValueError(f"visit {v} does not fit {words} lineage word(s)")
+        out[v // LINEAGE_BITS] |= np.uint32(1 << (v % LINEAGE_BITS))
+    return out
+
+
+def lineage_visits(lineage: np.ndarray | jax.Array) -> list[int]:
+    """Sorted visit indices set in one (W,) lineage: the ancestry path in visit order."""
+    words = np.asarray(lineage, np.uint32).reshape(-1)
+    return [
+        w * LINEAGE_BITS + b
+        for w, word in enumerate(words)
+        for b in range(LINEAGE_BITS)
+        if (int(word) >> b) & 1
+    ]
+
+
+# --- normalizer ids ---------------------------------------------------------------------
+
+
+def normalizer_words(hex_id: str | None) -> np.ndarray:
+    """A 16-hex-digit normalizer id as (2,) uint32 (big-endian words); None -> zeros."""
+    if not hex_id:
+        return np.zeros(2, np.uint32)
+    if len(hex_id) != 16:
+        raise ValueError(f"normalizer id must have 16 hex digits, got {hex_id!r}")
+    value = int(hex_id, 16)
+    return np.array([value >> 32, value & 0xFFFFFFFF], np.uint32)
+
+
+def normalizer_hex(words: np.ndarray | jax.Array) -> str | None:
+    """Inverse of `normalizer_words` (zeros -> None: no normalizer yet)."""
+    hi, lo = (int(w) for w in np.asarray(words, np.uint32))
+    return None if hi == lo == 0 else f"{(hi << 32) | lo:016x}"
+
+
+# --- trajectory features ----------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class FeatureCodec:
+    """How each of the D per-step features is stored.
+
+    ``denominators[j] = k`` (an int, 1 <= k <= 65535) declares that feature j is always
+    ``float32(n) * (float32(1) / float32(k))`` for an integer 0 <= n <= k: it is stored
+    as the numerator n (uint8 if k <= 255, else uint16) and decodes bit-identically.
+    ``None`` declares a general float, stored as float16 (lossy).
+    """
+
+    denominators: tuple[int | None, ...]
+
+    def __post_init__(self) -> None:
+        for k in self.denominators:
+            if k is not None and not (isinstance(k, int) and 1 <= k <= 65535):
+                raise ValueError(f"denominators must be ints in [1, 65535] or None, got {k!r}")
+
+    @property
+    def dim(self) -> int:
+        return len(self.denominators)
+
+    @property
+    def u8_index(self) -> tuple[int, ...]:
+        return tuple(j for j, k in enumerate(self.denominators) if k is not None and k <= 255)
+
+    @property
+    def u16_index(self) -> tuple[int, ...]:
+        return tuple(j for j, k in enumerate(self.denominators) if k is not None and k > 255)
+
+    @property
+    def f16_index(self) -> tuple[int, ...]:
+        return tuple(j for j, k in enumerate(self.denominators) if k is None)
+
+    @property
+    def exact(self) -> bool:
+        """True when every feature is stored exactly (no float16 part)."""
+        return not self.f16_index
+
+    @property
+    def bytes_per_step(self) -> int:
+        return len(self.u8_index) + 2 * len(self.u16_index) + 2 * len(self.f16_index)
+
+    def _den(self, index: tuple[int, ...]) -> np.ndarray:
+        return np.asarray([self.denominators[j] for j in index], np.float32)
+
+    def encode(self, features: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """(..., D) float -> (uint8 (..., D8), uint16 (..., D16), float16 (..., Df)).
+
+        n = round(f * k), clipped to [0, 255] / [0, 65535]; values that are not multiples
+        of 1/k in [0, 1] do not survive (see `roundtrip_exact`)."""
+        f = jnp.asarray(features, jnp.float32)
+
+        def part(index: tuple[int, ...], hi: int, dtype: jnp.dtype) -> jax.Array:
+            x = f[..., list(index)] * self._den(index)
+            return jnp.clip(jnp.round(x), 0, hi).astype(dtype)
+
+        u8 = part(self.u8_index, 255, jnp.uint8)
+        u16 = part(self.u16_index, 65535, jnp.uint16)
+        f16 = f[..., list(self.f16_index)].astype(jnp.float16)
+        return u8, u16, f16
+
+    def decode(self, u8: jax.Array, u16: jax.Array, f16: jax.Array) -> jax.Array:
+        """Inverse of `encode`: (..., D) float32, features back in their original order."""
+        one = np.float32(1)
+        parts = [
+            u8.astype(jnp.float32) * (one / self._den(self.u8_index)),
+            u16.astype(jnp.float32) * (one / self._den(self.u16_index)),
+            f16.astype(jnp.float32),
+        ]
+        order = self.u8_index + self.u16_index + self.f16_index
+        inverse = np.argsort(np.asarray(order, np.int64)) if order else np.zeros(0, np.int64)
+        return jnp.concatenate(parts, axis=-1)[..., inverse]
+
+    def roundtrip_exact(self, features: np.ndarray | jax.Array) -> bool:
+        """True when ``decode(encode(features))`` equals ``features`` bit for bit on the
+        exact (integer-coded) features. Host side; for checking a feature source."""
+        f = np.asarray(features, np.float32)
+        back = np.asarray(self.decode(*self.encode(f)))
+        exact = list(self.u8_index + self.u16_index)
+        return bool(np.array_equal(back[..., exact], f[..., exact]))
+
+
+def minigrid_codec(width: int, height: int, max_steps: int, n_actions: int = 7) -> FeatureCodec:
+    """Codec for the D = 11 MiniGrid features of `telapa.envs.minigrid.features`:
+    x/(W-1), y/(H-1), dir/3, step/max_steps, action/(n_actions-1) and six 0/1 flags."""
+    dens = (max(width - 1, 1), max(height - 1, 1), 3, max_steps, max(n_actions - 1, 1))
+    return FeatureCodec((*dens, 1, 1, 1, 1, 1, 1))
+
+
+def float16_codec(dim: int) -> FeatureCodec:
+    """Codec storing all ``dim`` features as float16 (lossy; for MuJoCo features)."""
+    return FeatureCodec((None,) * dim)
+
+
+@struct.dataclass
+class Trajectories:
+    """Stored evaluation episodes: ``u8`` (..., M, T, D8) uint8, ``u16`` (..., M, T, D16)
+    uint16, ``f16`` (..., M, T, Df) float16 (the codec's split of the D features) and
+    ``lengths`` (..., M) int32. Steps at or past an episode's length are zero; an episode
+    of length 0 is absent. The leading axes are (C,) in an archive, () for a candidate.
+    """
+
+    u8: jax.Array
+    u16: jax.Array
+    f16: jax.Array
+    lengths: jax.Array
+    codec: FeatureCodec = struct.field(pytree_node=False)
+
+    @classmethod
+    def encode(cls, codec: FeatureCodec, features: jax.Array, lengths: jax.Array) -> Trajectories:
+        """From float features (..., M, T, D) and lengths (..., M) (clipped to T)."""
+        features = jnp.asarray(features, jnp.float32)
+        if features.shape[-1] != codec.dim:
+            raise ValueError(f"features have D={features.shape[-1]}, codec D={codec.dim}")
+        t = features.shape[-2]
+        lengths = jnp.clip(jnp.asarray(lengths, jnp.int32), 0, t)
+        mask = jnp.arange(t) < lengths[..., None]
+        features = jnp.where(mask[..., None], features, 0.0)
+        u8, u16, f16 = codec.encode(features)
+        return cls(u8, u16, f16, lengths, codec)
+
+    @classmethod
+    def empty(
+        cls, codec: FeatureCodec, *, episodes: int, steps: int, lead: tuple[int, ...] = ()
+    ) -> Trajectories:
+        """All-absent episodes with leading shape ``lead`` (lengths 0)."""
+        shape = (*lead, episodes, steps)
+        return cls(
+            jnp.zeros((*shape, len(codec.u8_index)), jnp.uint8),
+            jnp.zeros((*shape, len(codec.u16_index)), jnp.uint16),
+            jnp.zeros((*shape, len(codec.f16_index)), jnp.float16),
+            jnp.zeros((*lead, episodes), jnp.int32),
+            codec,
+        )
+
+    def decode(self) -> tuple[jax.Array, jax.Array]:
+        """(features (..., M, T, D) float32, lengths (..., M) int32)."""
+        return self.codec.decode(self.u8, self.u16, self.f16), self.lengths
+
+    @property
+    def nbytes(self) -> int:
+        return int(sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(self)))
+
+
+# --- elites -----------------------------------------------------------------------------
+
+
+@struct.dataclass
+class Elites:
+    """Struct of arrays for elites: leading axes (C,) in an archive, (B,) for a batch of
+    candidates, () for one candidate. See the module docstring for fields."""
+
+    params: jax.Array
+    fitness: jax.Array
+    sr: jax.Array
+    raw_latent: jax.Array
+    descriptor: jax.Array
+    sigma: jax.Array
+    task: jax.Array
+    elite_id: jax.Array
+    parent_id: jax.Array
+    lineage: jax.Array
+
+
+def make_elites(
+    *,
+    params: jax.Array,
+    fitness: jax.Array,
+    sr: jax.Array,
+    descriptor: jax.Array,
+    sigma: jax.Array,
+    task: jax.Array | int,
+    lineage: jax.Array,
+    raw_latent: jax.Array | None = None,
+    parent_id: jax.Array | int = -1,
+    elite_id: jax.Array | int = -1,
+) -> Elites:
+    """Candidate(s) with canonical dtypes; scalar ``task`` / ``parent_id`` / ``elite_id``
+    broadcast to the batch shape of ``fitness``. ``raw_latent`` defaults to an empty
+    (..., 0) array; ``elite_id`` of a candidate is ignored (assigned on acceptance)."""
+    fitness = jnp.asarray(fitness, jnp.float32)
+    lead = fitness.shape
+    if raw_latent is None:
+        raw_latent = jnp.zeros((*lead, 0), jnp.float32)
+
+    def ids(x: jax.Array | int) -> jax.Array:
+        return jnp.broadcast_to(jnp.asarray(x, jnp.int32), lead)
+
+    return Elites(
+        params=jnp.asarray(params, jnp.float32),
+        fitness=fitness,
+        sr=jnp.broadcast_to(jnp.asarray(sr, jnp.float32), lead),
+        raw_latent=jnp.asarray(raw_latent, jnp.float32),
+        descriptor=jnp.asarray(descriptor, jnp.float32),
+        sigma=jnp.broadcast_to(jnp.asarray(sigma, jnp.float32), lead),
+        task=ids(task),
+        elite_id=ids(elite_id),
+        parent_id=ids(parent_id),
+        lineage=jnp.asarray(lineage, jnp.uint32),
+    )
+
+
+# --- the archive ------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class ArchiveSpec:
+    """Static shape and control constants of an archive (hashable; a jit static).
+
+    The spacing threshold is adapted after every insertion that changed the archive:
+
+        e     = (N - N*) / N*                     (N: size after the insertion)
+        d_min <- clip(d_min * exp(g * e), d_floor, d_ceil),
+        g     = d_min_gain_up if e > 0 else d_min_gain_down
+    """
+
+    n_params: int
+    desc_dim: int = 8
+    raw_dim: int = 24
+    capacity: int = 384
+    target_size: int = 256
+    lineage_words: int = 1
+    d_min_gain_up: float = 0.1
+    d_min_gain_down: float = 0.01
+    d_min_floor: float = 1e-3
+    d_min_ceil: float = 10.0
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.target_size <= self.capacity:
+            raise ValueError(
+                f"need 1 <= target_size <= capacity, got {self.target_size}, {self.capacity}"
+            )
+        if not 0 < self.d_min_floor <= self.d_min_ceil:
+            raise ValueError("need 0 < d_min_floor <= d_min_ceil")
+
+
+@struct.dataclass
+class Archive:
+    """An unstructured archive (module docstring). Build with `init_archive`."""
+
+    elites: Elites
+    valid: jax.Array
+    d_min: jax.Array
+    ref_descriptor: jax.Array
+    ref_sr: jax.Array
+    ref_fitness: jax.Array
+    tag: jax.Array
+    embedding_version: jax.Array
+    normalizer_id: jax.Array
+    next_id: jax.Array
+    n_proposed: jax.Array
+    n_added: jax.Array
+    n_replaced: jax.Array
+    spec: ArchiveSpec = struct.field(pytree_node=False)
+    traj: Trajectories | None = None
+
+    @property
+    def size(self) -> jax.Array:
+        """Number of elites N = sum(valid)."""
+        return jnp.sum(self.valid.astype(jnp.int32))
+
+    @property
+    def normalizer_hex(self) -> str | None:
+        return normalizer_hex(self.normalizer_id)
+
+
+def init_archive(
+    spec: ArchiveSpec,
+    *,
+    tag: int = 0,
+    d_min: float = 0.10,
+    id_offset: int = 0,
+    codec: FeatureCodec | None = None,
+    episodes: int = 50,
+    steps: int = 256,
+    embedding_version: int = 0,
+    normalizer_id: str | None = None,
+) -> Archive:
+    """An empty archive. ``id_offset`` starts the elite-id counter: give each archive of
+    a run a distinct offset (recommended ``tag << 24``) so ids are unique run-wide.
+    With a ``codec``, a `Trajectories` block of (capacity, episodes, steps) is allocated
+    and every insertion must then bring the candidate's episodes."""
+    c = spec.capacity
+    elites = Elites(
+        params=jnp.zeros((c, spec.n_params), jnp.float32),
+        fitness=jnp.full((c,), -jnp.inf, jnp.float32),
+        sr=jnp.zeros((c,), jnp.float32),
+        raw_latent=jnp.zeros((c, spec.raw_dim), jnp.float32),
+        descriptor=jnp.zeros((c, spec.desc_dim), jnp.float32),
+        sigma=jnp.zeros((c,), jnp.float32),
+        task=jnp.full((c,), -1, jnp.int32),
+        elite_id=jnp.full((c,), -1, jnp.int32),
+        parent_id=jnp.full((c,), -1, jnp.int32),
+        lineage=jnp.zeros((c, spec.lineage_words), jnp.uint32),
+    )
+    traj = None
+    if codec is not None:
+        traj = Trajectories.empty(codec, episodes=episodes, steps=steps, lead=(c,))
+    i32 = jnp.int32
+    return Archive(
+        elites=elites,
+        valid=jnp.zeros((c,), bool),
+        d_min=jnp.asarray(d_min, jnp.float32),
+        ref_descriptor=jnp.zeros((spec.desc_dim,), jnp.float32),
+        ref_sr=jnp.asarray(0.0, jnp.float32),
+        ref_fitness=jnp.asarray(0.0, jnp.float32),
+        tag=jnp.asarray(tag, i32),
+        embedding_version=jnp.asarray(embedding_version, i32),
+        normalizer_id=jnp.asarray(normalizer_words(normalizer_id)),
+        next_id=jnp.asarray(id_offset, i32),
+        n_proposed=jnp.asarray(0, i32),
+        n_added=jnp.asarray(0, i32),
+        n_replaced=jnp.asarray(0, i32),
+        spec=spec,
+        traj=traj,
+    )
+
+
+def set_reference(
+    archive: Archive, *, descriptor: jax.Array, sr: float | jax.Array, fitness: float | jax.Array
+) -> Archive:
+    """Stores the reference (base elite) descriptor z_ref, SR_base and F_base; the
+    competence gate is computed from ``ref_sr`` (`telapa.qd.mutation.competence_gate`)."""
+    return archive.replace(
+        ref_descriptor=jnp.asarray(descriptor, jnp.float32),
+        ref_sr=jnp.asarray(sr, jnp.float32),
+        ref_fitness=jnp.asarray(fitness, jnp.float32),
+    )
+
+
+def copy_archive(archive: Archive) -> Archive:
+    """A deep copy (fresh buffers): a snapshot that survives ``donate=True`` insertions."""
+    return jax.tree.map(lambda x: jnp.array(x, copy=True), archive)
+
+
+def drop_trajectories(archive: Archive) -> Archive:
+    """The archive without its trajectory block (insertion then takes no episodes)."""
+    return archive.replace(traj=None)
+
+
+class InsertStatus(enum.IntEnum):
+    """Outcome of one insertion (`InsertInfo.status`)."""
+
+    REJECTED_GATE = 0
+    """SR below the competence gate, or a non-finite fitness / SR / descriptor."""
+    REJECTED_NEAR = 1
+    """Within d_min of its nearest elite and not allowed to replace it."""
+    REJECTED_FULL = 2
+    """Farther than d_min from every elite, but the archive is full and it is not fitter
+    than its nearest elite."""
+    ADDED = 3
+    REPLACED = 4
+
+
+class InsertInfo(NamedTuple):
+    """Per-candidate result; batched (B,) from `insert_batch`."""
+
+    status: jax.Array
+    """`InsertStatus` as int32."""
+    slot: jax.Array
+    """Slot written, -1 when rejected."""
+    elite_id: jax.Array
+    """Id given to the new elite, -1 when rejected."""
+    replaced_id: jax.Array
+    """Id of the elite it replaced, -1 otherwise."""
+    distance: jax.Array
+    """Distance d_1 to the nearest elite before insertion (inf in an empty archive)."""
+    d_min: jax.Array
+    """Spacing threshold after the insertion (and its adaptation)."""
+
+
+def _two_nearest(desc: jax.Array, valid: jax.Array, z: jax.Array) -> tuple:
+    dist = jnp.linalg.norm(desc - z, axis=-1)
+    dist = jnp.where(valid, dist, jnp.inf)
+    i1 = jnp.argmin(dist)
+    d1 = dist[i1]
+    d2 = jnp.min(jnp.where(jnp.arange(dist.shape[0]) == i1, jnp.inf, dist))
+    return i1, d1, d2
+
+
+def _write_row(tree, slot: jax.Array, new, cond: jax.Array):
+    def one(a: jax.Array, n: jax.Array) -> jax.Array:
+        return a.at[slot].set(jnp.where(cond, jnp.asarray(n, a.dtype), a[slot]))
+
+    return jax.tree.map(one, tree, new)
+
+
+def adapt_d_min(spec: ArchiveSpec, d_min: jax.Array, size: jax.Array) -> jax.Array:
+    """One step of the spacing controller (see `ArchiveSpec`)."""
+    err = (size.astype(jnp.float32) - spec.target_size) / spec.target_size
+    gain = jnp.where(err > 0, spec.d_min_gain_up, spec.d_min_gain_down)
+    return jnp.clip(d_min * jnp.exp(gain * err), spec.d_min_floor, spec.d_min_ceil)
+
+
+def _insert(
+    archive: Archive, candidate: Elites, gate: jax.Array, traj: Trajectories | None
+) -> tuple[Archive, InsertInfo]:
+    spec = archive.spec
+    el = archive.elites
+    valid = archive.valid
+    size = archive.size
+    z = candidate.descriptor
+
+    i1, d1, d2 = _two_nearest(el.descriptor, valid, z)
+    finite = jnp.isfinite(candidate.fitness) & jnp.isfinite(candidate.sr) & jnp.all(jnp.isfinite(z))
+    competent = finite & (candidate.sr >= gate)
+    full = size >= spec.capacity
+    novel = d1 > archive.d_min
+    fitter = (size > 0) & (candidate.fitness > el.fitness[i1])
+    add = competent & novel & ~full
+    replace = competent & ~add & fitter & (d2 > archive.d_min)
+    changed = add | replace
+
+    free = jnp.argmin(valid)  # lowest free slot (valid is False there)
+    slot = jnp.where(add, free, i1).astype(jnp.int32)
+    new_id = archive.next_id
+    row = candidate.replace(elite_id=new_id)
+    replaced_id = jnp.where(replace, el.elite_id[i1], -1)
+
+    elites = _write_row(el, slot, row, changed)
+    valid = valid.at[slot].set(valid[slot] | changed)
+    new_traj = archive.traj
+    if archive.traj is not None:
+        new_traj = _write_row(archive.traj, slot, traj, changed)
+    size_after = size + add.astype(jnp.int32)
+    d_min = jnp.where(changed, adapt_d_min(spec, archive.d_min, size_after), archive.d_min)
+
+    status = jnp.select(
+        [~competent, add, replace, novel & full],
+        [
+            int(InsertStatus.REJECTED_GATE),
+            int(InsertStatus.ADDED),
+            int(InsertStatus.REPLACED),
+            int(InsertStatus.REJECTED_FULL),
+        ],
+        int(InsertStatus.REJECTED_NEAR),
+    ).astype(jnp.int32)
+    new = archive.replace(
+        elites=elites,
+        valid=valid,
+        d_min=d_min,
+        traj=new_traj,
+        next_id=archive.next_id + changed.astype(jnp.int32),
+        n_proposed=archive.n_proposed + 1,
+        n_added=archive.n_added + add.astype(jnp.int32),
+        n_replaced=archive.n_replaced + replace.astype(jnp.int32),
+    )
+    info = InsertInfo(
+        status=status,
+        slot=jnp.where(changed, slot, -1).astype(jnp.int32),
+        elite_id=jnp.where(changed, new_id, -1).astype(jnp.int32),
+        replaced_id=replaced_id.astype(jnp.int32),
+        distance=d1.astype(jnp.float32),
+        d_min=d_min,
+    )
+    return new, info
+
+
+def _check_candidate(archive: Archive, candidate: Elites, batched: bool) -> None:
+    spec = archive.spec
+    want = {
+        "params": spec.n_params,
+        "raw_latent": spec.raw_dim,
+        "descriptor": spec.desc_dim,
+        "lineage": spec.lineage_words,
+    }
+    ndim = 2 if batched else 1
+    for name, n in want.items():
+        shape = getattr(candidate, name).shape
+        if len(shape) != ndim or shape[-1] != n:
+            lead = "(B, " if batched else "("
+            raise ValueError(f"candidate {name} has shape {shape}, archive wants {lead}{n})")
+
+
+def _check_traj(archive: Archive, traj: Trajectories | None) -> None:
+    if archive.traj is not None and traj is None:
+        raise ValueError(
+            "this archive stores trajectories: pass traj= (Trajectories.empty(...) for an "
+            "elite without episodes) or drop_trajectories(archive) first"
+        )
+    if archive.traj is None and traj is not None:
+        raise ValueError("traj given but the archive has no trajectory block")
+    if traj is not None and traj.codec != archive.traj.codec:
+        raise ValueError("candidate trajectories use a different FeatureCodec")
+    if traj is not None and traj.lengths.shape[-1:] + traj.u8.shape[-2:-1] != (
+        archive.traj.lengths.shape[-1:] + archive.traj.u8.shape[-2:-1]
+    ):
+        m, t = archive.traj.u8.shape[1:3]
+        raise ValueError(
+            f"candidate trajectories are (M, T) = {traj.u8.shape[-3:-1]}, archive wants {(m, t)}"
+        )
+
+
+def _insert_one(archive, candidate, gate, traj):
+    return _insert(archive, candidate, gate, traj)
+
+
+_insert_jit = jax.jit(_insert_one)
+_insert_jit_donate = jax.jit(_insert_one, donate_argnums=0)
+
+
+def insert(
+    archive: Archive,
+    candidate: Elites,
+    *,
+    gate: float | jax.Array = 0.0,
+    traj: Trajectories | None = None,
+    donate: bool = False,
+) -> tuple[Archive, InsertInfo]:
+    """Inserts one candidate; returns the new archive and an `InsertInfo`.
+
+    With d_1, d_2 the distances from the candidate's descriptor z to its nearest and
+    second-nearest elites (Euclidean, normalized latent space; inf when absent), N the
+    size, C the capacity and F the fitness (mean return):
+
+    1. gate: rejected unless SR >= ``gate`` (g_i) and F, SR, z are finite;
+    2. add: if d_1 > d_min and N < C, it is written to the lowest free slot;
+    3. replace: otherwise it replaces its nearest elite n_1 iff F > F(n_1) (strictly)
+       and d_2 > d_min; the second condition (Cully & Demiris 2018, QDax's unstructured
+       repertoire) stops a replacement from moving an elite into another's d_min ball.
+       A novel candidate in a full archive falls under this rule too (d_2 >= d_1 > d_min),
+       so at capacity the nearest elite is evicted only by a fitter candidate;
+    4. else rejected.
+
+    The new elite gets ``elite_id = next_id`` (then ``next_id += 1``); the candidate's
+    other fields are stored as given (set ``parent_id`` and ``lineage`` before).
+    After any change (add or replace), d_min is adapted (`ArchiveSpec`).
+
+    ``donate=True`` hands the input archive's buffers to XLA so the update is in place
+    (no copy of the (C, P) parameters and the trajectory block per call). The input
+    archive, and every earlier archive value that shares arrays with it (results of
+    `insert`, `repack`, `set_reference` share unchanged fields), must not be used
+    afterwards: keep snapshots with `copy_archive`. Use it in illumination loops.
+    """
+    _check_candidate(archive, candidate, batched=False)
+    _check_traj(archive, traj)
+    fn = _insert_jit_donate if donate else _insert_jit
+    return fn(archive, candidate, jnp.asarray(gate, jnp.float32), traj)
+
+
+def _insert_scan(archive, candidates, gates, traj):
+    def step(arc, xs):
+        cand, g, tr = xs
+        return _insert(arc, cand, g, tr)
+
+    return jax.lax.scan(step, archive, (candidates, gates, traj))
+
+
+_insert_batch_jit = jax.jit(_insert_scan)
+_insert_batch_jit_donate = jax.jit(_insert_scan, donate_argnums=0)
+
+
+def insert_batch(
+    archive: Archive,
+    candidates: Elites,
+    *,
+    gate: float | jax.Array = 0.0,
+    traj: Trajectories | None = None,
+    donate: bool = False,
+) -> tuple[Archive, InsertInfo]:
+    """`insert` for a batch (leading axis B), one candidate after the other in proposal
+    order (``lax.scan``), so the result equals B calls of `insert` and does not depend on
+    how proposals were batched. ``gate`` is a scalar or (B,); ``donate`` as in `insert`."""
+    _check_candidate(archive, candidates, batched=True)
+    _check_traj(archive, traj)
+    b = candidates.fitness.shape[0]
+    gates = jnp.broadcast_to(jnp.asarray(gate, jnp.float32), (b,))
+    fn = _insert_batch_jit_donate if donate else _insert_batch_jit
+    return fn(archive, candidates, gates, traj)
+
+
+# --- geometry ---------------------------------------------------------------------------
+
+
+@jax.jit
+def pairwise_distances(x: jax.Array, y: jax.Array) -> jax.Array:
+    """(N, d), (M, d) -> (N, M) Euclidean distances."""
+    return jnp.linalg.norm(x[:, None, :] - y[None, :, :], axis=-1)
+
+
+@jax.jit
+def _novelty(desc: jax.Array, valid: jax.Array) -> jax.Array:
+    d = pairwise_distances(desc, desc)
+    n = desc.shape[0]
+    mask = valid[None, :] & ~jnp.eye(n, dtype=bool)
+    nn = jnp.min(jnp.where(mask, d, jnp.inf), axis=1)
+    return jnp.where(valid, nn, jnp.nan)
+
+
+def novelty(archive: Archive, *, normalized: bool = False, eps: float = 1e-8) -> jax.Array:
+    """Per-slot novelty proxy (paper Sec. "Intra-task archive structure"):
+
+        nu_i      = min_{j != i, valid} || z_i - z_j ||_2
+        nu_i^norm = nu_i / (median_i(nu_i) + eps)          (``normalized=True``)
+
+    (C,) float32; NaN at invalid slots, inf for a lone elite."""
+    nu = _novelty(archive.elites.descriptor, archive.valid)
+    if normalized:
+        finite = jnp.where(jnp.isfinite(nu), nu, jnp.nan)
+        nu = nu / (jnp.nanmedian(finite) + eps)
+    return nu
+
+
+def fittest_first(fitness: jax.Array, valid: jax.Array) -> jax.Array:
+    """Slot order by descending fitness, ties by lower slot; invalid slots last."""
+    key = jnp.where(valid, -fitness, jnp.inf)
+    return jnp.lexsort((jnp.arange(fitness.shape[0]), key))
+
+
+@jax.jit
+def _greedy_spacing(desc: jax.Array, fitness: jax.Array, valid: jax.Array, d_min: jax.Array):
+    order = fittest_first(fitness, valid)
+    ok = valid & jnp.all(jnp.isfinite(desc), axis=-1)
+
+    def body(k: int, kept: jax.Array) -> jax.Array:
+        i = order[k]
+        dist = jnp.linalg.norm(desc - desc[i], axis=-1)
+        crowded = jnp.any(kept & (dist <= d_min))
+        return kept.at[i].set(ok[i] & ~crowded)
+
+    return jax.lax.fori_loop(0, desc.shape[0], body, jnp.zeros_like(valid))
+
+
+def repack(
+    archive: Archive,
+    descriptors: jax.Array,
+    *,
+    embedding_version: int,
+    normalizer_id: str | None,
+    raw_latent: jax.Array | None = None,
+    reference_descriptor: jax.Array | None = None,
+    d_min: float | jax.Array | None = None,
+) -> tuple[Archive, jax.Array]:
+    """Re-expresses the archive under a new latent geometry (Algorithm "Online
+    latent-space maintenance", step 4). Returns (archive, dropped (C,) bool).
+
+    ``descriptors`` (C, d) are the new z_bd of every slot (rows of invalid slots are
+    ignored). Spacing is re-applied greedily, fittest first (ties: lower slot): an elite
+    is kept iff its new descriptor is finite and farther than d_min from every elite
+    already kept. So when two elites collapse within d_min, the fitter one stays.
+    Dropped slots become invalid (their stored episodes get length 0); kept elites stay
+    in their slots. ``d_min`` (default: the archive's) is not adapted here. Stamps
+    ``embedding_version`` and ``normalizer_id`` and, if given, the new raw latents and
+    reference descriptor. Deterministic.
+    """
+    desc = jnp.asarray(descriptors, jnp.float32)
+    if desc.shape != archive.elites.descriptor.shape:
+        raise ValueError(f"descriptors {desc.shape} != {archive.elites.descriptor.shape}")
+    dm = archive.d_min if d_min is None else jnp.asarray(d_min, jnp.float32)
+    kept = _greedy_spacing(desc, archive.elites.fitness, archive.valid, dm)
+    dropped = archive.valid & ~kept
+    elites = archive.elites.replace(descriptor=jnp.where(archive.valid[:, None], desc, 0.0))
+    if raw_latent is not None:
+        elites = elites.replace(raw_latent=jnp.asarray(raw_latent, jnp.float32))
+    traj = archive.traj
+    if traj is not None:
+        traj = traj.replace(lengths=jnp.where(kept[:, None], traj.lengths, 0))
+    ref = archive.ref_descriptor if reference_descriptor is None else reference_descriptor
+    new = archive.replace(
+        elites=elites,
+        valid=kept,
+        d_min=dm,
+        traj=traj,
+        ref_descriptor=jnp.asarray(ref, jnp.float32),
+        embedding_version=jnp.asarray(embedding_version, jnp.int32),
+        normalizer_id=jnp.asarray(normalizer_words(normalizer_id)),
+    )
+    return new, dropped
+
+
+def valid_slots(archive: Archive) -> np.ndarray:
+    """Indices of valid slots (host side), ascending."""
+    return np.flatnonzero(np.asarray(archive.valid))
+
+
+def elite_row(archive: Archive, slot: int) -> Elites:
+    """The elite at ``slot`` as an unbatched `Elites`."""
+    return jax.tree.map(lambda a: a[slot], archive.elites)
+
+
+def stack_elites(rows: Sequence[Elites]) -> Elites:
+    """Stacks unbatched elites into a batch (leading axis B)."""
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *rows)

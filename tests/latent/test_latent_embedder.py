@@ -1,0 +1,135 @@
+"""Episode encoder (masking, padding, truncation) and policy-level latent summaries."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from telapa.latent import (
+    EpisodeEncoder,
+    LatentConfig,
+    embed_episodes,
+    init_encoder,
+    make_encoder,
+    pad_episodes,
+    pad_or_truncate,
+    policy_summary,
+    summarize,
+)
+
+CFG = LatentConfig()
+
+
+@pytest.fixture(scope="module")
+def params():
+    return init_encoder(jax.random.key(0), CFG)
+
+
+def _episode(seed: int, t: int, d: int = 11) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(size=(t, d)).astype(np.float32)
+
+
+def test_config_defaults_and_strictness():
+    assert (CFG.latent_dim, CFG.feature_dim, CFG.t_max) == (8, 11, 256)
+    assert (CFG.steps, CFG.lr, CFG.anchor_fraction, CFG.min_bank_sets) == (700, 5e-4, 0.33, 32)
+    assert (CFG.temperature, CFG.sigma_min, CFG.eps, CFG.crop_min_fraction) == (
+        0.15, 1e-3, 1e-8, 0.6)
+    with pytest.raises(ValidationError):
+        LatentConfig(latent_dims=4)
+    with pytest.raises(ValidationError):
+        LatentConfig(crop_min_fraction=0.0)
+    hash(CFG)  # static jit argument
+
+
+def test_padding_never_affects_the_embedding(params):
+    clean = np.zeros((2, 20, 11), np.float32)
+    clean[0, :5] = _episode(1, 5)
+    clean[1, :20] = _episode(2, 20)
+    lengths = np.array([5, 20])
+    garbage = clean.copy()
+    garbage[0, 5:] = 1e6
+    garbage[0, 7] = np.nan
+    z_clean = embed_episodes(params, clean, lengths, CFG)
+    z_garbage = embed_episodes(params, garbage, lengths, CFG)
+    np.testing.assert_array_equal(np.asarray(z_clean), np.asarray(z_garbage))
+    assert z_clean.shape == (2, 8)
+    # Shorter padding (T = 8) and no batch dimension give the same latent.
+    z_short = embed_episodes(params, clean[0, :8], 5, CFG)
+    np.testing.assert_allclose(z_short, z_clean[0], rtol=1e-5, atol=1e-6)
+    # Gradients stay finite with NaN garbage in the padding.
+    enc = make_encoder(CFG)
+    grads = jax.grad(lambda p: enc.apply(p, garbage, lengths).sum())(params)
+    assert all(bool(jnp.all(jnp.isfinite(g))) for g in jax.tree.leaves(grads))
+
+
+def test_embedding_depends_on_valid_steps_and_their_order(params):
+    e = _episode(3, 10)
+    z = embed_episodes(params, e, 10, CFG)
+    assert not np.allclose(z, embed_episodes(params, e[::-1], 10, CFG), atol=1e-4)
+    assert not np.allclose(z, embed_episodes(params, e, 9, CFG), atol=1e-4)
+
+
+def test_final_state_is_the_step_projection_at_the_valid_length(params):
+    feats = np.stack([_episode(4, 12), _episode(5, 12)])
+    lengths = np.array([7, 12])
+    z_e, z_steps = make_encoder(CFG).apply(
+        params, feats, lengths, method=EpisodeEncoder.encode_steps)
+    np.testing.assert_allclose(z_steps[0, 6], z_e[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(z_steps[1, 11], z_e[1], rtol=1e-5, atol=1e-6)
+    assert np.all(np.asarray(z_steps[0, 7:]) == 0)
+
+
+def test_truncation_to_t_max_keeps_the_first_steps(params):
+    long = _episode(6, 300)[None]
+    feats, lengths = pad_or_truncate(jnp.asarray(long), jnp.array([300]), 256)
+    assert feats.shape == (1, 256, 11) and int(lengths[0]) == 256
+    np.testing.assert_array_equal(feats[0], long[0, :256])
+    short, short_len = pad_or_truncate(jnp.asarray(long), jnp.array([40]), 256)
+    assert int(short_len[0]) == 40 and np.all(np.asarray(short[0, 40:]) == 0)
+    np.testing.assert_array_equal(short[0, :40], long[0, :40])
+
+    padded, plens = pad_episodes([_episode(7, 3), long[0]], t_max=256)
+    assert padded.shape == (2, 256, 11) and plens.tolist() == [3, 256]
+    np.testing.assert_array_equal(padded[0, :3], _episode(7, 3))
+    assert np.all(padded[0, 3:] == 0)
+    z = embed_episodes(params, padded[1:], plens[1:], CFG)
+    np.testing.assert_allclose(z, embed_episodes(params, long[:, :256], [256], CFG), rtol=1e-5)
+
+
+def test_summaries_by_hand():
+    # Episode latents: the third slot is empty (length 0) and must be ignored.
+    z_e = jnp.array([[1.0, 2.0], [3.0, 6.0], [100.0, 100.0]])
+    z_steps = jnp.array([
+        [[0.0, 0.0], [2.0, 4.0], [100.0, 100.0], [100.0, 100.0]],  # l = 2
+        [[1.0, 1.0], [1.0, 4.0], [1.0, 7.0], [-50.0, 50.0]],      # l = 3
+        [[9.0, 9.0], [9.0, 9.0], [9.0, 9.0], [9.0, 9.0]],          # l = 0
+    ])
+    s = summarize(z_e, z_steps, jnp.array([2, 3, 0]))
+    # z_mean = ([1,2] + [3,6]) / 2; z_std_ep = sqrt(mean((z - mean)^2)) = [1, 2]
+    np.testing.assert_allclose(s.z_mean, [2.0, 4.0])
+    np.testing.assert_allclose(s.z_std_ep, [1.0, 2.0])
+    # s_time: episode 0 -> [1, 2]; episode 1 -> [0, sqrt(6)]; z_std_time = their mean.
+    np.testing.assert_allclose(s.z_std_time, [0.5, 2.224744871], rtol=1e-6)
+    np.testing.assert_allclose(s.raw, [2.0, 4.0, 1.0, 2.0, 0.5, 2.224744871], rtol=1e-6)
+
+
+def test_summary_of_no_episodes_is_nan():
+    s = summarize(jnp.ones((2, 3)), jnp.ones((2, 4, 3)), jnp.array([0, 0]))
+    assert np.all(np.isnan(np.asarray(s.raw)))
+
+
+def test_policy_summary_jit_vmap_smoke(params):
+    rng = np.random.default_rng(8)
+    feats = rng.uniform(size=(3, 4, 16, 11)).astype(np.float32)  # 3 policies x 4 episodes
+    lengths = rng.integers(1, 17, size=(3, 4))
+    batched = jax.vmap(policy_summary, in_axes=(None, 0, 0, None))(params, feats, lengths, CFG)
+    assert batched.raw.shape == (3, 24)
+    one = policy_summary(params, feats[1], lengths[1], CFG)
+    np.testing.assert_allclose(batched.raw[1], one.raw, rtol=1e-5, atol=1e-6)
+    z = embed_episodes(params, feats[1], lengths[1], CFG)
+    np.testing.assert_allclose(one.z_mean, z.mean(0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(one.z_std_ep, z.std(0), rtol=1e-4, atol=1e-6)
+    assert np.all(np.asarray(one.z_std_time) > 0)

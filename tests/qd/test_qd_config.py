@@ -1,0 +1,50 @@
+"""QD / transfer hyperparameters: paper defaults, documented choices, validation."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from telapa.config import ConfigError, validate
+from telapa.qd import ArchiveConfig, QDConfig
+
+
+def test_paper_defaults():
+    c = QDConfig()
+    assert c.archive.target_size == 256 and c.archive.max_size == 384
+    assert c.archive.d_min == pytest.approx(0.10)
+    il = c.illumination
+    assert (il.iterations, il.eval_episodes, il.sigma0) == (1000, 50, 0.05)
+    assert il.stored_episodes == 50 and il.traj_steps == 256
+    assert c.injection.p_inj == 0.0
+    t = c.transfer
+    assert t.w_final + t.w_slope + t.w_auc == pytest.approx(1.0)
+    m = QDConfig.for_domain("mujoco").illumination
+    assert (m.iterations, m.eval_episodes, m.sigma0) == (200, 5, 0.02)
+    assert m.sigma_min == pytest.approx(0.002) and m.sigma_max == pytest.approx(0.2)
+
+
+def test_capacity_follows_target_unless_overridden():
+    assert ArchiveConfig(target_size=100).max_size == 150
+    assert ArchiveConfig(target_size=100, capacity=120).max_size == 120
+    with pytest.raises(ValidationError):
+        ArchiveConfig(target_size=100, capacity=50)
+
+
+def test_spec_from_config():
+    spec = QDConfig().archive_spec(n_params=10, lineage_words=2)
+    assert (spec.capacity, spec.target_size, spec.lineage_words) == (384, 256, 2)
+    assert spec.d_min_gain_up == QDConfig().archive.d_min_gain_up
+
+
+def test_strict_validation_names_key():
+    with pytest.raises(ConfigError, match="illumination.sigm"):
+        validate(QDConfig, {"illumination": {"sigm0": 0.1}}, "qd.yaml")
+    with pytest.raises(ConfigError, match="transfer.epsilon"):
+        validate(QDConfig, {"transfer": {"epsilon": 2.0}}, "qd.yaml")
+    with pytest.raises(ConfigError):
+        validate(QDConfig, {"transfer": {"w_final": 0, "w_slope": 0, "w_auc": 0}}, "qd.yaml")
+    with pytest.raises(ConfigError):
+        validate(QDConfig, {"illumination": {"traj_episodes": 60}}, "qd.yaml")
+    c = validate(QDConfig, {"injection": {"p_inj": 0.1}}, "qd.yaml")
+    assert c.injection.p_inj == 0.1
