@@ -1,0 +1,46 @@
+"""The embedding manager M = (f_phi, N_t) of Algorithm TeLAPA: the current trajectory
+encoder, the global normalizer and a version counter, and how a policy's evaluation
+episodes become its descriptor under them."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from telapa.latent import LatentConfig, Normalizer, init_encoder, policy_summary
+from telapa.latent import normalizer as latent_normalizer
+from telapa.rl.networks import Params
+
+
+@struct.dataclass
+class EmbeddingState:
+    """Encoder parameters, normalizer and version; version 0 has the identity normalizer
+    ("no normalizer" in Algorithm TeLAPA)."""
+
+    encoder: Params
+    normalizer: Normalizer
+    version: jax.Array
+
+    @classmethod
+    def create(cls, key: jax.Array, config: LatentConfig) -> EmbeddingState:
+        return cls(
+            init_encoder(key, config),
+            Normalizer.identity(config.latent_dim, config.eps),
+            jnp.int32(0),
+        )
+
+    @property
+    def normalizer_id(self) -> str:
+        return self.normalizer.id
+
+
+def describe(
+    state: EmbeddingState, features: jax.Array, lengths: jax.Array, config: LatentConfig
+) -> tuple[jax.Array, jax.Array]:
+    """``(raw, descriptor)`` of B policies from their episodes (B, M, T, D), (B, M):
+    raw = [z_mean, z_std_ep, z_std_time] (B, 3d); descriptor = N_t(z_mean) (B, d)."""
+    summary = jax.vmap(lambda f, n: policy_summary(state.encoder, f, n, config))(
+        features, lengths
+    )
+    return summary.raw, latent_normalizer.apply(state.normalizer, summary.z_mean)
