@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from telapa.continual.curriculum import load_curriculum
+from telapa.continual.methods import METHODS, Finetune
 from telapa.continual.preset import load_run_config
 from telapa.continual.rundir import RunDirError
 from telapa.continual.runner import ContinualRun, RunError, RunSpec, load_run_tables
@@ -153,3 +154,20 @@ def test_non_finite_loss_names_the_phase(tmp_path, monkeypatch):
         ContinualRun.start(_spec("finetune"), tmp_path / "nan").run()
     # the pre-evaluation checkpoint survives
     assert (tmp_path / "nan" / "checkpoint.json").exists()
+
+
+def test_methods_see_every_evaluation(tmp_path, monkeypatch):
+    seen = []
+
+    class Recording(Finetune):
+        name = "recording"
+
+        def observe(self, visit, kind, result):
+            seen.append((visit.tag, kind, len(result.returns)))
+
+    monkeypatch.setitem(METHODS, "recording", Recording)
+    ContinualRun.start(_spec("recording"), tmp_path / "r").run()
+    first_visit = [("A", "pre", 8)] + [("A", "train", 8)] * (CHUNKS - 1) + [("A", "post", 8)]
+    assert seen[: CHUNKS + 1] == first_visit
+    assert len(seen) == 4 * (CHUNKS + 1)
+    assert [s for s in seen if s[1] == "post"] == [(t, "post", 8) for t in ("A", "B", "A'", "B'")]

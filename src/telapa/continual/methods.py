@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import jax
 import jax.numpy as jnp
@@ -26,6 +26,8 @@ import optax
 from telapa.config import NetworkConfig
 from telapa.continual.curriculum import Visit
 from telapa.continual.preset import RunConfig
+from telapa.io import PhaseTimer
+from telapa.rl.evaluate import EvalResult
 from telapa.rl.networks import Params
 from telapa.rl.ppo import Penalty, PPOState
 from telapa.rl.trainer import PPOTrainer
@@ -57,6 +59,8 @@ class Method:
         self.config = config
         self.extra_env_steps = 0
         """Env steps the method spent outside the common PPO budget (paper App. G)."""
+        self.timer = PhaseTimer()
+        """The method's own phases (e.g. TeLAPA's illumination, probes, maintenance)."""
 
     def network(self, network: NetworkConfig) -> NetworkConfig:
         """The network this method trains (DFF changes the activation)."""
@@ -73,6 +77,12 @@ class Method:
         if self.reset_optimizer:
             return state.replace(opt_state=ctx.fresh_optimizer(state.params))
         return state
+
+    def observe(
+        self, visit: Visit, kind: Literal["pre", "train", "post"], result: EvalResult
+    ) -> None:
+        """Sees every evaluation of a visit: before training, periodic, and the last one
+        (TeLAPA stores these episode sets in its anchor and replay banks)."""
 
     def end_task(self, state: PPOState, ctx: TaskContext) -> None:
         """Called after a visit's post-evaluation."""

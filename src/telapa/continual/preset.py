@@ -31,6 +31,8 @@ from telapa.config import (
     resolve_named,
     validate,
 )
+from telapa.latent.config import LatentConfig
+from telapa.qd.config import QDConfig
 
 RUN_PRESET_DIR = CONFIG_DIR / "runs"
 
@@ -62,7 +64,16 @@ class ScratchReuseConfig(StrictModel):
     """Which policy of a task the bank keeps: its first visit's (the paper) or the latest."""
 
 
+class TeLAPAConfig(StrictModel):
+    """TeLAPA: archives, illumination and transfer (`telapa.qd`), latent space
+    (`telapa.latent`); paper App. D-E and DESIGN.md defaults."""
+
+    qd: QDConfig = Field(default_factory=QDConfig)
+    latent: LatentConfig = Field(default_factory=LatentConfig)
+
+
 class MethodsConfig(StrictModel):
+    telapa: TeLAPAConfig = Field(default_factory=TeLAPAConfig)
     ewc: EWCConfig = EWCConfig()
     l2init: L2InitConfig = L2InitConfig()
     shrink_perturb: ShrinkPerturbConfig = ShrinkPerturbConfig()

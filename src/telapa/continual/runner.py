@@ -277,6 +277,7 @@ class ContinualRun:
         with self.timer.phase("eval"):
             result = trainer.evaluate(episodes=self.spec.config.eval_episodes,
                                       key=self._key(visit.index, "eval", 0))
+        self.method.observe(visit, "pre", result)
         self.records["visits"].append({
             "visit": visit.index, "tag": visit.tag, "task": visit.task,
             "env_id": visit.env_id, "cycle": visit.cycle, "budget": budget,
@@ -310,6 +311,7 @@ class ContinualRun:
             result = trainer.evaluate(episodes=self.spec.config.eval_episodes,
                                       key=self._key(visit.index, "eval", chunk + 1))
         self._add_curve_point(visit, trainer.steps, result)
+        self.method.observe(visit, "post" if trainer.steps >= budget else "train", result)
         row = self.records["visits"][-1]
         row.update(post_sr=result.sr, post_return=result.mean_return,
                    train_steps=trainer.steps, end_global_step=self.global_step)
@@ -381,6 +383,7 @@ class ContinualRun:
             "method_state_bytes": tree_nbytes(self.method.state()),
             "compile_s": sum(t.compile_s for t in self._trainers.values()),
             "phase_s": self.timer.totals,
+            "method_phase_s": self.method.timer.totals,
         }
 
     # --- checkpoints ----------------------------------------------------------------
@@ -407,6 +410,7 @@ class ContinualRun:
             "stored_tasks": self.method.stored_tasks(),
             "extra_env_steps": self.method.extra_env_steps,
             "timer": self.timer.totals,
+            "method_timer": self.method.timer.totals,
             "wall_s": self.wall_s,
             "segments": self.segments,
             "peak_rss_bytes": self.peak_rss,
@@ -424,6 +428,7 @@ class ContinualRun:
         self.records = state["records"]
         self.method.extra_env_steps = state["extra_env_steps"]
         self.timer = PhaseTimer.from_totals(state["timer"])
+        self.method.timer = PhaseTimer.from_totals(state["method_timer"])
         self.wall_s, self.segments = state["wall_s"], state["segments"]
         self.peak_rss = state["peak_rss_bytes"]
         like = self.method.state_like(self.learner.params, state["stored_tasks"])
