@@ -1,0 +1,457 @@
+"""MAP-Elites illumination of a task-local archive (paper App. "MAP-Elites", Algorithm
+"MAP-Elites for task-local archive construction"; BuildArchive and RefreshArchive of
+Algorithm TeLAPA).
+
+`illuminate` runs the algorithm line by line: evaluate the trained policy theta_t for m
+episodes, describe it under the current embedding E_{t-1}, insert it as the base elite
+with sigma_0 and store it as the archive reference (lines "Archive initialization"), then
+N_ME proposals (lines "Illumination loop"): parent choice (with optional injection),
+sigma self-adaptation and mutation (`telapa.qd.mutation.propose`), m-episode evaluation
+(`evaluate_population`), descriptor (`describe`), gate g_i (`competence_gate`) and
+insertion with d_min adaptation (`telapa.qd.archive.insert_batch`).
+
+Batching is not a change of method: ``batch_size`` candidates are proposed from one
+archive state and evaluated together (one ``vmap`` over parameters on the jax backend),
+then inserted one after the other in proposal order. ``batch_size=1`` is the paper's
+steady-state loop: every candidate sees the archive after the previous insertion.
+
+Keys: ``k_base, k_loop = split(key)``; the base policy is evaluated with ``k_base``; batch
+j (0-based) uses ``k_prop, k_eval = split(fold_in(k_loop, j))`` for `propose` and
+`evaluate_population`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import weakref
+from collections.abc import Callable
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from telapa.continual.telapa.embedding import EmbeddingState, describe
+from telapa.envs.minigrid.env import MiniGrid
+from telapa.envs.minigrid.gym_wrappers import is_minigrid_id
+from telapa.latent import LatentConfig, pad_or_truncate
+from telapa.qd.archive import (
+    LINEAGE_BITS,
+    Archive,
+    FeatureCodec,
+    InsertStatus,
+    Trajectories,
+    copy_archive,
+    float16_codec,
+    init_archive,
+    insert_batch,
+    lineage_words,
+    minigrid_codec,
+    set_reference,
+    with_visit,
+)
+from telapa.qd.config import QDConfig
+from telapa.qd.mutation import Offspring, competence_gate, propose
+from telapa.qd.selection import ElitePool
+from telapa.rl.evaluate import make_jax_evaluator
+from telapa.rl.networks import Params, flatten_params
+from telapa.rl.trainer import PPOTrainer
+
+Unravel = Callable[[jax.Array], Params]
+ProgressFn = Callable[[int, int, int], None]
+"""``progress(done, total, archive_size)``, called after every batch."""
+
+T_MAX = 256
+"""Steps of each episode kept by `evaluate_population` by default (the embedder's T_max)."""
+
+
+# --- population evaluation --------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class PopulationEval:
+    """m-episode evaluations of B candidates (the "evaluate ... for m episodes and collect
+    trajectories" lines of the algorithm)."""
+
+    returns: jax.Array
+    """(B, E) undiscounted episode returns."""
+    lengths: jax.Array
+    """(B, E) int32 episode lengths (not clipped to T)."""
+    features: jax.Array
+    """(B, E, T, D) per-step features: the first T steps, zero past each length."""
+    sr: jax.Array
+    """(B,) success rate: fraction of returns > 0 (MiniGrid's success)."""
+    fitness: jax.Array
+    """(B,) F: mean return."""
+    env_steps: int
+    """Sum of all episode lengths: the env steps this evaluation cost."""
+
+
+_POPULATION_EVALUATORS: weakref.WeakKeyDictionary[PPOTrainer, dict] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _population_evaluator(
+    trainer: PPOTrainer, unravel: Unravel, n_params: int, episodes: int, t_max: int
+) -> Callable[[jax.Array, jax.Array], tuple[jax.Array, jax.Array, jax.Array]]:
+    """jit(vmap over parameters) of the trainer's jax evaluator, cached per trainer on the
+    parameter layout, episodes, time limit, policy mode and T (jit caches on B)."""
+    deterministic = trainer.config.eval.deterministic
+    max_steps = trainer.spec.max_steps
+    layout = jax.eval_shape(unravel, jax.ShapeDtypeStruct((n_params,), jnp.float32))
+    leaves, treedef = jax.tree.flatten(layout)
+    shapes = tuple((leaf.shape, leaf.dtype) for leaf in leaves)
+    cache_key = (treedef, shapes, episodes, deterministic, max_steps, t_max)
+    cache = _POPULATION_EVALUATORS.setdefault(trainer, {})
+    if cache_key not in cache:
+        evaluate = make_jax_evaluator(
+            trainer.env, trainer.policy, episodes, max_steps, deterministic
+        )
+
+        def run(flat: jax.Array, key: jax.Array):
+            keys = jax.random.split(key, flat.shape[0])
+            returns, lengths, feats = jax.vmap(lambda f, k: evaluate(unravel(f), k))(flat, keys)
+            feats, _ = pad_or_truncate(feats, lengths, t_max)
+            return returns, lengths, feats
+
+        cache[cache_key] = jax.jit(run)
+    return cache[cache_key]
+
+
+def evaluate_population(
+    trainer: PPOTrainer,
+    flat_params: jax.Array,
+    unravel: Unravel,
+    *,
+    episodes: int,
+    key: jax.Array,
+    t_max: int = T_MAX,
+) -> PopulationEval:
+    """Evaluates B flat parameter vectors (B, P) for ``episodes`` episodes each.
+
+    Candidate b is evaluated exactly as ``trainer.evaluate(unravel(flat_params[b]),
+    episodes, keys[b])`` with ``keys = jax.random.split(key, B)`` (the trainer's policy
+    mode and time limit). On the jax backend all B run in one jitted ``vmap`` over
+    parameters; on the gymnasium backend in a host loop. Features keep the first ``t_max``
+    steps (zero-padded)."""
+    flat_params = jnp.asarray(flat_params, jnp.float32)
+    b, n_params = flat_params.shape
+    if trainer.backend == "jax":
+        run = _population_evaluator(trainer, unravel, n_params, episodes, t_max)
+        returns, lengths, features = run(flat_params, key)
+    else:
+        keys = jax.random.split(key, b)
+        results = [trainer.evaluate(unravel(flat_params[i]), episodes, keys[i]) for i in range(b)]
+        returns = jnp.asarray(np.stack([r.returns for r in results]), jnp.float32)
+        lengths = jnp.asarray(np.stack([r.lengths for r in results]), jnp.int32)
+        features = jnp.stack(
+            [pad_or_truncate(jnp.asarray(r.features), r.lengths, t_max)[0] for r in results]
+        )
+    return PopulationEval(
+        returns=returns,
+        lengths=lengths,
+        features=features,
+        sr=jnp.mean(returns > 0, axis=-1, dtype=jnp.float32),
+        fitness=jnp.mean(returns, axis=-1),
+        env_steps=int(np.asarray(lengths, np.int64).sum()),
+    )
+
+
+def trajectory_codec(trainer: PPOTrainer) -> FeatureCodec:
+    """`minigrid_codec` (exact) for MiniGrid envs, with the grid size of the trainer's env
+    and the spec's time limit; `float16_codec` for anything else (MuJoCo)."""
+    spec = trainer.spec
+    env = trainer.env
+    if trainer.backend == "jax" and isinstance(env, MiniGrid):
+        return minigrid_codec(env.task.width, env.task.height, spec.max_steps)
+    if trainer.backend == "gymnasium" and is_minigrid_id(spec.env_id):
+        grid = env.envs.envs[0].unwrapped
+        return minigrid_codec(grid.width, grid.height, spec.max_steps)
+    return float16_codec(spec.feature_dim)
+
+
+# --- the log ----------------------------------------------------------------------------
+
+
+class IlluminationRow(NamedTuple):
+    """One candidate of the illumination loop (or the base elite, ``index = -1``)."""
+
+    index: int
+    """Candidate number i - 1 in proposal order (-1: the base elite)."""
+    parent_id: int
+    """Elite id of the parent (injected: of the pool elite)."""
+    injected: bool
+    sigma: float
+    """sigma_i, the self-adapted scale the child was mutated with."""
+    sr: float
+    fitness: float
+    status: int
+    """`InsertStatus`."""
+    elite_id: int
+    """Id given on acceptance, -1 if rejected."""
+    replaced_id: int
+    """Id of the elite it replaced, -1 otherwise."""
+    distance: float
+    """Distance to the nearest elite before insertion."""
+    archive_size: int
+    """Archive size after this insertion."""
+    d_min: float
+    """Spacing threshold after this insertion."""
+    env_steps: int
+    """Env steps of its m evaluation episodes."""
+
+
+@dataclasses.dataclass
+class IlluminationLog:
+    """Summary statistics of one `illuminate` call ("save ... summary statistics")."""
+
+    base: IlluminationRow
+    rows: list[IlluminationRow]
+    """One row per proposed candidate, in proposal order."""
+    gate: float
+    """g_i (constant: it depends only on the reference SR)."""
+    env_steps: int
+    """Extra env steps: base evaluation plus every candidate's evaluation."""
+    wall_s: float
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """The rows as columns (one array per `IlluminationRow` field)."""
+        return {
+            name: np.asarray([getattr(r, name) for r in self.rows])
+            for name in IlluminationRow._fields
+        }
+
+
+# --- illumination -----------------------------------------------------------------------
+
+
+@partial(jax.jit, static_argnames=("latent_config", "codec", "traj_shape"))
+def _candidates(
+    offspring: Offspring,
+    features: jax.Array,
+    lengths: jax.Array,
+    sr: jax.Array,
+    fitness: jax.Array,
+    embedding: EmbeddingState,
+    visit: jax.Array,
+    *,
+    latent_config: LatentConfig,
+    codec: FeatureCodec | None,
+    traj_shape: tuple[int, int],
+):
+    """Raw latent statistics and descriptor under E_{t-1} of evaluated children, as
+    insertion candidates with their encoded episodes (first M episodes, T steps)."""
+    feats, lens = pad_or_truncate(features, lengths, latent_config.t_max)
+    raw, descriptor = describe(embedding, feats, lens, latent_config)
+    candidates = offspring.candidates(
+        fitness=fitness, sr=sr, descriptor=descriptor, visit=visit, raw_latent=raw
+    )
+    traj = None
+    if codec is not None:
+        m, t = traj_shape
+        traj = Trajectories.encode(codec, *pad_or_truncate(features[:, :m], lengths[:, :m], t))
+    return candidates, traj
+
+
+def _base_offspring(
+    flat: jax.Array, sigma0: float, parent_id: int, lineage: jax.Array, visit: int
+) -> Offspring:
+    """theta_t as a batch of one "child" with sigma_0 and ``lineage | bit(visit)``."""
+    return Offspring(
+        params=flat[None],
+        sigma=jnp.full((1,), sigma0, jnp.float32),
+        parent_index=jnp.full((1,), -1, jnp.int32),
+        parent_id=jnp.full((1,), parent_id, jnp.int32),
+        lineage=with_visit(lineage, visit)[None],
+        injected=jnp.zeros((1,), bool),
+    )
+
+
+def _rows(
+    start: int,
+    size_before: int,
+    offspring: Offspring,
+    evaluation: PopulationEval,
+    info,
+) -> list[IlluminationRow]:
+    """Host rows of one inserted batch (sizes follow the sequential insertions)."""
+    off, ev, inf = jax.device_get(
+        (
+            (offspring.parent_id, offspring.injected, offspring.sigma),
+            (evaluation.sr, evaluation.fitness, evaluation.lengths.sum(-1)),
+            info,
+        )
+    )
+    sizes = size_before + np.cumsum(inf.status == int(InsertStatus.ADDED))
+    return [
+        IlluminationRow(
+            index=start + k,
+            parent_id=int(off[0][k]),
+            injected=bool(off[1][k]),
+            sigma=float(off[2][k]),
+            sr=float(ev[0][k]),
+            fitness=float(ev[1][k]),
+            status=int(inf.status[k]),
+            elite_id=int(inf.elite_id[k]),
+            replaced_id=int(inf.replaced_id[k]),
+            distance=float(inf.distance[k]),
+            archive_size=int(sizes[k]),
+            d_min=float(inf.d_min[k]),
+            env_steps=int(ev[2][k]),
+        )
+        for k in range(len(sizes))
+    ]
+
+
+def illuminate(
+    trainer: PPOTrainer,
+    base_params: Params,
+    *,
+    visit: int,
+    tag: int,
+    embedding: EmbeddingState,
+    latent_config: LatentConfig,
+    qd_config: QDConfig,
+    key: jax.Array,
+    iterations: int,
+    batch_size: int = 1,
+    initial_archive: Archive | None = None,
+    parent_id: int = -1,
+    lineage: jax.Array | None = None,
+    pool: ElitePool | None = None,
+    progress: ProgressFn | None = None,
+) -> tuple[Archive, IlluminationLog]:
+    """Algorithm "MAP-Elites for task-local archive construction" on ``trainer``'s env
+    around ``base_params`` (theta_t). Returns the archive H and an `IlluminationLog`.
+
+    Without ``initial_archive`` this is BuildArchive: a new archive for base tag ``tag``
+    (capacity, target and initial d_min from ``qd_config``; ids start at ``tag << 24``).
+    With it, RefreshArchive: the archive (same tag and embedding) is copied (the argument
+    stays valid), theta_t is inserted into it by the ordinary insertion rule (so it may
+    replace its nearest elite, or be rejected as redundant: ``log.base.status``), and the
+    reference becomes theta_t. The base elite has ``parent_id`` (the elite theta_t was
+    trained from, -1 for scratch), lineage ``lineage | bit(visit)`` and sigma_0; it passes
+    the gate by definition (g = 0). Candidates are created on ``visit`` and must reach
+    g_i = `competence_gate` (reference SR). ``pool`` (with ``qd_config.injection.p_inj``
+    > 0) enables cross-archive elite injection. Episodes are stored for re-embedding
+    when ``illumination.store_trajectories`` (a refresh keeps the archive's choice).
+    The trainer's parameters are never changed, so theta_t needs no restoring.
+    ``iterations`` may be 0 (only the base elite). Deterministic given ``key``.
+    """
+    if iterations < 0 or batch_size < 1:
+        raise ValueError(f"need iterations >= 0, batch_size >= 1; got {iterations}, {batch_size}")
+    start = time.perf_counter()
+    ill = qd_config.illumination
+    episodes = ill.eval_episodes
+    flat_base, unravel = flatten_params(base_params)
+    codec = trajectory_codec(trainer)
+
+    # 1. Archive initialization
+    if initial_archive is None:
+        words = lineage_words(visit + 1) if lineage is None else int(np.shape(lineage)[-1])
+        spec = qd_config.archive_spec(
+            n_params=flat_base.shape[0],
+            desc_dim=latent_config.latent_dim,
+            raw_dim=3 * latent_config.latent_dim,
+            lineage_words=words,
+        )
+        archive = init_archive(
+            spec,
+            tag=tag,
+            d_min=qd_config.archive.d_min,
+            id_offset=tag << 24,
+            codec=codec if ill.store_trajectories else None,
+            episodes=ill.stored_episodes,
+            steps=ill.traj_steps,
+            embedding_version=int(embedding.version),
+            normalizer_id=embedding.normalizer_id,
+        )
+    else:
+        _check_refresh(initial_archive, tag, embedding, episodes)
+        archive = copy_archive(initial_archive)  # the caller's archive survives donation
+    traj_shape = (0, 0) if archive.traj is None else tuple(archive.traj.u8.shape[1:3])
+    traj_codec = None if archive.traj is None else codec
+    if lineage is None:
+        lineage = jnp.zeros((archive.spec.lineage_words,), jnp.uint32)
+    if visit >= archive.spec.lineage_words * LINEAGE_BITS:
+        raise ValueError(f"visit {visit} does not fit {archive.spec.lineage_words} lineage words")
+    t_eval = max(latent_config.t_max, traj_shape[1])
+    statics = dict(latent_config=latent_config, codec=traj_codec, traj_shape=traj_shape)
+    visit_arr = jnp.asarray(visit, jnp.int32)
+
+    def evaluate_and_insert(archive, offspring, eval_key, gate):
+        ev = evaluate_population(
+            trainer, offspring.params, unravel, episodes=episodes, key=eval_key, t_max=t_eval
+        )
+        cands, traj = _candidates(
+            offspring, ev.features, ev.lengths, ev.sr, ev.fitness, embedding, visit_arr,
+            **statics,
+        )
+        archive, info = insert_batch(archive, cands, gate=gate, traj=traj, donate=True)
+        return archive, cands, ev, info
+
+    k_base, k_loop = jax.random.split(key)
+    size = int(archive.size)
+    base_off = _base_offspring(flat_base, ill.sigma0, parent_id, jnp.asarray(lineage), visit)
+    archive, base, base_ev, base_info = evaluate_and_insert(archive, base_off, k_base, 0.0)
+    (base_row,) = _rows(-1, size, base_off, base_ev, base_info)
+    archive = set_reference(
+        archive, descriptor=base.descriptor[0], sr=base.sr[0], fitness=base.fitness[0]
+    )
+    gate = competence_gate(archive.ref_sr, gamma=ill.gate_gamma, floor=ill.gate_floor)
+
+    # 2. Illumination loop
+    rows: list[IlluminationRow] = []
+    env_steps = base_ev.env_steps
+    size = base_row.archive_size
+    inj = qd_config.injection
+    for j, done in enumerate(range(0, iterations, batch_size)):
+        n = min(batch_size, iterations - done)
+        k_prop, k_eval = jax.random.split(jax.random.fold_in(k_loop, j))
+        # choose parents (optional injection), self-adapt sigma_i, mutate
+        offspring = propose(
+            k_prop, archive, n=n, visit=visit, tau=ill.tau, sigma_min=ill.sigma_min,
+            sigma_max=ill.sigma_max, pool=pool, p_inj=inj.p_inj, lam=inj.lam,
+            subset=inj.subset,
+        )
+        # evaluate for m episodes, describe under E_{t-1}, gate on g_i, insert in proposal
+        # order (d_min adapted after every change)
+        archive, _, ev, info = evaluate_and_insert(archive, offspring, k_eval, gate)
+        rows.extend(_rows(done, size, offspring, ev, info))
+        env_steps += ev.env_steps
+        size = rows[-1].archive_size
+        if progress is not None:
+            progress(done + n, iterations, size)
+
+    log = IlluminationLog(
+        base=base_row,
+        rows=rows,
+        gate=float(gate),
+        env_steps=env_steps,
+        wall_s=time.perf_counter() - start,
+    )
+    return archive, log
+
+
+def _check_refresh(archive: Archive, tag: int, embedding: EmbeddingState, episodes: int) -> None:
+    """RefreshArchive needs the archive of this base tag, expressed under the current
+    embedding (its descriptors and the new ones must share one latent space)."""
+    if int(archive.tag) != tag:
+        raise ValueError(f"initial archive has tag {int(archive.tag)}, expected {tag}")
+    if int(archive.embedding_version) != int(embedding.version) or (
+        archive.normalizer_hex != embedding.normalizer_id
+    ):
+        raise ValueError(
+            f"initial archive is expressed under embedding version "
+            f"{int(archive.embedding_version)} (normalizer {archive.normalizer_hex}), the "
+            f"current one is {int(embedding.version)} ({embedding.normalizer_id}): repack it "
+            "first"
+        )
+    if archive.traj is not None and archive.traj.lengths.shape[1] > episodes:
+        raise ValueError(
+            f"initial archive stores {archive.traj.lengths.shape[1]} episodes per elite, "
+            f"more than the {episodes} evaluated"
+        )

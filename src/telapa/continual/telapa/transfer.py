@@ -1,0 +1,280 @@
+"""Transfer-origin selection (paper Sec. 3.2 "Candidate pooling" and "Few-shot origin
+selection"; App. Algorithm "FewShotSelectElite").
+
+`select_transfer_origin` runs the whole algorithm:
+
+    line 1     H   <- LoadArchives(P)              the caller passes the loaded archives
+    line 2     C   <- GatherCandidates(H, K_pool)  `telapa.qd.selection.pool_candidates`:
+                                                   greedy farthest-point selection over
+                                                   the union of all archives
+    lines 3-6  for each eta_j in C: load theta_eta_j, reset optimizer and rollout,
+               (SR0, SRfinal, slope, AUC) <- Probe(M, e_{k+1}, B_probe)      (`probe`,
+                                                   `telapa.qd.selection.probe_summary`)
+    lines 7-8  SR* = max_j SRfinal_j,  I = { j : SRfinal_j >= SR* - epsilon }
+    line 9     j*  = argmax_{j in I} Score(...)   `telapa.qd.selection.few_shot_select`
+    line 10    return the ORIGINAL archived weights of eta_j* (never the probed ones)
+
+Randomness. Every SR measurement of every probe uses the same evaluation key (the
+``key`` argument): the episodes (initial states and action-sampling keys) are then the
+same at every point of a curve and for every candidate, so differences in SR come from
+the weights, not from the episode draw. The probe's PPO rollout starts from
+`PPOTrainer.reset_rollout`, i.e. from the trainer's own rollout key stream; on the jax
+backend that stream is rewound after each probe (`PPOTrainer.restore`), so every
+candidate is also adapted on the same training episodes.
+
+Compute. Each probe costs its PPO env steps (``steps`` rounded up to whole training
+calls) plus the steps of its ``points x episodes`` evaluation episodes; both are
+method-specific extra env steps in the paper's compute accounting.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import jax
+import numpy as np
+
+from telapa.qd.archive import Archive, lineage_visits
+from telapa.qd.config import TransferConfig
+from telapa.qd.selection import (
+    few_shot_scores,
+    few_shot_select,
+    near_best,
+    pool_candidates,
+    probe_summary,
+)
+from telapa.rl.networks import Params, flatten_params
+from telapa.rl.trainer import PPOTrainer
+
+ProgressFn = Callable[[int, int], None]
+"""``progress(done, total)``: called after each candidate probe."""
+
+
+def probe(
+    trainer: PPOTrainer,
+    params: Params,
+    *,
+    steps: int,
+    points: int,
+    episodes: int,
+    key: jax.Array,
+) -> tuple[np.ndarray, int]:
+    """Probe(M, e_{k+1}, B_probe) of Algorithm FewShotSelectElite (lines 4-5).
+
+    Loads ``params`` (a parameter tree of ``trainer``'s network) into the learner,
+    resets the optimizer (fresh Adam moments: the probe reflects basin recoverability,
+    not inherited momentum) and the rollout (new episodes in every training env), then
+    measures the success rate at ``points`` moments of a ``steps``-step PPO adaptation:
+    point i (i = 0 .. points-1) is taken once ``ceil(i * steps / (points - 1))`` env
+    steps have been trained, so the first is the zero-shot SR before any update and the
+    last the SR after the whole budget. `PPOTrainer.train` trains whole calls
+    (``num_envs * n_steps`` x ``iterations_per_call`` steps on jax), so each point lies
+    less than one call past its nominal moment and the total is ``steps`` rounded up to
+    whole calls. Each SR comes from ``trainer.evaluate(..., episodes, key)``.
+
+    The trainer is left as it was found, also when the probe raises: the PPO state
+    (parameters, optimizer, penalty data) and ``steps`` are restored; on the jax backend
+    the in-progress rollout and keys are restored too (`PPOTrainer.snapshot` /
+    `PPOTrainer.restore`), so later training is bit-identical to training without the
+    probe. The gymnasium backend cannot snapshot its envs: there the rollout is restarted
+    with `PPOTrainer.reset_rollout` instead.
+
+    Returns ``(sr_curve, env_steps)``: the (points,) float32 success rates and the env
+    steps spent (PPO steps trained + steps of all evaluation episodes).
+    """
+    if points < 2:
+        raise ValueError(f"a probe needs at least 2 points, got {points}")
+    saved = trainer.snapshot() if trainer.backend == "jax" else None
+    state, start = trainer.state, trainer.steps
+    try:
+        trainer.set_params(params)
+        trainer.reset_optimizer()
+        trainer.reset_rollout()
+        curve = np.zeros(points, np.float32)
+        eval_steps = 0
+        for i in range(points):
+            target = math.ceil(i * steps / (points - 1))
+            trained = trainer.steps - start
+            if trained < target:
+                trainer.train(target - trained)
+            result = trainer.evaluate(trainer.get_params(), episodes, key)
+            curve[i] = result.sr
+            eval_steps += int(np.sum(result.lengths))
+        env_steps = trainer.steps - start + eval_steps
+    finally:
+        if saved is not None:
+            trainer.restore(saved)
+        else:
+            trainer.state, trainer.steps = state, start
+            trainer.reset_rollout()
+    return curve, env_steps
+
+
+@dataclass(frozen=True)
+class ProbedCandidate:
+    """One candidate eta_j of the pool C_{k+1} and its probe."""
+
+    elite_id: int
+    source: int
+    """Position of the elite's archive in the list passed to `select_transfer_origin`."""
+    tag: int
+    """``Archive.tag`` of that archive."""
+    slot: int
+    """Slot of the elite in that archive."""
+    task: int
+    """Visit index on which the elite was evaluated (``Elites.task``)."""
+    fitness: float
+    """Source-task fitness f (mean return) stored in the archive."""
+    sr0: float
+    sr_final: float
+    slope: float
+    auc: float
+    score: float
+    """Score_j of line 9; -inf outside the window I."""
+    in_window: bool
+    """j in I (lines 7-8): SR^final_j >= SR* - epsilon."""
+    env_steps: int
+    """Extra env steps of this probe."""
+
+
+@dataclass(frozen=True)
+class TransferChoice:
+    """Result of `select_transfer_origin`: theta^(0)_{k+1} and the selection record."""
+
+    params: Params
+    """The chosen elite's ORIGINAL archived weights, as ``trainer``'s parameter tree."""
+    index: int
+    """j*: position of the chosen elite in ``candidates``."""
+    elite_id: int
+    source: int
+    tag: int
+    slot: int
+    lineage: tuple[int, ...]
+    """Visit indices set in the chosen elite's lineage bitmask (its ancestry path)."""
+    candidates: tuple[ProbedCandidate, ...]
+    """The pool C_{k+1} in farthest-point order, with probe outcomes."""
+    env_steps: int
+    """Extra env steps of all probes together."""
+    wall_s: float
+    """Wall-clock seconds of the whole selection (pooling, probes, scoring)."""
+
+    def record(self) -> dict[str, Any]:
+        """The selection record as JSON-ready values (no weights; a score outside the
+        window is None)."""
+        cands = []
+        for c in self.candidates:
+            row = asdict(c)
+            row["score"] = c.score if math.isfinite(c.score) else None
+            cands.append(row)
+        return {
+            "elite_id": self.elite_id,
+            "index": self.index,
+            "source": self.source,
+            "tag": self.tag,
+            "slot": self.slot,
+            "lineage": list(self.lineage),
+            "env_steps": self.env_steps,
+            "wall_s": self.wall_s,
+            "candidates": cands,
+        }
+
+
+def select_transfer_origin(
+    trainer: PPOTrainer,
+    archives: Sequence[Archive],
+    *,
+    config: TransferConfig,
+    key: jax.Array,
+    progress: ProgressFn | None = None,
+) -> TransferChoice:
+    """Algorithm FewShotSelectElite on the incoming task (``trainer``'s env).
+
+    ``archives`` is the loaded library {A_T_m}_{m <= k} (line 1), all under the current
+    embedding version and normalizer. Line 2: C_{k+1} = `pool_candidates` (greedy
+    farthest-point selection of ``config.k_pool`` elites over the union, starting from
+    the highest source fitness; fewer when the library holds fewer valid elites).
+    Lines 3-6: one `probe` per candidate with ``config.probe_steps``,
+    ``config.probe_points``, ``config.probe_eval_episodes`` and the same ``key``;
+    ``progress(done, total)`` after each. Lines 7-9: `probe_summary` (evenly spaced
+    probe times), the epsilon window and Score with ``config.w_*`` (`few_shot_select`,
+    ties by the lowest pool position). Line 10: the chosen elite's archived row,
+    unflattened into ``trainer``'s parameter tree (bitwise the stored weights).
+
+    The trainer is left as it was found (see `probe`). Raises ValueError when the
+    archives hold no valid elite or their parameter vectors do not fit the network.
+    """
+    start = time.perf_counter()
+    flat, unravel = flatten_params(trainer.get_params())
+    pool, idx = pool_candidates(archives, k_pool=config.k_pool)
+    if pool.elites.params.shape[-1] != flat.shape[0]:
+        raise ValueError(
+            f"archived elites have {pool.elites.params.shape[-1]} parameters, "
+            f"the trainer's network {flat.shape[0]}"
+        )
+    rows = [int(r) for r in np.asarray(idx) if r >= 0]
+    if not rows:
+        raise ValueError("the archive library holds no valid elite")
+
+    curves, costs = [], []
+    for done, row in enumerate(rows, start=1):
+        curve, cost = probe(
+            trainer,
+            unravel(pool.elites.params[row]),
+            steps=config.probe_steps,
+            points=config.probe_points,
+            episodes=config.probe_eval_episodes,
+            key=key,
+        )
+        curves.append(curve)
+        costs.append(cost)
+        if progress is not None:
+            progress(done, len(rows))
+
+    results = probe_summary(np.stack(curves))
+    weights = {"w_final": config.w_final, "w_slope": config.w_slope, "w_auc": config.w_auc}
+    scores = np.asarray(few_shot_scores(results, epsilon=config.epsilon, **weights))
+    window = np.asarray(near_best(results.sr_final, epsilon=config.epsilon))
+    best = few_shot_select(results, epsilon=config.epsilon, **weights)
+
+    el = pool.elites
+    host = jax.device_get(
+        {"id": el.elite_id, "task": el.task, "fitness": el.fitness, "lineage": el.lineage}
+    )
+    source, slot = np.asarray(pool.source), np.asarray(pool.slot)
+    tags = [int(a.tag) for a in archives]
+    sr0, sr_final, slope, auc = (np.asarray(x) for x in results)
+    candidates = tuple(
+        ProbedCandidate(
+            elite_id=int(host["id"][row]),
+            source=int(source[row]),
+            tag=tags[int(source[row])],
+            slot=int(slot[row]),
+            task=int(host["task"][row]),
+            fitness=float(host["fitness"][row]),
+            sr0=float(sr0[j]),
+            sr_final=float(sr_final[j]),
+            slope=float(slope[j]),
+            auc=float(auc[j]),
+            score=float(scores[j]),
+            in_window=bool(window[j]),
+            env_steps=costs[j],
+        )
+        for j, row in enumerate(rows)
+    )
+    chosen = candidates[best]
+    return TransferChoice(
+        params=unravel(el.params[rows[best]]),
+        index=best,
+        elite_id=chosen.elite_id,
+        source=chosen.source,
+        tag=chosen.tag,
+        slot=chosen.slot,
+        lineage=tuple(lineage_visits(host["lineage"][rows[best]])),
+        candidates=candidates,
+        env_steps=sum(costs),
+        wall_s=time.perf_counter() - start,
+    )

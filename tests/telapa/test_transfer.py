@@ -1,0 +1,213 @@
+"""Transfer-origin selection (Algorithm FewShotSelectElite) on the toy Corridor: probe
+curves and accounting reproduced by hand, the trainer left untouched, the trained elite
+chosen over random ones although it has the lowest source fitness, the archived (not the
+probed) weights returned, the farthest-point pool probed, determinism."""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from rl.toy_envs import Corridor
+
+from telapa.config import EvalConfig, PPOConfig, TrainConfig
+from telapa.continual.telapa.transfer import probe, select_transfer_origin
+from telapa.qd import ArchiveSpec, TransferConfig, init_archive, insert, make_elites
+from telapa.qd.archive import InsertStatus, lineage_from_visits
+from telapa.qd.selection import pool_candidates
+from telapa.rl import PPOTrainer, flatten_params
+
+CONFIG = TrainConfig(
+    ppo=PPOConfig(num_envs=8, n_steps=16, batch_size=64, epochs=4, lr=3e-3),
+    eval=EvalConfig(episodes=32),
+)
+ROLLOUT = CONFIG.ppo.rollout_size
+TRANSFER = TransferConfig(
+    k_pool=4, probe_steps=4 * ROLLOUT, probe_points=3, probe_eval_episodes=32, epsilon=0.1
+)
+KEY = jax.random.key(7)
+
+
+def _leaves(tree) -> list[np.ndarray]:
+    return [
+        np.asarray(jax.random.key_data(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
+                   else x)
+        for x in jax.tree.leaves(tree)
+    ]
+
+
+def _same(a, b) -> bool:
+    la, lb = _leaves(a), _leaves(b)
+    return len(la) == len(lb) and all(np.array_equal(x, y) for x, y in zip(la, lb, strict=True))
+
+
+def _make_trainer() -> PPOTrainer:
+    """The incoming-task learner, mid-training (non-trivial optimizer state, a rollout
+    in progress, steps > 0), so that 'left as found' is a real condition."""
+    trainer = PPOTrainer(Corridor(), CONFIG, key=1)
+    trainer.train(ROLLOUT)
+    return trainer
+
+
+@pytest.fixture(scope="module")
+def library():
+    """Archive A (tag 0): random r1, r2 (near-duplicate of r1), r3. Archive B (tag 1):
+    the Corridor-trained elite T, with the LOWEST source fitness, and random r4.
+    Descriptors (2-d): r1 (0, 0), r2 (0.05, 0), r3 (1, 0); T (0, 1.2), r4 (1, 1).
+    Farthest-point order by hand: r1 (fittest), r4 (1.41 from r1), T (min 1.02), r3
+    (min 1.0); r2 (0.05 from r1) is left out of the K_pool = 4 pool."""
+    teacher = PPOTrainer(Corridor(), CONFIG, key=0)
+    teacher.train(40 * ROLLOUT)
+    trained = teacher.get_params()
+    assert teacher.evaluate().sr >= 0.95
+    rand = {n: teacher.policy.init(jax.random.key(100 + i)) for i, n in enumerate("1234")}
+    n_params = flatten_params(trained)[0].shape[0]
+    spec = ArchiveSpec(n_params=n_params, desc_dim=2, raw_dim=0, capacity=4, target_size=3)
+
+    def build(tag: int, rows: list) -> tuple:
+        archive = init_archive(spec, tag=tag, d_min=0.01, id_offset=tag << 24)
+        ids = []
+        for params, z, f, task, visits in rows:
+            cand = make_elites(
+                params=flatten_params(params)[0], fitness=f, sr=0.5,
+                descriptor=jnp.asarray(z, jnp.float32), sigma=0.05, task=task,
+                lineage=lineage_from_visits(visits, 1),
+            )
+            archive, info = insert(archive, cand)
+            assert int(info.status) == InsertStatus.ADDED
+            ids.append(int(info.elite_id))
+        return archive, ids
+
+    a, ids_a = build(0, [(rand["1"], (0.0, 0.0), 0.3, 0, (0,)),
+                         (rand["2"], (0.05, 0.0), 0.1, 0, (0,)),
+                         (rand["3"], (1.0, 0.0), 0.2, 0, (0,))])
+    b, ids_b = build(1, [(trained, (0.0, 1.2), 0.0, 1, (0, 1)),
+                         (rand["4"], (1.0, 1.0), 0.25, 1, (1,))])
+    return {"archives": [a, b], "trained": trained, "rand": rand, "ids_a": ids_a,
+            "ids_b": ids_b}
+
+
+@pytest.fixture(scope="module")
+def selected(library):
+    trainer = _make_trainer()
+    before = trainer.snapshot()
+    calls: list[tuple[int, int]] = []
+    choice = select_transfer_origin(
+        trainer, library["archives"], config=TRANSFER, key=KEY,
+        progress=lambda done, total: calls.append((done, total)),
+    )
+    return trainer, before, choice, calls
+
+
+def test_probe_curve_and_accounting_match_a_hand_run(library):
+    """probe == set_params, reset optimizer and rollout, evaluate at 0, 1/2, 1 of the
+    budget with the probe key; env steps = trained steps + evaluated episode lengths."""
+    trainer, twin = _make_trainer(), _make_trainer()
+    before = trainer.snapshot()
+    twin_start = twin.snapshot()
+    for name, params in [("r1", library["rand"]["1"]), ("T", library["trained"])]:
+        curve, env_steps = probe(trainer, params, steps=4 * ROLLOUT, points=3, episodes=32,
+                                 key=KEY)
+        assert curve.shape == (3,), name
+        assert curve[0] == trainer.evaluate(params, 32, KEY).sr, name
+        assert _same(trainer.snapshot(), before), name
+
+        twin.restore(twin_start)
+        twin.set_params(params)
+        twin.reset_optimizer()
+        twin.reset_rollout()
+        results = [twin.evaluate(twin.get_params(), 32, KEY)]
+        for _ in range(2):
+            twin.train(2 * ROLLOUT)
+            results.append(twin.evaluate(twin.get_params(), 32, KEY))
+        np.testing.assert_array_equal(curve, [r.sr for r in results], err_msg=name)
+        lengths = sum(int(r.lengths.sum()) for r in results)
+        assert lengths > 0
+        assert env_steps == 4 * ROLLOUT + lengths, name
+        # The probe moves the weights, so "bitwise the archived weights" below means
+        # "not the probed ones".
+        assert not _same(twin.get_params(), params), name
+    assert curve[0] >= 0.95  # T solves the corridor zero-shot
+
+
+def test_selection_picks_trained_elite_and_returns_its_archived_weights(library, selected):
+    _, _, choice, _ = selected
+    a, b = library["archives"]
+    assert choice.elite_id == library["ids_b"][0] == (1 << 24)
+    assert (choice.source, choice.tag, choice.slot, choice.lineage) == (1, 1, 0, (0, 1))
+    chosen = choice.candidates[choice.index]
+    assert chosen.elite_id == choice.elite_id
+    # Not a fitness pick: T has the lowest source fitness in the pool.
+    assert chosen.fitness == min(c.fitness for c in choice.candidates) == 0.0
+    # Bitwise the archived row (and hence the trained tree), not probed weights.
+    flat = flatten_params(choice.params)[0]
+    np.testing.assert_array_equal(np.asarray(flat), np.asarray(b.elites.params[0]))
+    assert _same(choice.params, library["trained"])
+    # The window keeps T only; the random policies do not reach SR* - epsilon.
+    assert chosen.in_window and chosen.sr_final >= 0.95
+    assert [c.in_window for c in choice.candidates].count(True) == 1
+    others = [c.score for c in choice.candidates if c is not chosen]
+    assert all(s == -np.inf for s in others) and np.isfinite(chosen.score)
+
+
+def test_selection_leaves_trainer_as_found(selected):
+    trainer, before, _, _ = selected
+    assert _same(trainer.snapshot(), before)
+    assert trainer.steps == ROLLOUT
+    twin = _make_trainer()
+    trainer.train(ROLLOUT)
+    twin.train(ROLLOUT)
+    assert _same(trainer.snapshot(), twin.snapshot())
+
+
+def test_candidates_are_the_farthest_point_pool(library, selected):
+    _, _, choice, calls = selected
+    ids_a, ids_b = library["ids_a"], library["ids_b"]
+    got = [(c.source, c.tag, c.slot, c.elite_id) for c in choice.candidates]
+    assert got == [(0, 0, 0, ids_a[0]), (1, 1, 1, ids_b[1]), (1, 1, 0, ids_b[0]),
+                   (0, 0, 2, ids_a[2])]
+    pool, idx = pool_candidates(library["archives"], k_pool=TRANSFER.k_pool)
+    assert [c.elite_id for c in choice.candidates] == [
+        int(pool.elites.elite_id[i]) for i in np.asarray(idx)
+    ]
+    assert calls == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    max_eval = TRANSFER.probe_points * TRANSFER.probe_eval_episodes * Corridor().max_steps
+    for c in choice.candidates:
+        assert TRANSFER.probe_steps < c.env_steps <= TRANSFER.probe_steps + max_eval
+        assert c.task == c.source
+    assert choice.env_steps == sum(c.env_steps for c in choice.candidates)
+    assert choice.wall_s > 0
+
+
+def test_record_is_json_ready(selected):
+    _, _, choice, _ = selected
+    record = json.loads(json.dumps(choice.record(), allow_nan=False))
+    assert record["elite_id"] == choice.elite_id and record["lineage"] == [0, 1]
+    assert [c["score"] is None for c in record["candidates"]] == [
+        not c.in_window for c in choice.candidates
+    ]
+
+
+def test_selection_is_deterministic_given_key(library, selected):
+    _, _, choice, _ = selected
+    again = select_transfer_origin(_make_trainer(), library["archives"], config=TRANSFER,
+                                   key=KEY)
+    assert again.candidates == choice.candidates
+    assert (again.index, again.env_steps) == (choice.index, choice.env_steps)
+    assert _same(again.params, choice.params)
+
+
+def test_rejects_unusable_libraries(library):
+    trainer = PPOTrainer(Corridor(), CONFIG, key=2)
+    empty = init_archive(ArchiveSpec(n_params=library["archives"][0].spec.n_params,
+                                     desc_dim=2, raw_dim=0, capacity=4, target_size=3))
+    with pytest.raises(ValueError, match="no valid elite"):
+        select_transfer_origin(trainer, [empty], config=TRANSFER, key=KEY)
+    wrong = init_archive(ArchiveSpec(n_params=3, desc_dim=2, raw_dim=0, capacity=4,
+                                     target_size=3))
+    with pytest.raises(ValueError, match="parameters"):
+        select_transfer_origin(trainer, [wrong], config=TRANSFER, key=KEY)
+    assert trainer.steps == 0
