@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 
 from telapa.continual.curriculum import load_curriculum
-from telapa.continual.methods import METHODS, Finetune
+from telapa.continual.methods import Finetune
 from telapa.continual.preset import load_run_config
+from telapa.continual.registry import METHODS
 from telapa.continual.rundir import RunDirError
 from telapa.continual.runner import ContinualRun, RunError, RunSpec, load_run_tables
 

@@ -25,8 +25,8 @@ from rich.table import Table
 from telapa.cli.common import CLIError, stdout_console
 from telapa.config import ConfigError
 from telapa.continual.curriculum import Visit, load_curriculum
-from telapa.continual.methods import METHODS
 from telapa.continual.preset import load_run_config, parse_run_config
+from telapa.continual.registry import METHODS
 from telapa.continual.results import CurriculumResults, load_run, score
 from telapa.continual.rundir import RunDirError
 from telapa.continual.runner import ContinualRun, RunError, RunSpec

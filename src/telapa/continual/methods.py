@@ -61,6 +61,9 @@ class Method:
         """Env steps the method spent outside the common PPO budget (paper App. G)."""
         self.timer = PhaseTimer()
         """The method's own phases (e.g. TeLAPA's illumination, probes, maintenance)."""
+        self.log: list[dict[str, Any]] = []
+        """JSON records of the method's decisions (e.g. TeLAPA's transfers), saved with
+        every checkpoint and as ``method_log.json``."""
 
     def network(self, network: NetworkConfig) -> NetworkConfig:
         """The network this method trains (DFF changes the activation)."""
@@ -98,8 +101,11 @@ class Method:
     def load_state(self, tree: dict[str, Any]) -> None:
         """Inverse of `state` (``tree`` has the structure `state_like` gives)."""
 
-    def state_like(self, params: Params, tasks: list[str]) -> dict[str, Any]:
-        """A template of `state` after ``tasks`` were stored (for loading checkpoints)."""
+    def state_like(
+        self, params: Params, tasks: list[str], trainer_for: Callable[[str], PPOTrainer]
+    ) -> dict[str, Any]:
+        """A template of `state` after ``tasks`` were stored (for loading checkpoints);
+        ``trainer_for(task)`` gives the trainer of a task's env."""
         return {}
 
     def stored_tasks(self) -> list[str]:
@@ -160,7 +166,9 @@ class ScratchReuse(Scratch):
     def load_state(self, tree: dict[str, Any]) -> None:
         self.bank = dict(tree["bank"])
 
-    def state_like(self, params: Params, tasks: list[str]) -> dict[str, Any]:
+    def state_like(
+        self, params: Params, tasks: list[str], trainer_for: Callable[[str], PPOTrainer]
+    ) -> dict[str, Any]:
         return {"bank": {task: params for task in tasks}}
 
     def stored_tasks(self) -> list[str]:
@@ -196,7 +204,9 @@ class L2Init(FinetuneReset):
     def load_state(self, tree: dict[str, Any]) -> None:
         self._anchor = tree["anchor"]
 
-    def state_like(self, params: Params, tasks: list[str]) -> dict[str, Any]:
+    def state_like(
+        self, params: Params, tasks: list[str], trainer_for: Callable[[str], PPOTrainer]
+    ) -> dict[str, Any]:
         return {"anchor": params}
 
 
@@ -268,7 +278,9 @@ class EWC(FinetuneReset):
     def load_state(self, tree: dict[str, Any]) -> None:
         self._data = dict(tree)
 
-    def state_like(self, params: Params, tasks: list[str]) -> dict[str, Any]:
+    def state_like(
+        self, params: Params, tasks: list[str], trainer_for: Callable[[str], PPOTrainer]
+    ) -> dict[str, Any]:
         return {"fisher": params, "anchor": params}
 
 
@@ -300,16 +312,3 @@ class ShrinkPerturb(FinetuneReset):
         ]
         params = jax.tree.unflatten(treedef, shrunk)
         return state.replace(params=params, opt_state=ctx.fresh_optimizer(params))
-
-
-METHODS: dict[str, type[Method]] = {
-    m.name: m
-    for m in (Scratch, ScratchReuse, Finetune, FinetuneReset, EWC, L2Init, DFF, ShrinkPerturb)
-}
-
-
-def make_method(name: str, config: RunConfig) -> Method:
-    """The method registered as ``name`` (see `METHODS`)."""
-    if name not in METHODS:
-        raise ValueError(f"unknown method {name!r}; available: {', '.join(METHODS)}")
-    return METHODS[name](config)

@@ -32,8 +32,9 @@ import yaml
 from telapa import __version__
 from telapa.config import read_yaml
 from telapa.continual.curriculum import Curriculum, Visit, parse_curriculum
-from telapa.continual.methods import Method, TaskContext, make_method
+from telapa.continual.methods import Method, TaskContext
 from telapa.continual.preset import RunConfig, parse_run_config
+from telapa.continual.registry import make_method
 from telapa.continual.rundir import RunDir, RunDirError
 from telapa.io import (
     MemoryMonitor,
@@ -207,6 +208,9 @@ class ContinualRun:
                 intrinsic_beta=self.spec.config.intrinsic_beta,
             )
         return self._trainers[key]
+
+    def _trainer_for_task(self, task: str) -> PPOTrainer:
+        return self._trainer(next(v for v in self.visits if v.task == task))
 
     # --- keys -----------------------------------------------------------------------
 
@@ -409,6 +413,7 @@ class ContinualRun:
             "records": self.records,
             "stored_tasks": self.method.stored_tasks(),
             "extra_env_steps": self.method.extra_env_steps,
+            "method_log": self.method.log,
             "timer": self.timer.totals,
             "method_timer": self.method.timer.totals,
             "wall_s": self.wall_s,
@@ -417,6 +422,7 @@ class ContinualRun:
         })
         self.dir.commit_checkpoint(folder)
         self.dir.write_tables(self.tables())
+        write_json_atomic(self.dir.path / "method_log.json", self.method.log)
         write_json_atomic(self.dir.path / "accounting.json", self.accounting())
 
     def _load_checkpoint(self, folder: Path) -> None:
@@ -427,11 +433,13 @@ class ContinualRun:
         self.global_step = state["global_step"]
         self.records = state["records"]
         self.method.extra_env_steps = state["extra_env_steps"]
+        self.method.log = state["method_log"]
         self.timer = PhaseTimer.from_totals(state["timer"])
         self.method.timer = PhaseTimer.from_totals(state["method_timer"])
         self.wall_s, self.segments = state["wall_s"], state["segments"]
         self.peak_rss = state["peak_rss_bytes"]
-        like = self.method.state_like(self.learner.params, state["stored_tasks"])
+        like = self.method.state_like(self.learner.params, state["stored_tasks"],
+                                      self._trainer_for_task)
         self.method.load_state(load_pytree(folder / "method.npz", like))
         self.learner = load_pytree(folder / "learner.npz", self.learner)
         train_csv = folder / "train.csv"

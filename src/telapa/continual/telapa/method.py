@@ -1,0 +1,172 @@
+"""TeLAPA as a continual method (paper Algorithm "TeLAPA"), on the loop's hooks:
+
+* ``start_task``: with archives, FewShotSelectElite picks the transfer origin from the
+  union of all archives (the archived weights, fresh optimizer); without, PPO starts from
+  scratch;
+* ``observe``: every evaluation's episode set goes to the replay bank, successful ones to
+  the anchor bank (Elite / Final Storage, and the evidence collected while training);
+* ``end_task``: BuildArchive (first visit of a task) or RefreshArchive (revisit) around
+  the trained policy, then BoundaryMaintenance of the latent space.
+
+TeLAPA-Static keeps the initial embedder and skips maintenance (paper Sec. 4 (ix)).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+import jax
+import numpy as np
+
+from telapa.continual.curriculum import Visit
+from telapa.continual.methods import Method, TaskContext
+from telapa.continual.preset import RunConfig
+from telapa.continual.telapa.embedding import EmbeddingState
+from telapa.continual.telapa.illumination import illuminate, trajectory_codec
+from telapa.continual.telapa.maintenance import EpisodeBanks, maintain, store
+from telapa.continual.telapa.transfer import select_transfer_origin
+from telapa.qd.archive import (
+    Archive,
+    float16_codec,
+    init_archive,
+    lineage_from_visits,
+    lineage_words,
+)
+from telapa.rl.evaluate import EvalResult
+from telapa.rl.networks import Params, flatten_params
+from telapa.rl.ppo import PPOState
+from telapa.rl.trainer import PPOTrainer
+
+MAX_VISITS = 64
+"""Lineage bitmasks hold this many visits (two words)."""
+
+
+class TeLAPA(Method):
+    name = "telapa"
+    maintain_latent = True
+
+    def __init__(self, config: RunConfig):
+        super().__init__(config)
+        self.settings = config.methods.telapa
+        latent = self.settings.latent
+        self.embedding = EmbeddingState.create(jax.random.key(0), latent)
+        self.banks = EpisodeBanks.create(
+            float16_codec(latent.feature_dim), episodes=config.eval_episodes,
+            t_max=latent.t_max,
+        )
+        self.archives: dict[str, Archive] = {}
+        self.tags: list[str] = []
+        """Archive tag index -> task (base tag of Algorithm TeLAPA)."""
+        self.words = lineage_words(MAX_VISITS)
+        self._origin = self._no_origin()
+        """The elite this visit's PPO started from: its id and lineage bitmask."""
+
+    def _no_origin(self) -> dict[str, np.ndarray]:
+        return {"id": np.int32(-1), "lineage": lineage_from_visits((), self.words)}
+
+    def _tag(self, task: str) -> int:
+        if task not in self.tags:
+            self.tags.append(task)
+        return self.tags.index(task)
+
+    def start_task(self, state: PPOState, ctx: TaskContext) -> PPOState:
+        if ctx.visit.index >= MAX_VISITS:
+            raise ValueError(f"TeLAPA lineage records hold {MAX_VISITS} visits")
+        params = state.params
+        self._origin = self._no_origin()
+        if self.archives:
+            with self.timer.phase("few_shot"):
+                ctx.trainer.reseed(jax.random.fold_in(ctx.key, 1))
+                choice = select_transfer_origin(
+                    ctx.trainer, list(self.archives.values()),
+                    config=self.settings.qd.transfer, key=ctx.key,
+                )
+            self.extra_env_steps += choice.env_steps
+            params = choice.params
+            self._origin = {"id": np.int32(choice.elite_id),
+                            "lineage": lineage_from_visits(choice.lineage, self.words)}
+            self.log.append({"event": "transfer", **choice.record(), "visit": ctx.visit.index,
+                             "visit_tag": ctx.visit.tag})
+        return state.replace(params=params, opt_state=ctx.fresh_optimizer(params))
+
+    def observe(
+        self, visit: Visit, kind: Literal["pre", "train", "post"], result: EvalResult
+    ) -> None:
+        if self.maintain_latent:
+            self.banks = store(
+                self.banks, result.features, result.lengths, result.sr, visit.index,
+                anchor_threshold=self.settings.latent.anchor_sr_threshold,
+            )
+
+    def end_task(self, state: PPOState, ctx: TaskContext) -> None:
+        qd, latent = self.settings.qd, self.settings.latent
+        task = ctx.visit.task
+        illumination_key, maintenance_key = jax.random.split(ctx.key)
+        with self.timer.phase("illumination"):
+            archive, log = illuminate(
+                ctx.trainer, state.params, visit=ctx.visit.index, tag=self._tag(task),
+                embedding=self.embedding, latent_config=latent, qd_config=qd,
+                key=illumination_key, iterations=qd.illumination.iterations,
+                batch_size=qd.illumination.batch_size,
+                initial_archive=self.archives.get(task), parent_id=int(self._origin["id"]),
+                lineage=self._origin["lineage"],
+            )
+        self.archives[task] = archive
+        self.extra_env_steps += log.env_steps
+        self.log.append({"event": "illumination", "visit": ctx.visit.index,
+                         "visit_tag": ctx.visit.tag, "archive_size": int(archive.size),
+                         "d_min": float(archive.d_min), "gate": log.gate,
+                         "env_steps": log.env_steps, "wall_s": log.wall_s})
+        if not self.maintain_latent:
+            return
+        with self.timer.phase("maintenance"):
+            self.embedding, self.archives, mlog = maintain(
+                self.embedding, self.banks, self.archives, config=latent, key=maintenance_key
+            )
+        self.log.append({"event": "maintenance", "visit": ctx.visit.index,
+                         "updated": mlog.updated, "version": mlog.version,
+                         "normalizer_id": mlog.normalizer_id, "bank_sets": mlog.bank_sets})
+
+    # --- persistent state ---------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        return {"archives": dict(self.archives), "embedding": self.embedding,
+                "banks": self.banks, "origin": dict(self._origin)}
+
+    def load_state(self, tree: dict[str, Any]) -> None:
+        self.archives = dict(tree["archives"])
+        self.embedding, self.banks = tree["embedding"], tree["banks"]
+        self._origin = {k: np.asarray(v) for k, v in tree["origin"].items()}
+
+    def stored_tasks(self) -> list[str]:
+        return list(self.tags)
+
+    def state_like(
+        self, params: Params, tasks: list[str], trainer_for: Callable[[str], PPOTrainer]
+    ) -> dict[str, Any]:
+        self.tags = list(tasks)
+        like = self.state()
+        like["archives"] = {task: self._archive_like(params, trainer_for(task), i)
+                            for i, task in enumerate(tasks)}
+        return like
+
+    def _archive_like(self, params: Params, trainer: PPOTrainer, tag: int) -> Archive:
+        qd, latent = self.settings.qd, self.settings.latent
+        ill = qd.illumination
+        spec = qd.archive_spec(
+            n_params=int(np.shape(flatten_params(params)[0])[0]),
+            desc_dim=latent.latent_dim, raw_dim=3 * latent.latent_dim,
+            lineage_words=self.words,
+        )
+        return init_archive(
+            spec, tag=tag, codec=trajectory_codec(trainer) if ill.store_trajectories else None,
+            episodes=ill.stored_episodes, steps=ill.traj_steps,
+        )
+
+
+class TeLAPAStatic(TeLAPA):
+    """The same archives and transfer with a fixed embedder: no maintenance."""
+
+    name = "telapa-static"
+    maintain_latent = False
