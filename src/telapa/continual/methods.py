@@ -94,7 +94,8 @@ class Method:
         """The policy evaluated on ``task`` at the end of the sequence."""
         return state.params
 
-    # Persistent method state, for checkpoints and the compute table.
+    # Persistent method state, for checkpoints and the compute table: named parts, each
+    # a pytree replaced (not mutated) when it changes, so unchanged parts are not rewritten.
     def state(self) -> dict[str, Any]:
         return {}
 

@@ -20,6 +20,7 @@ rollout in progress is part of the checkpoint.
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,6 +140,7 @@ class ContinualRun:
         root = jax.random.key(spec.seed)
         self._init_key, self._visit_root = jax.random.split(root)
         self._trainers: dict[str, PPOTrainer] = {}
+        self._saved_parts: dict[str, tuple[Any, Path]] = {}
         first = self._trainer(self.visits[0])
         params = first.policy.init(self._init_key)
         self.learner = PPOState(
@@ -403,7 +405,7 @@ class ContinualRun:
             if self.phases[self.next_phase - 1].kind == "chunk":
                 save_pytree(folder / "trainer.npz", trainer.snapshot())
         save_pytree(folder / "learner.npz", self.learner)
-        save_pytree(folder / "method.npz", self.method.state())
+        self._save_method_state(folder)
         if self.train_rows:
             pd.DataFrame(self.train_rows).to_csv(folder / "train.csv", index=False)
         write_json_atomic(folder / "state.json", {
@@ -425,6 +427,24 @@ class ContinualRun:
         write_json_atomic(self.dir.path / "method_log.json", self.method.log)
         write_json_atomic(self.dir.path / "accounting.json", self.accounting())
 
+    def _save_method_state(self, folder: Path) -> None:
+        """One file per part of the method state; a part that is the same object as at
+        the previous checkpoint is hard-linked instead of written again."""
+        saved = {}
+        for name, tree in self.method.state().items():
+            target = folder / f"method-{name}.npz"
+            previous = self._saved_parts.get(name)
+            if previous is not None and previous[0] is tree and previous[1].exists():
+                os.link(previous[1], target)
+            else:
+                save_pytree(target, tree)
+            saved[name] = (tree, target)
+        self._saved_parts = saved
+
+    def _load_method_state(self, folder: Path, like: dict[str, Any]) -> dict[str, Any]:
+        return {name: load_pytree(folder / f"method-{name}.npz", part)
+                for name, part in like.items()}
+
     def _load_checkpoint(self, folder: Path) -> None:
         state = read_json(folder / "state.json", "checkpoint state")
         if state["phases"] != len(self.phases):
@@ -440,7 +460,7 @@ class ContinualRun:
         self.peak_rss = state["peak_rss_bytes"]
         like = self.method.state_like(self.learner.params, state["stored_tasks"],
                                       self._trainer_for_task)
-        self.method.load_state(load_pytree(folder / "method.npz", like))
+        self.method.load_state(self._load_method_state(folder, like))
         self.learner = load_pytree(folder / "learner.npz", self.learner)
         train_csv = folder / "train.csv"
         self.train_rows = pd.read_csv(train_csv).to_dict("records") if train_csv.exists() else []

@@ -38,6 +38,10 @@ from telapa.rl.networks import Params, flatten_params
 from telapa.rl.ppo import PPOState
 from telapa.rl.trainer import PPOTrainer
 
+BANK_EPISODES = 16
+"""Episodes kept per stored episode set (the first ones of each evaluation): enough for
+a policy-level mean, and the banks stay small enough to checkpoint after every phase."""
+
 MAX_VISITS = 64
 """Lineage bitmasks hold this many visits (two words)."""
 
@@ -52,7 +56,7 @@ class TeLAPA(Method):
         latent = self.settings.latent
         self.embedding = EmbeddingState.create(jax.random.key(0), latent)
         self.banks = EpisodeBanks.create(
-            float16_codec(latent.feature_dim), episodes=config.eval_episodes,
+            float16_codec(latent.feature_dim), episodes=min(BANK_EPISODES, config.eval_episodes),
             t_max=latent.t_max,
         )
         self.archives: dict[str, Archive] = {}
@@ -131,11 +135,12 @@ class TeLAPA(Method):
     # --- persistent state ---------------------------------------------------------------
 
     def state(self) -> dict[str, Any]:
-        return {"archives": dict(self.archives), "embedding": self.embedding,
-                "banks": self.banks, "origin": dict(self._origin)}
+        archives = {f"archive-{self.tags.index(t)}": a for t, a in self.archives.items()}
+        return {**archives, "embedding": self.embedding, "banks": self.banks,
+                "origin": self._origin}
 
     def load_state(self, tree: dict[str, Any]) -> None:
-        self.archives = dict(tree["archives"])
+        self.archives = {t: tree[f"archive-{i}"] for i, t in enumerate(self.tags)}
         self.embedding, self.banks = tree["embedding"], tree["banks"]
         self._origin = {k: np.asarray(v) for k, v in tree["origin"].items()}
 
@@ -146,10 +151,10 @@ class TeLAPA(Method):
         self, params: Params, tasks: list[str], trainer_for: Callable[[str], PPOTrainer]
     ) -> dict[str, Any]:
         self.tags = list(tasks)
-        like = self.state()
-        like["archives"] = {task: self._archive_like(params, trainer_for(task), i)
-                            for i, task in enumerate(tasks)}
-        return like
+        archives = {f"archive-{i}": self._archive_like(params, trainer_for(task), i)
+                    for i, task in enumerate(tasks)}
+        return {**archives, "embedding": self.embedding, "banks": self.banks,
+                "origin": self._no_origin()}
 
     def _archive_like(self, params: Params, trainer: PPOTrainer, tag: int) -> Archive:
         qd, latent = self.settings.qd, self.settings.latent
