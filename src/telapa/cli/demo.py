@@ -1,7 +1,7 @@
 """``telapa demo``: the primary curriculum on the quick preset, scored in one table.
 
-Runs Scratch (for the competence targets tau_T), Finetune and Scratch-Reuse on
-``primary`` with seed 0, then prints the metrics of ``telapa metrics``.
+Runs Finetune, Scratch-Reuse and TeLAPA on ``primary`` with seed 0, then prints the
+tables of ``telapa metrics`` (tau_T = tau_min: the demo has no Scratch runs).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from telapa.cli.run import build_spec, execute, metrics_tables
 from telapa.continual.results import load_run, score
 from telapa.continual.runner import ContinualRun
 
-DEMO_METHODS = ("scratch", "finetune", "scratch-reuse")
+DEMO_METHODS = ("finetune", "scratch-reuse", "telapa")
 
 
 def _cmd_demo(ns: argparse.Namespace) -> None:
@@ -38,7 +38,9 @@ def _cmd_demo(ns: argparse.Namespace) -> None:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    demo = sub.add_parser("demo", help="three methods on the primary curriculum, quick preset")
+    demo = sub.add_parser(
+        "demo", help="Finetune, Scratch-Reuse and TeLAPA on the primary curriculum (quick)"
+    )
     demo.add_argument("--curriculum", default="primary")
     demo.add_argument("--preset", default="quick")
     demo.add_argument("--seed", type=int, default=0)
