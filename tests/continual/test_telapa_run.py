@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from telapa.continual.curriculum import load_curriculum
-from telapa.continual.preset import load_run_config
+from telapa.continual.preset import load_run_config, parse_run_config
 from telapa.continual.runner import ContinualRun, RunSpec, load_run_tables
 
 TINY = Path(__file__).with_name("tiny_run.yaml")
@@ -68,13 +68,6 @@ def test_telapa_records_archives_transfers_and_maintenance(telapa_run):
     assert acc["method_state_bytes"] > 0
 
 
-def test_telapa_static_never_maintains(tmp_path):
-    ContinualRun.start(_spec("telapa-static"), tmp_path / "static").run()
-    log = json.loads((tmp_path / "static" / "method_log.json").read_text())
-    assert not [e for e in log if e["event"] == "maintenance"]
-    assert [e["visit"] for e in log if e["event"] == "transfer"] == [1, 2, 3]
-
-
 def test_telapa_resumes_exactly_after_a_crash(telapa_run, tmp_path):
     path, metrics = telapa_run
     crashed = tmp_path / "crashed"
@@ -90,3 +83,29 @@ def test_telapa_resumes_exactly_after_a_crash(telapa_run, tmp_path):
     strip = {"wall_s"}
     assert [{k: v for k, v in e.items() if k not in strip} for e in a] == [
         {k: v for k, v in e.items() if k not in strip} for e in b]
+
+
+def test_telapa_static_with_cross_archive_injection(tmp_path, monkeypatch):
+    """TeLAPA-Static never maintains the latent space; with p_inj > 0 illumination gets
+    the other tasks' archives as its injection pool."""
+    pools = []
+    from telapa.continual.telapa import method as telapa_method
+
+    real = telapa_method.illuminate
+
+    def spy(*args, pool=None, **kwargs):
+        pools.append(pool)
+        return real(*args, pool=pool, **kwargs)
+
+    monkeypatch.setattr(telapa_method, "illuminate", spy)
+    data = load_run_config(TINY).model_dump()
+    data["methods"]["telapa"]["qd"]["injection"]["p_inj"] = 0.5
+    spec = RunSpec(load_curriculum("smoke"), "telapa-static", 1,
+                   parse_run_config(data), "tiny")
+    ContinualRun.start(spec, tmp_path / "inj").run()
+    # visit 0 has no other archive; visit 1 (B) draws from A's; revisits from the other
+    assert pools[0] is None and all(p is not None for p in pools[1:])
+    assert len(pools) == 4
+    log = json.loads((tmp_path / "inj" / "method_log.json").read_text())
+    assert not [e for e in log if e["event"] == "maintenance"]
+    assert [e["visit"] for e in log if e["event"] == "transfer"] == [1, 2, 3]

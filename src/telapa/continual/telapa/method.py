@@ -6,7 +6,8 @@
 * ``observe``: every evaluation's episode set goes to the replay bank, successful ones to
   the anchor bank (Elite / Final Storage, and the evidence collected while training);
 * ``end_task``: BuildArchive (first visit of a task) or RefreshArchive (revisit) around
-  the trained policy, then BoundaryMaintenance of the latent space.
+  the trained policy (with ``injection.p_inj > 0``, parents are sometimes injected from
+  the other tasks' archives), then BoundaryMaintenance of the latent space.
 
 TeLAPA-Static keeps the initial embedder and skips maintenance (paper Sec. 4 (ix)).
 """
@@ -33,6 +34,7 @@ from telapa.qd.archive import (
     lineage_from_visits,
     lineage_words,
 )
+from telapa.qd.selection import union
 from telapa.rl.evaluate import EvalResult
 from telapa.rl.networks import Params, flatten_params
 from telapa.rl.ppo import PPOState
@@ -107,6 +109,8 @@ class TeLAPA(Method):
         qd, latent = self.settings.qd, self.settings.latent
         task = ctx.visit.task
         illumination_key, maintenance_key = jax.random.split(ctx.key)
+        others = [a for t, a in self.archives.items() if t != task]
+        pool = union(others) if qd.injection.p_inj > 0 and others else None
         with self.timer.phase("illumination"):
             archive, log = illuminate(
                 ctx.trainer, state.params, visit=ctx.visit.index, tag=self._tag(task),
@@ -114,7 +118,7 @@ class TeLAPA(Method):
                 key=illumination_key, iterations=qd.illumination.iterations,
                 batch_size=qd.illumination.batch_size,
                 initial_archive=self.archives.get(task), parent_id=int(self._origin["id"]),
-                lineage=self._origin["lineage"],
+                lineage=self._origin["lineage"], pool=pool,
             )
         self.archives[task] = archive
         self.extra_env_steps += log.env_steps
