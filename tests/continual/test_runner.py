@@ -16,6 +16,8 @@ from telapa.continual.registry import METHODS
 from telapa.continual.rundir import RunDirError
 from telapa.continual.runner import ContinualRun, RunError, RunSpec, load_run_tables
 
+from .crash import Crash, CrashAfter
+
 TINY = Path(__file__).with_name("tiny_run.yaml")
 CHUNKS = 8  # 4096 steps per visit / 512 between evaluations
 
@@ -29,31 +31,6 @@ def finished(tmp_path_factory):
     path = tmp_path_factory.mktemp("runs") / "ewc"
     metrics = ContinualRun.start(_spec(), path).run()
     return path, metrics
-
-
-class _Crash(Exception):
-    pass
-
-
-class _CrashAfter:
-    """A progress sink that raises after ``n`` training updates (a simulated crash)."""
-
-    def __init__(self, n: int):
-        self.n = n
-
-    def visit(self, visit, budget, done):
-        pass
-
-    def advance(self, steps, metrics):
-        self.n -= 1
-        if self.n < 0:
-            raise _Crash
-
-    def evaluated(self, visit, step, sr):
-        pass
-
-    def note(self, text):
-        pass
 
 
 def test_run_directory_layout_and_records(finished):
@@ -104,8 +81,8 @@ def test_resume_after_a_crash_gives_the_same_results(finished, tmp_path):
     path, metrics = finished
     crashed = tmp_path / "crashed"
     # 22 updates: inside visit 1 (16 updates per visit), between two checkpoints
-    with pytest.raises(_Crash):
-        ContinualRun.start(_spec(), crashed, _CrashAfter(22)).run()
+    with pytest.raises(Crash):
+        ContinualRun.start(_spec(), crashed, CrashAfter(22)).run()
     state = json.loads((crashed / "checkpoint.json").read_text())
     assert json.loads((crashed / state["latest"] / "state.json").read_text())["next_phase"] > 10
     resumed = ContinualRun.resume(crashed).run()

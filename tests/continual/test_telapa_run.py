@@ -13,30 +13,13 @@ from telapa.continual.curriculum import load_curriculum
 from telapa.continual.preset import load_run_config, parse_run_config
 from telapa.continual.runner import ContinualRun, RunSpec, load_run_tables
 
+from .crash import Crash, CrashAfter
+
 TINY = Path(__file__).with_name("tiny_run.yaml")
 
 
 def _spec(method: str = "telapa") -> RunSpec:
     return RunSpec(load_curriculum("smoke"), method, 1, load_run_config(TINY), "tiny")
-
-
-class _CrashAfter:
-    def __init__(self, n: int):
-        self.n = n
-
-    def visit(self, visit, budget, done):
-        pass
-
-    def advance(self, steps, metrics):
-        self.n -= 1
-        if self.n < 0:
-            raise RuntimeError("simulated crash")
-
-    def evaluated(self, visit, step, sr):
-        pass
-
-    def note(self, text):
-        pass
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +55,8 @@ def test_telapa_resumes_exactly_after_a_crash(telapa_run, tmp_path):
     path, metrics = telapa_run
     crashed = tmp_path / "crashed"
     # 16 updates per visit: crash in the middle of visit 2 (after two archives exist)
-    with pytest.raises(RuntimeError, match="simulated crash"):
-        ContinualRun.start(_spec(), crashed, _CrashAfter(40)).run()
+    with pytest.raises(Crash):
+        ContinualRun.start(_spec(), crashed, CrashAfter(40)).run()
     resumed = ContinualRun.resume(crashed).run()
     assert json.dumps(resumed) == json.dumps(metrics)
     for name, table in load_run_tables(path).items():
