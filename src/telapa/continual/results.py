@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from telapa.config import read_yaml
+from telapa.continual.preset import parse_run_config
 from telapa.continual.rundir import RunDir, RunDirError
 from telapa.io import read_json
 from telapa.metrics import (
@@ -56,13 +57,14 @@ def load_run(path: str | Path) -> RunRecord:
             f"{run_dir.path} is not complete (status {spec.get('status')!r}); finish it with "
             f"`telapa run --resume {run_dir.path}`"
         )
-    config = read_yaml(run_dir.path / "config.yaml", "run config")
+    config_path = run_dir.path / "config.yaml"
+    config = parse_run_config(read_yaml(config_path, "run config"), str(config_path))
     return RunRecord(
         path=run_dir.path,
         curriculum=spec["curriculum"],
         method=spec["method"],
         seed=int(spec["seed"]),
-        tau_min=float(config.get("tau_min", 0.2)),
+        tau_min=config.tau_min,
         tables={name: run_dir.read_table(name) for name in ("visits", "curve", "final")},
         accounting=read_json(run_dir.path / "accounting.json", "accounting"),
     )
