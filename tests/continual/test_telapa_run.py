@@ -38,9 +38,16 @@ def test_telapa_records_archives_transfers_and_maintenance(telapa_run):
     assert [v for e, v in events if e == "illumination"] == [0, 1, 2, 3]
     assert [v for e, v in events if e == "maintenance"] == [0, 1, 2, 3]
     transfers = [e for e in log if e["event"] == "transfer"]
+    elites = pd.read_csv(path / "elites.csv")
+    assert set(elites["task"]) == {"A", "B"}
+    assert (elites["embedding_version"] == 4).all()
     for t in transfers:
         assert len(t["candidates"]) <= 2 and t["elite_id"] >= 0
         assert t["lineage"] and max(t["lineage"]) < t["visit"]
+        chosen = t["candidates"][t["index"]]
+        assert chosen["elite_id"] == t["elite_id"] and chosen["lineage"] == t["lineage"]
+        for c in t["candidates"]:
+            assert len(c["descriptor"]) == 8 and c["lineage"] and max(c["lineage"]) < t["visit"]
     # the bank reaches min_bank_sets (4) within the first visit: 9 sets per visit
     maintenance = [e for e in log if e["event"] == "maintenance"]
     assert maintenance[0]["updated"] and maintenance[-1]["version"] == 4

@@ -35,6 +35,7 @@ from telapa.qd import (
     stack_elites,
     with_visit,
 )
+from telapa.qd.export import archive_frame, parse_lineage
 
 P = 3
 SPEC = ArchiveSpec(n_params=P, desc_dim=2, raw_dim=0, capacity=8, target_size=4)
@@ -421,3 +422,24 @@ def test_stack_and_spec_validation():
         insert(a, cand([0.0, 0.0, 0.0], 1.0))
     with pytest.raises(ValueError, match="params"):
         insert_batch(a, rows[0])
+
+
+def test_archive_frame_lists_valid_elites_with_their_records():
+    archive = init_archive(SPEC, tag=3, d_min=0.5)
+    archive, _ = insert(archive, cand([0.0, 0.0], 1.0, visits=(0,)))
+    archive, _ = insert(archive, cand([2.0, 0.0], 0.5, sr=0.25, parent=0, visits=(0, 2)))
+    frame = archive_frame(archive, task="B")
+    assert list(frame["task"]) == ["B", "B"] and set(frame["archive_tag"]) == {3}
+    assert list(frame["slot"]) == [0, 1] and list(frame["elite_id"]) == [0, 1]
+    assert list(frame["parent_id"]) == [-1, 0] and list(frame["visit"]) == [0, 2]
+    np.testing.assert_allclose(frame["fitness"], [1.0, 0.5])
+    np.testing.assert_allclose(frame["sr"], [1.0, 0.25])
+    np.testing.assert_allclose(frame[["d_0", "d_1"]], [[0.0, 0.0], [2.0, 0.0]])
+    assert [parse_lineage(c) for c in frame["lineage"]] == [[0], [0, 2]]
+
+
+def test_empty_archive_gives_empty_frame_and_empty_lineage_parses():
+    frame = archive_frame(init_archive(SPEC), task="A")
+    assert frame.empty and {"d_0", "d_1", "fitness", "lineage"} <= set(frame.columns)
+    assert parse_lineage("") == [] and parse_lineage(float("nan")) == []
+    assert parse_lineage("4") == [4] and parse_lineage("0;3") == [0, 3]

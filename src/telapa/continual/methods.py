@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Literal
 import jax
 import jax.numpy as jnp
 import optax
+import pandas as pd
 
 from telapa.config import NetworkConfig
 from telapa.continual.curriculum import Visit
@@ -111,6 +112,11 @@ class Method:
 
     def stored_tasks(self) -> list[str]:
         return []
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """Method tables written beside the run's own (``NAME.csv``) at every checkpoint,
+        e.g. TeLAPA's ``elites``: what reports and ``telapa inspect`` read."""
+        return {}
 
 
 class Finetune(Method):

@@ -9,10 +9,13 @@
       final.csv           the end-of-sequence evaluation of every task
       train/NN-TAG.csv    PPO iteration metrics of each finished visit
       accounting.json     compute and memory (paper App. "Compute and Memory Overhead")
+      method_log.json     the method's decisions (TeLAPA: transfers with every probed
+                          candidate, illuminations, maintenance updates)
+      elites.csv          method tables (TeLAPA: every archived elite, no weights)
       metrics.json        the run's metrics (written when it completes)
       checkpoint.json     names the latest complete checkpoint
       ckpt-NNNNNN/        state.json (phase, records), learner.npz or trainer.npz,
-                          method.npz, train.csv (the current visit's iterations)
+                          method-PART.npz, train.csv (the current visit's iterations)
 
 A checkpoint directory is complete before ``checkpoint.json`` names it (written
 atomically), so a kill at any moment leaves the previous checkpoint usable; leftovers

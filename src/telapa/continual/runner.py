@@ -423,7 +423,7 @@ class ContinualRun:
             "peak_rss_bytes": self.peak_rss,
         })
         self.dir.commit_checkpoint(folder)
-        self.dir.write_tables(self.tables())
+        self.dir.write_tables({**self.tables(), **self.method.tables()})
         write_json_atomic(self.dir.path / "method_log.json", self.method.log)
         write_json_atomic(self.dir.path / "accounting.json", self.accounting())
 

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import jax
 import numpy as np
+import pandas as pd
 
 from telapa.continual.curriculum import Visit
 from telapa.continual.methods import Method, TaskContext
@@ -34,6 +35,7 @@ from telapa.qd.archive import (
     lineage_from_visits,
     lineage_words,
 )
+from telapa.qd.export import archive_frame
 from telapa.qd.selection import union
 from telapa.rl.evaluate import EvalResult
 from telapa.rl.networks import Params, flatten_params
@@ -150,6 +152,10 @@ class TeLAPA(Method):
 
     def stored_tasks(self) -> list[str]:
         return list(self.tags)
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        frames = [archive_frame(a, task=t) for t, a in self.archives.items()]
+        return {"elites": pd.concat(frames, ignore_index=True)} if frames else {}
 
     def state_like(
         self, params: Params, tasks: list[str], trainer_for: Callable[[str], PPOTrainer]

@@ -129,6 +129,10 @@ class ProbedCandidate:
     """Visit index on which the elite was evaluated (``Elites.task``)."""
     fitness: float
     """Source-task fitness f (mean return) stored in the archive."""
+    descriptor: tuple[float, ...]
+    """Normalized latent descriptor z~ under the embedding the pool was drawn with."""
+    lineage: tuple[int, ...]
+    """Visit indices in the elite's lineage bitmask (its recorded ancestry)."""
     sr0: float
     sr_final: float
     slope: float
@@ -169,6 +173,7 @@ class TransferChoice:
         for c in self.candidates:
             row = asdict(c)
             row["score"] = c.score if math.isfinite(c.score) else None
+            row["descriptor"], row["lineage"] = list(c.descriptor), list(c.lineage)
             cands.append(row)
         return {
             "elite_id": self.elite_id,
@@ -242,7 +247,8 @@ def select_transfer_origin(
 
     el = pool.elites
     host = jax.device_get(
-        {"id": el.elite_id, "task": el.task, "fitness": el.fitness, "lineage": el.lineage}
+        {"id": el.elite_id, "task": el.task, "fitness": el.fitness, "lineage": el.lineage,
+         "descriptor": el.descriptor}
     )
     source, slot = np.asarray(pool.source), np.asarray(pool.slot)
     tags = [int(a.tag) for a in archives]
@@ -255,6 +261,8 @@ def select_transfer_origin(
             slot=int(slot[row]),
             task=int(host["task"][row]),
             fitness=float(host["fitness"][row]),
+            descriptor=tuple(float(x) for x in host["descriptor"][row]),
+            lineage=tuple(lineage_visits(host["lineage"][row])),
             sr0=float(sr0[j]),
             sr_final=float(sr_final[j]),
             slope=float(slope[j]),
@@ -273,7 +281,7 @@ def select_transfer_origin(
         source=chosen.source,
         tag=chosen.tag,
         slot=chosen.slot,
-        lineage=tuple(lineage_visits(host["lineage"][rows[best]])),
+        lineage=chosen.lineage,
         candidates=candidates,
         env_steps=sum(costs),
         wall_s=time.perf_counter() - start,
