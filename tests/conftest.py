@@ -11,7 +11,8 @@ from telapa.jaxcache import ENV_VAR, enable_persistent_cache
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    folder = config.cache.mkdir("telapa-jax") if config.cache else None
+    cache = getattr(config, "cache", None)  # absent under ``-p no:cacheprovider``
+    folder = cache.mkdir("telapa-jax") if cache is not None else None
     if folder is not None:
         os.environ[ENV_VAR] = str(folder)
         enable_persistent_cache(folder)

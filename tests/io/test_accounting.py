@@ -168,3 +168,13 @@ def test_tree_nbytes():
     abstract = jax.eval_shape(lambda: {k: v for k, v in tree.items() if k not in ("b", "step")})
     assert tree_nbytes(abstract) == 48 + 7 + 24 + 8 + 8
     assert tree_nbytes({}) == 0
+
+
+def test_memory_monitor_span_peak_leaves_out_the_lifetime_peak():
+    block = bytearray(b"x") * (300 << 20)  # raise ru_maxrss, then free it
+    del block
+    lifetime = MemoryMonitor().peak_bytes
+    with MemoryMonitor(interval_s=0.01, lifetime=False) as span:
+        rss = span.current_bytes()
+    assert span.peak_bytes < lifetime - 200 * 2**20
+    assert span.peak_bytes >= 0.9 * rss

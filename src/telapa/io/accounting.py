@@ -116,13 +116,17 @@ class MemoryMonitor:
     counts pages shared between processes once per process, as ``ps``/``top`` do.
     ``initial_peak_bytes`` carries the peak of earlier segments of a resumed run.
     Note that ``ru_maxrss`` is the peak of the whole process lifetime, also before
-    the monitor was created.
+    the monitor was created; ``lifetime=False`` leaves it out, so the peak covers only
+    the monitored span (sampled: a peak shorter than ``interval_s`` can be missed).
     """
 
-    def __init__(self, interval_s: float = 0.5, initial_peak_bytes: int = 0) -> None:
+    def __init__(
+        self, interval_s: float = 0.5, initial_peak_bytes: int = 0, *, lifetime: bool = True
+    ) -> None:
         if interval_s <= 0:
             raise ValueError(f"interval_s must be positive, got {interval_s}")
         self.interval_s = float(interval_s)
+        self.lifetime = lifetime
         self._proc = psutil.Process()
         self._peak = int(initial_peak_bytes)
         self._lock = threading.Lock()
@@ -143,8 +147,11 @@ class MemoryMonitor:
         """Take one sample now, update the peak and return the current bytes."""
         current = self.current_bytes()
         with self._lock:
-            self._peak = max(self._peak, current, _rusage_peak_bytes())
+            self._peak = max(self._peak, current, self._rusage())
         return current
+
+    def _rusage(self) -> int:
+        return _rusage_peak_bytes() if self.lifetime else 0
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
@@ -180,7 +187,7 @@ class MemoryMonitor:
     def peak_bytes(self) -> int:
         """The peak so far (max over samples, ``ru_maxrss`` and ``initial_peak_bytes``)."""
         with self._lock:
-            return max(self._peak, _rusage_peak_bytes())
+            return max(self._peak, self._rusage())
 
     def __enter__(self) -> MemoryMonitor:
         return self.start()

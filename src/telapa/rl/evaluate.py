@@ -5,9 +5,9 @@ positive return means the goal was reached). Per-step features (``info["features
 D per step) are returned zero-padded to ``max_steps`` with the episode lengths, the
 layout the latent embedder consumes.
 
-On the jax backend `make_jax_evaluator` gives a pure ``evaluate(params, key)`` (so
-populations can be evaluated with ``jax.vmap`` over params); on the gymnasium backend
-`evaluate_gym` runs a host loop.
+On the jax backend `make_jax_evaluator` gives a pure ``evaluate(params, key)`` and
+`make_population_evaluator` the same for a batch of parameter sets (illumination's
+candidates); on the gymnasium backend `evaluate_gym` runs a host loop.
 """
 
 from __future__ import annotations
@@ -49,22 +49,41 @@ class EvalResult:
         return float(np.mean(self.lengths))
 
 
-def make_jax_evaluator(
-    env: JaxEnv, policy: Policy, episodes: int, max_steps: int, deterministic: bool = False
+def make_population_evaluator(
+    env: JaxEnv,
+    policy: Policy,
+    episodes: int,
+    max_steps: int,
+    deterministic: bool = False,
+    *,
+    feature_steps: int | None = None,
 ) -> Callable[[Params, jax.Array], tuple[jax.Array, jax.Array, jax.Array]]:
-    """Pure ``evaluate(params, key) -> (returns, lengths, features)`` of ``episodes``
-    parallel episodes, each stopped at its end or after ``max_steps`` steps."""
-    reset = jax.vmap(env.reset)
-    step = jax.vmap(env.step)
+    """Pure ``evaluate(params, keys) -> (returns, lengths, features)`` of B parameter sets
+    (``params`` leaves and ``keys`` with a leading axis B), ``episodes`` parallel episodes
+    each, stopped at their end or after ``max_steps`` steps. Shapes (B, E), (B, E) and
+    (B, E, feature_steps, D) (default ``feature_steps = max_steps``: the first steps of
+    each episode, zero past its length).
+
+    Candidate b is evaluated exactly as `make_jax_evaluator` evaluates it with
+    ``keys[b]``. All B x E episodes advance in one loop whose condition is a scalar (any
+    episode still running), so finished candidates cost masked lanes, not a copy of the
+    carry per step as a ``vmap`` of a per-candidate ``while_loop`` would."""
+    keep = max_steps if feature_steps is None else int(feature_steps)
+    reset = jax.vmap(jax.vmap(env.reset))
+    step = jax.vmap(jax.vmap(env.step))
+    act = jax.vmap(lambda p, o, k: policy.act(p, o, k, deterministic).env_action)
+    split = jax.vmap(jax.random.split)
     dim = env.spec.feature_dim
 
-    def evaluate(params: Params, key: jax.Array):
-        reset_key, key = jax.random.split(key)
-        state, obs = reset(jax.random.split(reset_key, episodes))
-        zeros = jnp.zeros(episodes)
+    def evaluate(params: Params, keys: jax.Array):
+        b = keys.shape[0]
+        pair = split(keys)
+        reset_keys, keys = pair[:, 0], pair[:, 1]
+        state, obs = reset(jax.vmap(lambda k: jax.random.split(k, episodes))(reset_keys))
+        zeros = jnp.zeros((b, episodes))
         init = (
-            0, state, obs, key, zeros.astype(bool), zeros, zeros.astype(jnp.int32),
-            jnp.zeros((episodes, max_steps, dim), jnp.float32),
+            0, state, obs, keys, zeros.astype(bool), zeros, zeros.astype(jnp.int32),
+            jnp.zeros((b, episodes, keep, dim), jnp.float32),
         )
 
         def running(carry):
@@ -72,20 +91,42 @@ def make_jax_evaluator(
             return (t < max_steps) & ~done.all()
 
         def body(carry):
-            t, state, obs, key, done, ret, length, feats = carry
-            key, act_key = jax.random.split(key)
-            action = policy.act(params, obs, act_key, deterministic).env_action
+            t, state, obs, keys, done, ret, length, feats = carry
+            pair = split(keys)
+            keys, act_keys = pair[:, 0], pair[:, 1]
+            action = act(params, obs, act_keys)
             state, obs, reward, terminated, truncated, info = step(state, action)
             active = ~done
             ret = ret + jnp.where(active, reward, 0.0)
             length = length + active
-            f = jnp.where(active[:, None], info["features"].astype(jnp.float32), 0.0)
-            feats = feats.at[:, t].set(f)
+            f = jnp.where(active[..., None], info["features"].astype(jnp.float32), 0.0)
+            slot = jnp.minimum(t, keep - 1)
+            old = jax.lax.dynamic_index_in_dim(feats, slot, axis=2, keepdims=False)
+            f = jnp.where(t < keep, f, old)
+            feats = jax.lax.dynamic_update_index_in_dim(feats, f, slot, axis=2)
             done = done | terminated | truncated
-            return t + 1, state, obs, key, done, ret, length, feats
+            return t + 1, state, obs, keys, done, ret, length, feats
 
         *_, ret, length, feats = jax.lax.while_loop(running, body, init)
         return ret, length, feats
+
+    return evaluate
+
+
+def make_jax_evaluator(
+    env: JaxEnv, policy: Policy, episodes: int, max_steps: int, deterministic: bool = False
+) -> Callable[[Params, jax.Array], tuple[jax.Array, jax.Array, jax.Array]]:
+    """Pure ``evaluate(params, key) -> (returns, lengths, features)`` of ``episodes``
+    parallel episodes, each stopped at its end or after ``max_steps`` steps: the
+    population evaluator with B = 1. Keys: ``reset_key, key = split(key)``, episode
+    levels from ``split(reset_key, episodes)``, then ``key, act_key = split(key)`` per
+    step (one ``act_key`` samples every episode's action)."""
+    population = make_population_evaluator(env, policy, episodes, max_steps, deterministic)
+
+    def evaluate(params: Params, key: jax.Array):
+        one = jax.tree.map(lambda x: x[None], params)
+        ret, length, feats = population(one, key[None])
+        return ret[0], length[0], feats[0]
 
     return evaluate
 

@@ -55,7 +55,7 @@ from telapa.qd.archive import (
 from telapa.qd.config import QDConfig
 from telapa.qd.mutation import Offspring, competence_gate, propose
 from telapa.qd.selection import ElitePool
-from telapa.rl.evaluate import make_jax_evaluator
+from telapa.rl.evaluate import make_population_evaluator
 from telapa.rl.networks import Params, flatten_params
 from telapa.rl.trainer import PPOTrainer
 
@@ -97,8 +97,9 @@ _POPULATION_EVALUATORS: weakref.WeakKeyDictionary[PPOTrainer, dict] = (
 def _population_evaluator(
     trainer: PPOTrainer, unravel: Unravel, n_params: int, episodes: int, t_max: int
 ) -> Callable[[jax.Array, jax.Array], tuple[jax.Array, jax.Array, jax.Array]]:
-    """jit(vmap over parameters) of the trainer's jax evaluator, cached per trainer on the
-    parameter layout, episodes, time limit, policy mode and T (jit caches on B)."""
+    """The trainer's jitted population evaluator (features kept for ``t_max`` steps),
+    cached per trainer on the parameter layout, episodes, time limit, policy mode and T
+    (jit caches on B)."""
     deterministic = trainer.config.eval.deterministic
     max_steps = trainer.spec.max_steps
     layout = jax.eval_shape(unravel, jax.ShapeDtypeStruct((n_params,), jnp.float32))
@@ -107,15 +108,12 @@ def _population_evaluator(
     cache_key = (treedef, shapes, episodes, deterministic, max_steps, t_max)
     cache = _POPULATION_EVALUATORS.setdefault(trainer, {})
     if cache_key not in cache:
-        evaluate = make_jax_evaluator(
-            trainer.env, trainer.policy, episodes, max_steps, deterministic
+        evaluate = make_population_evaluator(
+            trainer.env, trainer.policy, episodes, max_steps, deterministic, feature_steps=t_max
         )
 
         def run(flat: jax.Array, key: jax.Array):
-            keys = jax.random.split(key, flat.shape[0])
-            returns, lengths, feats = jax.vmap(lambda f, k: evaluate(unravel(f), k))(flat, keys)
-            feats, _ = pad_or_truncate(feats, lengths, t_max)
-            return returns, lengths, feats
+            return evaluate(jax.vmap(unravel)(flat), jax.random.split(key, flat.shape[0]))
 
         cache[cache_key] = jax.jit(run)
     return cache[cache_key]
@@ -134,9 +132,9 @@ def evaluate_population(
 
     Candidate b is evaluated exactly as ``trainer.evaluate(unravel(flat_params[b]),
     episodes, keys[b])`` with ``keys = jax.random.split(key, B)`` (the trainer's policy
-    mode and time limit). On the jax backend all B run in one jitted ``vmap`` over
-    parameters; on the gymnasium backend in a host loop. Features keep the first ``t_max``
-    steps (zero-padded)."""
+    mode and time limit). On the jax backend all B run in one jitted loop
+    (`make_population_evaluator`); on the gymnasium backend in a host loop. Features keep
+    the first ``t_max`` steps (zero-padded)."""
     flat_params = jnp.asarray(flat_params, jnp.float32)
     b, n_params = flat_params.shape
     if trainer.backend == "jax":

@@ -1,0 +1,212 @@
+"""TeLAPA's method phases at paper settings on one MiniGrid task: wall time, env steps and
+peak RSS of illumination, few-shot origin selection and latent-space maintenance, beside
+the cost per visit implied by the paper's runtime table; and candidate-evaluation
+throughput against Farama MiniGrid stepped in Python (the DESIGN bar: >= 100x).
+
+1. PPO trains a policy on the task (the illumination's base policy theta_t).
+2. Candidate evaluation: B mutated copies of it, 50 episodes each with features, through
+   `evaluate_population` (jax backend) at each batch size, and the same policy evaluated
+   on Farama's own env (gymnasium backend: Python stepping, jitted policy). Env steps/s.
+3. Illumination (BuildArchive, paper settings: 1000 candidates x 50 episodes, T 256) at
+   batch size 1 (the paper's sequential loop) and at a larger batch.
+4. Few-shot origin selection over a library of five archives (the illuminated archive
+   under five tags, as at the last boundary of the primary curriculum): K_pool 8 probes
+   of 200k PPO steps with 5 evaluation points of 20 episodes.
+5. Maintenance: banks holding 220 episode sets (about 22 evaluations per visit over ten
+   visits), 700 Adam steps, normalizer refit and re-embedding of the five archives.
+
+Paper (App. "Compute and Memory Overhead", Table "Breakdown of TeLAPA's runtime"): per
+seed of ten visits, illumination 2.99 h, few-shot selection 2.23 h, maintenance 2.57 h,
+i.e. 1076 s, 803 s and 925 s per visit; 53.33 GB peak RAM for the whole run.
+
+    python benchmarks/telapa_phases.py            # paper settings (about 15 min on 2 cores)
+    python benchmarks/telapa_phases.py --quick    # smoke run (about 2 min)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+from env_throughput import machine_info
+
+from telapa.continual.preset import load_run_config
+from telapa.continual.telapa.embedding import EmbeddingState
+from telapa.continual.telapa.illumination import evaluate_population, illuminate
+from telapa.continual.telapa.maintenance import EpisodeBanks, maintain, store
+from telapa.continual.telapa.transfer import select_transfer_origin
+from telapa.io import MemoryMonitor
+from telapa.qd import float16_codec
+from telapa.rl import PPOTrainer
+from telapa.rl.networks import flatten_params
+
+RESULTS = Path(__file__).resolve().parent / "results" / "telapa_phases.json"
+PAPER_PER_VISIT_S = {"illumination": 2.99 * 3600 / 10, "few_shot": 2.23 * 3600 / 10,
+                     "maintenance": 2.57 * 3600 / 10}
+LIBRARY = 5
+"""Archives in the library at the last boundary of the primary curriculum (A..E)."""
+BANK_SETS = 220
+
+
+def measured(fn: Callable[[], Any]) -> tuple[Any, dict[str, float]]:
+    """``fn()`` with its wall time and the RSS before it and at its peak (sampled)."""
+    with MemoryMonitor(interval_s=0.05, lifetime=False) as memory:
+        before = memory.current_bytes()
+        start = time.perf_counter()
+        out = jax.block_until_ready(fn())
+        wall = time.perf_counter() - start
+    return out, {"wall_s": wall, "rss_before_GB": before / 1e9,
+                 "peak_rss_GB": memory.peak_bytes / 1e9}
+
+
+def log(text: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+def candidate_throughput(trainer, params, unravel, batch: int, episodes: int, t_max: int,
+                         repeats: int) -> dict:
+    """Env steps/s of `evaluate_population` on ``batch`` mutated copies of ``params``."""
+    noise = jax.random.normal(jax.random.key(1), (batch, params.shape[0])) * 0.02
+    population = params[None] + noise
+    evaluate_population(trainer, population, unravel, episodes=episodes, key=jax.random.key(0),
+                        t_max=t_max)  # compile
+    steps, start = 0, time.perf_counter()
+    for r in range(repeats):
+        ev = evaluate_population(trainer, population, unravel, episodes=episodes,
+                                 key=jax.random.key(10 + r), t_max=t_max)
+        steps += ev.env_steps
+    seconds = time.perf_counter() - start
+    return {"name": "port", "batch": batch, "episodes": episodes, "steps": steps,
+            "seconds": seconds, "steps_per_s": steps / seconds,
+            "candidates_per_s": batch * repeats / seconds}
+
+
+def farama_throughput(env_id: str, config, params, episodes: int, repeats: int) -> dict:
+    """The same policy evaluated on Farama's env, stepped in Python (gymnasium backend)."""
+    trainer = PPOTrainer(env_id, config, key=0, backend="gymnasium")
+    trainer.evaluate(params, episodes=2, key=jax.random.key(0))  # compile the policy
+    steps, start = 0, time.perf_counter()
+    for r in range(repeats):
+        steps += int(trainer.evaluate(params, episodes=episodes,
+                                      key=jax.random.key(10 + r)).lengths.sum())
+    seconds = time.perf_counter() - start
+    return {"name": "farama", "batch": 1, "episodes": episodes, "steps": steps,
+            "seconds": seconds, "steps_per_s": steps / seconds,
+            "candidates_per_s": repeats / seconds}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--env", default="MiniGrid-DoorKey-8x8-v0")
+    parser.add_argument("--train-steps", type=int, default=2_000_000)
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 8, 32, 128],
+                        help="candidate-evaluation batch sizes")
+    parser.add_argument("--illumination-batch", type=int, default=32,
+                        help="the batched illumination run (besides batch 1)")
+    parser.add_argument("--quick", action="store_true", help="small budgets (smoke run)")
+    parser.add_argument("--out", type=Path, help=f"default: {RESULTS} (--quick: .quick.json)")
+    args = parser.parse_args(argv)
+    args.out = args.out or (RESULTS.with_suffix(".quick.json") if args.quick else RESULTS)
+
+    config = load_run_config("paper")
+    qd, latent = config.methods.telapa.qd, config.methods.telapa.latent
+    if args.quick:
+        qd = qd.model_copy(update={
+            "illumination": qd.illumination.model_copy(update={"iterations": 32}),
+            "transfer": qd.transfer.model_copy(update={"k_pool": 2, "probe_steps": 20_000}),
+        })
+        latent = latent.model_copy(update={"steps": 50})
+        args.train_steps = min(args.train_steps, 200_000)
+    ill = qd.illumination
+    results: dict[str, Any] = {"phases": {}, "evaluation": []}
+
+    log(f"training PPO on {args.env} for {args.train_steps:,} steps")
+    trainer = PPOTrainer(args.env, config.train, key=0)
+    _, cost = measured(lambda: trainer.train(args.train_steps))
+    base = trainer.get_params()
+    sr = trainer.evaluate(base, episodes=ill.eval_episodes, key=jax.random.key(2)).sr
+    results["ppo"] = {"steps": trainer.steps, "sr": sr, **cost}
+    log(f"PPO: SR {sr:.2f} in {cost['wall_s']:.0f} s")
+
+    flat, unravel = flatten_params(base)
+    repeats = 2 if args.quick else 5
+    farama = farama_throughput(args.env, config.train, base, ill.eval_episodes, repeats)
+    results["evaluation"].append(farama)
+    log(f"Farama evaluation: {farama['steps_per_s']:,.0f} steps/s")
+    for batch in args.batch_sizes:
+        r = candidate_throughput(trainer, flat, unravel, batch, ill.eval_episodes,
+                                 latent.t_max, repeats)
+        r["ratio_vs_farama"] = r["steps_per_s"] / farama["steps_per_s"]
+        results["evaluation"].append(r)
+        log(f"port @{batch}: {r['steps_per_s']:,.0f} steps/s "
+            f"({r['ratio_vs_farama']:.0f}x Farama, {r['candidates_per_s']:.1f} candidates/s)")
+
+    embedding = EmbeddingState.create(jax.random.key(0), latent)
+    archive = None
+    for batch in sorted({1, args.illumination_batch}):
+        log(f"illumination: {ill.iterations} candidates at batch {batch}")
+
+        def run(batch=batch):
+            return illuminate(trainer, base, visit=0, tag=0, embedding=embedding,
+                              latent_config=latent, qd_config=qd, key=jax.random.key(3),
+                              iterations=ill.iterations, batch_size=batch)
+
+        (archive, ilog), cost = measured(run)
+        results["phases"][f"illumination_b{batch}"] = {
+            **cost, "env_steps": ilog.env_steps, "archive_size": int(archive.size),
+            "candidates": ill.iterations, "batch_size": batch,
+            "paper_s": PAPER_PER_VISIT_S["illumination"],
+        }
+        log(f"  {cost['wall_s']:.0f} s, archive {int(archive.size)}, "
+            f"peak RSS {cost['peak_rss_GB']:.2f} GB")
+
+    library = [archive.replace(tag=jax.numpy.int32(i)) for i in range(LIBRARY)]
+    log(f"few-shot selection: {qd.transfer.k_pool} probes of {qd.transfer.probe_steps:,} steps")
+    choice, cost = measured(lambda: select_transfer_origin(
+        trainer, library, config=qd.transfer, key=jax.random.key(4)))
+    results["phases"]["few_shot"] = {**cost, "env_steps": choice.env_steps,
+                                     "candidates": len(choice.candidates),
+                                     "paper_s": PAPER_PER_VISIT_S["few_shot"]}
+    log(f"  {cost['wall_s']:.0f} s, {choice.env_steps:,} env steps")
+
+    log(f"maintenance: {BANK_SETS} bank sets, {latent.steps} steps, {LIBRARY} archives")
+    banks = EpisodeBanks.create(float16_codec(latent.feature_dim), episodes=16,
+                                t_max=latent.t_max)
+    sets = evaluate_population(
+        trainer, flat[None] + 0.02 * jax.random.normal(jax.random.key(5), (BANK_SETS // 10,
+                                                                          flat.shape[0])),
+        unravel, episodes=ill.eval_episodes, key=jax.random.key(6), t_max=latent.t_max)
+    for i in range(BANK_SETS):
+        j = i % sets.sr.shape[0]
+        banks = store(banks, sets.features[j], sets.lengths[j], float(sets.sr[j]), i // 22,
+                      anchor_threshold=latent.anchor_sr_threshold)
+    named = {f"task-{i}": a for i, a in enumerate(library)}
+    (_, _, mlog), cost = measured(lambda: maintain(embedding, banks, named, config=latent,
+                                                   key=jax.random.key(7)))
+    results["phases"]["maintenance"] = {**cost, "updated": mlog.updated,
+                                        "bank_sets": mlog.bank_sets,
+                                        "paper_s": PAPER_PER_VISIT_S["maintenance"]}
+    log(f"  {cost['wall_s']:.0f} s, peak RSS {cost['peak_rss_GB']:.2f} GB")
+
+    report = {
+        "benchmark": "telapa_phases", "env": args.env, "quick": args.quick,
+        "settings": {"illumination": ill.model_dump(), "transfer": qd.transfer.model_dump(),
+                     "latent": latent.model_dump(), "library_archives": LIBRARY,
+                     "bank_sets": BANK_SETS},
+        "machine": machine_info(), **results,
+        "process_peak_rss_GB": MemoryMonitor().peak_bytes / 1e9,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2, default=float) + "\n")
+    log(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

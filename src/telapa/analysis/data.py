@@ -1,0 +1,201 @@
+"""TeLAPA run directories as analysis tables: probed transfer candidates and archived elites.
+
+A run of a method with archives (``telapa run --method telapa``) leaves ``elites.csv`` and
+``method_log.json`` beside the run's own tables; `load_telapa_run` reads them and
+`candidates_frame` flattens the transfer log to one row per probed candidate.
+
+Visit tags name archives: an elite or candidate evaluated on visit ``v`` carries the tag of
+visit ``v`` (``"B"``, ``"C'"``). Its *family* is the first-visit tag of the same task
+(``"A"`` for both ``A`` and ``A'``), i.e. the per-task archive it belongs to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from telapa.continual.rundir import RunDir, RunDirError
+from telapa.io import read_json
+from telapa.qd.export import ELITE_COLUMNS, parse_lineage
+
+VISIT_COLUMNS = ("visit", "tag", "task")
+FINAL_COLUMNS = ("task", "sr")
+CANDIDATE_KEYS = ("elite_id", "task", "fitness", "descriptor", "lineage", "sr0", "sr_final")
+"""Keys every probed candidate of a transfer event must have."""
+CANDIDATE_COLUMNS = (
+    "target_visit", "target", "target_task", "target_family", "source_visit", "source",
+    "source_task", "source_family", "elite_id", "fitness", "y", "sr0", "slope", "auc",
+    "chosen", "lineage",
+)
+"""Leading columns of `candidates_frame`; the descriptor follows as z_0..z_{d-1}."""
+
+
+@dataclass(frozen=True)
+class TeLAPARun:
+    """One complete TeLAPA run: its tables, archived elites and transfer events.
+
+    ``elites.lineage`` holds lists of visit indices (decoded with `parse_lineage`).
+    """
+
+    path: Path
+    curriculum: str
+    method: str
+    seed: int
+    visits: pd.DataFrame
+    final: pd.DataFrame
+    elites: pd.DataFrame
+    transfers: list[dict[str, Any]]
+
+    @property
+    def mean_final_sr(self) -> float:
+        """Mean end-of-sequence SR over tasks (final.csv); NaN without final rows."""
+        return float(self.final["sr"].mean()) if len(self.final) else float("nan")
+
+    @property
+    def label(self) -> str:
+        return f"{self.method} seed {self.seed}"
+
+
+def _read_csv(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
+    try:
+        frame = pd.read_csv(path)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path} is not a readable CSV table: {err}") from None
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{path} is missing column(s) {missing}; it has {list(frame.columns)}")
+    return frame
+
+
+def _check_transfer(event: Any, i: int, n_visits: int, dim: int, path: Path) -> None:
+    where = f"{path}: transfer event {i}"
+    if not isinstance(event.get("candidates"), list) or not isinstance(event.get("visit"), int):
+        raise ValueError(f"{where} needs an integer 'visit' and a 'candidates' list")
+    if not 0 <= event["visit"] < n_visits:
+        raise ValueError(f"{where} targets visit {event['visit']}, not in visits.csv")
+    for j, cand in enumerate(event["candidates"]):
+        missing = [k for k in CANDIDATE_KEYS if k not in cand]
+        if missing:
+            raise ValueError(f"{where}, candidate {j} is missing {missing}")
+        visits = [cand["task"], *cand["lineage"]]
+        if not all(isinstance(v, int) and 0 <= v < n_visits for v in visits):
+            raise ValueError(f"{where}, candidate {j}: visit indices {visits} not in visits.csv")
+        if len(cand["descriptor"]) != dim:
+            raise ValueError(
+                f"{where}, candidate {j}: descriptor has {len(cand['descriptor'])} values, "
+                f"elites.csv has {dim}"
+            )
+
+
+def load_telapa_run(path: str | Path) -> TeLAPARun | None:
+    """Loads a complete run directory with archives; None for a method without them.
+
+    `RunDirError` names a missing, foreign or incomplete run, ValueError a malformed
+    ``elites.csv`` or ``method_log.json`` (naming the file).
+    """
+    run_dir = RunDir(path)
+    spec = run_dir.spec()
+    if spec.get("status") != "complete":
+        raise RunDirError(f"{run_dir.path} is not complete (status {spec.get('status')!r})")
+    root = run_dir.path
+    if not (root / "elites.csv").is_file():
+        return None
+    visits = _read_csv(root / "visits.csv", VISIT_COLUMNS)
+    if list(visits["visit"]) != list(range(len(visits))):
+        raise ValueError(f"{root / 'visits.csv'}: visits must be numbered 0..{len(visits) - 1}")
+    final = _read_csv(root / "final.csv", FINAL_COLUMNS)
+    elites = _read_csv(root / "elites.csv", ELITE_COLUMNS)
+    dim = len(descriptor_columns(elites, "d"))
+    if dim == 0:
+        raise ValueError(f"{root / 'elites.csv'} has no descriptor columns d_0..")
+    if not elites["visit"].between(0, len(visits) - 1).all():
+        raise ValueError(f"{root / 'elites.csv'}: elite visits outside visits.csv")
+    elites["lineage"] = [parse_lineage(cell) for cell in elites["lineage"]]
+    log_path = root / "method_log.json"
+    if not log_path.is_file():
+        raise RunDirError(f"{log_path} is missing (elites.csv without its method log)")
+    log = read_json(log_path, "method log")
+    if not isinstance(log, list) or not all(isinstance(e, dict) for e in log):
+        raise ValueError(f"{log_path} must hold a JSON list of event objects")
+    transfers = [e for e in log if e.get("event") == "transfer"]
+    for i, event in enumerate(transfers):
+        _check_transfer(event, i, len(visits), dim, log_path)
+    return TeLAPARun(
+        path=root, curriculum=str(spec["curriculum"]), method=str(spec["method"]),
+        seed=int(spec["seed"]), visits=visits, final=final, elites=elites, transfers=transfers,
+    )
+
+
+def descriptor_columns(frame: pd.DataFrame, prefix: str) -> list[str]:
+    """``prefix_0, prefix_1, ...`` as far as ``frame`` has them consecutively."""
+    cols = []
+    while f"{prefix}_{len(cols)}" in frame.columns:
+        cols.append(f"{prefix}_{len(cols)}")
+    return cols
+
+
+def visit_families(visits: pd.DataFrame) -> pd.Series:
+    """Family of each visit (indexed by visit): the tag of the first visit of its task."""
+    first = visits.groupby("task", sort=False)["tag"].first()
+    return pd.Series(visits["task"].map(first).to_numpy(), index=visits["visit"].to_numpy())
+
+
+def family_order(visits: pd.DataFrame) -> list[str]:
+    """Families in curriculum order (order of their first visits)."""
+    return list(dict.fromkeys(visit_families(visits)))
+
+
+def candidates_frame(run: TeLAPARun) -> pd.DataFrame:
+    """One row per probed candidate of every transfer (columns `CANDIDATE_COLUMNS`, z_*).
+
+    ``target_visit`` is the transfer's visit, ``source_visit`` the visit on which the
+    candidate elite was evaluated (its source archive visit), ``y`` its target SR after
+    the few-shot probe (y^tgt = ``sr_final``), ``chosen`` whether it seeded the visit and
+    ``z_*`` its normalized descriptor z~ at selection time.
+    """
+    tags = run.visits.set_index("visit")["tag"]
+    tasks = run.visits.set_index("visit")["task"]
+    families = visit_families(run.visits)
+    dim = len(descriptor_columns(run.elites, "d"))
+    rows, zs = [], []
+    for event in run.transfers:
+        t = event["visit"]
+        for j, cand in enumerate(event["candidates"]):
+            s = cand["task"]
+            rows.append((
+                t, tags[t], tasks[t], families[t], s, tags[s], tasks[s], families[s],
+                cand["elite_id"], float(cand["fitness"]), float(cand["sr_final"]),
+                float(cand["sr0"]), float(cand.get("slope", np.nan)),
+                float(cand.get("auc", np.nan)), j == event.get("index"), list(cand["lineage"]),
+            ))
+            zs.append(cand["descriptor"])
+    frame = pd.DataFrame(rows, columns=list(CANDIDATE_COLUMNS))
+    z = np.asarray(zs, np.float64).reshape(len(zs), dim)
+    for k in range(dim):
+        frame[f"z_{k}"] = z[:, k]
+    return frame
+
+
+def elites_with_tags(run: TeLAPARun) -> pd.DataFrame:
+    """``run.elites`` plus ``visit_tag`` (tag of the elite's visit) and ``family`` (the
+    first-visit tag of the archive's task: its per-task archive, e.g. ``"A"``)."""
+    out = run.elites.copy()
+    out["visit_tag"] = out["visit"].map(run.visits.set_index("visit")["tag"])
+    out["family"] = out["task"].map(run.visits.groupby("task", sort=False)["tag"].first())
+    return out
+
+
+__all__ = [
+    "CANDIDATE_COLUMNS",
+    "TeLAPARun",
+    "candidates_frame",
+    "descriptor_columns",
+    "elites_with_tags",
+    "family_order",
+    "load_telapa_run",
+    "visit_families",
+]
