@@ -354,7 +354,7 @@ class ArchiveSpec:
     target_size: int = 256
     lineage_words: int = 1
     d_min_gain_up: float = 0.1
-    d_min_gain_down: float = 0.01
+    d_min_gain_down: float = 0.1
     d_min_floor: float = 1e-3
     d_min_ceil: float = 10.0
 
