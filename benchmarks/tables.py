@@ -53,10 +53,38 @@ def ppo_table(report: dict) -> str:
     return "\n".join(lines)
 
 
+def phases_table(report: dict) -> str:
+    """TeLAPA's phases (wall, env steps, peak RSS) beside the paper's cost per visit, then
+    candidate-evaluation throughput against Farama."""
+    head = ["phase", "wall s", "paper s / visit", "paper / ours", "env steps", "archive",
+            "peak RSS GB"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, r in report["phases"].items():
+        cells = [name, f"{r['wall_s']:,.1f}", f"{r['paper_s']:,.0f}",
+                 f"{r['paper_s'] / r['wall_s']:,.0f}x", f"{r.get('env_steps', 0):,}",
+                 str(r.get("archive_size", "")), f"{r['peak_rss_GB']:.2f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    head = ["evaluator", "batch", "steps/s", "candidates/s", "vs Farama evaluating",
+            "vs Farama alone"]
+    lines += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in report["evaluation"]:
+        ratio = r.get("ratio_vs_farama")
+        cells = [r["name"], str(r.get("batch", 1)), f"{r['steps_per_s']:,.0f}",
+                 f"{r['candidates_per_s']:,.1f}" if "candidates_per_s" in r else "",
+                 f"{ratio:,.0f}x" if ratio else "",
+                 f"{r['ratio_vs_farama_raw']:,.0f}x" if ratio else ""]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+TABLES = {"env_throughput": env_table, "ppo_throughput": ppo_table,
+          "telapa_phases": phases_table}
+
+
 def main(paths: list[str]) -> int:
     for path in paths:
         report = json.loads(Path(path).read_text())
-        table = env_table if report["benchmark"] == "env_throughput" else ppo_table
+        table = TABLES[report["benchmark"]]
         print(f"`{path}` ({_machine(report)})\n\n{table(report)}\n")
     return 0
 
