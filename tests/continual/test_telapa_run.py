@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -41,6 +42,14 @@ def test_telapa_records_archives_transfers_and_maintenance(telapa_run):
     elites = pd.read_csv(path / "elites.csv")
     assert set(elites["task"]) == {"A", "B"}
     assert (elites["embedding_version"] == 4).all()
+    # every archive holds several competent (SR >= the gate of the visit that added them),
+    # behaviourally distinct (pairwise distinct descriptors) elites
+    gates = {e["visit"]: e["gate"] for e in log if e["event"] == "illumination"}
+    competent = elites[elites["sr"] >= elites["visit"].map(gates)]
+    for task, group in competent.groupby("task"):
+        z = group[[f"d_{j}" for j in range(8)]].to_numpy()
+        gaps = np.linalg.norm(z[:, None] - z[None], axis=-1)[np.triu_indices(len(z), 1)]
+        assert len(z) >= 2 and gaps.min() > 0, task
     for t in transfers:
         assert len(t["candidates"]) <= 2 and t["elite_id"] >= 0
         assert t["lineage"] and max(t["lineage"]) < t["visit"]
