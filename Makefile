@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup browser demo test lint bench clean
 
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -17,7 +17,20 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/telapa demo
 
-test: $(STAMP)
+# The report test opens index.html in headless Chromium (Debian: chromium, chromium-driver).
+CHROMEDRIVER := /usr/bin/chromedriver
+BROWSER_PKGS := chromium chromium-driver
+
+browser:
+	@if [ ! -x $(CHROMEDRIVER) ]; then \
+	  if [ "$$(id -u)" != 0 ]; then \
+	    echo "error: $(CHROMEDRIVER) is missing; install the Debian packages $(BROWSER_PKGS) (as root: apt-get install $(BROWSER_PKGS))" >&2; exit 1; \
+	  fi; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(BROWSER_PKGS) \
+	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(BROWSER_PKGS); }; \
+	fi
+
+test: $(STAMP) browser
 	$(BIN)/python -m pytest -n 2 --durations=15
 
 lint: $(STAMP)

@@ -56,12 +56,14 @@ def ppo_table(report: dict) -> str:
 def phases_table(report: dict) -> str:
     """TeLAPA's phases (wall, env steps, peak RSS) beside the paper's cost per visit, then
     candidate-evaluation throughput against Farama."""
-    head = ["phase", "wall s", "paper s / visit", "paper / ours", "env steps", "archive",
-            "peak RSS GB"]
+    head = ["phase", "wall s", "paper s / visit", "paper / ours", "env steps",
+            "env steps/s", "archive", "peak RSS GB"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, r in report["phases"].items():
+        steps = r.get("env_steps", 0)
         cells = [name, f"{r['wall_s']:,.1f}", f"{r['paper_s']:,.0f}",
-                 f"{r['paper_s'] / r['wall_s']:,.0f}x", f"{r.get('env_steps', 0):,}",
+                 f"{r['paper_s'] / r['wall_s']:,.0f}x", f"{steps:,}",
+                 f"{steps / r['wall_s']:,.0f}" if steps else "",
                  str(r.get("archive_size", "")), f"{r['peak_rss_GB']:.2f}"]
         lines.append("| " + " | ".join(cells) + " |")
     head = ["evaluator", "batch", "steps/s", "candidates/s", "vs Farama evaluating",

@@ -12,7 +12,6 @@ import argparse
 import json
 import math
 import time
-from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -22,25 +21,17 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from telapa.cli.common import CLIError, stdout_console
+from telapa.cli.common import CLIError, load_runs, stdout_console
 from telapa.config import ConfigError
 from telapa.continual.curriculum import Visit, load_curriculum
 from telapa.continual.preset import load_run_config, parse_run_config
 from telapa.continual.registry import METHODS
-from telapa.continual.results import CurriculumResults, load_run, score
+from telapa.continual.results import COMPUTE_LABELS, CurriculumResults, score
 from telapa.continual.rundir import RunDirError
 from telapa.continual.runner import ContinualRun, RunError, RunSpec
 from telapa.io import CheckpointError
 from telapa.metrics import format_cell
-from telapa.metrics.summary import SUMMARY_METRICS
-
-LABELS = {"mean_sr": "Mean SR ↑", "ttt": "TTT (M) ↓", "bwt": "BWT ↑", "coverage": "Coverage ↑",
-          "nbwt": "nBWT ↑", "tr": "TR ↑"}
-
-
-COMPUTE_LABELS = {"extra_env_steps_M": "extra env steps (M)", "wall_h": "wall clock (h)",
-                  "rel_time_vs_finetune": "time vs Finetune", "peak_rss_GB": "peak RAM (GB)",
-                  "stored_state_MB": "stored state (MB)", "run_dir_MB": "run dir (MB)"}
+from telapa.metrics.summary import METRIC_LABELS, SUMMARY_METRICS
 
 
 class RichProgress:
@@ -160,7 +151,7 @@ def metrics_tables(result: CurriculumResults) -> list[Table]:
     main.add_column("method")
     main.add_column("runs", justify="right")
     for m in SUMMARY_METRICS:
-        main.add_column(LABELS[m], justify="right")
+        main.add_column(METRIC_LABELS[m], justify="right")
     for method, row in summary.iterrows():
         main.add_row(method, str(int(row["runs"])),
                      *(format_cell(row[m], row[f"{m}_ci"], digits=3) for m in SUMMARY_METRICS))
@@ -182,23 +173,10 @@ def metrics_tables(result: CurriculumResults) -> list[Table]:
     return [main, rev, cost]
 
 
-def load_runs(paths: Sequence[str], skip_incomplete: bool, console: Console) -> list:
-    records = []
-    for path in paths:
-        try:
-            records.append(load_run(path))
-        except (RunDirError, FileNotFoundError, ValueError) as err:
-            if not skip_incomplete:
-                raise CLIError(f"{err} (or pass --skip-incomplete)") from None
-            console.print(f"[yellow]skipping {path}: {err}")
-    if not records:
-        raise CLIError("no complete runs to score")
-    return records
-
-
 def _cmd_metrics(ns: argparse.Namespace) -> None:
     console = stdout_console()
-    results = score(load_runs(ns.runs, ns.skip_incomplete, Console(stderr=True)))
+    runs = load_runs(ns.runs, skip_incomplete=ns.skip_incomplete, console=Console(stderr=True))
+    results = score(runs)
     if ns.json:
         payload = {name: {"tau": r.tau, "tau_source": r.tau_source,
                           "summary": _records(r.summary()), "revisits": _records(r.revisits()),
@@ -227,7 +205,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--resume", metavar="RUN_DIR", help="continue a killed run")
     run.set_defaults(func=_cmd_run)
 
-    metrics = sub.add_parser("metrics", help="score finished runs together (tables with 95% CIs)")
+    metrics = sub.add_parser("metrics", help="score finished runs together (tables with 95%% CIs)")
     metrics.add_argument("runs", nargs="+", metavar="RUN_DIR")
     metrics.add_argument("--skip-incomplete", action="store_true")
     metrics.add_argument("--json", action="store_true", help="print the tables as JSON")

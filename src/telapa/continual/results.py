@@ -32,6 +32,10 @@ from telapa.metrics import (
 )
 
 SCRATCH = "scratch"
+COMPUTE_LABELS = {"extra_env_steps_M": "extra env steps (M)", "wall_h": "wall clock (h)",
+                  "rel_time_vs_finetune": "time vs Finetune", "peak_rss_GB": "peak RAM (GB)",
+                  "stored_state_MB": "stored state (MB)", "run_dir_MB": "run dir (MB)"}
+"""Columns of `CurriculumResults.compute` and their headers."""
 FINETUNE = "finetune"
 
 

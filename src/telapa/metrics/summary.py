@@ -19,6 +19,9 @@ from telapa.metrics.continual import RunMetrics
 from telapa.metrics.stats import mean_ci
 
 SUMMARY_METRICS = ("mean_sr", "ttt", "bwt", "coverage", "nbwt", "tr")
+METRIC_LABELS = {"mean_sr": "Mean SR ↑", "ttt": "TTT (M) ↓", "bwt": "BWT ↑",
+                 "coverage": "Coverage ↑", "nbwt": "nBWT ↑", "tr": "TR ↑"}
+"""Column headers of the summary table (arrows: which direction is better)."""
 """Metrics of the main table; each gives columns <m>, <m>_ci and <m>_n."""
 
 TTT_UNIT = 1e6

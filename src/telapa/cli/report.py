@@ -1,0 +1,110 @@
+"""``telapa report`` (every table and figure of the paper from a set of runs) and
+``telapa inspect`` (one run's policy archives).
+
+    telapa report RUN_DIR... --out DIR [--skip-incomplete] [--gamma 0.9] [--tau 0.5]
+    telapa inspect RUN_DIR [--task TAG]
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from telapa.cli.common import CLIError, load_runs, stdout_console, tracker
+from telapa.continual.rundir import RunDirError
+from telapa.report.inspection import Inspection, inspect_run
+
+
+def _unit_interval(text: str) -> float:
+    value = float(text)
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text}")
+    return value
+
+
+def _cmd_report(ns: argparse.Namespace) -> None:
+    # imported here: matplotlib and the archive analysis are slow to import for other commands
+    from telapa.report.build import ReportError, build_document, load_archives, write_report
+
+    console = Console(stderr=True)
+    records = load_runs(ns.runs, skip_incomplete=ns.skip_incomplete, console=console)
+    try:
+        archives = load_archives(records, track=tracker(console, "loading archives"))
+        doc = build_document(records, archives, gamma=ns.gamma, tau=ns.tau,
+                             track=tracker(console, "plotting"))
+        out = write_report(doc, ns.out, sources=[r.path for r in records])
+    except (RunDirError, ReportError, FileNotFoundError, ValueError) as err:
+        raise CLIError(str(err)) from None
+    stdout_console().print(
+        f"report of {len(records)} runs: {out / 'index.html'} ({len(doc.tables())} tables, "
+        f"{len(doc.figures())} figures; Markdown and CSV in {out / 'tables'})", markup=False)
+
+
+def _cmd_inspect(ns: argparse.Namespace) -> None:
+    try:
+        inspection = inspect_run(ns.run)
+        if ns.task is not None:
+            inspection = inspection.only(ns.task)
+    except (RunDirError, FileNotFoundError, ValueError) as err:
+        raise CLIError(str(err)) from None
+    console = stdout_console()
+    for table in inspect_tables(inspection):
+        console.print(table)
+
+
+def _range(values: Sequence[float]) -> str:
+    return "/".join(f"{v:.2f}" for v in values)
+
+
+def inspect_tables(inspection: Inspection) -> list[Table]:
+    """Rich tables: one row per archive (foreign lineage: elites descended from other
+    tasks' visits), then one row per transfer (its source and lineage)."""
+    latent = inspection.latent
+    archives = Table(title=f"{inspection.path}: {inspection.method} seed {inspection.seed} "
+                           f"({inspection.status}); embedding version {latent['version']} "
+                           f"({latent['updates']} updates, normalizer {latent['normalizer_id']})")
+    for name in ("task", "env", "size", "d_min", "fitness\nmin/med/max",
+                 "SR\nmin/med/max", "emb.\nversion", "foreign\nlineage", "elites\nof visits"):
+        archives.add_column(name, justify="left" if name in ("task", "env") else "right",
+                            no_wrap=True)
+    for a in inspection.archives.itertuples(index=False):
+        archives.add_row(
+            a.task, a.env_id, str(a.size), f"{a.d_min:.4f}",
+            _range((a.fitness_min, a.fitness_median, a.fitness_max)),
+            _range((a.sr_min, a.sr_median, a.sr_max)), str(a.embedding_version),
+            str(a.from_other_tasks), a.visits,
+        )
+    transfers = inspection.transfers
+    crossing = int((transfers["lineage_tasks"] > 1).sum())
+    lineage = Table(title=f"Transfers: {len(transfers)}, of which {crossing} started from an "
+                          "elite whose lineage spans several tasks")
+    for name in ("target", "source archive", "elite", "evaluated on", "lineage",
+                 "probed (in window)", "SR0 -> SR final", "env steps"):
+        lineage.add_column(name, justify="right" if name in ("elite", "env steps") else "left")
+    for t in transfers.itertuples(index=False):
+        lineage.add_row(f"{t.target} ←", t.source, str(t.elite_id), t.evaluated_on, t.lineage,
+                        f"{t.candidates} ({t.in_window})", f"{t.sr0:.2f} -> {t.sr_final:.2f}",
+                        f"{t.env_steps:,}")
+    return [archives, lineage]
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    report = sub.add_parser("report", help="every table and figure of the paper from runs "
+                                           "(HTML, Markdown, CSV, PNG, SVG)")
+    report.add_argument("runs", nargs="+", metavar="RUN_DIR")
+    report.add_argument("--out", required=True, help="report directory (replaced atomically)")
+    report.add_argument("--skip-incomplete", action="store_true",
+                        help="leave out missing or incomplete run dirs (with a warning)")
+    report.add_argument("--gamma", type=_unit_interval, default=0.9,
+                        help="source-competence threshold of the archive analysis")
+    report.add_argument("--tau", type=_unit_interval, default=0.5,
+                        help="target competence threshold of the archive analysis")
+    report.set_defaults(func=_cmd_report)
+
+    inspect = sub.add_parser("inspect", help="a run's policy archives and transfer lineages")
+    inspect.add_argument("run", metavar="RUN_DIR")
+    inspect.add_argument("--task", metavar="TAG", help="only this task's archive and transfers")
+    inspect.set_defaults(func=_cmd_inspect)

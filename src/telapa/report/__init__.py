@@ -1,0 +1,16 @@
+"""Reports of continual runs (``telapa report``, ``telapa inspect``): the paper's tables
+and figures from a set of run directories, as one self-contained HTML page, Markdown, CSV,
+PNG and SVG; and a run's policy archives as summary tables.
+
+    load.py         complete run directories (missing or incomplete ones named or skipped)
+    tables.py       table values plus how to show them; Markdown (best in bold) and CSV
+    scores.py       main metrics table and revisit table
+    compute.py      compute and memory table, TeLAPA's runtime breakdown
+    curves.py       learning curves across a curriculum (mean and 95% CI over seeds)
+    figures.py      a figure rendered to PNG and SVG
+    document.py     sections of tables and figures as HTML and Markdown
+    build.py        the whole report, written atomically
+    inspection.py   one run's archives and transfers
+
+Submodules are imported where used: `build` pulls in matplotlib and the archive analysis.
+"""

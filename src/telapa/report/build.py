@@ -1,0 +1,193 @@
+"""``telapa report``: every table and figure of the paper from a set of runs.
+
+Runs are grouped by curriculum (one section each) and method. A section holds the main
+table, the revisit table, the compute table, TeLAPA's runtime breakdown, the learning
+curves and, for each method with policy archives, the archive analysis of
+`telapa.analysis.panels`. `write_report` lays out
+
+    OUT/index.html     one self-contained page (inline CSS, figures as data URIs)
+    OUT/report.md      the same tables as Markdown, figures linked
+    OUT/report.json    what the report was made from (marks OUT as a report)
+    OUT/tables/ID.md   each table as Markdown (best cells in bold) and ID.csv (numbers)
+    OUT/figures/ID.png each figure as PNG and ID.svg
+
+and replaces an earlier report only once the new one is complete.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from telapa.analysis.data import TeLAPARun, load_telapa_run
+from telapa.analysis.panels import analysis_figures, analysis_tables
+from telapa.continual.results import CurriculumResults, RunRecord, score
+from telapa.io import read_json, write_json_atomic
+from telapa.report.compute import compute_table, runtime_table
+from telapa.report.curves import learning_curves
+from telapa.report.document import Document, Section, to_html, to_markdown
+from telapa.report.figures import ReportFigure, render
+from telapa.report.scores import main_table, revisit_table
+from telapa.report.tables import ReportTable, frame_table
+
+REPORT_FORMAT = "telapa-report"
+T = TypeVar("T")
+Track = Callable[[Sequence[T]], Iterable[T]]
+
+ANALYSIS_TITLES = {
+    "local_transfer": "Local transfer within the good-enough set",
+    "qd_structure": "Pooled QD structure across runs",
+    "lineage": "Stepping-stone lineages across task archives",
+    "lineage_utility": "Lineage utility",
+    "geometry": "Joint latent geometry of the archives",
+}
+
+
+class ReportError(ValueError):
+    """The output directory cannot take a report."""
+
+
+def slug(text: str) -> str:
+    """A lower-case id made of letters, digits and dashes."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+
+
+def load_archives(records: Sequence[RunRecord], *, track: Track = iter) -> dict[Path, TeLAPARun]:
+    """The archive tables of every run that has them (TeLAPA-family methods)."""
+    runs = (load_telapa_run(r.path) for r in track(records))
+    return {run.path: run for run in runs if run is not None}
+
+
+def build_document(
+    records: Sequence[RunRecord],
+    archives: Mapping[Path, TeLAPARun],
+    *,
+    gamma: float = 0.9,
+    tau: float = 0.5,
+    track: Track = iter,
+) -> Document:
+    """Scores ``records`` and draws every figure (``track`` wraps the drawing jobs)."""
+    sections: list[Section] = []
+    jobs: list[Callable[[], None]] = []
+    for result in score(records).values():
+        prefix = slug(result.curriculum)
+        if prefix in {s.id for s in sections}:  # names that differ only in punctuation
+            prefix = f"{prefix}-{len(sections)}"
+        section, section_jobs = _curriculum_section(result, archives, prefix=prefix,
+                                                    gamma=gamma, tau=tau)
+        sections.append(section)
+        jobs += section_jobs
+    for job in track(jobs):
+        job()
+    methods = sorted({r.method for r in records})
+    notes = [f"{len(records)} runs: {', '.join(methods)}; generated "
+             f"{datetime.now().isoformat(timespec='seconds')}."]
+    return Document("telapa report", notes, sections)
+
+
+def _curriculum_section(
+    result: CurriculumResults, archives: Mapping[Path, TeLAPARun], *, prefix: str,
+    gamma: float, tau: float,
+) -> tuple[Section, list[Callable[[], None]]]:
+    seeds = "; ".join(f"{m}: seeds {', '.join(str(r.seed) for r in rs)}"
+                      for m, rs in result.runs.items())
+    taus = ", ".join(f"{t} {v:.3f}" for t, v in result.tau.items())
+    section = Section(prefix, f"Curriculum {result.curriculum}",
+                      notes=[seeds + ".", f"Competence targets tau_T: {taus} "
+                                          f"(from {result.tau_source})."])
+    section.tables = [main_table(result, prefix=prefix), revisit_table(result, prefix=prefix),
+                      compute_table(result, prefix=prefix)]
+    runtime = runtime_table(result, prefix=prefix)
+    if runtime is not None:
+        section.tables.append(runtime)
+
+    def curves() -> None:
+        fig = learning_curves(result.runs, title=f"{result.curriculum}: success rate")
+        section.figures.append(render(
+            fig, figure_id=f"{prefix}-curves", title="Learning curves",
+            caption="Mean success rate over seeds (shaded: 95% CI) across the whole "
+                    "curriculum; dotted lines mark task boundaries, top labels the visits "
+                    "(primes: revisits).",
+        ))
+
+    jobs: list[Callable[[], None]] = [curves]
+    for method, records in result.runs.items():
+        runs = [archives[r.path] for r in records if r.path in archives]
+        if runs:
+            child = Section(f"{prefix}-{slug(method)}", f"{method}: archive analysis "
+                            f"({len(runs)} run{'s' if len(runs) > 1 else ''}, "
+                            f"gamma {gamma}, tau {tau})")
+            section.children.append(child)
+            jobs.append(_analysis_job(child, runs, gamma=gamma, tau=tau))
+    return section, jobs
+
+
+def _analysis_job(
+    section: Section, runs: Sequence[TeLAPARun], *, gamma: float, tau: float
+) -> Callable[[], None]:
+    def job() -> None:
+        tables = analysis_tables(runs, gamma=gamma, tau=tau)
+        section.tables = [frame_table(f"{section.id}-{slug(k)}", k.replace("_", " "), "", v)
+                          for k, v in tables.items()]
+        figures = analysis_figures(runs, gamma=gamma, tau=tau)
+        section.figures = [render(fig, figure_id=f"{section.id}-{slug(k)}",
+                                  title=ANALYSIS_TITLES.get(k, k.replace("_", " ")))
+                           for k, fig in figures.items()]
+    return job
+
+
+def write_report(doc: Document, out: str | Path, *, sources: Sequence[str | Path] = ()) -> Path:
+    """Writes the report into ``out``, replacing an earlier report there only once the
+    new one is complete; refuses a non-empty directory that is not a report."""
+    out = Path(out)
+    if out.exists() and not _replaceable(out):
+        raise ReportError(f"{out} exists and is not a telapa report; choose another --out")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".new", dir=out.parent))
+    try:
+        _write_files(doc, staging, sources)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    old = staging.with_suffix(".old")
+    if out.exists():
+        out.rename(old)
+    staging.rename(out)
+    shutil.rmtree(old, ignore_errors=True)
+    return out
+
+
+def _replaceable(out: Path) -> bool:
+    if not out.is_dir():
+        return False
+    if not any(out.iterdir()):
+        return True
+    try:
+        manifest: Any = read_json(out / "report.json", "report manifest")
+    except (FileNotFoundError, ValueError):
+        return False
+    return isinstance(manifest, dict) and manifest.get("format") == REPORT_FORMAT
+
+
+def _write_files(doc: Document, folder: Path, sources: Sequence[str | Path]) -> None:
+    (folder / "tables").mkdir()
+    (folder / "figures").mkdir()
+    tables: list[ReportTable] = doc.tables()
+    figures: list[ReportFigure] = doc.figures()
+    for table in tables:
+        (folder / "tables" / f"{table.id}.md").write_text(table.to_markdown())
+        (folder / "tables" / f"{table.id}.csv").write_text(table.to_csv())
+    for fig in figures:
+        (folder / "figures" / f"{fig.id}.png").write_bytes(fig.png)
+        (folder / "figures" / f"{fig.id}.svg").write_bytes(fig.svg)
+    (folder / "report.md").write_text(to_markdown(doc))
+    (folder / "index.html").write_text(to_html(doc))
+    write_json_atomic(folder / "report.json", {
+        "format": REPORT_FORMAT, "version": 1, "runs": [str(s) for s in sources],
+        "tables": [t.id for t in tables], "figures": [f.id for f in figures],
+    })

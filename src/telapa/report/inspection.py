@@ -1,0 +1,125 @@
+"""``telapa inspect``: the policy archives of one run (elites.csv, method_log.json,
+visits.csv) as summary tables; works on a finished run and on one still running.
+
+Archives are named by their task tag (``A``); elites and lineages by visit tags (``A'``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from telapa.continual.rundir import RunDir, RunDirError
+from telapa.io import read_json
+from telapa.qd.export import parse_lineage
+
+ARCHIVE_COLUMNS = (
+    "task", "env_id", "size", "d_min", "fitness_min", "fitness_median", "fitness_max",
+    "sr_min", "sr_median", "sr_max", "embedding_version", "from_other_tasks", "visits",
+)
+TRANSFER_COLUMNS = (
+    "target", "source", "elite_id", "evaluated_on", "lineage", "candidates", "in_window",
+    "sr0", "sr_final", "env_steps", "target_task", "lineage_tasks",
+)
+
+
+class NoArchivesError(ValueError):
+    """The run keeps no policy archives (a single-model method)."""
+
+
+@dataclass(frozen=True)
+class Inspection:
+    """The archives and transfers of one run."""
+
+    path: Path
+    method: str
+    seed: int
+    status: str
+    tasks: list[str]
+    """Every task tag of the curriculum, in order of first visit."""
+    archives: pd.DataFrame
+    """One row per archive (`ARCHIVE_COLUMNS`)."""
+    transfers: pd.DataFrame
+    """One row per transfer into a visit (`TRANSFER_COLUMNS`)."""
+    latent: dict[str, Any]
+    """Latest embedding maintenance: version, normalizer_id, updates (count)."""
+
+    def only(self, task: str) -> Inspection:
+        """The archive of ``task`` and the transfers into its visits; ValueError names the
+        valid tags for an unknown one."""
+        if task not in self.tasks:
+            raise ValueError(f"unknown task tag {task!r}; this run has: {', '.join(self.tasks)}")
+        return Inspection(
+            self.path, self.method, self.seed, self.status, self.tasks,
+            self.archives[self.archives["task"] == task].reset_index(drop=True),
+            self.transfers[self.transfers["target_task"] == task].reset_index(drop=True),
+            self.latent,
+        )
+
+
+def inspect_run(path: str | Path) -> Inspection:
+    """Reads a run's archives; `NoArchivesError` for a run of a method without them,
+    `RunDirError` for a missing or foreign directory."""
+    run_dir = RunDir(path)
+    spec = run_dir.spec()
+    root = run_dir.path
+    if not (root / "elites.csv").is_file():
+        if spec["method"] in ("telapa", "telapa-static"):
+            raise RunDirError(f"{root} has no elites.csv yet (no archive illuminated so far)")
+        raise NoArchivesError(
+            f"{root} is a {spec['method']} run: it keeps no policy archives (only telapa and "
+            "telapa-static runs do)"
+        )
+    visits = run_dir.read_table("visits").sort_values("visit")
+    elites = pd.read_csv(root / "elites.csv")
+    log = read_json(root / "method_log.json", "method log")
+    tags = dict(zip(visits["visit"], visits["tag"].astype(str), strict=True))
+    task_of = dict(zip(visits["visit"], visits["task"].astype(str), strict=True))
+    maintenance = [e for e in log if e["event"] == "maintenance"]
+    latest = maintenance[-1] if maintenance else {}
+    return Inspection(
+        path=root, method=str(spec["method"]), seed=int(spec["seed"]),
+        status=str(spec.get("status")), tasks=list(dict.fromkeys(visits["task"].astype(str))),
+        archives=_archives(elites, visits, tags, task_of),
+        transfers=_transfers(log, elites, tags, task_of),
+        latent={"version": latest.get("version"), "normalizer_id": latest.get("normalizer_id"),
+                "updates": sum(bool(e.get("updated")) for e in maintenance)},
+    )
+
+
+def _archives(elites: pd.DataFrame, visits: pd.DataFrame, tags: dict[int, str],
+              task_of: dict[int, str]) -> pd.DataFrame:
+    env_ids = dict(zip(visits["task"].astype(str), visits["env_id"], strict=False))
+    rows = []
+    for task, group in elites.groupby("task", sort=False):
+        task = str(task)
+        lineages = [parse_lineage(cell) for cell in group["lineage"]]
+        foreign = sum(any(task_of[v] != task for v in lineage) for lineage in lineages)
+        rows.append((
+            task, env_ids.get(task, "?"), len(group), float(group["d_min"].iloc[0]),
+            *(float(f(group["fitness"])) for f in (pd.Series.min, pd.Series.median,
+                                                    pd.Series.max)),
+            *(float(f(group["sr"])) for f in (pd.Series.min, pd.Series.median, pd.Series.max)),
+            int(group["embedding_version"].iloc[0]), foreign,
+            ", ".join(tags[v] for v in sorted(set(group["visit"]))),
+        ))
+    return pd.DataFrame(rows, columns=list(ARCHIVE_COLUMNS))
+
+
+def _transfers(log: list[dict[str, Any]], elites: pd.DataFrame, tags: dict[int, str],
+               task_of: dict[int, str]) -> pd.DataFrame:
+    archive_task = dict(zip(elites["archive_tag"], elites["task"].astype(str), strict=False))
+    rows = []
+    for event in (e for e in log if e["event"] == "transfer"):
+        chosen = event["candidates"][event["index"]]
+        rows.append((
+            tags[event["visit"]], archive_task[event["tag"]], int(event["elite_id"]),
+            tags[chosen["task"]], " → ".join(tags[v] for v in sorted(event["lineage"])),
+            len(event["candidates"]), sum(bool(c["in_window"]) for c in event["candidates"]),
+            float(chosen["sr0"]), float(chosen["sr_final"]), int(event["env_steps"]),
+            task_of[event["visit"]], len({task_of[v] for v in event["lineage"]}),
+        ))
+    return pd.DataFrame(rows, columns=list(TRANSFER_COLUMNS))

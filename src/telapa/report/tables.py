@@ -1,0 +1,134 @@
+"""Report tables: numeric values plus how to show them (labels, digits, which direction
+is better), rendered as Markdown with the best cell of each column in bold and as CSV.
+
+Best cells: among the non-NaN means of a column with a direction, every row whose mean,
+rounded to the shown digits, equals the best one (ties are all marked); a column with
+fewer than two values marks nothing.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from telapa.metrics import format_cell
+
+Better = Literal["higher", "lower"] | None
+
+
+@dataclass(frozen=True)
+class Column:
+    """One shown column: ``key`` in the values frame (its half width in ``key_ci``)."""
+
+    key: str
+    label: str
+    better: Better = None
+    ci: bool = True
+    digits: int | None = 3
+    """Decimals shown; None: 4 significant digits (tables of mixed scales)."""
+
+
+@dataclass(frozen=True)
+class ReportTable:
+    """A table of one report section; ``id`` names its files and its HTML element."""
+
+    id: str
+    title: str
+    caption: str
+    values: pd.DataFrame
+    """Numeric values, one row per index label (e.g. method)."""
+    columns: tuple[Column, ...]
+    show_index: bool = True
+    """False: the row labels are bare positions and are not shown."""
+
+    @property
+    def index_label(self) -> str:
+        """Header of the row-label column ("rows \\ columns" for a labelled matrix)."""
+        rows, cols = self.values.index.name, self.values.columns.name
+        return f"{rows or ''} \\ {cols}" if cols else str(rows or "")
+
+    def cells(self) -> pd.DataFrame:
+        """The shown text of every cell ("0.706 ± 0.080", "n/a" for NaN)."""
+        frame = pd.DataFrame(index=self.values.index)
+        for col in self.columns:
+            means = self.values[col.key].tolist()
+            cis = self.values[f"{col.key}_ci"].tolist() if col.ci else [None] * len(means)
+            frame[col.label] = [_cell(m, c, col.digits) for m, c in zip(means, cis, strict=True)]
+        return frame
+
+    def best(self) -> pd.DataFrame:
+        """True where a cell holds its column's best value (see the module docstring)."""
+        frame = pd.DataFrame(False, index=self.values.index,
+                             columns=[c.label for c in self.columns])
+        for col in self.columns:
+            if col.better is None:
+                continue
+            means = pd.to_numeric(self.values[col.key], errors="coerce").round(col.digits)
+            if means.notna().sum() < 2:
+                continue
+            target = means.max() if col.better == "higher" else means.min()
+            frame[col.label] = (means == target).to_numpy()
+        return frame
+
+    def rows(self) -> list[tuple[str, list[str], list[bool]]]:
+        """(row label, shown cells, best flags) of every row, in order."""
+        cells, best = self.cells(), self.best()
+        return [(str(label), cells.iloc[i].tolist(), best.iloc[i].tolist())
+                for i, label in enumerate(self.values.index)]
+
+    def to_markdown(self) -> str:
+        """A GitHub Markdown table; best cells in bold."""
+        lead = [self.index_label] if self.show_index else []
+        align = [":---"] * len(lead) + ["---:"] * len(self.columns)
+        lines = [_md_row([*lead, *(c.label for c in self.columns)]), f"|{'|'.join(align)}|"]
+        for label, cells, best in self.rows():
+            shown = [f"**{v}**" if b else v for v, b in zip(cells, best, strict=True)]
+            lines.append(_md_row([label, *shown] if self.show_index else shown))
+        return "\n".join(lines) + "\n"
+
+    def to_csv(self) -> str:
+        """The numeric values: one column per shown column, and its 95% CI half width."""
+        frame = pd.DataFrame(index=self.values.index)
+        for col in self.columns:
+            frame[col.label] = self.values[col.key]
+            if col.ci:
+                frame[ci_label(col.label)] = self.values[f"{col.key}_ci"]
+        buffer = io.StringIO()
+        frame.to_csv(buffer, index=self.show_index, index_label=self.index_label)
+        return buffer.getvalue()
+
+
+def ci_label(label: str) -> str:
+    """CSV header of a column's 95% CI half width."""
+    return f"{label} ± 95% CI"
+
+
+def frame_table(table_id: str, title: str, caption: str, frame: pd.DataFrame) -> ReportTable:
+    """A plain table of ``frame`` as is: every column shown, no CIs, no best marking; an
+    unnamed range index is not shown."""
+    positional = isinstance(frame.index, pd.RangeIndex) and frame.index.name is None
+    return ReportTable(table_id, title, caption, frame,
+                       tuple(Column(c, str(c), ci=False, digits=None) for c in frame.columns),
+                       show_index=not positional)
+
+
+def _cell(mean: object, ci: object | None, digits: int | None) -> str:
+    if isinstance(mean, (bool, np.bool_, int, np.integer)) or not isinstance(
+            mean, (float, np.floating)):
+        return "n/a" if mean is None or mean is pd.NA else str(mean)
+    value = float(mean)
+    if ci is not None:
+        return format_cell(value, float(ci), digits)
+    if math.isnan(value):
+        return "n/a"
+    return f"{value:.4g}" if digits is None else f"{value:.{digits}f}"
+
+
+def _md_row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"

@@ -1,0 +1,86 @@
+"""Report tables: best cells per column in the right direction, and Markdown and CSV
+that hold the same table."""
+
+from __future__ import annotations
+
+import io
+import math
+
+import pandas as pd
+
+from telapa.continual.results import score
+from telapa.metrics import format_cell
+from telapa.report.scores import main_table, revisit_table
+from telapa.report.tables import Column, ReportTable, ci_label, frame_table
+
+from .records import record
+
+
+def _table(values: dict[str, dict[str, float]]) -> ReportTable:
+    frame = pd.DataFrame.from_dict(values, orient="index").rename_axis("method")
+    return ReportTable("t", "title", "caption", frame, (
+        Column("sr", "SR", "higher"), Column("ttt", "TTT", "lower"), Column("cost", "cost")))
+
+
+def _markdown_cells(markdown: str) -> list[list[str]]:
+    rows = [line.strip("|").split("|") for line in markdown.strip().splitlines()]
+    return [[c.strip() for c in row] for row in rows[:1] + rows[2:]]
+
+
+def test_best_cell_follows_each_columns_direction_and_ties_at_shown_precision():
+    table = _table({
+        "a": {"sr": 0.5, "sr_ci": 0.1, "ttt": 3.0, "ttt_ci": 1.0, "cost": 1.0, "cost_ci": 0.1},
+        "b": {"sr": 0.7, "sr_ci": 0.2, "ttt": 5.0, "ttt_ci": 1.0, "cost": 0.5, "cost_ci": 0.1},
+        "c": {"sr": math.nan, "sr_ci": math.nan, "ttt": 3.0004, "ttt_ci": 1.0, "cost": 9.0,
+              "cost_ci": 0.1},
+    })
+    best = table.best()
+    assert best["SR"].tolist() == [False, True, False]      # higher is better, NaN ignored
+    assert best["TTT"].tolist() == [True, False, True]      # lower; 3.000 ties 3.000
+    assert not best["cost"].any()                           # no direction: never marked
+
+
+def test_a_column_with_one_value_marks_nothing():
+    table = _table({"a": {"sr": 0.5, "sr_ci": 0.1, "ttt": 3.0, "ttt_ci": 1.0, "cost": 1.0,
+                          "cost_ci": 0.0},
+                    "b": {"sr": math.nan, "sr_ci": math.nan, "ttt": math.nan,
+                          "ttt_ci": math.nan, "cost": 1.0, "cost_ci": 0.0}})
+    assert not table.best().to_numpy().any()
+
+
+def test_markdown_and_csv_hold_the_same_table_with_best_cells_in_bold():
+    records = [record("finetune", s, [[0.1, 0.5, 0.9], [0.0, 0.3, 0.6], [0.0, 0.1, 1.0]])
+               for s in range(3)]
+    records += [record("telapa", s, [[0.2, 0.6, 0.8], [0.1, 0.2 + 0.1 * s, 0.7],
+                                     [0.3, 0.9, 0.9]]) for s in range(3)]
+    result = score(records)["toy"]
+    for table in (main_table(result, prefix="toy"), revisit_table(result, prefix="toy")):
+        md = _markdown_cells(table.to_markdown())
+        csv = pd.read_csv(io.StringIO(table.to_csv()), index_col=0)
+        assert md[0] == [table.index_label, *(c.label for c in table.columns)]
+        best = table.best()
+        for method, *cells in md[1:]:
+            for col, cell in zip(table.columns, cells, strict=True):
+                bold = cell.startswith("**") and cell.endswith("**")
+                assert bold == best.at[method, col.label], (method, col.label)
+                mean = float(csv.at[method, col.label])
+                ci = float(csv.at[method, ci_label(col.label)]) if col.ci else None
+                shown = (format_cell(mean, ci, col.digits) if col.ci
+                         else f"{mean:.{col.digits}f}")
+                assert cell.strip("*") == shown
+    main = main_table(result, prefix="toy")
+    assert [c.better for c in main.columns if c.key == "ttt"] == ["lower"]
+    assert main.best().at["telapa", "TTT (M) ↓"] and not main.best().at["finetune", "TTT (M) ↓"]
+
+
+def test_plain_frames_show_their_values_and_hide_a_bare_range_index():
+    frame = pd.DataFrame({"run": ["s0", "s1"], "flag": [True, False], "y": [0.25, math.nan],
+                          "big": [1.5e7, 2.0]})
+    table = frame_table("x", "x", "", frame)
+    assert _markdown_cells(table.to_markdown()) == [
+        ["run", "flag", "y", "big"], ["s0", "True", "0.25", "1.5e+07"], ["s1", "False", "n/a", "2"]]
+    assert pd.read_csv(io.StringIO(table.to_csv())).columns.tolist() == ["run", "flag", "y", "big"]
+    matrix = pd.DataFrame([[1, 0], [2, 3]], index=pd.Index(["A", "B"], name="source"),
+                          columns=pd.Index(["B", "A'"], name="target"))
+    shown = _markdown_cells(frame_table("m", "m", "", matrix).to_markdown())
+    assert shown[0] == ["source \\ target", "B", "A'"] and shown[2] == ["B", "2", "3"]
