@@ -23,15 +23,14 @@ from telapa.continual.telapa.maintenance import (
 from telapa.latent import LatentConfig, normalizer, policy_summary
 from telapa.qd.archive import (
     ArchiveSpec,
-    FeatureCodec,
     InsertStatus,
-    Trajectories,
     init_archive,
     insert_batch,
     make_elites,
     repack,
     set_reference,
 )
+from telapa.qd.trajectories import FeatureCodec, Trajectories
 
 D, T, E, P = 4, 16, 3, 6
 CONFIG = LatentConfig(

@@ -16,7 +16,8 @@ from rl.toy_envs import Corridor
 from telapa.config import EvalConfig, PPOConfig, TrainConfig
 from telapa.continual.telapa.transfer import probe, select_transfer_origin
 from telapa.qd import ArchiveSpec, TransferConfig, init_archive, insert, make_elites
-from telapa.qd.archive import InsertStatus, lineage_from_visits
+from telapa.qd.archive import InsertStatus
+from telapa.qd.lineage import lineage_from_visits
 from telapa.qd.selection import pool_candidates
 from telapa.rl import PPOTrainer, flatten_params
 

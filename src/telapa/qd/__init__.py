@@ -1,7 +1,8 @@
 """Quality-diversity containers and operators of TeLAPA: the unstructured task archive
-(`archive`), parameter mutation with self-adapted scales and the competence gate
-(`mutation`), candidate pooling, few-shot origin selection and elite injection
-(`selection`), and their hyperparameters (`config`).
+(`archive`) with its elites' lineage bitmasks (`lineage`) and stored episodes
+(`trajectories`), archives as tables (`export`), parameter mutation with self-adapted
+scales and the competence gate (`mutation`), candidate pooling, few-shot origin
+selection and elite injection (`selection`), and their hyperparameters (`config`).
 
 Functional style (QDax): archives are immutable pytrees and every operation returns a
 new one; APIs are keyword-only past the main arguments and docstrings give the maths.
@@ -11,24 +12,16 @@ from telapa.qd.archive import (
     Archive,
     ArchiveSpec,
     Elites,
-    FeatureCodec,
     InsertInfo,
     InsertStatus,
-    Trajectories,
     adapt_d_min,
     copy_archive,
     drop_trajectories,
     elite_row,
-    float16_codec,
     init_archive,
     insert,
     insert_batch,
-    lineage_bit,
-    lineage_from_visits,
-    lineage_visits,
-    lineage_words,
     make_elites,
-    minigrid_codec,
     normalizer_hex,
     normalizer_words,
     novelty,
@@ -36,7 +29,6 @@ from telapa.qd.archive import (
     set_reference,
     stack_elites,
     valid_slots,
-    with_visit,
 )
 from telapa.qd.config import (
     ArchiveConfig,
@@ -44,6 +36,13 @@ from telapa.qd.config import (
     InjectionConfig,
     QDConfig,
     TransferConfig,
+)
+from telapa.qd.lineage import (
+    lineage_bit,
+    lineage_from_visits,
+    lineage_visits,
+    lineage_words,
+    with_visit,
 )
 from telapa.qd.mutation import (
     Offspring,
@@ -69,6 +68,7 @@ from telapa.qd.selection import (
     sample_injection,
     union,
 )
+from telapa.qd.trajectories import FeatureCodec, Trajectories, float16_codec, minigrid_codec
 
 __all__ = [
     "Archive",

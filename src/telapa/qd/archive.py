@@ -30,21 +30,9 @@ index), ``embedding_version``, ``normalizer_id`` ((2,) uint32: the 64-bit normal
 of `telapa.latent.normalizer.normalizer_id` as two big-endian words), ``next_id`` and the
 counters ``n_proposed`` / ``n_added`` / ``n_replaced``. Static: the `ArchiveSpec`.
 
-**Lineage.** Bit ``v`` (word ``v // 32``, bit ``v % 32``) is set when the elite's ancestry
-passed through visit ``v`` of the curriculum (the run's visit table, e.g. A, B, ..., A').
-An elite created on visit t from parent p gets ``lineage(p) | bit(t)``; a base policy
-PPO-trained from a transferred elite x gets ``lineage(x) | bit(t)``. Because every hop
-goes to a strictly later visit and an elite has one parent, the set sorted by visit index
-*is* the ancestry path (A -> C -> D'), so breadth, family membership and non-adjacent
-transitions (paper Fig. "Lineage utility") are all recoverable from W words.
-
-**Trajectories.** The evaluation episodes of each elite (m episodes, first T steps of
-behaviour features, zero-padded, with lengths) live in a separate `Trajectories` block,
-``archive.traj``, that `drop_trajectories` removes. Features that are exact multiples of
-1/k (MiniGrid: x/(W-1), y/(H-1), dir/3, step/max_steps, action/6, flags) are stored as
-integer numerators, uint8 when k <= 255 else uint16, and decode bit-identically to the
-float32 features of `telapa.envs.minigrid.features`; features without a denominator
-(MuJoCo) are stored as float16, which is lossy (about 3 significant digits).
+**Lineage** (`telapa.qd.lineage`): a bitmask over the curriculum's visit indices.
+**Trajectories** (`telapa.qd.trajectories`): each elite's evaluation episodes, in a
+separate `Trajectories` block ``archive.traj`` that `drop_trajectories` removes.
 
 **Insertion rule** (`insert`): see its docstring. Insertion is deterministic and
 sequential; `insert_batch` scans candidates in proposal order.
@@ -54,8 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import jax
@@ -63,51 +50,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-LINEAGE_BITS = 32
-"""Visits per lineage word."""
-
-
-# --- lineage ----------------------------------------------------------------------------
-
-
-def lineage_words(n_visits: int) -> int:
-    """Words W needed for a bitmask over ``n_visits`` visits (at least 1)."""
-    return max(1, math.ceil(n_visits / LINEAGE_BITS))
-
-
-def lineage_bit(visit: int | jax.Array, words: int) -> jax.Array:
-    """(W,) uint32 with only bit ``visit`` set (jittable in ``visit``)."""
-    visit = jnp.asarray(visit, jnp.int32)
-    word = jnp.arange(words, dtype=jnp.int32) == visit // LINEAGE_BITS
-    bit = jnp.left_shift(jnp.uint32(1), (visit % LINEAGE_BITS).astype(jnp.uint32))
-    return jnp.where(word, bit, jnp.uint32(0)).astype(jnp.uint32)
-
-
-def with_visit(lineage: jax.Array, visit: int | jax.Array) -> jax.Array:
-    """``lineage | bit(visit)`` for (..., W) lineages."""
-    return jnp.bitwise_or(lineage, lineage_bit(visit, lineage.shape[-1]))
-
-
-def lineage_from_visits(visits: Iterable[int], words: int) -> np.ndarray:
-    """(W,) uint32 bitmask with the given visit indices set (host side)."""
-    out = np.zeros(words, np.uint32)
-    for v in visits:
-        if not 0 <= v < words * LINEAGE_BITS:
-            raise ValueError(f"visit {v} does not fit {words} lineage word(s)")
-        out[v // LINEAGE_BITS] |= np.uint32(1 << (v % LINEAGE_BITS))
-    return out
-
-
-def lineage_visits(lineage: np.ndarray | jax.Array) -> list[int]:
-    """Sorted visit indices set in one (W,) lineage: the ancestry path in visit order."""
-    words = np.asarray(lineage, np.uint32).reshape(-1)
-    return [
-        w * LINEAGE_BITS + b
-        for w, word in enumerate(words)
-        for b in range(LINEAGE_BITS)
-        if (int(word) >> b) & 1
-    ]
-
+from telapa.qd.trajectories import FeatureCodec, Trajectories
 
 # --- normalizer ids ---------------------------------------------------------------------
 
@@ -126,153 +69,6 @@ def normalizer_hex(words: np.ndarray | jax.Array) -> str | None:
     """Inverse of `normalizer_words` (zeros -> None: no normalizer yet)."""
     hi, lo = (int(w) for w in np.asarray(words, np.uint32))
     return None if hi == lo == 0 else f"{(hi << 32) | lo:016x}"
-
-
-# --- trajectory features ----------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class FeatureCodec:
-    """How each of the D per-step features is stored.
-
-    ``denominators[j] = k`` (an int, 1 <= k <= 65535) declares that feature j is always
-    ``float32(n) * (float32(1) / float32(k))`` for an integer 0 <= n <= k: it is stored
-    as the numerator n (uint8 if k <= 255, else uint16) and decodes bit-identically.
-    ``None`` declares a general float, stored as float16 (lossy).
-    """
-
-    denominators: tuple[int | None, ...]
-
-    def __post_init__(self) -> None:
-        for k in self.denominators:
-            if k is not None and not (isinstance(k, int) and 1 <= k <= 65535):
-                raise ValueError(f"denominators must be ints in [1, 65535] or None, got {k!r}")
-
-    @property
-    def dim(self) -> int:
-        return len(self.denominators)
-
-    @property
-    def u8_index(self) -> tuple[int, ...]:
-        return tuple(j for j, k in enumerate(self.denominators) if k is not None and k <= 255)
-
-    @property
-    def u16_index(self) -> tuple[int, ...]:
-        return tuple(j for j, k in enumerate(self.denominators) if k is not None and k > 255)
-
-    @property
-    def f16_index(self) -> tuple[int, ...]:
-        return tuple(j for j, k in enumerate(self.denominators) if k is None)
-
-    @property
-    def exact(self) -> bool:
-        """True when every feature is stored exactly (no float16 part)."""
-        return not self.f16_index
-
-    @property
-    def bytes_per_step(self) -> int:
-        return len(self.u8_index) + 2 * len(self.u16_index) + 2 * len(self.f16_index)
-
-    def _den(self, index: tuple[int, ...]) -> np.ndarray:
-        return np.asarray([self.denominators[j] for j in index], np.float32)
-
-    def encode(self, features: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-        """(..., D) float -> (uint8 (..., D8), uint16 (..., D16), float16 (..., Df)).
-
-        n = round(f * k), clipped to [0, 255] / [0, 65535]; values that are not multiples
-        of 1/k in [0, 1] do not survive (see `roundtrip_exact`)."""
-        f = jnp.asarray(features, jnp.float32)
-
-        def part(index: tuple[int, ...], hi: int, dtype: jnp.dtype) -> jax.Array:
-            x = f[..., list(index)] * self._den(index)
-            return jnp.clip(jnp.round(x), 0, hi).astype(dtype)
-
-        u8 = part(self.u8_index, 255, jnp.uint8)
-        u16 = part(self.u16_index, 65535, jnp.uint16)
-        f16 = f[..., list(self.f16_index)].astype(jnp.float16)
-        return u8, u16, f16
-
-    def decode(self, u8: jax.Array, u16: jax.Array, f16: jax.Array) -> jax.Array:
-        """Inverse of `encode`: (..., D) float32, features back in their original order."""
-        one = np.float32(1)
-        parts = [
-            u8.astype(jnp.float32) * (one / self._den(self.u8_index)),
-            u16.astype(jnp.float32) * (one / self._den(self.u16_index)),
-            f16.astype(jnp.float32),
-        ]
-        order = self.u8_index + self.u16_index + self.f16_index
-        inverse = np.argsort(np.asarray(order, np.int64)) if order else np.zeros(0, np.int64)
-        return jnp.concatenate(parts, axis=-1)[..., inverse]
-
-    def roundtrip_exact(self, features: np.ndarray | jax.Array) -> bool:
-        """True when ``decode(encode(features))`` equals ``features`` bit for bit on the
-        exact (integer-coded) features. Host side; for checking a feature source."""
-        f = np.asarray(features, np.float32)
-        back = np.asarray(self.decode(*self.encode(f)))
-        exact = list(self.u8_index + self.u16_index)
-        return bool(np.array_equal(back[..., exact], f[..., exact]))
-
-
-def minigrid_codec(width: int, height: int, max_steps: int, n_actions: int = 7) -> FeatureCodec:
-    """Codec for the D = 11 MiniGrid features of `telapa.envs.minigrid.features`:
-    x/(W-1), y/(H-1), dir/3, step/max_steps, action/(n_actions-1) and six 0/1 flags."""
-    dens = (max(width - 1, 1), max(height - 1, 1), 3, max_steps, max(n_actions - 1, 1))
-    return FeatureCodec((*dens, 1, 1, 1, 1, 1, 1))
-
-
-def float16_codec(dim: int) -> FeatureCodec:
-    """Codec storing all ``dim`` features as float16 (lossy; for MuJoCo features)."""
-    return FeatureCodec((None,) * dim)
-
-
-@struct.dataclass
-class Trajectories:
-    """Stored evaluation episodes: ``u8`` (..., M, T, D8) uint8, ``u16`` (..., M, T, D16)
-    uint16, ``f16`` (..., M, T, Df) float16 (the codec's split of the D features) and
-    ``lengths`` (..., M) int32. Steps at or past an episode's length are zero; an episode
-    of length 0 is absent. The leading axes are (C,) in an archive, () for a candidate.
-    """
-
-    u8: jax.Array
-    u16: jax.Array
-    f16: jax.Array
-    lengths: jax.Array
-    codec: FeatureCodec = struct.field(pytree_node=False)
-
-    @classmethod
-    def encode(cls, codec: FeatureCodec, features: jax.Array, lengths: jax.Array) -> Trajectories:
-        """From float features (..., M, T, D) and lengths (..., M) (clipped to T)."""
-        features = jnp.asarray(features, jnp.float32)
-        if features.shape[-1] != codec.dim:
-            raise ValueError(f"features have D={features.shape[-1]}, codec D={codec.dim}")
-        t = features.shape[-2]
-        lengths = jnp.clip(jnp.asarray(lengths, jnp.int32), 0, t)
-        mask = jnp.arange(t) < lengths[..., None]
-        features = jnp.where(mask[..., None], features, 0.0)
-        u8, u16, f16 = codec.encode(features)
-        return cls(u8, u16, f16, lengths, codec)
-
-    @classmethod
-    def empty(
-        cls, codec: FeatureCodec, *, episodes: int, steps: int, lead: tuple[int, ...] = ()
-    ) -> Trajectories:
-        """All-absent episodes with leading shape ``lead`` (lengths 0)."""
-        shape = (*lead, episodes, steps)
-        return cls(
-            jnp.zeros((*shape, len(codec.u8_index)), jnp.uint8),
-            jnp.zeros((*shape, len(codec.u16_index)), jnp.uint16),
-            jnp.zeros((*shape, len(codec.f16_index)), jnp.float16),
-            jnp.zeros((*lead, episodes), jnp.int32),
-            codec,
-        )
-
-    def decode(self) -> tuple[jax.Array, jax.Array]:
-        """(features (..., M, T, D) float32, lengths (..., M) int32)."""
-        return self.codec.decode(self.u8, self.u16, self.f16), self.lengths
-
-    @property
-    def nbytes(self) -> int:
-        return int(sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(self)))
 
 
 # --- elites -----------------------------------------------------------------------------

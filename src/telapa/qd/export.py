@@ -6,7 +6,8 @@ import jax
 import numpy as np
 import pandas as pd
 
-from telapa.qd.archive import Archive, lineage_visits
+from telapa.qd.archive import Archive
+from telapa.qd.lineage import lineage_visits
 
 ELITE_COLUMNS = (
     "task", "archive_tag", "slot", "elite_id", "parent_id", "visit", "fitness", "sr",

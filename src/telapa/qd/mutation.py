@@ -21,7 +21,8 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from telapa.qd.archive import Archive, Elites, make_elites, with_visit
+from telapa.qd.archive import Archive, Elites, make_elites
+from telapa.qd.lineage import with_visit
 from telapa.qd.selection import ElitePool, sample_injection
 
 

@@ -38,23 +38,18 @@ from telapa.envs.minigrid.env import MiniGrid
 from telapa.envs.minigrid.gym_wrappers import is_minigrid_id
 from telapa.latent import LatentConfig, pad_or_truncate
 from telapa.qd.archive import (
-    LINEAGE_BITS,
     Archive,
-    FeatureCodec,
     InsertStatus,
-    Trajectories,
     copy_archive,
-    float16_codec,
     init_archive,
     insert_batch,
-    lineage_words,
-    minigrid_codec,
     set_reference,
-    with_visit,
 )
 from telapa.qd.config import QDConfig
+from telapa.qd.lineage import LINEAGE_BITS, lineage_words, with_visit
 from telapa.qd.mutation import Offspring, competence_gate, propose
 from telapa.qd.selection import ElitePool
+from telapa.qd.trajectories import FeatureCodec, Trajectories, float16_codec, minigrid_codec
 from telapa.rl.evaluate import make_population_evaluator
 from telapa.rl.networks import Params, flatten_params
 from telapa.rl.trainer import PPOTrainer

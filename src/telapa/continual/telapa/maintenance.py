@@ -49,7 +49,8 @@ from flax import struct
 from telapa.continual.telapa.embedding import EmbeddingState, describe
 from telapa.latent import Bank, LatentConfig, bank_ready, boundary_update, pad_or_truncate
 from telapa.latent import normalizer as latent_normalizer
-from telapa.qd.archive import Archive, FeatureCodec, Trajectories, repack
+from telapa.qd.archive import Archive, repack
+from telapa.qd.trajectories import FeatureCodec, Trajectories
 
 DESCRIBE_CHUNK = 32
 """Policies (episode sets) embedded per jitted call when re-embedding and refitting; the

@@ -28,15 +28,11 @@ from telapa.continual.telapa.embedding import EmbeddingState
 from telapa.continual.telapa.illumination import illuminate, trajectory_codec
 from telapa.continual.telapa.maintenance import EpisodeBanks, maintain, store
 from telapa.continual.telapa.transfer import select_transfer_origin
-from telapa.qd.archive import (
-    Archive,
-    float16_codec,
-    init_archive,
-    lineage_from_visits,
-    lineage_words,
-)
+from telapa.qd.archive import Archive, init_archive
 from telapa.qd.export import archive_frame
+from telapa.qd.lineage import lineage_from_visits, lineage_words
 from telapa.qd.selection import union
+from telapa.qd.trajectories import float16_codec
 from telapa.rl.evaluate import EvalResult
 from telapa.rl.networks import Params, flatten_params
 from telapa.rl.ppo import PPOState

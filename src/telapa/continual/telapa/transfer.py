@@ -38,8 +38,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from telapa.qd.archive import Archive, lineage_visits
+from telapa.qd.archive import Archive
 from telapa.qd.config import TransferConfig
+from telapa.qd.lineage import lineage_visits
 from telapa.qd.selection import (
     few_shot_scores,
     few_shot_select,
