@@ -98,9 +98,7 @@ def load_telapa_run(path: str | Path) -> TeLAPARun | None:
     ``elites.csv`` or ``method_log.json`` (naming the file).
     """
     run_dir = RunDir(path)
-    spec = run_dir.spec()
-    if spec.get("status") != "complete":
-        raise RunDirError(f"{run_dir.path} is not complete (status {spec.get('status')!r})")
+    spec = run_dir.complete_spec()
     root = run_dir.path
     if not (root / "elites.csv").is_file():
         return None

@@ -19,7 +19,7 @@ import pandas as pd
 
 from telapa.config import read_yaml
 from telapa.continual.preset import parse_run_config
-from telapa.continual.rundir import RunDir, RunDirError
+from telapa.continual.rundir import RunDir
 from telapa.io import read_json
 from telapa.metrics import (
     RunMetrics,
@@ -55,12 +55,7 @@ class RunRecord:
 def load_run(path: str | Path) -> RunRecord:
     """Loads a complete run directory; `RunDirError` names an incomplete or foreign one."""
     run_dir = RunDir(path)
-    spec = run_dir.spec()
-    if spec.get("status") != "complete":
-        raise RunDirError(
-            f"{run_dir.path} is not complete (status {spec.get('status')!r}); finish it with "
-            f"`telapa run --resume {run_dir.path}`"
-        )
+    spec = run_dir.complete_spec()
     config_path = run_dir.path / "config.yaml"
     config = parse_run_config(read_yaml(config_path, "run config"), str(config_path))
     return RunRecord(

@@ -79,6 +79,16 @@ class RunDir:
             )
         return spec
 
+    def complete_spec(self) -> dict[str, Any]:
+        """`spec` of a finished run; `RunDirError` (with how to finish it) otherwise."""
+        spec = self.spec()
+        if spec.get("status") != "complete":
+            raise RunDirError(
+                f"{self.path} is not complete (status {spec.get('status')!r}); finish it with "
+                f"`telapa run --resume {self.path}`"
+            )
+        return spec
+
     def set_status(self, status: str, **extra: Any) -> None:
         spec = self.spec()
         spec.update(status=status, **extra)
