@@ -21,30 +21,42 @@ def _about_to_truncate(state, which: np.ndarray):
     return state.replace(env_state=env_state.replace(step_count=step_count))
 
 
+def _levels(env_state: State, which: np.ndarray) -> np.ndarray:
+    """One row per env in ``which``: its grid, agent position and direction."""
+    return np.concatenate(
+        [
+            np.asarray(env_state.grid[which]).reshape(int(which.sum()), -1),
+            np.asarray(env_state.agent_pos[which]),
+            np.asarray(env_state.agent_dir[which])[:, None],
+        ],
+        axis=1,
+    )
+
+
 def _step(env: AutoReset, state, n: int):
     return jax.jit(env.step)(state, jnp.full((n,), Action.LEFT, jnp.int32))
 
 
-@pytest.mark.parametrize("pool_size", [1, 2, 4])
-def test_finished_envs_restart_and_the_others_continue(pool_size: int) -> None:
-    n = 4
-    env = AutoReset(ENV, n, pool_sizes=(pool_size,))
+@pytest.mark.parametrize("chunks", [(1,), (2,), (4,), (2, 1)])
+def test_finished_envs_restart_and_the_others_continue(chunks: tuple[int, ...]) -> None:
+    n = 5
+    env = AutoReset(ENV, n, chunks=chunks)
     state, _ = env.reset(jax.random.key(0))
-    ending = np.array([False, True, False, True])
+    ending = np.array([False, True, False, True, True])
     before = _about_to_truncate(state, ending)
     after, obs, reward, terminated, truncated, info = _step(env, before, n)
 
     np.testing.assert_array_equal(truncated, ending)
     assert not np.asarray(terminated).any() and not np.asarray(reward).any()
-    np.testing.assert_array_equal(after.env_state.step_count, [1, 0, 1, 0])
+    np.testing.assert_array_equal(after.env_state.step_count, [1, 0, 1, 0, 0])
     continued = ~ending
     # Continuing envs keep their level; restarted ones get a fresh level each.
     np.testing.assert_array_equal(
         after.env_state.grid[continued], before.env_state.grid[continued]
     )
-    grids = np.asarray(after.env_state.grid[ending]).reshape(2, -1)
-    starts = np.asarray(after.env_state.agent_pos[ending])
-    assert (grids[0] != grids[1]).any() or (starts[0] != starts[1]).any()
+    fresh, old = _levels(after.env_state, ending), _levels(before.env_state, ending)
+    assert len({level.tobytes() for level in fresh}) == 3
+    assert all((new != previous).any() for new, previous in zip(fresh, old, strict=True))
     # The returned observation starts the new episode; the final one is kept in info.
     first_obs = jax.vmap(ENV.observe)(after.env_state)
     np.testing.assert_array_equal(obs["image"], first_obs["image"])
@@ -66,6 +78,8 @@ def test_no_episode_ends_means_plain_steps() -> None:
     np.testing.assert_array_equal(obs["image"], expected_obs["image"])
 
 
-def test_rejects_an_empty_batch() -> None:
+def test_rejects_an_empty_batch_and_empty_chunks() -> None:
     with pytest.raises(ValueError, match="num_envs"):
         AutoReset(ENV, 0)
+    with pytest.raises(ValueError, match="chunks"):
+        AutoReset(ENV, 4, chunks=(2, 0))

@@ -103,7 +103,7 @@ def test_custom_hash_counts_positions_only() -> None:
 
 def test_counts_reset_with_every_episode_inside_auto_reset() -> None:
     n = 4
-    env = AutoReset(EpisodicCountBonus(make(EMPTY), BETA), n, pool_sizes=(n,))
+    env = AutoReset(EpisodicCountBonus(make(EMPTY), BETA), n, chunks=(n,))
     step = jax.jit(env.step)
     state, _ = env.reset(jax.random.key(3))
     for _ in range(5):  # turning in place: visits pile up on the start cell

@@ -105,8 +105,9 @@ def _door_row_inclusive(task: Task) -> Generator:
 def _room_may_touch_bottom(task: Task) -> Generator:
     """MultiRoom without ``_placeRoom``'s quirk: ``topY + sizeY > height`` fails, as for x."""
 
-    def fits(top: jax.Array, width: int, height: int) -> jax.Array:
-        return jnp.all(top >= 0) & jnp.all(top + multiroom.ROOM_SIZE <= jnp.array([width, height]))
+    def fits(top: tuple[int, int], width: int, height: int) -> bool:
+        size = multiroom.ROOM_SIZE
+        return min(top) >= 0 and top[0] + size <= width and top[1] + size <= height
 
     def generate(key: jax.Array):
         with mock.patch.object(multiroom, "room_fits", fits):  # in force while tracing

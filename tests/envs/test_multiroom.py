@@ -18,7 +18,7 @@ from telapa.envs.minigrid import FLAG_NAMES, GOAL_MISSION, State, all_tasks
 from telapa.envs.minigrid.constants import CLOSED, DOOR, GOAL, OPEN, RED, Action
 from telapa.envs.minigrid.layout import put
 from telapa.envs.minigrid.objects import EMPTY_CELL, GOAL_CELL, WALL_CELL, cell
-from telapa.envs.minigrid.tasks.multiroom import room_fits, room_walls, sample_rooms
+from telapa.envs.minigrid.tasks.multiroom import RING, room_fits, room_layouts, sample_rooms
 
 ENV_ID = "MiniGrid-MultiRoom-N2-S4-v0"
 SIZE = 25
@@ -27,15 +27,14 @@ SIZE = 25
 def test_room_fits_the_grid_as_place_room_checks() -> None:
     # topX + 4 > 25 fails but topY + 4 >= 25 fails: the right edge may be touched.
     for top, fits in [((21, 20), True), ((22, 20), False), ((21, 21), False), ((-1, 3), False)]:
-        assert bool(room_fits(jnp.array(top), SIZE, SIZE)) == fits, top
+        assert room_fits(top, SIZE, SIZE) == fits, top
 
 
 def test_second_room_follows_place_room() -> None:
     keys = jax.random.split(jax.random.PRNGKey(0), 2000)
     rooms = jax.device_get(jax.jit(jax.vmap(lambda k: sample_rooms(k, SIZE, SIZE)))(keys))
-    assert rooms.placed.all()
-    assert jax.vmap(room_fits, (0, None, None))(rooms.first, SIZE, SIZE).all()
-    assert jax.vmap(room_fits, (0, None, None))(rooms.second, SIZE, SIZE).all()
+    for corners in (rooms.first, rooms.second):
+        assert all(room_fits(tuple(top), SIZE, SIZE) for top in corners)
     # _placeRoom's branches, exit wall right (0), south (1) or north (3), door offset d
     # in _rand_int(1, 3), next room offset _rand_int(door - 4 + 2, door) = door - k:
     offsets = (1, 2)
@@ -47,6 +46,33 @@ def test_second_room_follows_place_room() -> None:
         for door, second in zip(rooms.door - rooms.first, rooms.second - rooms.first, strict=True)
     }
     assert seen == right | south | north
+
+
+def _layout_probabilities() -> dict[tuple, float]:
+    """``(first, second, door) -> probability`` of the sampling table."""
+    edges, first, second, door = room_layouts(SIZE, SIZE)
+    shares = np.diff(np.concatenate([[0], edges.astype(np.float64), [2.0**32]])) / 2.0**32
+    keys = [tuple(map(tuple, row)) for row in zip(first, second, door, strict=True)]
+    return dict(zip(keys, shares, strict=True))
+
+
+def test_layout_table_by_hand() -> None:
+    probability = _layout_probabilities()
+    # An inner corner: all 12 tries fit, so each of its 12 layouts is equally likely.
+    inner = [p for (first, _, _), p in probability.items() if first == (5, 5)]
+    assert len(inner) == 12 and np.ptp(inner) < 1e-9
+    # (21, 20) touches the right edge and the last allowed row: right and south exits
+    # leave the grid; north ones put the second room at x = 21 + d - k, which fits for
+    # (d, k) in {(1, 1), (1, 2), (2, 2)} but not (2, 1) (x = 22). With 3 of 12 tries
+    # fitting, 1 - (3/4)^8 of attempts from it succeed, each fitting try equally likely.
+    corner = {key: p for key, p in probability.items() if key[0] == (21, 20)}
+    assert sorted(second for _, second, _ in corner) == [(20, 17), (21, 17), (21, 17)]
+    ratio = sum(corner.values()) / sum(inner)
+    assert ratio == pytest.approx(1 - 0.75**8, abs=1e-6)
+    assert np.ptp(list(corner.values())) < 1e-9
+    # Corners whose room does not fit never occur; the shares add up to one.
+    assert not [first for first, _, _ in probability if not room_fits(first, SIZE, SIZE)]
+    assert sum(probability.values()) == pytest.approx(1.0)
 
 
 def test_generated_levels_need_the_door() -> None:
@@ -62,8 +88,9 @@ def test_generated_levels_need_the_door() -> None:
 def _two_rooms() -> State:
     """Rooms at (2, 2) and (5, 2), a closed red door at (5, 3), the goal at (6, 3); the
     agent at (4, 3) facing the door."""
-    walls = room_walls(SIZE, SIZE, jnp.array([2, 2])) | room_walls(SIZE, SIZE, jnp.array([5, 2]))
-    grid = jnp.where(walls[..., None], WALL_CELL, EMPTY_CELL)
+    walls = np.concatenate([np.array([2, 2]) + RING, np.array([5, 2]) + RING])
+    grid = np.broadcast_to(EMPTY_CELL, (SIZE, SIZE, 3)).copy()
+    grid[walls[:, 0], walls[:, 1]] = WALL_CELL
     grid = put(put(grid, (5, 3), cell(DOOR, RED, CLOSED)), (6, 3), GOAL_CELL)
     return State.create(grid, (4, 3), 0, GOAL_MISSION, 40)
 

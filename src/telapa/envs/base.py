@@ -72,15 +72,6 @@ class AutoResetState:
     key: jax.Array
 
 
-def _where_done(done: jax.Array, new: Any, old: Any) -> Any:
-    """Per-env select over batched pytrees: ``new[i]`` where ``done[i]``, else ``old[i]``."""
-
-    def pick(n: jax.Array, o: jax.Array) -> jax.Array:
-        return jnp.where(done.reshape(done.shape + (1,) * (o.ndim - 1)), n, o)
-
-    return jax.tree.map(pick, new, old)
-
-
 class AutoReset:
     """A batch of ``num_envs`` copies of ``env`` that reset inside `step` when an episode ends.
 
@@ -93,24 +84,26 @@ class AutoReset:
     Fresh levels are drawn only when needed. A per-env reset under ``vmap`` would
     compute a new level for every env at every step (``where`` evaluates both
     branches), which costs more than the step itself for procedurally generated
-    levels. Here a step where ``k`` episodes end draws a pool of fresh levels, the
-    smallest of ``pool_sizes`` (default ``num_envs / 32, / 8, / 2`` and ``num_envs``)
-    that holds ``k``, and hands them, in order, to the envs that finished; when none
-    ends it draws nothing (a batch-level ``lax.switch``, so only the branch taken runs).
-    Every episode starts from its own independent draw of ``env.reset``, so episodes
-    follow the generator's distribution exactly and no two envs share a level.
+    levels. Here a step where ``k`` episodes end draws fresh levels in chunks, largest
+    first: as many chunks of each of ``chunks`` (default ``num_envs / 2``, ``/ 8`` and
+    ``/ 32``) as fit in what is left of ``k``, and enough of the smallest to cover the
+    rest. Each chunk is written in place into the next finished envs by a loop, so a
+    step draws about ``k`` levels, copies nothing else, and draws nothing when no
+    episode ends. Every episode starts from its own independent draw of ``env.reset``,
+    so episodes follow the generator's distribution exactly and no two envs share a
+    level.
     """
 
-    def __init__(
-        self, env: JaxEnv, num_envs: int, pool_sizes: tuple[int, ...] | None = None
-    ):
+    def __init__(self, env: JaxEnv, num_envs: int, chunks: tuple[int, ...] | None = None):
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        if chunks is not None and (not chunks or min(chunks) < 1):
+            raise ValueError(f"chunks must be sizes >= 1, got {chunks}")
         self.env = env
         self.spec = env.spec
         self.num_envs = num_envs
-        sizes = pool_sizes or tuple(num_envs // d for d in (32, 8, 2))
-        self.pool_sizes = tuple(sorted({min(max(1, n), num_envs) for n in sizes} | {num_envs}))
+        sizes = chunks or tuple(max(1, num_envs // d) for d in (2, 8, 32))
+        self.chunks = tuple(sorted({min(n, num_envs) for n in sizes}, reverse=True))
         self._reset = jax.vmap(env.reset)
         self._step = jax.vmap(env.step)
 
@@ -125,23 +118,30 @@ class AutoReset:
         )
         done = jnp.logical_or(terminated, truncated)
         key, reset_key = jax.random.split(state.key)
-        current = (env_state, obs)
-        slot = jnp.cumsum(done) - 1  # the pool entry each finished env takes
+        # The finished envs in order, then an out-of-range index whose writes are dropped.
+        (finished,) = jnp.nonzero(
+            done, size=self.num_envs + self.chunks[0], fill_value=self.num_envs
+        )
 
-        def keep(_: jax.Array):
-            return current
-
-        def from_pool(size: int):
-            def draw(k: jax.Array):
-                pool = self._reset(jax.random.split(k, size))
-                fresh = jax.tree.map(lambda x: x[jnp.clip(slot, 0, size - 1)], pool)
-                return _where_done(done, fresh, current)
+        def refill(size: int):
+            def draw(_: jax.Array, carry: tuple) -> tuple:
+                drawn, current = carry
+                targets = jax.lax.dynamic_slice(finished, (drawn,), (size,))
+                keys = jax.random.split(jax.random.fold_in(reset_key, drawn), size)
+                fresh = self._reset(keys)
+                current = jax.tree.map(
+                    lambda x, new: x.at[targets].set(new, mode="drop"), current, fresh
+                )
+                return drawn + size, current
 
             return draw
 
-        sizes = jnp.asarray(self.pool_sizes)
-        branch = jnp.where(done.any(), 1 + jnp.searchsorted(sizes, done.sum()), 0)
-        branches = (keep, *(from_pool(size) for size in self.pool_sizes))
-        env_state, next_obs = jax.lax.switch(branch, branches, reset_key)
+        left, carry = done.sum(), (jnp.int32(0), (env_state, obs))
+        for n, size in enumerate(self.chunks):
+            last = n == len(self.chunks) - 1
+            count = (left + size - 1) // size if last else left // size
+            carry = jax.lax.fori_loop(0, count, refill(size), carry)
+            left = left - count * size
+        env_state, next_obs = carry[1]
         info = {**info, "final_obs": obs}
         return AutoResetState(env_state, key), next_obs, reward, terminated, truncated, info

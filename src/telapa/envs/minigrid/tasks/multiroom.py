@@ -7,21 +7,35 @@ two rooms: an attempt draws the first room's top-left corner (``entryDoorPos``) 
 room (exit wall, door on it, room beside it) and keeps the first try that fits. For two
 rooms ``_placeRoom``'s overlap check (``roomList[:-1]``) never applies, and its "True
 even when the next room failed" return only matters through the outer retry, which
-keeps the first attempt that placed both rooms. `sample_rooms` runs exactly these
-attempts in a ``lax.while_loop`` (its 8 tries vectorised), so it draws Farama's room
-distribution: that of one attempt conditioned on having placed both rooms.
+keeps the first attempt that placed both rooms.
+
+Farama's room distribution is therefore that of one attempt conditioned on having
+placed both rooms, which `room_layouts` computes exactly: a try is one of 12 equally
+likely outcomes (3 exit walls x 2 door offsets x 2 room offsets), so for a first corner
+``c`` whose room fits, with ``n(c)`` of the 12 outcomes fitting,
+
+    P(c, o) ∝ [o fits] / n(c) * (1 - (1 - n(c) / 12) ** 8),
+
+the first factor being which fitting outcome the first fitting try is (uniform), the
+second the chance that one of the 8 tries fits (the 1/529 of the corner is common to
+all). `sample_rooms` draws from this table with one 32-bit word (probabilities rounded
+to multiples of 2**-32), where a rejection loop would cost tens of env steps per level.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from telapa.envs.minigrid.constants import CLOSED, COLOR_TO_IDX, DOOR
-from telapa.envs.minigrid.layout import put, region, sample_empty_cell
+from telapa.envs.minigrid.layout import put, rand_ints
 from telapa.envs.minigrid.objects import EMPTY_CELL, GOAL_CELL, WALL_CELL, cell
 from telapa.envs.minigrid.state import State
 from telapa.envs.minigrid.task import GOAL_MISSION, Task
@@ -32,80 +46,92 @@ TRIES = 8
 """``_placeRoom``'s tries at the next room."""
 EXIT_WALLS = (0, 1, 3)
 """``sorted({0, 1, 2, 3} - {entryDoorWall})``: right, south, north (the entry wall is 2)."""
+OFFSETS = (1, 2)
+"""``_rand_int(1, size - 1)`` (door along its wall) and ``door - _rand_int(door - size +
+2, door)`` (second room across it) with size 4."""
+RING = np.array(
+    [(i, j) for i in range(ROOM_SIZE) for j in range(ROOM_SIZE) if {i, j} & {0, ROOM_SIZE - 1}]
+)
+"""The 12 wall cells of a room, relative to its top-left corner."""
+
+FitsFn = Callable[[tuple[int, int], int, int], bool]
 
 
 class Rooms(NamedTuple):
-    """One attempt's rooms: int32 ``(2,)`` top-left corners and door, and its outcome."""
+    """Top-left corners of the two rooms and the door between them, int32 ``(..., 2)``."""
 
     first: jax.Array
     second: jax.Array
     door: jax.Array
-    placed: jax.Array  # bool: both rooms fit
 
 
-def room_fits(top: jax.Array, width: int, height: int) -> jax.Array:
+def room_fits(top: tuple[int, int], width: int, height: int) -> bool:
     """``_placeRoom``'s bounds check of a room's top-left corner.
 
     Asymmetric as in Farama: ``topX + sizeX > width`` fails but so does
     ``topY + sizeY >= height``, so a room may touch the right edge of the grid but not
     the bottom one.
     """
-    return jnp.all(top >= 0) & (top[0] + ROOM_SIZE <= width) & (top[1] + ROOM_SIZE < height)
+    x, y = top
+    return x >= 0 and y >= 0 and x + ROOM_SIZE <= width and y + ROOM_SIZE < height
 
 
-def next_room(key: jax.Array, first: jax.Array) -> tuple[jax.Array, jax.Array]:
+def next_room(first: tuple[int, int], wall: int, door_offset: int, room_offset: int):
     """One try of ``_placeRoom`` at the second room: ``(door, top-left corner)``.
 
-    The exit wall is uniform over `EXIT_WALLS`; the door lies on it at a uniform offset
-    in ``[1, size - 1)`` from the corner; the second room starts at the door on that
-    axis (the right and south walls) or ends there (the north wall), and across it
-    starts ``_rand_int(door - size + 2, door)``, i.e. ``door - U[1, size - 1)``.
+    The door lies on the exit wall (right 0, south 1, north 3) ``door_offset`` from the
+    corner; the second room starts at the door on that axis (right and south walls) or
+    ends there (north wall), and across it starts ``room_offset`` before the door.
     """
-    wall_key, door_key, room_key = jax.random.split(key, 3)
-    wall = jnp.asarray(EXIT_WALLS)[jax.random.randint(wall_key, (), 0, len(EXIT_WALLS))]
-    on_wall_axis = jnp.arange(2) == wall % 2  # x for the right wall, y for south/north
-    far_wall = wall != 3  # right or south: the wall at top + size - 1
-    door = jnp.where(
-        on_wall_axis,
-        first + jnp.where(far_wall, ROOM_SIZE - 1, 0),
-        first + jax.random.randint(door_key, (2,), 1, ROOM_SIZE - 1),
-    )
-    top = jnp.where(
-        on_wall_axis,
-        door - jnp.where(far_wall, 0, ROOM_SIZE - 1),
-        door - jax.random.randint(room_key, (2,), 1, ROOM_SIZE - 1),
-    )
-    return door, top
+    along = wall % 2  # the axis the wall crosses: x for the right wall, y for south/north
+    door, top = list(first), [0, 0]
+    door[along] += ROOM_SIZE - 1 if wall != 3 else 0
+    door[1 - along] += door_offset
+    top[along] = door[along] - (0 if wall != 3 else ROOM_SIZE - 1)
+    top[1 - along] = door[1 - along] - room_offset
+    return tuple(door), tuple(top)
 
 
-def attempt(key: jax.Array, width: int, height: int) -> Rooms:
-    """One pass of ``_gen_grid``'s ``while len(roomList) < numRooms`` loop."""
-    entry_key, tries_key = jax.random.split(key)
-    first = jax.random.randint(entry_key, (2,), 0, width - 2)  # both coordinates use width
-    doors, seconds = jax.vmap(next_room, (0, None))(jax.random.split(tries_key, TRIES), first)
-    fits = jax.vmap(room_fits, (0, None, None))(seconds, width, height)
-    pick = jnp.argmax(fits)  # the first try that fits
-    return Rooms(first, seconds[pick], doors[pick], room_fits(first, width, height) & fits.any())
+@functools.cache
+def room_layouts(width: int, height: int, fits: FitsFn = room_fits) -> tuple[np.ndarray, ...]:
+    """Farama's distribution of two-room layouts (module docstring) as a sampling table.
+
+    Returns ``(edges, first, second, door)``: uint32 ``(n - 1,)`` upper edges of each
+    layout's share of ``[0, 2**32)``, and int32 ``(n, 2)`` corners and doors of the
+    ``n`` layouts of positive probability.
+    """
+    outcomes = list(itertools.product(EXIT_WALLS, OFFSETS, OFFSETS))
+    layouts, weights = [], []
+    for first in itertools.product(range(width - 2), repeat=2):  # both draws use width
+        if not fits(first, width, height):
+            continue
+        tries = [next_room(first, *outcome) for outcome in outcomes]
+        fitting = [(door, second) for door, second in tries if fits(second, width, height)]
+        if not fitting:
+            continue
+        placed = 1 - (1 - len(fitting) / len(outcomes)) ** TRIES
+        layouts += [(first, second, door) for door, second in fitting]
+        weights += [placed / len(fitting)] * len(fitting)
+    cumulative = np.cumsum(weights) / np.sum(weights)
+    edges = np.minimum(np.round(cumulative[:-1] * 2.0**32), 2**32 - 1).astype(np.uint32)
+    first, second, door = (np.array(column, np.int32) for column in zip(*layouts, strict=True))
+    return edges, first, second, door
 
 
 def sample_rooms(key: jax.Array, width: int, height: int) -> Rooms:
-    """`attempt` until both rooms are placed (Farama keeps that first full attempt)."""
-
-    def retry(carry: tuple[jax.Array, Rooms]) -> tuple[jax.Array, Rooms]:
-        key, _ = carry
-        key, attempt_key = jax.random.split(key)
-        return key, attempt(attempt_key, width, height)
-
-    nothing = jnp.zeros(2, jnp.int32)
-    not_yet = Rooms(nothing, nothing, nothing, placed=jnp.bool_(False))
-    _, rooms = jax.lax.while_loop(lambda carry: ~carry[1].placed, retry, (key, not_yet))
-    return rooms
+    """One draw of Farama's two-room layout from `room_layouts`."""
+    edges, first, second, door = room_layouts(width, height, room_fits)
+    index = jnp.searchsorted(edges, jax.random.bits(key, (), jnp.uint32), side="right")
+    return Rooms(jnp.asarray(first)[index], jnp.asarray(second)[index], jnp.asarray(door)[index])
 
 
-def room_walls(width: int, height: int, top: jax.Array) -> jax.Array:
-    """bool ``(width, height)``: the walls ``_gen_grid`` draws around a room."""
-    inside = region(width, height, top + 1, (ROOM_SIZE - 2, ROOM_SIZE - 2))
-    return region(width, height, top, (ROOM_SIZE, ROOM_SIZE)) & ~inside
+def draw_rooms(width: int, height: int, rooms: Rooms, color: jax.Array) -> jax.Array:
+    """The encoded grid: both rooms' walls, then the door between them in ``color``."""
+    walls = jnp.concatenate([rooms.first + RING, rooms.second + RING])
+    grid = jnp.broadcast_to(jnp.asarray(EMPTY_CELL), (width, height, 3))
+    grid = grid.at[walls[:, 0], walls[:, 1]].set(jnp.asarray(WALL_CELL))
+    door = jnp.asarray(cell(DOOR, 0, CLOSED)).at[1].set(color.astype(jnp.uint8))
+    return put(grid, rooms.door, door)
 
 
 @dataclass(frozen=True)
@@ -117,20 +143,18 @@ class MultiRoom(Task):
     """
 
     def generate(self, key: jax.Array) -> State:
-        width, height = self.width, self.height
-        rooms_key, color_key, agent_key, dir_key, goal_key = jax.random.split(key, 5)
-        rooms = sample_rooms(rooms_key, width, height)
-        walls = room_walls(width, height, rooms.first) | room_walls(width, height, rooms.second)
-        grid = jnp.where(walls[..., None], WALL_CELL, EMPTY_CELL)
-        # The only door: no previous door colour to avoid, so all six are allowed.
-        color = jax.random.randint(color_key, (), 0, len(COLOR_TO_IDX)).astype(jnp.uint8)
-        grid = put(grid, rooms.door, jnp.asarray(cell(DOOR, 0, CLOSED)).at[1].set(color))
-        square = (ROOM_SIZE, ROOM_SIZE)
-        agent_pos = sample_empty_cell(agent_key, grid, region(width, height, rooms.first, square))
-        agent_dir = jax.random.randint(dir_key, (), 0, 4)
-        second = region(width, height, rooms.second, square)
-        goal_pos = sample_empty_cell(goal_key, grid, second, avoid=agent_pos)
-        grid = put(grid, goal_pos, GOAL_CELL)
+        rooms_key, ints_key = jax.random.split(key)
+        rooms = sample_rooms(rooms_key, self.width, self.height)
+        # A room's empty cells are its 2x2 inside, so place_obj's rejection sampling in
+        # the first room (agent) and in the second (goal; the agent is not there) is a
+        # uniform inside cell. The door is the only one: all six colours are allowed.
+        inside = ROOM_SIZE - 2
+        agent_x, agent_y, agent_dir, goal_x, goal_y, color = rand_ints(
+            ints_key, (0,) * 6, (inside, inside, 4, inside, inside, len(COLOR_TO_IDX))
+        )
+        grid = draw_rooms(self.width, self.height, rooms, color)
+        agent_pos = rooms.first + 1 + jnp.stack([agent_x, agent_y])
+        grid = put(grid, rooms.second + 1 + jnp.stack([goal_x, goal_y]), GOAL_CELL)
         return State.create(grid, agent_pos, agent_dir, GOAL_MISSION, self.max_steps)
 
 
