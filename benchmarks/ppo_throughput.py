@@ -8,12 +8,21 @@ Measured in one run on one machine:
 - ``telapa-gymnasium``: telapa PPO with the same shapes on the gymnasium backend (the
   same Farama env stepped on the host);
 - ``telapa-jax``: the same shapes on the jax backend (the JAX port, vmapped, jitted);
+- ``telapa-jax-mission``: the same, also observing the mission;
 - larger jax shapes (more envs, fewer epochs) and the MiniGrid preset (CNN).
 
-Steps/s counts env steps of training (rollout + update), compilation excluded (reported
-separately). Writes ``benchmarks/results/ppo_throughput.json``.
+Like SB3's ``ImgObsWrapper`` policy, the same-shape runs see the image (and the
+direction, 4 more inputs) but not the mission (``observe_mission=False``): 151 inputs
+against SB3's 147. Jax runs execute ``ITERATIONS_PER_CALL`` rollout+update iterations
+per jitted call (an execution setting; the PPO shapes are unchanged).
 
-    python benchmarks/ppo_throughput.py           # full (a few minutes)
+The machine is shared and its speed drifts by 10-20% within minutes, so the reference
+pair (``sb3``, ``telapa-jax``) is measured ``--repeats`` times, alternating, and the
+ratios use the median SB3 rate. Steps/s counts env steps of training (rollout +
+update), compilation excluded (reported separately). Writes
+``benchmarks/results/ppo_throughput.json``.
+
+    python benchmarks/ppo_throughput.py           # full (about 10 minutes)
     python benchmarks/ppo_throughput.py --quick   # smoke check (about a minute)
 """
 
@@ -23,6 +32,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import sys
 import time
 from importlib.metadata import PackageNotFoundError, version
@@ -35,10 +45,13 @@ RESULTS = Path(__file__).resolve().parent / "results" / "ppo_throughput.json"
 
 # The reference shapes (SB3 defaults otherwise: lr 3e-4, gamma 0.99, lambda 0.95, ...).
 SB3_SHAPES = dict(num_envs=8, n_steps=256, batch_size=256, epochs=4)
+ITERATIONS_PER_CALL = 8
 SAME = TrainConfig(
-    ppo=PPOConfig(**SB3_SHAPES, lr=3e-4, ent_coef=0.0),
+    ppo=PPOConfig(**SB3_SHAPES, lr=3e-4, ent_coef=0.0, iterations_per_call=ITERATIONS_PER_CALL),
     network=NetworkConfig(encoder="flat", hidden=(64, 64), activation="tanh"),
 )
+IMAGE_ONLY = {"observe_mission": False}
+"""Env options of the same-shape runs: SB3 sees the image alone."""
 
 
 def _larger(num_envs: int, n_steps: int, batch_size: int, epochs: int) -> TrainConfig:
@@ -73,10 +86,12 @@ def bench_sb3(steps: int) -> dict:
     }
 
 
-def bench_telapa(name: str, config: TrainConfig, backend: str, steps: int) -> dict:
+def bench_telapa(
+    name: str, config: TrainConfig, backend: str, steps: int, env_options: dict | None = None
+) -> dict:
     from telapa.rl import PPOTrainer
 
-    trainer = PPOTrainer(ENV_ID, config, key=0, backend=backend)
+    trainer = PPOTrainer(ENV_ID, config, key=0, backend=backend, env_options=env_options)
     compile_s = trainer.compile()
     start = time.perf_counter()
     trainer.train(steps)
@@ -87,6 +102,7 @@ def bench_telapa(name: str, config: TrainConfig, backend: str, steps: int) -> di
         "compile_s": compile_s, "steps_per_s": trainer.steps / train_s,
         "num_envs": ppo.num_envs, "n_steps": ppo.n_steps, "batch_size": ppo.batch_size,
         "epochs": ppo.epochs, "encoder": config.network.encoder,
+        "observe_mission": (env_options or {}).get("observe_mission", True),
     }
 
 
@@ -104,6 +120,9 @@ def _versions() -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short smoke run")
+    parser.add_argument(
+        "--repeats", type=int, help="rounds of the reference pair (default 3; --quick: 1)"
+    )
     parser.add_argument("--out", type=Path, help=f"default: {RESULTS} (--quick: .quick.json)")
     parser.add_argument(
         "--shapes", nargs="+", default=[], metavar="ENVSxSTEPSxEPOCHS",
@@ -114,38 +133,52 @@ def main(argv: list[str] | None = None) -> int:
 
     host_steps = 8_192 if args.quick else 100_000
     jax_steps = 32_768 if args.quick else 500_000
+    repeats = args.repeats or (1 if args.quick else 3)
+    same = ("telapa-jax", SAME, "jax", jax_steps, IMAGE_ONLY)
     runs = [
-        ("telapa-gymnasium", SAME, "gymnasium", host_steps),
-        ("telapa-jax", SAME, "jax", jax_steps),
-        ("telapa-jax-64x128-e2", _larger(64, 128, 2048, 2), "jax", jax_steps),
-        ("telapa-jax-256x64-e1", _larger(256, 64, 4096, 1), "jax", jax_steps),
-        ("telapa-jax-minigrid-preset", load_config(preset_path("minigrid")), "jax", jax_steps),
+        ("telapa-gymnasium", SAME, "gymnasium", host_steps, IMAGE_ONLY),
+        ("telapa-jax-mission", SAME, "jax", jax_steps, None),
+        ("telapa-jax-64x128-e2", _larger(64, 128, 2048, 2), "jax", jax_steps, None),
+        ("telapa-jax-256x64-e1", _larger(256, 64, 4096, 1), "jax", jax_steps, None),
+        ("telapa-jax-minigrid-preset", load_config(preset_path("minigrid")), "jax", jax_steps,
+         None),
     ]
     for shape in args.shapes:
         num_envs, n_steps, epochs = (int(n) for n in shape.split("x"))
         config = _larger(num_envs, n_steps, num_envs * n_steps // 4, epochs)
-        runs.append((f"telapa-jax-{shape}", config, "jax", max(jax_steps, 20 * num_envs * n_steps)))
+        runs.append((f"telapa-jax-{shape}", config, "jax", max(jax_steps, 20 * num_envs * n_steps),
+                     None))
+
     results = []
-    try:
-        results.append(bench_sb3(host_steps))
-    except ImportError as err:
-        print(f"skipping SB3 ({err}); install with: pip install torch==2.13.0 "
-              "stable-baselines3", file=sys.stderr)
+
+    def record(result: dict) -> None:
+        results.append(result)
+        print(f"{result['name']:30s} {result['steps']:9d} {result['compile_s']:9.1f} "
+              f"{result['train_s']:8.1f} {result['steps_per_s']:9.0f}", file=sys.stderr)
+
     print(f"{'run':30s} {'steps':>9s} {'compile s':>9s} {'train s':>8s} {'steps/s':>9s}",
           file=sys.stderr)
-    if results:
-        r = results[0]
-        print(f"{'sb3':30s} {r['steps']:9d} {0:9.1f} {r['train_s']:8.1f} "
-              f"{r['steps_per_s']:9.0f}", file=sys.stderr)
-    for name, config, backend, steps in runs:
-        r = bench_telapa(name, config, backend, steps)
-        results.append(r)
-        print(f"{name:30s} {r['steps']:9d} {r['compile_s']:9.1f} {r['train_s']:8.1f} "
-              f"{r['steps_per_s']:9.0f}", file=sys.stderr)
+    for round_ in range(repeats):  # the reference pair, alternating
+        try:
+            record({**bench_sb3(host_steps), "round": round_})
+        except ImportError as err:
+            print(f"skipping SB3 ({err}); install with: pip install torch==2.13.0 "
+                  "stable-baselines3", file=sys.stderr)
+        record({**bench_telapa(*same), "round": round_})
+    for run in runs:
+        record(bench_telapa(*run))
 
-    sb3 = next((r["steps_per_s"] for r in results if r["name"] == "sb3"), None)
+    medians = {
+        name: statistics.median(r["steps_per_s"] for r in results if r["name"] == name)
+        for name in dict.fromkeys(r["name"] for r in results)
+    }
+    sb3 = medians.get("sb3")
     for r in results:
         r["ratio_vs_sb3"] = r["steps_per_s"] / sb3 if sb3 else None
+    summary = {
+        name: {"median_steps_per_s": rate, "ratio_vs_sb3": rate / sb3 if sb3 else None}
+        for name, rate in medians.items()
+    }
     report = {
         "benchmark": "ppo_throughput",
         "env": ENV_ID,
@@ -157,13 +190,16 @@ def main(argv: list[str] | None = None) -> int:
             "python": platform.python_version(),
         },
         "versions": _versions(),
+        "repeats": repeats,
+        "iterations_per_call": ITERATIONS_PER_CALL,
+        "summary": summary,
         "results": results,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     if sb3:
-        for r in results[1:]:
-            print(f"{r['name']}: {r['ratio_vs_sb3']:.1f}x SB3", file=sys.stderr)
+        for name, row in summary.items():
+            print(f"{name}: {row['ratio_vs_sb3']:.1f}x SB3 (median)", file=sys.stderr)
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 

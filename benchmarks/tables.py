@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -39,15 +40,27 @@ def env_table(report: dict) -> str:
 
 
 def ppo_table(report: dict) -> str:
-    """Steps/s of each PPO run and its ratio to Stable-Baselines3."""
-    head = ["run", "envs x steps", "minibatch", "epochs", "compile s", "steps/s", "vs SB3"]
+    """Steps/s of each PPO run and its ratio to Stable-Baselines3: the median over the
+    rounds of a repeated run, with the range of its rounds."""
+    head = ["run", "inputs", "envs x steps", "minibatch", "epochs", "compile s", "steps/s",
+            "vs SB3"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    runs: dict[str, list[dict]] = {}
     for r in report["results"]:
-        ratio = r.get("ratio_vs_sb3")
+        runs.setdefault(r["name"], []).append(r)
+    sb3 = statistics.median(r["steps_per_s"] for r in runs["sb3"]) if "sb3" in runs else 0
+    for name, rounds in runs.items():
+        first, rates = rounds[0], sorted(r["steps_per_s"] for r in rounds)
+        median = statistics.median(rates)
+        rate = f"{median:,.0f}" + (f" ({rates[0]:,.0f}-{rates[-1]:,.0f})" if len(rates) > 1 else "")
+        inputs = "image" if name == "sb3" else (
+            "image, direction, mission" if first.get("observe_mission", True)
+            else "image, direction"
+        )
         cells = [
-            r["name"], f"{r['num_envs']} x {r['n_steps']}", str(r["batch_size"]),
-            str(r["epochs"]), f"{r['compile_s']:.1f}", f"{r['steps_per_s']:,.0f}",
-            f"{ratio:.1f}x" if ratio else "",
+            name, inputs, f"{first['num_envs']} x {first['n_steps']}", str(first["batch_size"]),
+            str(first["epochs"]), f"{first['compile_s']:.1f}", rate,
+            f"{median / sb3:.1f}x" if sb3 else "",
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
