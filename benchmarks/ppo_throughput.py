@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import sys
 import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+
+from env_throughput import machine_info
 
 from telapa.config import NetworkConfig, PPOConfig, TrainConfig, load_config, preset_path
 
@@ -183,12 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "ppo_throughput",
         "env": ENV_ID,
         "quick": args.quick,
-        "machine": {
-            "platform": platform.platform(),
-            "processor": platform.processor(),
-            "cpu_count": os.cpu_count(),
-            "python": platform.python_version(),
-        },
+        "machine": machine_info(),
         "versions": _versions(),
         "repeats": repeats,
         "iterations_per_call": ITERATIONS_PER_CALL,
