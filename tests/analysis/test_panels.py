@@ -11,7 +11,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from telapa.analysis.data import TeLAPARun
-from telapa.analysis.panels import analysis_figures, analysis_tables
+from telapa.analysis.panels import analysis_figures, analysis_panels, analysis_tables
 
 FIGURES = {"local_transfer", "qd_structure", "lineage", "lineage_utility", "geometry"}
 VISITS = pd.DataFrame({"visit": range(4), "tag": ["A", "B", "A'", "B'"],
@@ -113,6 +113,15 @@ def test_figures_render() -> None:
     assert "gamma = 0.8" in title and "tau = 0.6" in title
     geometry = [ax.get_title() for ax in figures["geometry"].axes]
     assert "best run: telapa seed 0" in geometry[0] and "worst run: telapa seed 1" in geometry[1]
+
+
+def test_panels_are_the_tables_and_figures_in_one_pass() -> None:
+    runs = [make_run(0, 0.8, 6.0), make_run(1, 0.2, 3.0)]
+    tables, figures = analysis_panels(runs, gamma=0.8, tau=0.6)
+    expected = analysis_tables(runs, gamma=0.8, tau=0.6)
+    assert set(tables) == set(expected) and set(figures) == FIGURES
+    for name, table in expected.items():
+        pd.testing.assert_frame_equal(tables[name], table)
 
 
 @pytest.mark.parametrize("runs", [

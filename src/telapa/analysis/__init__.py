@@ -14,11 +14,12 @@ from telapa.analysis.geometry import (
 from telapa.analysis.lineage import ancestry_matrix, immediate_source_matrix, lineage_properties
 from telapa.analysis.local_transfer import local_deltas, pair_statistics, summarize_pairs
 from telapa.analysis.novelty import archive_novelty, normalized_novelty
-from telapa.analysis.panels import analysis_figures, analysis_tables
+from telapa.analysis.panels import analysis_figures, analysis_panels, analysis_tables
 
 __all__ = [
     "TeLAPARun",
     "analysis_figures",
+    "analysis_panels",
     "analysis_tables",
     "ancestry_matrix",
     "archive_novelty",

@@ -379,15 +379,24 @@ def analysis_figures(
 ) -> dict[str, Figure]:
     """Figures "local_transfer", "qd_structure", "lineage", "lineage_utility" and
     "geometry" of ``runs`` (at least one run); ``seed`` seeds t-SNE."""
+    return analysis_panels(runs, gamma=gamma, tau=tau, seed=seed)[1]
+
+
+def analysis_panels(
+    runs: Sequence[TeLAPARun], *, gamma: float = 0.9, tau: float = 0.5, seed: int = 0
+) -> tuple[dict[str, pd.DataFrame], dict[str, Figure]]:
+    """`analysis_tables` and `analysis_figures` of ``runs``, computed in one pass (the
+    figures draw the tables)."""
     frames = _frames(runs)
     tables = _tables(frames, gamma, tau)
-    return {
+    figures = {
         "local_transfer": _local_transfer_figure(tables, gamma, tau),
         "qd_structure": _qd_figure(_pool(frames, [f.elites for f in frames]), _families(runs)),
         "lineage": _lineage_figure(tables),
         "lineage_utility": _utility_figure(tables["lineage_properties"]),
         "geometry": _geometry_figure(frames, tables["separation_ratio"], seed),
     }
+    return tables, figures
 
 
-__all__ = ["DELTA_BINS", "PROPERTIES", "analysis_figures", "analysis_tables"]
+__all__ = ["DELTA_BINS", "PROPERTIES", "analysis_figures", "analysis_panels", "analysis_tables"]

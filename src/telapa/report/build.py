@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from telapa.analysis.data import TeLAPARun, load_telapa_run
-from telapa.analysis.panels import analysis_figures, analysis_tables
+from telapa.analysis.panels import analysis_panels
 from telapa.continual.results import CurriculumResults, RunRecord, score
 from telapa.io import read_json, write_json_atomic
 from telapa.report.compute import compute_table, runtime_table
@@ -131,10 +131,9 @@ def _analysis_job(
     section: Section, runs: Sequence[TeLAPARun], *, gamma: float, tau: float
 ) -> Callable[[], None]:
     def job() -> None:
-        tables = analysis_tables(runs, gamma=gamma, tau=tau)
+        tables, figures = analysis_panels(runs, gamma=gamma, tau=tau)
         section.tables = [frame_table(f"{section.id}-{slug(k)}", k.replace("_", " "), "", v)
                           for k, v in tables.items()]
-        figures = analysis_figures(runs, gamma=gamma, tau=tau)
         section.figures = [render(fig, figure_id=f"{section.id}-{slug(k)}",
                                   title=ANALYSIS_TITLES.get(k, k.replace("_", " ")))
                            for k, fig in figures.items()]
