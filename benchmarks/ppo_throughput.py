@@ -16,7 +16,7 @@ direction, 4 more inputs) but not the mission (``observe_mission=False``): 151 i
 against SB3's 147. Jax runs execute ``ITERATIONS_PER_CALL`` rollout+update iterations
 per jitted call (an execution setting; the PPO shapes are unchanged).
 
-The machine is shared and its speed drifts by 10-20% within minutes, so the reference
+The machine is shared and its speed drifts by 10-40% within minutes, so the reference
 pair (``sb3``, ``telapa-jax``) is measured ``--repeats`` times, alternating, and the
 ratios use the median SB3 rate. Steps/s counts env steps of training (rollout +
 update), compilation excluded (reported separately). Writes

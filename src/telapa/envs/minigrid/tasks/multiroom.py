@@ -84,11 +84,12 @@ def next_room(first: tuple[int, int], wall: int, door_offset: int, room_offset: 
     ends there (north wall), and across it starts ``room_offset`` before the door.
     """
     along = wall % 2  # the axis the wall crosses: x for the right wall, y for south/north
-    door, top = list(first), [0, 0]
-    door[along] += ROOM_SIZE - 1 if wall != 3 else 0
+    step = ROOM_SIZE - 1 if wall != 3 else 1 - ROOM_SIZE  # first corner -> second, on it
+    door, top = list(first), list(first)
+    door[along] += max(step, 0)  # the far wall (right, south) or the near one (north)
+    top[along] += step
     door[1 - along] += door_offset
-    top[along] = door[along] - (0 if wall != 3 else ROOM_SIZE - 1)
-    top[1 - along] = door[1 - along] - room_offset
+    top[1 - along] += door_offset - room_offset
     return tuple(door), tuple(top)
 
 
