@@ -195,8 +195,9 @@ def propose(
     probability ``p_inj`` (and a non-empty ``pool`` of elites from other archives) it is
     replaced by the pool elite chosen by `telapa.qd.selection.sample_injection` (score
     d_min(z, A) + lam * f~ over a uniform subset of ``subset`` rows). Then sigma is
-    self-adapted and the parameters are mutated (`mutate`). With ``n = 1`` this is the paper's steady-state step; larger
-    ``n`` draws all parents from the same archive state. The archive must not be empty.
+    self-adapted and the parameters are mutated (`mutate`). With ``n = 1`` this is the
+    paper's steady-state step; larger ``n`` draws all parents from the same archive state.
+    The archive must not be empty.
     """
     inject = pool is not None and p_inj > 0.0
     return _propose(
