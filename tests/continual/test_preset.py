@@ -29,3 +29,21 @@ def test_errors_name_the_key_and_source(tmp_path):
         parse_run_config({"train": "minigrid", "steps_per_visit": 4096, "eval_every": 512})
     with pytest.raises(ConfigError, match="unknown run preset 'nope'; available: paper, quick"):
         load_run_config("nope")
+
+
+def test_train_preset_with_overrides_and_the_relu_network():
+    # The paper's networks use ReLU (its DFF baseline "replaces the standard ReLU"): one
+    # key selects it over the MiniGrid preset, and DFF then replaces it.
+    from telapa.continual.registry import make_method
+
+    base = load_config(preset_path("minigrid"))
+    relu = parse_run_config({"train": {"preset": "minigrid", "network": {"activation": "relu"}},
+                             "steps_per_visit": 4096, "eval_every": 4096}).train
+    assert relu.network.activation == "relu" and base.network.activation == "tanh"
+    assert relu.network.hidden == base.network.hidden and relu.ppo == base.ppo
+    config = parse_run_config({"train": {"preset": "minigrid", "network": {"activation": "relu"}},
+                               "steps_per_visit": 4096, "eval_every": 4096})
+    assert make_method("dff", config).network(config.train.network).activation == "dff"
+    with pytest.raises(ConfigError, match="activation"):
+        parse_run_config({"train": {"preset": "minigrid", "network": {"activation": "gelu"}},
+                          "steps_per_visit": 4096, "eval_every": 4096})

@@ -100,8 +100,14 @@ class RunConfig(StrictModel):
     @field_validator("train", mode="before")
     @classmethod
     def _named_train_preset(cls, value: Any) -> Any:
+        """``train: NAME`` is the PPO preset ``configs/ppo/NAME.yaml``; ``train: {preset:
+        NAME, ...}`` is that preset with the other keys merged over it (nested mappings
+        key by key), e.g. ``{preset: minigrid, network: {activation: relu}}``."""
         if isinstance(value, str):
             return load_config(preset_path(value))
+        if isinstance(value, dict) and "preset" in value:
+            overrides = {k: v for k, v in value.items() if k != "preset"}
+            return _merged(load_config(preset_path(value["preset"])).model_dump(), overrides)
         return value
 
     @model_validator(mode="after")
@@ -113,6 +119,17 @@ class RunConfig(StrictModel):
                 f"(num_envs * n_steps * iterations_per_call = {iteration} env steps)"
             )
         return self
+
+
+def _merged(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``overrides`` applied: mappings merge key by key, other values replace."""
+    out = dict(base)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merged(out[key], value)
+        else:
+            out[key] = value
+    return out
 
 
 def parse_run_config(data: dict[str, Any], source: str = "<dict>") -> RunConfig:
