@@ -9,8 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from telapa.continual.telapa.embedding import EmbeddingState, describe
 from telapa.continual.telapa.banks import EpisodeBanks, bank_seq, fit_episodes, store, to_bank
+from telapa.continual.telapa.embedding import EmbeddingState, describe
 from telapa.continual.telapa.maintenance import (
     fit_initial_normalizer,
     maintain,
