@@ -7,6 +7,7 @@ file it came from, before any work starts.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -117,14 +118,22 @@ def format_validation_errors(err: ValidationError, source: str) -> str:
 
 def validate(model: type[M], data: Any, source: str = "<dict>") -> M:
     """Validates a nested dict (as read from YAML) into ``model``; errors name the key
-    and ``source``."""
+    and ``source``.
+
+    Validation is strict, as for JSON: a boolean where a number belongs (``steps: true``)
+    or a string of digits where an integer belongs is an error, not coerced (an integer
+    is still a valid float, and a list a valid tuple)."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
         kind = type(data).__name__
         raise ConfigError(f"{source}: expected a mapping at the top level, got {kind}")
     try:
-        return model.model_validate(data)
+        text = json.dumps(data, default=str)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"{source}: not representable as a config ({err})") from None
+    try:
+        return model.model_validate_json(text, strict=True)
     except ValidationError as err:
         raise ConfigError(format_validation_errors(err, source)) from None
 

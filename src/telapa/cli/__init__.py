@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         ns.func(ns)
     except CLIError as err:
-        parser.exit(2, f"telapa: error: {err}\n")
+        parser.exit(getattr(err, "status", 2), f"telapa: error: {err}\n")
     return 0
 
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable, Iterable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
+import numpy as np
 from rich.console import Console
 from rich.progress import track
 
@@ -17,6 +19,32 @@ from telapa.report.load import load_records
 
 class CLIError(Exception):
     """A user error: printed as ``telapa: error: ...`` with exit status 2."""
+
+
+def seed_int(text: str) -> int:
+    """A seed: an integer with 0 <= seed < 2^32 (JAX keys take seeds modulo 2^32, so a
+    negative or larger seed would collide with another one)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"must be in 0 .. 2^32 - 1, got {text}")
+    return value
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with every non-finite float (NaN, inf) replaced by None, so that
+    ``json.dumps(..., allow_nan=False)`` writes valid JSON (``null``)."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    if isinstance(value, float | np.floating):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
 
 
 def positive_int(text: str) -> int:

@@ -104,15 +104,34 @@ class RunConfig(StrictModel):
             return load_config(preset_path(value))
         return value
 
+    @property
+    def call_steps(self) -> int:
+        """Env steps of one PPO call (``num_envs * n_steps * iterations_per_call``): PPO
+        trains whole calls, so every budget is a multiple of it."""
+        return self.train.ppo.rollout_size * self.train.ppo.iterations_per_call
+
     @model_validator(mode="after")
     def _chunks_hold_an_iteration(self) -> RunConfig:
-        iteration = self.train.ppo.rollout_size * self.train.ppo.iterations_per_call
+        iteration = self.call_steps
         if self.eval_every < iteration:
             raise ValueError(
                 f"eval_every={self.eval_every} is shorter than one PPO call "
                 f"(num_envs * n_steps * iterations_per_call = {iteration} env steps)"
             )
+        for name in ("steps_per_visit", "eval_every"):
+            check_whole_calls(name, getattr(self, name), iteration)
         return self
+
+
+def check_whole_calls(name: str, steps: int, call: int) -> None:
+    """ValueError unless ``steps`` is a whole number of PPO calls of ``call`` env steps
+    (a budget is honoured exactly, never rounded up silently)."""
+    if steps % call:
+        low = steps // call * call
+        raise ValueError(
+            f"{name}={steps} is not a multiple of one PPO call (num_envs * n_steps * "
+            f"iterations_per_call = {call} env steps); use {low or call} or {low + call}"
+        )
 
 
 def parse_run_config(data: dict[str, Any], source: str = "<dict>") -> RunConfig:
