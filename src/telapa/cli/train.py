@@ -24,8 +24,9 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from telapa.cli.common import CLIError, check_env_id, positive_int
+from telapa.cli.common import CLIError, check_env_id, positive_int, seed_int
 from telapa.config import ConfigError, TrainConfig, default_config, dump_config, load_config
+from telapa.continual.rundir import RunDirError, claim_new_dir
 
 
 def _resolve_config(path: str | None, env_id: str) -> TrainConfig:
@@ -63,7 +64,10 @@ def train_run(
     from telapa.rl import PPOTrainer
 
     run_dir = _run_dir(out, env_id, backend, seed)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    try:  # before any work: an existing run (or anything else) is never overwritten
+        claim_new_dir(run_dir)
+    except RunDirError as err:
+        raise CLIError(str(err)) from None
     (run_dir / "config.yaml").write_text(dump_config(config))
     args = {"env": env_id, "steps": steps, "seed": seed, "backend": backend}
 
@@ -138,7 +142,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     train = sub.add_parser("train", help="train PPO on one environment")
     train.add_argument("--env", required=True, help="env id, e.g. MiniGrid-DoorKey-8x8-v0")
     train.add_argument("--steps", required=True, type=positive_int, help="env steps")
-    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--seed", type=seed_int, default=0, help="0 <= S < 2^32")
     train.add_argument("--backend", choices=["jax", "gymnasium"], default="jax")
     train.add_argument("--config", help="YAML config (default: configs/ppo preset)")
     train.add_argument("--out", help="run directory (default: runs/<env>-<backend>-s<seed>-<time>)")

@@ -38,7 +38,7 @@ import os
 import re
 import shutil
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -242,9 +242,9 @@ class RunDir:
         for name, frame in tables.items():
             write_table_atomic(self.path / f"{name}.csv", frame)
 
-    def read_table(self, name: str) -> pd.DataFrame:
-        """``NAME.csv`` with its columns checked; `RunDirError` names a missing, empty or
-        unparsable file."""
+    def read_table(self, name: str, columns: Sequence[str] | None = None) -> pd.DataFrame:
+        """``NAME.csv`` with its columns checked (``columns``, by default all of a run
+        table's); `RunDirError` names a missing, empty or unparsable file."""
         path = self.path / f"{name}.csv"
         if not path.is_file():
             raise RunDirError(f"{path} is missing (incomplete run?)")
@@ -252,9 +252,11 @@ class RunDir:
             frame = pd.read_csv(path)
         except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as err:
             raise RunDirError(f"{path} is not a readable CSV table: {err}") from None
-        missing = [c for c in TABLE_COLUMNS.get(name, ()) if c not in frame.columns]
+        needed = TABLE_COLUMNS.get(name, ()) if columns is None else columns
+        missing = [c for c in needed if c not in frame.columns]
         if missing:
-            raise RunDirError(f"{path} is missing column(s) {missing} (truncated or foreign?)")
+            raise RunDirError(f"{path} is missing column(s) {missing}; it has "
+                              f"{list(frame.columns)} (truncated or foreign?)")
         return frame
 
     def tables(self) -> dict[str, pd.DataFrame]:
