@@ -79,13 +79,28 @@ def tracker(console: Console, description: str) -> Callable[[Sequence[T]], Itera
     return tracked
 
 
+def expand_sweeps(paths: Sequence[str]) -> list[str]:
+    """``paths`` with every sweep directory replaced by its cells' run directories."""
+    from telapa.continual.sweep import sweep_cells_dirs
+
+    out: list[str] = []
+    for path in paths:
+        try:
+            cells = sweep_cells_dirs(path)
+        except (RunDirError, ValueError) as err:
+            raise CLIError(str(err)) from None
+        out.extend([str(p) for p in cells] if cells is not None else [path])
+    return out
+
+
 def load_runs(paths: Sequence[str], *, skip_incomplete: bool, console: Console
               ) -> list[RunRecord]:
     """Complete runs of ``paths`` with a progress bar on ``console``; a missing or
-    incomplete one is a `CLIError` naming it, or (``skip_incomplete``) a warning."""
+    incomplete one is a `CLIError` naming it, or (``skip_incomplete``) a warning. A sweep
+    directory stands for all its cells' run directories."""
     try:
         return load_records(
-            paths, skip_incomplete=skip_incomplete,
+            expand_sweeps(paths), skip_incomplete=skip_incomplete,
             on_skip=lambda message: console.print(f"skipping {message}", style="yellow",
                                                   markup=False, soft_wrap=True),
             track=tracker(console, "loading runs"),

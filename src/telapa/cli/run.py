@@ -343,7 +343,10 @@ def metrics_tables(result: CurriculumResults) -> list[Table]:
 def _cmd_metrics(ns: argparse.Namespace) -> None:
     console = stdout_console()
     runs = load_runs(ns.runs, skip_incomplete=ns.skip_incomplete, console=Console(stderr=True))
-    results = score(runs)
+    try:
+        results = score(runs)
+    except RunDirError as err:
+        raise CLIError(str(err)) from None
     if ns.json:
         payload = {name: {"tau": r.tau, "tau_source": r.tau_source,
                           "summary": _records(r.summary()), "revisits": _records(r.revisits()),
@@ -376,7 +379,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     run.set_defaults(func=_cmd_run)
 
     metrics = sub.add_parser("metrics", help="score finished runs together (tables with 95%% CIs)")
-    metrics.add_argument("runs", nargs="+", metavar="RUN_DIR")
+    metrics.add_argument("runs", nargs="+", metavar="RUN_DIR|SWEEP_DIR")
     metrics.add_argument("--skip-incomplete", action="store_true")
     metrics.add_argument("--json", action="store_true", help="print the tables as JSON")
     metrics.set_defaults(func=_cmd_metrics)
