@@ -160,6 +160,8 @@ def test_local_sweep_runs_every_cell_and_resumes(local_sweep, capsys):
     cell = local_sweep / "cells" / CELL
     assert json.loads((cell / "run.json").read_text())["status"] == "complete"
     assert read_status(local_sweep, CELL)["state"] == "done"
+    log = (local_sweep / "status" / f"{CELL}.log").read_text()
+    assert "visit 0 (A, MiniGrid-Empty-5x5-v0) train 512/512 steps" in log
     before = (cell / "metrics.json").read_bytes()
     capsys.readouterr()
     assert main(["sweep", str(TINY_SWEEP), "--out", str(local_sweep)]) == 0

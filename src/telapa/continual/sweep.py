@@ -27,6 +27,7 @@ The sweep directory::
     DIR/cells/NAME/         one run directory per cell, NAME from the cell
                             (``primary-ewc-lam=10-decay=0.8-s3``)
     DIR/status/NAME.json    attempts, state (done / failed / running) and every error
+    DIR/status/NAME.log     the cell's progress lines (every $TELAPA_LOG_INTERVAL s, 30)
     DIR/.lock               held by the process that runs the sweep
 
 `run_sweep` runs every cell that is not done, on local worker processes
@@ -292,9 +293,14 @@ def run_cell(sweep_dir: str, cell: dict[str, Any]) -> dict[str, Any]:
         from telapa.jaxcache import enable_persistent_cache
 
         enable_persistent_cache()
+        from telapa.cli.run import PlainProgress
+
         path = Path(sweep_dir) / "cells" / cell["name"]
+        log = open(Path(sweep_dir) / "status" / f"{cell['name']}.log", "a")  # noqa: SIM115
+        progress = PlainProgress(log, interval_s=float(os.environ.get("TELAPA_LOG_INTERVAL",
+                                                                      "30")))
         if (path / "run.json").exists():
-            run = ContinualRun.resume(path)
+            run = ContinualRun.resume(path, progress)
         else:
             if path.is_dir() and not (path / "run.json").exists():
                 shutil.rmtree(path)  # a start that died before its manifest: ours to clear
@@ -303,8 +309,9 @@ def run_cell(sweep_dir: str, cell: dict[str, Any]) -> dict[str, Any]:
             spec = RunSpec(parse_curriculum(cell["curriculum"], cell["name"]), cell["method"],
                            cell["seed"], parse_run_config(cell["config"], cell["name"]),
                            cell["preset"])
-            run = ContinualRun.start(spec, path)
-        return {"ok": True, "metrics": run.run()}
+            run = ContinualRun.start(spec, path, progress)
+        with log:
+            return {"ok": True, "metrics": run.run()}
     except BaseException as err:  # noqa: BLE001 - recorded in the sweep's status
         if isinstance(err, KeyboardInterrupt):
             raise
