@@ -21,7 +21,7 @@ from telapa.config import ConfigError
 from telapa.continual.curriculum import Visit, load_curriculum, parse_curriculum
 from telapa.continual.preset import load_run_config, parse_run_config
 from telapa.continual.rundir import RunDir, RunDirError, claim_new_dir
-from telapa.continual.runner import RunSpec
+from telapa.continual.runner import ContinualRun, RunSpec
 
 TINY = Path(__file__).with_name("tiny_run.yaml")
 RUN = ["run", "--curriculum", "smoke", "--method", "finetune", "--preset", str(TINY)]
@@ -91,15 +91,26 @@ def test_budget_not_a_whole_number_of_ppo_calls_is_rejected(tmp_path):
     # tiny preset: 8 envs x 32 steps = 256 env steps per PPO call
     data = {"train": {"ppo": {"num_envs": 8, "n_steps": 32, "batch_size": 128}},
             "steps_per_visit": 4000, "eval_every": 512}
+    smoke = load_curriculum("smoke")
     with pytest.raises(ConfigError, match=r"steps_per_visit=4000 is not a multiple of one "
                                           r"PPO call .*256.*use 3840 or 4096"):
-        parse_run_config(data, "p.yaml")
+        RunSpec(smoke, "finetune", 0, parse_run_config(data, "p.yaml")).check_budgets()
     with pytest.raises(ConfigError, match="eval_every=600 is not a multiple"):
-        parse_run_config({**data, "steps_per_visit": 4096, "eval_every": 600}, "p.yaml")
+        RunSpec(smoke, "finetune", 0, parse_run_config(
+            {**data, "steps_per_visit": 4096, "eval_every": 600})).check_budgets()
     curriculum = parse_curriculum({"name": "c", "tasks": {"A": {
         "env_id": "MiniGrid-Empty-5x5-v0", "steps": 1000}}, "order": ["A"]})
     with pytest.raises(ConfigError, match="task 'A' steps=1000 is not a multiple"):
-        RunSpec(curriculum, "finetune", 0, load_run_config(TINY))
+        ContinualRun.start(RunSpec(curriculum, "finetune", 0, load_run_config(TINY)),
+                           tmp_path / "never")
+    assert not (tmp_path / "never").exists()
+    # the CLI refuses before any work
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(TINY.read_text().replace("steps_per_visit: 4096", "steps_per_visit: 4000"))
+    with pytest.raises(SystemExit):
+        main(["run", "--curriculum", "smoke", "--method", "finetune", "--preset", str(bad),
+              "--out", str(tmp_path / "never")])
+    assert not (tmp_path / "never").exists()
 
 
 @pytest.mark.parametrize("key", ["steps_per_visit", "tau_min", "eval_episodes"])

@@ -193,7 +193,9 @@ def build_spec(
             data = config.model_dump()
             data["intrinsic_beta"] = intrinsic_beta
             config = parse_run_config(data, source="--intrinsic-beta")
-        return RunSpec(load_curriculum(curriculum), method, seed, config, preset)
+        spec = RunSpec(load_curriculum(curriculum), method, seed, config, preset)
+        spec.check_budgets()
+        return spec
     except ConfigError as err:
         raise CLIError(str(err)) from None
 

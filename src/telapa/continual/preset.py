@@ -118,9 +118,14 @@ class RunConfig(StrictModel):
                 f"eval_every={self.eval_every} is shorter than one PPO call "
                 f"(num_envs * n_steps * iterations_per_call = {iteration} env steps)"
             )
-        for name in ("steps_per_visit", "eval_every"):
-            check_whole_calls(name, getattr(self, name), iteration)
         return self
+
+    def check_budgets(self) -> None:
+        """ValueError unless ``steps_per_visit`` and ``eval_every`` are whole PPO calls.
+        Checked for every new run (`RunSpec.check_budgets`), not when an existing run
+        directory is read: runs made before the rule keep loading."""
+        for name in ("steps_per_visit", "eval_every"):
+            check_whole_calls(name, getattr(self, name), self.call_steps)
 
 
 def check_whole_calls(name: str, steps: int, call: int) -> None:

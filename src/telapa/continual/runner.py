@@ -124,14 +124,20 @@ class RunSpec:
     def __post_init__(self) -> None:
         if isinstance(self.seed, bool) or not 0 <= self.seed < SEED_LIMIT:
             raise ConfigError(f"seed {self.seed!r} is out of range: use 0 <= seed < 2^32")
+
+    def check_budgets(self) -> None:
+        """`ConfigError` unless every budget (the preset's ``steps_per_visit`` and
+        ``eval_every``, each task's ``steps``) is a whole number of PPO calls: a budget is
+        trained exactly, never rounded up. Checked before a new run starts."""
         call = self.config.call_steps
-        for v in self.curriculum.visits():
-            if v.steps is not None:
-                try:
+        try:
+            self.config.check_budgets()
+            for v in self.curriculum.visits():
+                if v.steps is not None:
                     check_whole_calls(f"curriculum {self.curriculum.name!r} task {v.task!r} "
                                       "steps", v.steps, call)
-                except ValueError as err:
-                    raise ConfigError(str(err)) from None
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
 
     def budget(self, visit: Visit) -> int:
         return visit.steps or self.config.steps_per_visit
@@ -182,6 +188,7 @@ class ContinualRun:
 
     @classmethod
     def start(cls, spec: RunSpec, path: str | Path, progress: Progress | None = None):
+        spec.check_budgets()
         run_dir = RunDir(path)
         run = cls(spec, run_dir, progress)
         run_dir.create(

@@ -264,7 +264,8 @@ def load_sweep(path: str | Path) -> Sweep:
 
     for cell in sweep.cells:  # budgets in whole PPO calls, seeds in range
         try:
-            RunSpec(cell.curriculum, cell.method, cell.seed, cell.config, cell.preset)
+            RunSpec(cell.curriculum, cell.method, cell.seed, cell.config,
+                    cell.preset).check_budgets()
         except ConfigError as err:
             raise ConfigError(f"{source}, cell {cell.name}: {err}") from None
     return sweep
