@@ -28,6 +28,9 @@ from telapa.cli.common import CLIError, check_env_id, positive_int, seed_int
 from telapa.config import ConfigError, TrainConfig, default_config, dump_config, load_config
 from telapa.continual.rundir import RunDirError, claim_new_dir
 
+PLAIN_INTERVAL_S = 30.0
+"""Seconds between progress lines when stderr is not a terminal."""
+
 
 def _resolve_config(path: str | None, env_id: str) -> TrainConfig:
     try:
@@ -87,8 +90,17 @@ def train_run(
     )
     train_start = time.perf_counter()
 
+    plain = not console.is_terminal  # a log file: plain lines every 30 s, no live bar
+    last_line = [-math.inf]
+
     def on_progress(done: int, metrics: list[dict[str, float]]) -> None:
         elapsed = time.perf_counter() - train_start
+        if plain and (elapsed - last_line[0] >= PLAIN_INTERVAL_S or done >= steps):
+            last_line[0] = elapsed
+            rate = done / max(elapsed, 1e-9)
+            console.file.write(f"PPO {env_id} train {min(done, steps):,}/{steps:,} steps, "
+                               f"{rate:,.0f} steps/s, ETA {max(steps - done, 0) / rate:.0f}s\n")
+            console.file.flush()
         for m in metrics:
             rows.append({"time_s": elapsed, **m})
             for name, value in m.items():
@@ -98,7 +110,7 @@ def train_run(
         progress.update(task, completed=min(done, steps), rate=done / elapsed,
                         sr="-" if math.isnan(sr) else f"{sr:.2f}")
 
-    with Progress(*columns, console=console, transient=False) as progress:
+    with Progress(*columns, console=console, transient=False, disable=plain) as progress:
         task = progress.add_task(f"PPO {env_id}", total=steps, rate=0.0, sr="-")
         trainer.train(steps, progress=on_progress)
     train_s = time.perf_counter() - train_start
