@@ -40,7 +40,8 @@ from env_throughput import FULL, QUICK, farama_throughput, machine_info
 from telapa.continual.preset import load_run_config
 from telapa.continual.telapa.embedding import EmbeddingState
 from telapa.continual.telapa.illumination import evaluate_population, illuminate
-from telapa.continual.telapa.maintenance import EpisodeBanks, maintain, store
+from telapa.continual.telapa.banks import EpisodeBanks, store
+from telapa.continual.telapa.maintenance import maintain
 from telapa.continual.telapa.transfer import select_transfer_origin
 from telapa.io import MemoryMonitor, write_json_atomic
 from telapa.qd import float16_codec

@@ -61,7 +61,10 @@ def test_run_directory_layout_and_records(finished):
     assert (pd.read_csv(path / "train" / "00-A.csv")["penalty"] == 0).all()
     assert (train["penalty"] > 0).any()
     on_disk = json.loads((path / "metrics.json").read_text())
-    assert on_disk["mean_sr"] == pytest.approx(visits["post_sr"].mean())
+    revisits = visits[visits["cycle"] >= 1]
+    assert len(revisits) == 2
+    assert on_disk["mean_sr"] == pytest.approx(revisits["post_sr"].mean())
+    assert on_disk["mean_sr_all"] == pytest.approx(visits["post_sr"].mean())
     assert on_disk == json.loads(json.dumps(metrics))
 
 

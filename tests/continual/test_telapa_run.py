@@ -107,9 +107,10 @@ def test_telapa_resumes_exactly_after_a_crash(telapa_run, tmp_path):
         {k: v for k, v in e.items() if k not in strip} for e in b]
 
 
-def test_telapa_static_with_cross_archive_injection(tmp_path, monkeypatch):
+def test_telapa_static_with_cross_archive_injection(telapa_run, tmp_path, monkeypatch):
     """TeLAPA-Static never maintains the latent space; with p_inj > 0 illumination gets
-    the other tasks' archives as its injection pool."""
+    the other tasks' archives as its injection pool. Its first archive lives in the same
+    units as TeLAPA's: both fit N_0 on the first task's evaluations before illuminating."""
     pools = []
     from telapa.continual.telapa import method as telapa_method
 
@@ -131,3 +132,34 @@ def test_telapa_static_with_cross_archive_injection(tmp_path, monkeypatch):
     log = json.loads((tmp_path / "inj" / "method_log.json").read_text())
     assert not [e for e in log if e["event"] == "maintenance"]
     assert [e["visit"] for e in log if e["event"] == "transfer"] == [1, 2, 3]
+    # one normalizer fit, at visit 0, identical to full TeLAPA's (same seed, same E_0, same
+    # banked evaluations), and so the same first archive (visit 0 has no injection pool)
+    full = json.loads((telapa_run[0] / "method_log.json").read_text())
+    fits = [e for e in log if e["event"] == "normalizer"]
+    assert len(fits) == 1 and fits[0]["visit"] == 0 and fits[0]["bank_sets"] >= 2
+    assert [e for e in full if e["event"] == "normalizer"] == fits
+
+    def first(events):
+        (e,) = [e for e in events if e["event"] == "illumination" and e["visit"] == 0]
+        return {k: v for k, v in e.items() if k != "wall_s"}
+
+    assert first(log) == first(full)
+    elites = pd.read_csv(tmp_path / "inj" / "elites.csv")
+    assert (elites["embedding_version"] == 0).all()
+
+
+def test_telapa_encoder_is_drawn_from_the_run_seed(tmp_path):
+    """E_0 (TeLAPA-Static's fixed encoder) differs between seeds and repeats within one."""
+    import jax
+
+    from telapa.continual.rundir import RunDir
+
+    def encoder(seed, name):
+        spec = RunSpec(load_curriculum("smoke"), "telapa-static", seed, load_run_config(TINY),
+                       "tiny")
+        run = ContinualRun(spec, RunDir(tmp_path / name))
+        return jax.tree.leaves(run.method.embedding.encoder)
+
+    one, again, two = encoder(1, "a"), encoder(1, "b"), encoder(2, "c")
+    assert all(np.array_equal(x, y) for x, y in zip(one, again, strict=True))
+    assert not all(np.array_equal(x, y) for x, y in zip(one, two, strict=True))

@@ -82,8 +82,10 @@ def make_final() -> pd.DataFrame:
 
 def test_run_metrics_last_post_by_hand():
     m = run_metrics(make_visits(), make_curve(), make_final(), TAU)
-    # Mean SR = (0.6 + 0.5 + 0.3 + 0.9 + 0.6 + 0.8) / 6 = 3.7 / 6
-    assert m.mean_sr == pytest.approx(3.7 / 6)
+    # Mean SR = mean over the revisits A' B' C' = (0.9 + 0.6 + 0.8) / 3 = 2.3 / 3
+    assert m.mean_sr == pytest.approx(2.3 / 3)
+    # the all-visit mean (0.6 + 0.5 + 0.3 + 0.9 + 0.6 + 0.8) / 6 = 3.7 / 6 is kept apart
+    assert m.mean_sr_all == pytest.approx(3.7 / 6)
     # SR_post (last visit): A 0.9, B 0.6, C 0.8; SR_end: A 0.45, B 0.2, C 0.75
     assert m.sr_post == pytest.approx({"A": 0.9, "B": 0.6, "C": 0.8})
     assert m.sr_end == pytest.approx({"A": 0.45, "B": 0.2, "C": 0.75})
@@ -113,7 +115,7 @@ def test_run_metrics_first_post_by_hand():
     assert m.nbwt == pytest.approx(-0.25)
     # Unaffected by the choice of SR_post:
     assert m.tr == pytest.approx(1 / 3)
-    assert m.mean_sr == pytest.approx(3.7 / 6)
+    assert m.mean_sr == pytest.approx(2.3 / 3)
     assert m.ttt == pytest.approx(700 / 3)
 
 
@@ -235,3 +237,36 @@ def test_as_dict_round_trip():
     assert RunMetrics(**d) == m
     d["revisit_sr"]["A'"] = 0.0  # a copy: the frozen result is untouched
     assert m.revisit_sr["A'"] == 0.9
+
+
+def test_mean_sr_is_the_mean_of_the_revisit_table():
+    # Paper, App. table "Revisit Mean SR", Finetune: A' 0.601, B' 0.822, C' 0.80, D' 0.168,
+    # E' 0.55; its Table 1 Mean SR is (0.601 + 0.822 + 0.80 + 0.168 + 0.55) / 5 = 0.5882.
+    first = [0.9, 0.95, 0.7, 0.1, 0.3]
+    again = [0.601, 0.822, 0.80, 0.168, 0.55]
+    tags = "ABCDE"
+    visits = pd.DataFrame(
+        {
+            "visit": range(10),
+            "tag": list(tags) + [t + "'" for t in tags],
+            "task": list(tags) * 2,
+            "cycle": [0] * 5 + [1] * 5,
+            "budget": 100,
+            "post_sr": first + again,
+        }
+    )
+    curve = pd.DataFrame({"visit": range(10), "step": 0, "sr": first + again})
+    final = pd.DataFrame({"task": list(tags), "sr": again})
+    m = run_metrics(visits, curve, final, dict.fromkeys(tags, 0.5))
+    assert m.mean_sr == pytest.approx(0.5882)
+    assert round(m.mean_sr, 3) == 0.588
+    # the all-visit mean would give (2.95 + 2.941) / 10 = 0.5891: a different number
+    assert m.mean_sr_all == pytest.approx(0.5891)
+
+
+def test_mean_sr_undefined_without_revisits():
+    visits = make_visits().iloc[:3]
+    curve = make_curve()
+    m = run_metrics(visits, curve[curve["visit"] < 3], make_final(), TAU)
+    assert math.isnan(m.mean_sr) and m.revisits == 0
+    assert m.mean_sr_all == pytest.approx((0.6 + 0.5 + 0.3) / 3)

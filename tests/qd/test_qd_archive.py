@@ -207,50 +207,105 @@ def test_insert_batch_equals_sequential_inserts():
     assert (st == InsertStatus.ADDED).any() and (st != InsertStatus.ADDED).any()
 
 
-def test_d_min_moves_toward_target():
-    spec = ArchiveSpec(n_params=P, desc_dim=2, raw_dim=0, capacity=8, target_size=2)
-    a = init_archive(spec, d_min=0.1)
-    d = [float(a.d_min)]
-    for i in range(4):
-        a, info = insert(a, cand([float(i), 0.0], 1.0))
-        assert status(info) is InsertStatus.ADDED
-        d.append(float(a.d_min))
-    # Sizes after insertion 1, 2, 3, 4 vs target 2: shrink, stay, grow, grow.
-    assert d[1] < d[0]
-    assert d[2] == pytest.approx(d[1])
-    assert d[3] > d[2] and d[4] > d[3]
-    # The exact rule.
-    exp1 = 0.1 * np.exp(spec.d_min_gain_down * (1 - 2) / 2)
-    assert d[1] == pytest.approx(exp1, rel=1e-6)
-    exp3 = d[2] * np.exp(spec.d_min_gain_up * (3 - 2) / 2)
-    assert d[3] == pytest.approx(exp3, rel=1e-6)
-    # A rejected candidate leaves d_min alone; a replacement adapts it.
-    b, info = insert(a, cand([0.0, 0.0], 0.0))
-    assert status(info) is InsertStatus.REJECTED_NEAR and float(b.d_min) == d[4]
-    b, info = insert(a, cand([0.0, 0.0], 5.0))
-    assert status(info) is InsertStatus.REPLACED and float(b.d_min) > d[4]
-    # Clamps.
-    assert float(adapt_d_min(spec, jnp.float32(1e-3), jnp.int32(0))) == pytest.approx(1e-3)
-    assert float(adapt_d_min(spec, jnp.float32(10.0), jnp.int32(8))) == pytest.approx(10.0)
-
-
-def test_d_min_shrinks_when_below_target_over_many_insertions():
-    spec = ArchiveSpec(n_params=P, desc_dim=2, raw_dim=0, capacity=64, target_size=48)
-    a = init_archive(spec, d_min=0.1)
-    grid = np.stack(np.meshgrid(np.arange(6.0), np.arange(6.0)), -1).reshape(-1, 2)
-    n = len(grid)
-    cands = make_elites(
-        params=np.zeros((n, P)),
-        fitness=np.ones(n),
-        sr=np.ones(n),
-        descriptor=grid,
-        sigma=0.05,
-        task=0,
-        lineage=np.ones((n, 1), np.uint32),
+def test_d_min_rule_by_hand():
+    # N* = 4, r_0 = 0.5, a = 0.1: r = 0.5 (1 - N/4), d <- d e^a if added, else d e^{-a r/(1-r)}
+    spec = ArchiveSpec(
+        n_params=P, desc_dim=2, raw_dim=0, capacity=8, target_size=4, d_min_step=0.1,
+        fill_rate=0.5,
     )
-    a, _ = insert_batch(a, cands)
-    assert int(a.size) == n < spec.target_size
-    assert float(a.d_min) < 0.1 * np.exp(-spec.d_min_gain_down * 0.2 * n)
+    a = init_archive(spec, d_min=0.1)
+    assert float(init_archive(spec).d_min) == pytest.approx(spec.d_min0)
+    # Added into an empty archive: d = 0.1 e^0.1
+    a, info = insert(a, cand([0.0, 0.0], 1.0))
+    assert status(info) is InsertStatus.ADDED
+    d1 = 0.1 * np.exp(0.1)
+    assert float(a.d_min) == pytest.approx(d1, rel=1e-6)
+    # Rejected as near at N = 1: r = 0.5 * 3/4 = 0.375, d <- d1 exp(-0.1 * 0.375 / 0.625)
+    b, info = insert(a, cand([0.01, 0.0], 0.5))
+    assert status(info) is InsertStatus.REJECTED_NEAR
+    d2 = d1 * np.exp(-0.1 * 0.375 / 0.625)
+    assert float(b.d_min) == pytest.approx(d2, rel=1e-6)
+    # A replacement is not an addition: the same step down.
+    c, info = insert(a, cand([0.01, 0.0], 5.0))
+    assert status(info) is InsertStatus.REPLACED
+    assert float(c.d_min) == pytest.approx(d2, rel=1e-6)
+    # A gate rejection says nothing about spacing: d_min unchanged.
+    g, info = insert(a, cand([9.0, 0.0], 5.0, sr=0.1), gate=0.5)
+    assert status(info) is InsertStatus.REJECTED_GATE and float(g.d_min) == float(a.d_min)
+    # At N >= N* a rejection leaves d_min alone (r = 0), an addition still raises it.
+    for i in range(1, 4):
+        a, info = insert(a, cand([float(i), 0.0], 1.0))
+    assert int(a.size) == 4
+    full_d = float(a.d_min)
+    b, info = insert(a, cand([0.01, 0.0], 0.5))
+    assert status(info) is InsertStatus.REJECTED_NEAR and float(b.d_min) == full_d
+    b, info = insert(a, cand([7.0, 0.0], 0.5))
+    assert status(info) is InsertStatus.ADDED
+    assert float(b.d_min) == pytest.approx(full_d * np.exp(0.1), rel=1e-6)
+    # Clamps.
+    assert float(adapt_d_min(spec, jnp.float32(1e-3), jnp.int32(0), False)) == pytest.approx(1e-3)
+    assert float(adapt_d_min(spec, jnp.float32(10.0), jnp.int32(8), True)) == pytest.approx(10.0)
+    with pytest.raises(ValueError, match="fill_rate"):
+        ArchiveSpec(n_params=P, fill_rate=1.0)
+
+
+MEDIAN_CHI8 = 2.7094
+"""Median of ||x|| for x ~ N(0, I_8): sqrt of the chi-square(8) median 7.344."""
+
+
+@jax.jit
+def _mutant_stream(archive, key, scale, iid):
+    """1000 mutants in the paper's loop: a uniform parent (iid: always the base elite, slot
+    0) plus Gaussian noise whose norm has median ``scale``; all competent."""
+
+    def step(arc, k):
+        k_par, k_noise, k_fit = jax.random.split(k, 3)
+        p = arc.valid / jnp.sum(arc.valid)
+        parent = jnp.where(iid, 0, jax.random.choice(k_par, arc.valid.shape[0], p=p))
+        z = arc.elites.descriptor[parent] + scale / MEDIAN_CHI8 * jax.random.normal(
+            k_noise, (8,)
+        )
+        child = make_elites(
+            params=jnp.zeros((1,)), fitness=jax.random.uniform(k_fit), sr=1.0, descriptor=z,
+            sigma=0.05, task=0, lineage=jnp.ones((1,), jnp.uint32),
+        )
+        arc, info = insert(arc, child)
+        return arc, arc.size
+
+    return jax.lax.scan(step, archive, jax.random.split(key, 1000))
+
+
+def _stream(scale: float, *, iid: bool, seed: int = 0, repeats: int = 1):
+    spec = ArchiveSpec(n_params=1, desc_dim=8, raw_dim=0)  # N* 256, capacity 384, d_min 0.10
+    a, _ = insert(
+        init_archive(spec),
+        make_elites(params=jnp.zeros((1,)), fitness=0.5, sr=1.0, descriptor=jnp.zeros(8),
+                    sigma=0.05, task=0, lineage=jnp.ones((1,), jnp.uint32)),
+    )
+    sizes = []
+    for r in range(repeats):
+        a, size = _mutant_stream(a, jax.random.key(1000 * seed + r), scale, iid)
+        sizes.append(np.asarray(size))
+    return a, np.concatenate(sizes)
+
+
+@pytest.mark.parametrize("iid", [False, True], ids=["parent-walk", "base-cloud"])
+@pytest.mark.parametrize("scale", [0.005, 0.014, 0.03, 0.1])
+def test_archive_settles_near_target_whatever_the_mutant_spread(scale, iid):
+    # Median mutant distance from 0.005 to 0.1 against the paper's initial d_min = 0.10:
+    # the old rule (adapt only on change) stalled at a few elites below ~0.05 and ran to
+    # capacity above it. After 1000 candidates the size must be within [200, 320].
+    a, sizes = _stream(scale, iid=iid)
+    assert 200 <= int(a.size) <= 320, (scale, iid, int(a.size), float(a.d_min))
+    # d_min found the descriptor scale: within a decade of the mutant spread.
+    assert scale / 10 < float(a.d_min) < 10 * scale
+
+
+def test_archive_is_not_pinned_at_capacity_by_a_long_stream():
+    for scale in (0.005, 0.1):
+        a, sizes = _stream(scale, iid=False, repeats=4)  # 4000 candidates
+        assert sizes.max() <= 300 and int(a.size) < a.spec.capacity
+        assert 230 <= int(a.size) <= 300
 
 
 def test_repack_collapse_keeps_fitter_and_stamps_geometry():
@@ -266,7 +321,8 @@ def test_repack_collapse_keeps_fitter_and_stamps_geometry():
     new[:4] = [[0.0, 0.0], [0.1, 0.0], [3.0, 0.0], [np.nan, 0.0]]
     nid = "0123456789abcdef"
     b, dropped = repack(
-        a, new, embedding_version=3, normalizer_id=nid, reference_descriptor=jnp.array([1.0, 1.0])
+        a, new, embedding_version=3, normalizer_id=nid, reference_descriptor=jnp.array([1.0, 1.0]),
+        d_min=0.5,
     )
     np.testing.assert_array_equal(np.asarray(b.valid)[:4], [False, True, True, False])
     np.testing.assert_array_equal(np.asarray(dropped)[:4], [True, False, False, True])
@@ -277,18 +333,77 @@ def test_repack_collapse_keeps_fitter_and_stamps_geometry():
     assert float(b.ref_sr) == pytest.approx(0.9)
     np.testing.assert_array_equal(np.asarray(b.traj.lengths)[:4, 0], [0, 2, 2, 0])
     # Deterministic, and idempotent under the same geometry.
-    b2, _ = repack(a, new, embedding_version=3, normalizer_id=nid)
+    b2, _ = repack(a, new, embedding_version=3, normalizer_id=nid, d_min=0.5)
     np.testing.assert_array_equal(b2.valid, b.valid)
     c, dropped2 = repack(b, np.asarray(b.elites.descriptor), embedding_version=3, normalizer_id=nid)
+    assert float(c.d_min) == pytest.approx(float(b.d_min))  # same geometry, same threshold
     assert not np.asarray(dropped2).any()
     np.testing.assert_array_equal(c.valid, b.valid)
+
+
+def test_repack_derives_d_min_under_the_new_geometry():
+    # An archive settled by the controller, then a geometry that only rescales by 1/5
+    # (e.g. a refit normalizer): the old d_min would be 5x too large and drop most elites;
+    # the derived one is d_min / 5 and keeps every elite.
+    a, _ = _stream(0.03, iid=False)
+    n = int(a.size)
+    old = np.asarray(a.elites.descriptor)
+    b, dropped = repack(a, old / 5, embedding_version=1, normalizer_id=None)
+    assert not np.asarray(dropped).any() and int(b.size) == n
+    assert float(b.d_min) == pytest.approx(float(a.d_min) / 5, rel=1e-4)
+    reused, _ = repack(a, old / 5, embedding_version=1, normalizer_id=None, d_min=a.d_min)
+    assert int(reused.size) < n // 2  # what reusing the old threshold did
+    # By hand on four points 1 apart on a line (median NN 1), d_min 0.5: new geometry
+    # spaced 3 apart (median NN 3) -> 1.5.
+    line = init_archive(SPEC, d_min=0.5)
+    for x in range(4):
+        line, _ = insert(line, cand([float(x), 0.0], 1.0))
+    d = float(line.d_min)
+    wide = np.zeros((SPEC.capacity, 2), np.float32)
+    wide[:4, 0] = [0.0, 3.0, 6.0, 9.0]
+    c, _ = repack(line, wide, embedding_version=1, normalizer_id=None)
+    assert float(c.d_min) == pytest.approx(3 * d, rel=1e-5) and int(c.size) == 4
+
+
+def test_repack_brings_an_overfull_archive_back_to_target():
+    # 8 elites, N* = 4: the derived threshold rises until greedy spacing keeps <= 4, the
+    # fittest first.
+    a = init_archive(SPEC, d_min=0.01)
+    for x in range(8):
+        a, _ = insert(a, cand([float(x), 0.0], float(x)))
+    assert int(a.size) == 8
+    b, dropped = repack(a, np.asarray(a.elites.descriptor), embedding_version=1,
+                        normalizer_id=None)
+    assert int(b.size) == 4 and int(np.asarray(dropped).sum()) == 4
+    # Fittest first (x = 7), then every elite farther than d_min from those kept: 7, 5, 3, 1.
+    kept = sorted(np.asarray(b.elites.descriptor)[np.asarray(b.valid), 0].tolist())
+    assert kept == [1.0, 3.0, 5.0, 7.0]
+    assert 1.0 <= float(b.d_min) < 2.0
+
+
+def test_forced_insertion_replaces_the_nearest_elite():
+    a = init_archive(SPEC, d_min=0.5)
+    a, _ = insert(a, cand([0.0, 0.0], 5.0))
+    a, _ = insert(a, cand([3.0, 0.0], 5.0))
+    # Near and weaker: the rule rejects it; forced, it takes its nearest elite's slot.
+    _, info = insert(a, cand([0.1, 0.0], 1.0))
+    assert status(info) is InsertStatus.REJECTED_NEAR
+    b, info = insert(a, cand([0.1, 0.0], 1.0), force=True)
+    assert status(info) is InsertStatus.REPLACED and int(info.slot) == 0 and int(b.size) == 2
+    # A novel one is simply added; an incompetent one is still refused.
+    _, info = insert(a, cand([9.0, 0.0], 1.0), force=True)
+    assert status(info) is InsertStatus.ADDED
+    _, info = insert(a, cand([0.1, 0.0], 1.0, sr=0.0), gate=0.5, force=True)
+    assert status(info) is InsertStatus.REJECTED_GATE
 
 
 def test_repack_tie_keeps_lower_slot():
     a = init_archive(SPEC, d_min=0.5)
     a, _ = insert(a, cand([0.0, 0.0], 1.0))
     a, _ = insert(a, cand([2.0, 0.0], 1.0))
-    b, _ = repack(a, np.zeros((SPEC.capacity, 2)), embedding_version=1, normalizer_id=None)
+    b, _ = repack(
+        a, np.zeros((SPEC.capacity, 2)), embedding_version=1, normalizer_id=None, d_min=0.5
+    )
     np.testing.assert_array_equal(np.asarray(b.valid)[:2], [True, False])
     assert b.normalizer_hex is None
 

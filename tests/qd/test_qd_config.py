@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from telapa.config import ConfigError, validate
-from telapa.qd import ArchiveConfig, QDConfig
+from telapa.qd import ArchiveConfig, ArchiveSpec, QDConfig
 
 
 def test_paper_defaults():
@@ -34,7 +34,13 @@ def test_capacity_follows_target_unless_overridden():
 def test_spec_from_config():
     spec = QDConfig().archive_spec(n_params=10, lineage_words=2)
     assert (spec.capacity, spec.target_size, spec.lineage_words) == (384, 256, 2)
-    assert spec.d_min_gain_up == QDConfig().archive.d_min_gain_up
+    a = QDConfig().archive
+    assert (spec.d_min0, spec.d_min_step, spec.fill_rate) == (a.d_min, a.d_min_step, a.fill_rate)
+    # one source of defaults: the config's defaults are the spec's
+    bare = ArchiveSpec(n_params=10)
+    assert (bare.d_min0, bare.d_min_step, bare.fill_rate, bare.d_min_floor, bare.d_min_ceil) == (
+        a.d_min, a.d_min_step, a.fill_rate, a.d_min_floor, a.d_min_ceil
+    )
 
 
 def test_strict_validation_names_key():

@@ -296,3 +296,27 @@ def test_zero_iterations_keeps_only_the_base(setup):
     archive, log, calls = run(setup, iterations=0)
     assert log.rows == [] and calls == [] and int(archive.size) == 1
     assert log.env_steps == log.base.env_steps > 0
+
+
+def test_refresh_is_built_around_the_new_policy(setup, built):
+    """RefreshArchive(H, theta_t): theta_t enters the archive even when the insertion rule
+    would reject it as redundant, and every refresh candidate descends from it (its
+    parents are theta_t and the children accepted on this visit), not from old elites."""
+    trainer, embedding = setup
+    previous, _, _ = built
+    # theta_t = the policy the archive was built around: a near-duplicate of its base
+    archive, log = illuminate(
+        trainer, trainer.get_params(), visit=6, tag=TAG, embedding=embedding,
+        latent_config=LATENT, qd_config=QD, key=jax.random.key(11), iterations=ITERATIONS,
+        initial_archive=previous, parent_id=4,
+    )
+    assert log.base.status in (InsertStatus.ADDED, InsertStatus.REPLACED)
+    assert log.base.elite_id == int(previous.next_id)
+    ids = np.asarray(archive.elites.elite_id)[np.asarray(archive.valid)].tolist()
+    replaced = {r.replaced_id for r in log.rows if r.replaced_id >= 0}
+    assert log.base.elite_id in ids or log.base.elite_id in replaced
+    own = {log.base.elite_id}
+    for row in log.rows:
+        assert row.parent_id in own, row  # never an elite of the first visit
+        if row.elite_id >= 0:
+            own.add(row.elite_id)

@@ -10,15 +10,12 @@ import numpy as np
 import pytest
 
 from telapa.continual.telapa.embedding import EmbeddingState, describe
+from telapa.continual.telapa.banks import EpisodeBanks, bank_seq, fit_episodes, store, to_bank
 from telapa.continual.telapa.maintenance import (
-    EpisodeBanks,
-    bank_seq,
-    fit_episodes,
+    fit_initial_normalizer,
     maintain,
     reembed_archive,
     refit_indices,
-    store,
-    to_bank,
 )
 from telapa.latent import LatentConfig, normalizer, policy_summary
 from telapa.qd.archive import (
@@ -48,7 +45,8 @@ CONFIG = LatentConfig(
 LD = CONFIG.latent_dim
 CODEC = FeatureCodec((255,) * D)
 """Exact codec: the synthetic features are multiples of 1/255 in [0, 1]."""
-SPEC = ArchiveSpec(n_params=P, desc_dim=LD, raw_dim=3 * LD, capacity=8, target_size=4)
+SPEC = ArchiveSpec(n_params=P, desc_dim=LD, raw_dim=3 * LD, capacity=8, target_size=6)
+"""N* = 6: the six elites of archive "A" are at target, so the repack trims none for size."""
 
 
 def episodes(rng: np.random.Generator, n: int = E, t: int = T, min_len: int = 3):
@@ -359,3 +357,34 @@ def test_without_callback_elites_keep_their_descriptor_and_are_flagged(run):
     assert log.base_slot == 2 and 0 < log.base_distance < 0.03
     np.testing.assert_allclose(b.ref_descriptor, b_in.elites.descriptor[2])
     assert int(b.embedding_version) == 1 and b.normalizer_hex == state.normalizer_id
+
+
+def test_initial_normalizer_is_fit_on_the_banked_sets_before_any_update():
+    # N_0 (before the first illumination): the same robust fit as after a boundary update,
+    # over every banked set (fewer than the refit bank's size), under the unchanged E_0.
+    rng = np.random.default_rng(7)
+    banks = EpisodeBanks.create(CODEC, capacity=8, episodes=E, t_max=T)
+    for i in range(5):
+        banks = store(banks, *episodes(rng), sr=0.2 * i, tag=0)
+    state0 = EmbeddingState.create(jax.random.key(3), CONFIG)
+    assert not state0.has_normalizer
+    state = fit_initial_normalizer(state0, banks, config=CONFIG, key=jax.random.key(0))
+    assert state.has_normalizer and int(state.version) == 0
+    bank = to_bank(banks)
+    z = jax.vmap(lambda f, n: policy_summary(state0.encoder, f, n, CONFIG).z_mean)(
+        bank.features, bank.lengths
+    )
+    want = normalizer.fit(z, CONFIG.sigma_min, CONFIG.eps)
+    np.testing.assert_allclose(state.normalizer.median, want.median, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(state.normalizer.sigma, want.sigma, rtol=1e-5, atol=1e-6)
+    for a, b in zip(jax.tree.leaves(state.encoder), jax.tree.leaves(state0.encoder), strict=True):
+        np.testing.assert_array_equal(a, b)
+    # Descriptors are now in standardised units: the banked policies' z_bd have median 0.
+    np.testing.assert_allclose(
+        np.median(np.asarray(normalizer.apply(state.normalizer, z)), axis=0), 0.0, atol=1e-5
+    )
+    with pytest.raises(ValueError, match="at least one banked"):
+        fit_initial_normalizer(
+            state0, EpisodeBanks.create(CODEC, capacity=8, episodes=E, t_max=T),
+            config=CONFIG, key=jax.random.key(0),
+        )

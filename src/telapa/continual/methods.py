@@ -65,8 +65,11 @@ class Method:
     name: ClassVar[str] = "finetune"
     reset_optimizer: ClassVar[bool] = False
 
-    def __init__(self, config: RunConfig):
+    def __init__(self, config: RunConfig, *, key: jax.Array | None = None):
         self.config = config
+        self.key = jax.random.key(0) if key is None else key
+        """The method's own randomness, drawn from the run seed by the runner (TeLAPA: the
+        initial trajectory encoder)."""
         self.extra_env_steps = 0
         """Env steps the method spent outside the common PPO budget (paper App. G)."""
         self.timer = PhaseTimer()
@@ -158,8 +161,8 @@ class ScratchReuse(Scratch):
 
     name = "scratch-reuse"
 
-    def __init__(self, config: RunConfig):
-        super().__init__(config)
+    def __init__(self, config: RunConfig, *, key: jax.Array | None = None):
+        super().__init__(config, key=key)
         self.keep = config.methods.scratch_reuse.keep
         self.bank: dict[str, Params] = {}
 
@@ -204,8 +207,8 @@ class L2Init(FinetuneReset):
 
     name = "l2init"
 
-    def __init__(self, config: RunConfig):
-        super().__init__(config)
+    def __init__(self, config: RunConfig, *, key: jax.Array | None = None):
+        super().__init__(config, key=key)
         lam = config.methods.l2init.lam
         self.penalty = lambda params, data: lam * _squared_distance(params, data["anchor"])
         self._anchor: Params | None = None
@@ -264,8 +267,8 @@ class EWC(FinetuneReset):
 
     name = "ewc"
 
-    def __init__(self, config: RunConfig):
-        super().__init__(config)
+    def __init__(self, config: RunConfig, *, key: jax.Array | None = None):
+        super().__init__(config, key=key)
         self.settings = config.methods.ewc
         lam = self.settings.lam
         self.penalty = lambda params, data: 0.5 * lam * _squared_distance(

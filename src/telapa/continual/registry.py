@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import jax
+
 from telapa.continual.methods import (
     DFF,
     EWC,
@@ -25,8 +27,9 @@ METHODS: dict[str, type[Method]] = {
 }
 
 
-def make_method(name: str, config: RunConfig) -> Method:
-    """The method registered as ``name`` (see `METHODS`)."""
+def make_method(name: str, config: RunConfig, *, key: jax.Array | None = None) -> Method:
+    """The method registered as ``name`` (see `METHODS`), with its own randomness ``key``
+    (the runner derives it from the run seed)."""
     if name not in METHODS:
         raise ValueError(f"unknown method {name!r}; available: {', '.join(METHODS)}")
-    return METHODS[name](config)
+    return METHODS[name](config, key=key)

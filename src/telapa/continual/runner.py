@@ -162,12 +162,12 @@ class ContinualRun:
         self.visits = spec.curriculum.visits()
         self.phases = self._phases()
         config = spec.config
-        self.method: Method = make_method(spec.method, config)
+        root = jax.random.key(spec.seed)
+        self._init_key, self._visit_root, method_key = jax.random.split(root, 3)
+        self.method: Method = make_method(spec.method, config, key=method_key)
         self.train_config = config.train.model_copy(
             update={"network": self.method.network(config.train.network)}
         )
-        root = jax.random.key(spec.seed)
-        self._init_key, self._visit_root = jax.random.split(root)
         self._trainers: dict[str, PPOTrainer] = {}
         self._saved_parts: dict[str, tuple[Any, Path]] = {}
         first = self._trainer(self.visits[0])

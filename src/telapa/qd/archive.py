@@ -43,6 +43,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Sequence
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -134,13 +135,27 @@ def make_elites(
 
 @dataclasses.dataclass(frozen=True)
 class ArchiveSpec:
-    """Static shape and control constants of an archive (hashable; a jit static).
+    """Static shape and control constants of an archive (hashable; a jit static). The one
+    source of the archive defaults (`telapa.qd.config.ArchiveConfig` reads them here).
 
-    The spacing threshold is adapted after every insertion that changed the archive:
+    **Size control.** The spacing threshold is adapted after every *competent* candidate
+    (one that passed the gate), whether or not it entered. With N the size before the
+    candidate, N* the target, r_0 = ``fill_rate`` and a = ``d_min_step``:
 
-        e     = (N - N*) / N*                     (N: size after the insertion)
-        d_min <- clip(d_min * exp(g * e), d_floor, d_ceil),
-        g     = d_min_gain_up if e > 0 else d_min_gain_down
+        r     = r_0 * max(0, 1 - N / N*)            target add rate at this size
+        d_min <- d_min * exp(a)                     if the candidate was added
+        d_min <- d_min * exp(-a * r / (1 - r))      otherwise (rejected as near, or a
+                                                    replacement)
+        d_min <- clip(d_min, d_floor, d_ceil)
+
+    log d_min is a stochastic-approximation iterate whose fixed point is an add rate of r:
+    it only moves when the observed add rate differs from r, and by multiplicative steps,
+    so it settles on the descriptor scale of whatever the mutants produce (0.001 or 1)
+    within tens of candidates. With the add rate tracking r, the size follows
+    dN/dt = r_0 (1 - N/N*), i.e. N(t) ~ N* (1 - exp(-r_0 t / N*)): 242 of 256 after 1000
+    candidates at r_0 = 0.8, and at N >= N* every addition raises d_min by e^a while
+    rejections leave it alone, so the archive stops growing a few elites past N* instead
+    of running to capacity (the capacity stays a hard bound).
     """
 
     n_params: int
@@ -149,8 +164,12 @@ class ArchiveSpec:
     capacity: int = 384
     target_size: int = 256
     lineage_words: int = 1
-    d_min_gain_up: float = 0.1
-    d_min_gain_down: float = 0.1
+    d_min0: float = 0.10
+    """Initial spacing threshold (paper: 0.10)."""
+    d_min_step: float = 0.05
+    """a: log-step of d_min per competent candidate."""
+    fill_rate: float = 0.8
+    """r_0: target add rate of an empty archive, in (0, 1)."""
     d_min_floor: float = 1e-3
     d_min_ceil: float = 10.0
 
@@ -161,6 +180,12 @@ class ArchiveSpec:
             )
         if not 0 < self.d_min_floor <= self.d_min_ceil:
             raise ValueError("need 0 < d_min_floor <= d_min_ceil")
+        if not 0 < self.fill_rate < 1:
+            raise ValueError(f"need 0 < fill_rate < 1, got {self.fill_rate}")
+        if not self.d_min_step > 0:
+            raise ValueError(f"need d_min_step > 0, got {self.d_min_step}")
+        if not self.d_min0 > 0:
+            raise ValueError(f"need d_min0 > 0, got {self.d_min0}")
 
 
 @struct.dataclass
@@ -197,7 +222,7 @@ def init_archive(
     spec: ArchiveSpec,
     *,
     tag: int = 0,
-    d_min: float = 0.10,
+    d_min: float | None = None,
     id_offset: int = 0,
     codec: FeatureCodec | None = None,
     episodes: int = 50,
@@ -205,8 +230,9 @@ def init_archive(
     embedding_version: int = 0,
     normalizer_id: str | None = None,
 ) -> Archive:
-    """An empty archive. ``id_offset`` starts the elite-id counter: give each archive of
-    a run a distinct offset (recommended ``tag << 24``) so ids are unique run-wide.
+    """An empty archive with spacing ``d_min`` (default ``spec.d_min0``). ``id_offset`` starts
+    the elite-id counter: give each archive of a run a distinct offset (recommended ``tag <<
+    24``) so ids are unique run-wide.
     With a ``codec``, a `Trajectories` block of (capacity, episodes, steps) is allocated
     and every insertion must then bring the candidate's episodes."""
     c = spec.capacity
@@ -229,7 +255,7 @@ def init_archive(
     return Archive(
         elites=elites,
         valid=jnp.zeros((c,), bool),
-        d_min=jnp.asarray(d_min, jnp.float32),
+        d_min=jnp.asarray(spec.d_min0 if d_min is None else d_min, jnp.float32),
         ref_descriptor=jnp.zeros((spec.desc_dim,), jnp.float32),
         ref_sr=jnp.asarray(0.0, jnp.float32),
         ref_fitness=jnp.asarray(0.0, jnp.float32),
@@ -314,15 +340,23 @@ def _write_row(tree, slot: jax.Array, new, cond: jax.Array):
     return jax.tree.map(one, tree, new)
 
 
-def adapt_d_min(spec: ArchiveSpec, d_min: jax.Array, size: jax.Array) -> jax.Array:
-    """One step of the spacing controller (see `ArchiveSpec`)."""
-    err = (size.astype(jnp.float32) - spec.target_size) / spec.target_size
-    gain = jnp.where(err > 0, spec.d_min_gain_up, spec.d_min_gain_down)
-    return jnp.clip(d_min * jnp.exp(gain * err), spec.d_min_floor, spec.d_min_ceil)
+def adapt_d_min(
+    spec: ArchiveSpec, d_min: jax.Array, size: jax.Array, added: jax.Array
+) -> jax.Array:
+    """One step of the size controller (see `ArchiveSpec`) after a competent candidate:
+    ``size`` is N before it, ``added`` whether it entered as a new elite."""
+    fill = 1.0 - size.astype(jnp.float32) / spec.target_size
+    rate = spec.fill_rate * jnp.maximum(fill, 0.0)
+    step = jnp.where(added, spec.d_min_step, -spec.d_min_step * rate / (1.0 - rate))
+    return jnp.clip(d_min * jnp.exp(step), spec.d_min_floor, spec.d_min_ceil)
 
 
 def _insert(
-    archive: Archive, candidate: Elites, gate: jax.Array, traj: Trajectories | None
+    archive: Archive,
+    candidate: Elites,
+    gate: jax.Array,
+    traj: Trajectories | None,
+    force: bool = False,
 ) -> tuple[Archive, InsertInfo]:
     spec = archive.spec
     el = archive.elites
@@ -337,7 +371,7 @@ def _insert(
     novel = d1 > archive.d_min
     fitter = (size > 0) & (candidate.fitness > el.fitness[i1])
     add = competent & novel & ~full
-    replace = competent & ~add & fitter & (d2 > archive.d_min)
+    replace = competent & ~add & ((fitter & (d2 > archive.d_min)) | force)
     changed = add | replace
 
     free = jnp.argmin(valid)  # lowest free slot (valid is False there)
@@ -351,8 +385,7 @@ def _insert(
     new_traj = archive.traj
     if archive.traj is not None:
         new_traj = _write_row(archive.traj, slot, traj, changed)
-    size_after = size + add.astype(jnp.int32)
-    d_min = jnp.where(changed, adapt_d_min(spec, archive.d_min, size_after), archive.d_min)
+    d_min = jnp.where(competent, adapt_d_min(spec, archive.d_min, size, add), archive.d_min)
 
     status = jnp.select(
         [~competent, add, replace, novel & full],
@@ -420,12 +453,8 @@ def _check_traj(archive: Archive, traj: Trajectories | None) -> None:
         )
 
 
-def _insert_one(archive, candidate, gate, traj):
-    return _insert(archive, candidate, gate, traj)
-
-
-_insert_jit = jax.jit(_insert_one)
-_insert_jit_donate = jax.jit(_insert_one, donate_argnums=0)
+_insert_jit = jax.jit(_insert, static_argnames="force")
+_insert_jit_donate = jax.jit(_insert, static_argnames="force", donate_argnums=0)
 
 
 def insert(
@@ -435,6 +464,7 @@ def insert(
     gate: float | jax.Array = 0.0,
     traj: Trajectories | None = None,
     donate: bool = False,
+    force: bool = False,
 ) -> tuple[Archive, InsertInfo]:
     """Inserts one candidate; returns the new archive and an `InsertInfo`.
 
@@ -449,11 +479,14 @@ def insert(
        repertoire) stops a replacement from moving an elite into another's d_min ball.
        A novel candidate in a full archive falls under this rule too (d_2 >= d_1 > d_min),
        so at capacity the nearest elite is evicted only by a fitter candidate;
-    4. else rejected.
+    4. else rejected; with ``force=True`` a competent candidate that steps 2-3 reject
+       replaces its nearest elite instead (RefreshArchive's theta_t, which must be part
+       of the refreshed archive).
 
     The new elite gets ``elite_id = next_id`` (then ``next_id += 1``); the candidate's
     other fields are stored as given (set ``parent_id`` and ``lineage`` before).
-    After any change (add or replace), d_min is adapted (`ArchiveSpec`).
+    After every candidate that passed step 1, added or not, d_min is adapted
+    (`ArchiveSpec`, "Size control").
 
     ``donate=True`` hands the input archive's buffers to XLA so the update is in place
     (no copy of the (C, P) parameters and the trajectory block per call). The input
@@ -464,19 +497,19 @@ def insert(
     _check_candidate(archive, candidate, batched=False)
     _check_traj(archive, traj)
     fn = _insert_jit_donate if donate else _insert_jit
-    return fn(archive, candidate, jnp.asarray(gate, jnp.float32), traj)
+    return fn(archive, candidate, jnp.asarray(gate, jnp.float32), traj, force=force)
 
 
-def _insert_scan(archive, candidates, gates, traj):
+def _insert_scan(archive, candidates, gates, traj, force=False):
     def step(arc, xs):
         cand, g, tr = xs
-        return _insert(arc, cand, g, tr)
+        return _insert(arc, cand, g, tr, force)
 
     return jax.lax.scan(step, archive, (candidates, gates, traj))
 
 
-_insert_batch_jit = jax.jit(_insert_scan)
-_insert_batch_jit_donate = jax.jit(_insert_scan, donate_argnums=0)
+_insert_batch_jit = jax.jit(_insert_scan, static_argnames="force")
+_insert_batch_jit_donate = jax.jit(_insert_scan, static_argnames="force", donate_argnums=0)
 
 
 def insert_batch(
@@ -486,16 +519,18 @@ def insert_batch(
     gate: float | jax.Array = 0.0,
     traj: Trajectories | None = None,
     donate: bool = False,
+    force: bool = False,
 ) -> tuple[Archive, InsertInfo]:
     """`insert` for a batch (leading axis B), one candidate after the other in proposal
     order (``lax.scan``), so the result equals B calls of `insert` and does not depend on
-    how proposals were batched. ``gate`` is a scalar or (B,); ``donate`` as in `insert`."""
+    how proposals were batched. ``gate`` is a scalar or (B,); ``donate`` and ``force`` as
+    in `insert`."""
     _check_candidate(archive, candidates, batched=True)
     _check_traj(archive, traj)
     b = candidates.fitness.shape[0]
     gates = jnp.broadcast_to(jnp.asarray(gate, jnp.float32), (b,))
     fn = _insert_batch_jit_donate if donate else _insert_batch_jit
-    return fn(archive, candidates, gates, traj)
+    return fn(archive, candidates, gates, traj, force=force)
 
 
 # --- geometry ---------------------------------------------------------------------------
@@ -550,6 +585,69 @@ def _greedy_spacing(desc: jax.Array, fitness: jax.Array, valid: jax.Array, d_min
     return jax.lax.fori_loop(0, desc.shape[0], body, jnp.zeros_like(valid))
 
 
+def _nn_stats(desc: jax.Array, valid: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(median, min) nearest-neighbour distance among valid rows with finite descriptors
+    (NaN when fewer than two)."""
+    ok = valid & jnp.all(jnp.isfinite(desc), axis=-1)
+    nn = _novelty(jnp.where(ok[:, None], desc, 0.0), ok)
+    nn = jnp.where(jnp.isfinite(nn), nn, jnp.nan)
+    return jnp.nanmedian(nn), jnp.nanmin(nn)
+
+
+SPACING_SLACK = 1e-4
+"""Relative margin below the smallest carried-over spacing, so float round-off in the
+re-embedded distances never drops an elite that a pure rescale would keep."""
+
+
+@partial(jax.jit, static_argnames=("spec", "iters"))
+def _spacing(spec: ArchiveSpec, old, new, fitness, valid, d_min, *, iters: int = 40):
+    med_old, min_old = _nn_stats(old, valid)
+    med_new, _ = _nn_stats(new, valid)
+    ratio = med_new / med_old
+    usable = jnp.isfinite(ratio) & (ratio > 0)
+    ratio = jnp.where(usable, ratio, 1.0)
+    carry = jnp.clip(d_min * ratio, spec.d_min_floor, spec.d_min_ceil)
+    smallest = jnp.where(jnp.isfinite(min_old), min_old * ratio * (1 - SPACING_SLACK), jnp.inf)
+    prune0 = jnp.minimum(carry, smallest)
+
+    def kept(d: jax.Array) -> jax.Array:
+        return jnp.sum(_greedy_spacing(new, fitness, valid, d).astype(jnp.int32))
+
+    def bisect(_, bounds):
+        lo, hi = bounds
+        mid = jnp.sqrt(lo * hi)
+        over = kept(mid) > spec.target_size
+        return jnp.where(over, mid, lo), jnp.where(over, hi, mid)
+
+    ceil = jnp.asarray(spec.d_min_ceil, jnp.float32)
+    _, hi = jax.lax.fori_loop(0, iters, bisect, (jnp.maximum(prune0, 1e-12), ceil))
+    prune = jnp.where(kept(prune0) > spec.target_size, hi, prune0)
+    return prune, jnp.maximum(carry, prune)
+
+
+def derived_spacing(archive: Archive, descriptors: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(d_prune, d_min)`` for re-expressing ``archive`` under new descriptors (C, d).
+
+    With s = median_nn(new) / median_nn(old), the median nearest-neighbour distances of
+    the valid elites (s = 1 when undefined):
+
+        d_min   = clip(d_min_old * s, d_floor, d_ceil)        the controller's threshold,
+                                                              carried to the new scale
+        d_prune = min(d_min, (1 - 1e-4) * s * min_nn(old))    the spacing the archive
+                                                              actually had, rescaled
+
+    Pruning at d_prune keeps every elite under a geometry that only rescales, and drops
+    elites that collapsed onto each other relative to that scale (the fitter stays). When
+    more than N* elites would stay, d_prune rises (bisection in log space) to the smallest
+    value keeping at most N*, and d_min = max(d_min, d_prune): a repack brings an archive
+    that overshot back to its target."""
+    desc = jnp.asarray(descriptors, jnp.float32)
+    return _spacing(
+        archive.spec, archive.elites.descriptor, desc, archive.elites.fitness, archive.valid,
+        archive.d_min,
+    )
+
+
 def repack(
     archive: Archive,
     descriptors: jax.Array,
@@ -564,19 +662,24 @@ def repack(
     latent-space maintenance", step 4). Returns (archive, dropped (C,) bool).
 
     ``descriptors`` (C, d) are the new z_bd of every slot (rows of invalid slots are
-    ignored). Spacing is re-applied greedily, fittest first (ties: lower slot): an elite
-    is kept iff its new descriptor is finite and farther than d_min from every elite
-    already kept. So when two elites collapse within d_min, the fitter one stays.
-    Dropped slots become invalid (their stored episodes get length 0); kept elites stay
-    in their slots. ``d_min`` (default: the archive's) is not adapted here. Stamps
+    ignored). The thresholds are derived under the new geometry (`derived_spacing`:
+    rescaled by the change of the median nearest-neighbour distance, raised if needed so
+    that at most N* elites stay) unless ``d_min`` is given (then it is both). Spacing is
+    re-applied greedily, fittest first (ties: lower slot): an elite is kept iff its new
+    descriptor is finite and farther than d_prune from every elite already kept. So when
+    two elites collapse within d_min, the fitter one stays. Dropped slots become invalid
+    (their stored episodes get length 0); kept elites stay in their slots. Stamps
     ``embedding_version`` and ``normalizer_id`` and, if given, the new raw latents and
     reference descriptor. Deterministic.
     """
     desc = jnp.asarray(descriptors, jnp.float32)
     if desc.shape != archive.elites.descriptor.shape:
         raise ValueError(f"descriptors {desc.shape} != {archive.elites.descriptor.shape}")
-    dm = archive.d_min if d_min is None else jnp.asarray(d_min, jnp.float32)
-    kept = _greedy_spacing(desc, archive.elites.fitness, archive.valid, dm)
+    if d_min is None:
+        prune, dm = derived_spacing(archive, desc)
+    else:
+        prune = dm = jnp.asarray(d_min, jnp.float32)
+    kept = _greedy_spacing(desc, archive.elites.fitness, archive.valid, prune)
     dropped = archive.valid & ~kept
     elites = archive.elites.replace(descriptor=jnp.where(archive.valid[:, None], desc, 0.0))
     if raw_latent is not None:

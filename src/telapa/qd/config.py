@@ -10,6 +10,7 @@ silent); each field's docstring gives the reason. Frozen and hashable.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Annotated, Literal
 
@@ -18,32 +19,33 @@ from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, model_
 from telapa.config import StrictModel, UnitInterval
 from telapa.qd.archive import ArchiveSpec
 
-GainFloat = Annotated[float, Field(ge=0.0, le=10.0)]
+_SPEC = {f.name: f.default for f in dataclasses.fields(ArchiveSpec)}
+"""`ArchiveSpec`'s defaults: the one source of the archive's sizes and size control."""
 
 
 class ArchiveConfig(StrictModel):
-    """Unstructured archive: size control and spacing (App. "MAP-Elites" table)."""
+    """Unstructured archive: size control and spacing (App. "MAP-Elites" table; the rule
+    is `telapa.qd.archive.ArchiveSpec`, "Size control")."""
 
-    target_size: PositiveInt = 256
+    target_size: PositiveInt = _SPEC["target_size"]
     """N*: desired number of elites (paper)."""
     capacity: PositiveInt | None = None
     """Maximum size; None -> ceil(1.5 x target_size) = 384 (paper: "1.5x the target
     archive size unless explicitly overridden")."""
-    d_min: PositiveFloat = 0.10
+    d_min: PositiveFloat = _SPEC["d_min0"]
     """Initial spacing threshold in the normalized latent space (paper)."""
-    d_min_gain_up: GainFloat = 0.1
-    """g_up of d_min <- d_min exp(g (N - N*)/N*) when N > N* (choice: at N = 300, 40
-    accepted insertions double d_min, so growth past the target stops quickly; the archive
-    never shrinks between boundaries, so overshoot is only corrected by repacking)."""
-    d_min_gain_down: GainFloat = 0.1
-    """g_down when N <= N* (choice, measured: symmetric with g_up. The paper adapts d_min
-    only when the archive changes, and mutants of a trained policy start well inside
-    0.10 of it (median distance 0.014 on DoorKey-5x5 under E_0), so only the rare
-    replacements can lower d_min: with 0.01 an archive held 5 elites after 1000
-    candidates; with 0.1 it stalls ~400 candidates, then fills to ~370 (capacity 384))."""
-    d_min_floor: PositiveFloat = 1e-3
+    d_min_step: Annotated[float, Field(gt=0.0, le=1.0)] = _SPEC["d_min_step"]
+    """a: log-step of d_min per competent candidate (choice: 0.05 moves d_min by 100x in
+    ~25 rejections of an empty archive or ~90 additions, so the first few dozen
+    candidates find the descriptor scale; small enough that single events barely move
+    it once settled). The paper adapts d_min "so that the container remains close to its
+    intended operating size" without the rule; see docs/assumptions.md, "Archive"."""
+    fill_rate: Annotated[float, Field(gt=0.0, lt=1.0)] = _SPEC["fill_rate"]
+    """r_0: target add rate of an empty archive (choice: 0.8 fills 242 of 256 in 1000
+    candidates, N* (1 - exp(-r_0 t / N*)), and 254 in 2000)."""
+    d_min_floor: PositiveFloat = _SPEC["d_min_floor"]
     """Lower clamp of d_min (choice: keeps exact duplicates out)."""
-    d_min_ceil: PositiveFloat = 10.0
+    d_min_ceil: PositiveFloat = _SPEC["d_min_ceil"]
     """Upper clamp of d_min (choice: a few robust standard deviations x sqrt(d))."""
 
     @property
@@ -194,8 +196,9 @@ class QDConfig(StrictModel):
             capacity=a.max_size,
             target_size=a.target_size,
             lineage_words=lineage_words,
-            d_min_gain_up=a.d_min_gain_up,
-            d_min_gain_down=a.d_min_gain_down,
+            d_min0=a.d_min,
+            d_min_step=a.d_min_step,
+            fill_rate=a.fill_rate,
             d_min_floor=a.d_min_floor,
             d_min_ceil=a.d_min_ceil,
         )

@@ -126,12 +126,17 @@ class Offspring:
         )
 
 
-@partial(jax.jit, static_argnames=("n", "subset", "inject"))
+@partial(jax.jit, static_argnames=("n", "subset", "inject", "own_visit"))
 def _propose(
-    key, archive, pool, visit, tau, sigma_min, sigma_max, p_inj, lam, *, n, subset, inject
+    key, archive, pool, visit, tau, sigma_min, sigma_max, p_inj, lam, *, n, subset, inject,
+    own_visit,
 ):
     k_sel, k_flag, k_pick, k_mut = jax.random.split(key, 4)
-    slots = select_parents(k_sel, archive.valid, n=n)
+    eligible = archive.valid
+    if own_visit:
+        mine = archive.valid & (archive.elites.task == visit)
+        eligible = jnp.where(jnp.any(mine), mine, archive.valid)
+    slots = select_parents(k_sel, eligible, n=n)
     el = archive.elites
     params, sigma = el.params[slots], el.sigma[slots]
     parent_id, lineage = el.elite_id[slots], el.lineage[slots]
@@ -180,15 +185,19 @@ def propose(
     p_inj: float = 0.0,
     lam: float = 1.0,
     subset: int = 32,
+    own_visit: bool = False,
 ) -> Offspring:
     """``n`` children (`Offspring`) of the current archive, for visit index ``visit``.
 
-    Each parent is a uniform draw among valid elites; with probability ``p_inj`` (and a
-    non-empty ``pool`` of elites from other archives) it is replaced by the pool elite
-    chosen by `telapa.qd.selection.sample_injection` (score d_min(z, A) + lam * f~ over a
-    uniform subset of ``subset`` rows). Then sigma is self-adapted and the parameters are
-    mutated (`mutate`). With ``n = 1`` this is the paper's steady-state step; larger
-    ``n`` draws all parents from the same archive state. The archive must not be empty.
+    Each parent is a uniform draw among valid elites (``own_visit=True``: among the elites
+    created on ``visit``, all valid elites if there is none: RefreshArchive illuminates
+    around the newly trained policy and its children, as BuildArchive does); with
+    probability ``p_inj`` (and a non-empty ``pool`` of elites from other archives) it is
+    replaced by the pool elite chosen by `telapa.qd.selection.sample_injection` (score
+    d_min(z, A) + lam * f~ over a uniform subset of ``subset`` rows). Then sigma is
+    self-adapted and the parameters are mutated (`mutate`). With ``n = 1`` this is the
+    paper's steady-state step; larger ``n`` draws all parents from the same archive state.
+    The archive must not be empty.
     """
     inject = pool is not None and p_inj > 0.0
     return _propose(
@@ -204,4 +213,5 @@ def propose(
         n=n,
         subset=subset,
         inject=inject,
+        own_visit=own_visit,
     )

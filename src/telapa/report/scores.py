@@ -18,8 +18,10 @@ def main_table(result: CurriculumResults, *, prefix: str) -> ReportTable:
                  for m in SUMMARY_METRICS))
     return ReportTable(
         f"{prefix}-main", "Continual-transfer metrics",
-        f"Mean ± 95% CI over seeds; tau_T from {result.tau_source}. TTT in millions of env "
-        "steps (lower is better); the other metrics are higher-is-better.",
+        f"Mean ± 95% CI over seeds; tau_T from {result.tau_source}. Mean SR is the mean "
+        "post-training SR over the revisits (the mean of the revisit table, as in the "
+        "paper's Table 1). TTT in millions of env steps (lower is better); the other "
+        "metrics are higher-is-better.",
         result.summary(), columns,
     )
 

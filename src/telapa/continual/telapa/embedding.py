@@ -15,8 +15,9 @@ from telapa.rl.networks import Params
 
 @struct.dataclass
 class EmbeddingState:
-    """Encoder parameters, normalizer and version; version 0 has the identity normalizer
-    ("no normalizer" in Algorithm TeLAPA)."""
+    """Encoder parameters, normalizer and version. `create` gives the identity normalizer
+    ("no normalizer" in Algorithm TeLAPA); TeLAPA fits N_0 before its first illumination
+    (`telapa.continual.telapa.maintenance.fit_initial_normalizer`)."""
 
     encoder: Params
     normalizer: Normalizer
@@ -33,6 +34,12 @@ class EmbeddingState:
     @property
     def normalizer_id(self) -> str:
         return self.normalizer.id
+
+    @property
+    def has_normalizer(self) -> bool:
+        """Whether N has been fit (False while it is the identity of `create`)."""
+        identity = Normalizer.identity(self.normalizer.median.shape[-1], self.normalizer.eps)
+        return self.normalizer_id != identity.id
 
 
 def describe(

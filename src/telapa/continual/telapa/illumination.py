@@ -322,12 +322,16 @@ def illuminate(
 
     Without ``initial_archive`` this is BuildArchive: a new archive for base tag ``tag``
     (capacity, target and initial d_min from ``qd_config``; ids start at ``tag << 24``).
-    With it, RefreshArchive: the archive (same tag and embedding) is copied (the argument
-    stays valid), theta_t is inserted into it by the ordinary insertion rule (so it may
-    replace its nearest elite, or be rejected as redundant: ``log.base.status``), and the
-    reference becomes theta_t. The base elite has ``parent_id`` (the elite theta_t was
-    trained from, -1 for scratch), lineage ``lineage | bit(visit)`` and sigma_0; it passes
-    the gate by definition (g = 0). Candidates are created on ``visit`` and must reach
+    With it, RefreshArchive: the archive (same tag and embedding) is copied (the argument stays
+    valid), theta_t always enters it (`insert` with ``force=True``: added if novel and there
+    is room, else it replaces its nearest elite: ``log.base.status``), and the reference
+    becomes theta_t. Parents are drawn among the elites created on this visit (`propose`
+    with ``own_visit=True``): theta_t and its accepted children, so a refresh illuminates
+    the neighbourhood of the new policy as BuildArchive does, inside the old archive
+    (docs/assumptions.md, "RefreshArchive"). The base elite has ``parent_id`` (the elite
+    theta_t was trained from, -1 for scratch), lineage ``lineage | bit(visit)`` and sigma_0;
+    it passes the gate by definition (g = 0). Candidates are created on ``visit`` and must
+    reach
     g_i = `competence_gate` (reference SR). ``pool`` (with ``qd_config.injection.p_inj``
     > 0) enables cross-archive elite injection. Episodes are stored for re-embedding
     when ``illumination.store_trajectories`` (a refresh keeps the archive's choice).
@@ -354,7 +358,6 @@ def illuminate(
         archive = init_archive(
             spec,
             tag=tag,
-            d_min=qd_config.archive.d_min,
             id_offset=tag << 24,
             codec=codec if ill.store_trajectories else None,
             episodes=ill.stored_episodes,
@@ -375,7 +378,7 @@ def illuminate(
     statics = dict(latent_config=latent_config, codec=traj_codec, traj_shape=traj_shape)
     visit_arr = jnp.asarray(visit, jnp.int32)
 
-    def evaluate_and_insert(archive, offspring, eval_key, gate):
+    def evaluate_and_insert(archive, offspring, eval_key, gate, force=False):
         ev = evaluate_population(
             trainer, offspring.params, unravel, episodes=episodes, key=eval_key, t_max=t_eval
         )
@@ -383,13 +386,17 @@ def illuminate(
             offspring, ev.features, ev.lengths, ev.sr, ev.fitness, embedding, visit_arr,
             **statics,
         )
-        archive, info = insert_batch(archive, cands, gate=gate, traj=traj, donate=True)
+        archive, info = insert_batch(
+            archive, cands, gate=gate, traj=traj, donate=True, force=force
+        )
         return archive, cands, ev, info
 
     k_base, k_loop = jax.random.split(key)
     size = int(archive.size)
     base_off = _base_offspring(flat_base, ill.sigma0, parent_id, jnp.asarray(lineage), visit)
-    archive, base, base_ev, base_info = evaluate_and_insert(archive, base_off, k_base, 0.0)
+    archive, base, base_ev, base_info = evaluate_and_insert(
+        archive, base_off, k_base, 0.0, force=True
+    )
     (base_row,) = _rows(-1, size, base_off, base_ev, base_info)
     archive = set_reference(
         archive, descriptor=base.descriptor[0], sr=base.sr[0], fitness=base.fitness[0]
@@ -408,7 +415,7 @@ def illuminate(
         offspring = propose(
             k_prop, archive, n=n, visit=visit, tau=ill.tau, sigma_min=ill.sigma_min,
             sigma_max=ill.sigma_max, pool=pool, p_inj=inj.p_inj, lam=inj.lam,
-            subset=inj.subset,
+            subset=inj.subset, own_visit=True,
         )
         # evaluate for m episodes, describe under E_{t-1}, gate on g_i, insert in proposal
         # order (d_min adapted after every change)

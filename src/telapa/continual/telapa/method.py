@@ -24,9 +24,10 @@ import pandas as pd
 from telapa.continual.curriculum import Visit
 from telapa.continual.methods import Method, TaskContext
 from telapa.continual.preset import RunConfig
+from telapa.continual.telapa.banks import EpisodeBanks, store, to_bank
 from telapa.continual.telapa.embedding import EmbeddingState
 from telapa.continual.telapa.illumination import illuminate, trajectory_codec
-from telapa.continual.telapa.maintenance import EpisodeBanks, maintain, store
+from telapa.continual.telapa.maintenance import fit_initial_normalizer, maintain
 from telapa.continual.telapa.transfer import select_transfer_origin
 from telapa.qd.archive import Archive, init_archive
 from telapa.qd.export import archive_frame
@@ -50,11 +51,12 @@ class TeLAPA(Method):
     name = "telapa"
     maintain_latent = True
 
-    def __init__(self, config: RunConfig):
-        super().__init__(config)
+    def __init__(self, config: RunConfig, *, key: jax.Array | None = None):
+        super().__init__(config, key=key)
         self.settings = config.methods.telapa
         latent = self.settings.latent
-        self.embedding = EmbeddingState.create(jax.random.key(0), latent)
+        self.embedding = EmbeddingState.create(self.key, latent)
+        """E_0: a random encoder drawn from the run seed (TeLAPA-Static keeps it)."""
         self.banks = EpisodeBanks.create(
             float16_codec(latent.feature_dim), episodes=min(BANK_EPISODES, config.eval_episodes),
             t_max=latent.t_max,
@@ -97,7 +99,7 @@ class TeLAPA(Method):
     def observe(
         self, visit: Visit, kind: Literal["pre", "train", "post"], result: EvalResult
     ) -> None:
-        if self.maintain_latent:
+        if self.maintain_latent or not self.embedding.has_normalizer:
             self.banks = store(
                 self.banks, result.features, result.lengths, result.sr, visit.index,
                 anchor_threshold=self.settings.latent.anchor_sr_threshold,
@@ -106,7 +108,15 @@ class TeLAPA(Method):
     def end_task(self, state: PPOState, ctx: TaskContext) -> None:
         qd, latent = self.settings.qd, self.settings.latent
         task = ctx.visit.task
-        illumination_key, maintenance_key = jax.random.split(ctx.key)
+        illumination_key, maintenance_key, normalizer_key = jax.random.split(ctx.key, 3)
+        if not self.embedding.has_normalizer:
+            # the first archive's units: N_0 fit on this task's evaluations (both variants)
+            self.embedding = fit_initial_normalizer(
+                self.embedding, self.banks, config=latent, key=normalizer_key
+            )
+            self.log.append({"event": "normalizer", "visit": ctx.visit.index,
+                             "normalizer_id": self.embedding.normalizer_id,
+                             "bank_sets": to_bank(self.banks).num_sets})
         others = [a for t, a in self.archives.items() if t != task]
         pool = union(others) if qd.injection.p_inj > 0 and others else None
         with self.timer.phase("illumination"):
@@ -183,7 +193,9 @@ class TeLAPA(Method):
 
 
 class TeLAPAStatic(TeLAPA):
-    """The same archives and transfer with a fixed embedder: no maintenance."""
+    """The same archives and transfer with a fixed latent space: the run-seeded random
+    encoder E_0 and the normalizer N_0 fit once before the first illumination (the same
+    units as TeLAPA's first archives), never updated: no maintenance."""
 
     name = "telapa-static"
     maintain_latent = False
