@@ -173,6 +173,13 @@ def test_local_sweep_runs_every_cell_and_resumes(local_sweep, capsys):
     assert CELL in status and "done" in status and "1 done" in status
 
 
+def test_report_takes_a_sweep_directory(local_sweep, tmp_path):
+    out = tmp_path / "report"
+    assert main(["report", str(local_sweep), "--out", str(out)]) == 0
+    page = (out / "index.html").read_text()
+    assert "Curriculum tiny" in page and "from 1 scratch run(s)" in page
+
+
 def test_metrics_take_a_sweep_directory(local_sweep, capsys):
     assert main(["metrics", str(local_sweep), "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
