@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c requirements.lock -e ".[dev]"
+	$(BIN)/pip install --quiet -c requirements.lock -e ".[dev,ray]"
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -38,7 +38,7 @@ lint: $(STAMP)
 
 # Benchmarks install the reference implementations (SB3 + torch) on demand.
 bench: $(STAMP)
-	$(BIN)/pip install --quiet -c requirements.lock -e ".[dev,bench]"
+	$(BIN)/pip install --quiet -c requirements.lock -e ".[dev,ray,bench]"
 	$(BIN)/python benchmarks/env_throughput.py
 	$(BIN)/python benchmarks/ppo_throughput.py
 

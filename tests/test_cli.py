@@ -23,8 +23,12 @@ def test_train_json_and_run_dir(tmp_path, capsys):
     argv = ["train", "--env", "CartPole-v1", "--backend", "gymnasium", "--steps", "300",
             "--seed", "3", "--config", str(config), "--out", str(out), "--json"]
     assert main(argv) == 0
-    last = capsys.readouterr().out.strip().splitlines()[-1]
+    captured = capsys.readouterr()
+    last = captured.out.strip().splitlines()[-1]
     summary = json.loads(last)
+    # stderr is not a terminal: plain progress lines instead of a live bar
+    assert "PPO CartPole-v1 train 300/300 steps" in captured.err
+    assert "\x1b[" not in captured.err
     for field in ("steps", "wall_s", "compile_s", "steps_per_s", "eval_sr", "eval_return"):
         assert isinstance(summary[field], (int, float)), field
     assert summary["steps"] == 384  # 300 rounded up to whole 4x32 rollouts

@@ -8,7 +8,8 @@ file it came from, before any work starts.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from types import UnionType
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 import yaml
 from pydantic import (
@@ -115,14 +116,66 @@ def format_validation_errors(err: ValidationError, source: str) -> str:
     return "\n".join(lines)
 
 
+def _leaf_types(annotation: Any) -> list[Any]:
+    """The types an annotation admits (through Optional, unions and Annotated)."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _leaf_types(get_args(annotation)[0])
+    if origin is Union or origin is UnionType:
+        return [t for arg in get_args(annotation) for t in _leaf_types(arg)]
+    return [annotation]
+
+
+def bool_errors(model: type[BaseModel], data: Any, prefix: str = "") -> list[str]:
+    """Dotted keys of ``data`` that hold a boolean where ``model`` expects a number
+    (pydantic's lax mode would read ``true`` as 1), searched through nested models and
+    tuples/lists of numbers."""
+
+    def numeric_only(types: list[Any]) -> bool:
+        return bool({int, float} & set(types)) and bool not in types and Any not in types
+
+    out: list[str] = []
+    if not isinstance(data, dict):
+        return out
+    for key, value in data.items():
+        info = model.model_fields.get(key)
+        if info is None:
+            continue
+        loc = f"{prefix}{key}"
+        types = _leaf_types(info.annotation)
+        if isinstance(value, bool) and numeric_only(types):
+            out.append(loc)
+        for t in types:
+            if isinstance(t, type) and issubclass(t, BaseModel) and isinstance(value, dict):
+                out.extend(bool_errors(t, value, f"{loc}."))
+            elif get_origin(t) is dict and isinstance(value, dict) and len(get_args(t)) == 2:
+                for name, item in value.items():
+                    for u in _leaf_types(get_args(t)[1]):
+                        if isinstance(u, type) and issubclass(u, BaseModel):
+                            out.extend(bool_errors(u, item, f"{loc}.{name}."))
+            elif get_origin(t) in (tuple, list) and isinstance(value, list):
+                inner = [u for arg in get_args(t) if arg is not Ellipsis
+                         for u in _leaf_types(arg)]
+                out.extend(f"{loc}.{i}" for i, v in enumerate(value)
+                           if isinstance(v, bool) and numeric_only(inner))
+    return out
+
+
 def validate(model: type[M], data: Any, source: str = "<dict>") -> M:
     """Validates a nested dict (as read from YAML) into ``model``; errors name the key
-    and ``source``."""
+    and ``source``.
+
+    A boolean where a number belongs (``steps: true``) is an error, not read as 1
+    (`bool_errors`)."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
         kind = type(data).__name__
         raise ConfigError(f"{source}: expected a mapping at the top level, got {kind}")
+    wrong = bool_errors(model, data)
+    if wrong:
+        raise ConfigError("\n".join(f"invalid value for {loc!r} in {source}: a boolean where "
+                                     "a number belongs" for loc in wrong))
     try:
         return model.model_validate(data)
     except ValidationError as err:

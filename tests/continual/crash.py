@@ -26,3 +26,6 @@ class CrashAfter:
 
     def note(self, text):
         pass
+
+    def phase(self, name, done, total):
+        pass

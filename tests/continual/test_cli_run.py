@@ -64,6 +64,9 @@ def test_sigkill_mid_task_then_resume_gives_identical_metrics(uninterrupted, tmp
     stdout, err = resume.communicate(timeout=600)
     assert resume.returncode == 0, err
     assert "resumed at visit 1 (B, MiniGrid-DoorKey-5x5-v0)" in err
+    # stderr is a pipe, not a terminal: plain progress lines, no live bars
+    assert "visit 3 (B', MiniGrid-DoorKey-5x5-v0) train 4,096/4,096 steps" in err
+    assert "steps/s, ETA" in err and "\x1b[" not in err
     assert json.loads((out / "metrics.json").read_text()) == json.loads(
         (uninterrupted / "metrics.json").read_text())
     for name in ("visits", "curve", "final"):

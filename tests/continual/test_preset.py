@@ -10,7 +10,8 @@ from telapa.continual.preset import load_run_config, parse_run_config
 
 def test_shipped_presets():
     paper = load_run_config("paper")
-    assert paper.steps_per_visit == 10_000_000 and paper.eval_every == 500_000
+    assert paper.steps_per_visit == 9_994_240 and paper.eval_every == 499_712
+    assert paper.steps_per_visit % paper.call_steps == 0
     m = paper.methods
     assert (m.ewc.lam, m.ewc.decay, m.l2init.lam) == (10.0, 0.8, 0.001)
     assert (m.shrink_perturb.alpha, m.shrink_perturb.noise) == (0.99, 0.001)

@@ -4,11 +4,13 @@ run layout, records, accounting, exact resume after a crash, and errors."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from telapa.cli import main
 from telapa.continual.curriculum import load_curriculum
 from telapa.continual.methods import Finetune
 from telapa.continual.preset import load_run_config
@@ -99,9 +101,87 @@ def test_resume_after_a_crash_gives_the_same_results(finished, tmp_path):
 
 def test_resuming_a_complete_run_changes_nothing(finished):
     path, metrics = finished
-    before = (path / "curve.csv").read_text()
+    names = ("curve.csv", "accounting.json", "metrics.json", "run.json", "checkpoint.json")
+    before = {name: (path / name).read_bytes() for name in names}
     assert ContinualRun.resume(path).run() == json.loads(json.dumps(metrics))
-    assert (path / "curve.csv").read_text() == before
+    assert {name: (path / name).read_bytes() for name in names} == before
+    assert json.loads(before["accounting.json"])["segments"] == 1
+
+
+def _copy_run(path, to):
+    shutil.copytree(path, to, ignore=shutil.ignore_patterns(".lock"))
+    return to
+
+
+@pytest.mark.parametrize(("name", "cut", "message"), [
+    ("visits", 1, r"visits.csv has visits \['A', 'B', \"A'\"\], the run's curriculum"),
+    ("curve", 2, r"curve.csv has 7 evaluations of visit 3 \(B'\), expected 9"),
+    ("final", 1, r"final.csv does not hold one complete row per task"),
+])
+def test_truncated_tables_are_named_on_load(finished, tmp_path, name, cut, message):
+    path, _ = finished
+    copy = _copy_run(path, tmp_path / "copy")
+    lines = (copy / f"{name}.csv").read_text().splitlines(keepends=True)
+    (copy / f"{name}.csv").write_text("".join(lines[:-cut]))
+    with pytest.raises(RunDirError, match=message):
+        load_run_tables(copy)
+    # a row cut in the middle (a partial write) is caught too
+    (copy / f"{name}.csv").write_text("".join(lines[:-1]) + lines[-1][:15])
+    with pytest.raises(RunDirError, match=f"{name}.csv"):
+        load_run_tables(copy)
+
+
+def test_unreadable_newest_checkpoint_falls_back_to_the_previous(finished, tmp_path):
+    path, metrics = finished
+    copy = _copy_run(path, tmp_path / "copy")
+    pointer = json.loads((copy / "checkpoint.json").read_text())
+    assert pointer["previous"] and (copy / pointer["previous"] / "state.json").is_file()
+    (copy / "run.json").write_text((copy / "run.json").read_text().replace(
+        '"complete"', '"running"'))
+    (copy / pointer["latest"] / "state.json").write_text('{"next_phase": 3')  # torn write
+    notes = []
+
+    class Notes(CrashAfter):
+        def note(self, text):
+            notes.append(text)
+
+    run = ContinualRun.resume(copy, Notes(10**9))
+    assert any(f"{pointer['latest']}" in n and "falling back" in n for n in notes), notes
+    assert run.next_phase == len(run.phases) - 1  # only the final evaluation is left
+    assert json.dumps(run.run()) == json.dumps(metrics)
+    # both unreadable: a named error, no traceback of json internals
+    (copy / "run.json").write_text((copy / "run.json").read_text().replace(
+        '"complete"', '"running"'))
+    pointer = json.loads((copy / "checkpoint.json").read_text())
+    for name in (pointer["latest"], pointer["previous"]):
+        (copy / name / "state.json").write_text("{")
+    with pytest.raises(RunDirError, match="state.json.*corrupt.*no earlier checkpoint"):
+        ContinualRun.resume(copy)
+
+
+def test_resume_refuses_options_that_contradict_the_run(finished, capsys):
+    path, _ = finished
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "--resume", str(path), "--method", "finetune", "--seed", "7"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--method finetune (the run's method is ewc)" in err
+    assert "--seed 7 (the run's seed is 3)" in err
+    # options that agree are accepted (the run is complete: nothing to do)
+    assert main(["run", "--resume", str(path), "--method", "ewc", "--seed", "3",
+                 "--preset", str(TINY), "--curriculum", "smoke"]) == 0
+
+
+def test_metrics_json_is_valid_json(finished, capsys):
+    path, _ = finished
+    assert main(["metrics", str(path), "--json"]) == 0
+    text = capsys.readouterr().out
+
+    def no_constants(name):
+        raise AssertionError(f"{name} in JSON output")
+
+    payload = json.loads(text, parse_constant=no_constants)
+    assert payload["smoke"]["summary"]["ewc"]["mean_sr_ci"] is None  # one seed: no CI
 
 
 def test_refuses_to_overwrite_and_names_foreign_dirs(finished, tmp_path):

@@ -19,11 +19,8 @@ import numpy as np
 import pandas as pd
 
 from telapa.continual.rundir import RunDir, RunDirError
-from telapa.io import read_json
-from telapa.qd.export import ELITE_COLUMNS, parse_lineage
+from telapa.qd.export import parse_lineage
 
-VISIT_COLUMNS = ("visit", "tag", "task")
-FINAL_COLUMNS = ("task", "sr")
 CANDIDATE_KEYS = ("elite_id", "task", "fitness", "descriptor", "lineage", "sr0", "sr_final")
 """Keys every probed candidate of a transfer event must have."""
 CANDIDATE_COLUMNS = (
@@ -60,17 +57,6 @@ class TeLAPARun:
         return f"{self.method} seed {self.seed}"
 
 
-def _read_csv(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
-    try:
-        frame = pd.read_csv(path)
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as err:
-        raise ValueError(f"{path} is not a readable CSV table: {err}") from None
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{path} is missing column(s) {missing}; it has {list(frame.columns)}")
-    return frame
-
-
 def _check_transfer(event: Any, i: int, n_visits: int, dim: int, path: Path) -> None:
     where = f"{path}: transfer event {i}"
     if not isinstance(event.get("candidates"), list) or not isinstance(event.get("visit"), int):
@@ -102,11 +88,11 @@ def load_telapa_run(path: str | Path) -> TeLAPARun | None:
     root = run_dir.path
     if not (root / "elites.csv").is_file():
         return None
-    visits = _read_csv(root / "visits.csv", VISIT_COLUMNS)
+    visits = run_dir.read_table("visits", columns=("visit", "tag", "task"))
     if list(visits["visit"]) != list(range(len(visits))):
         raise ValueError(f"{root / 'visits.csv'}: visits must be numbered 0..{len(visits) - 1}")
-    final = _read_csv(root / "final.csv", FINAL_COLUMNS)
-    elites = _read_csv(root / "elites.csv", ELITE_COLUMNS)
+    final = run_dir.read_table("final", columns=("task", "sr"))
+    elites = run_dir.elites()
     dim = len(descriptor_columns(elites, "d"))
     if dim == 0:
         raise ValueError(f"{root / 'elites.csv'} has no descriptor columns d_0..")
@@ -116,9 +102,7 @@ def load_telapa_run(path: str | Path) -> TeLAPARun | None:
     log_path = root / "method_log.json"
     if not log_path.is_file():
         raise RunDirError(f"{log_path} is missing (elites.csv without its method log)")
-    log = read_json(log_path, "method log")
-    if not isinstance(log, list) or not all(isinstance(e, dict) for e in log):
-        raise ValueError(f"{log_path} must hold a JSON list of event objects")
+    log = run_dir.method_log()
     transfers = [e for e in log if e.get("event") == "transfer"]
     for i, event in enumerate(transfers):
         _check_transfer(event, i, len(visits), dim, log_path)

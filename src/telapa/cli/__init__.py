@@ -1,5 +1,5 @@
 """The ``telapa`` command line: ``train``, ``run``, ``metrics``, ``report``, ``inspect``,
-``demo``.
+``sweep``, ``demo``.
 
 Subcommands live in their own modules; user errors are `CLIError`, printed as
 ``telapa: error: ...`` with exit status 2.
@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from telapa.cli import demo, report, run, train
+from telapa.cli import demo, report, run, sweep, train
 from telapa.cli.common import CLIError
 from telapa.jaxcache import enable_persistent_cache
 
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_parsers(sub)
     demo.add_parser(sub)
     report.add_parsers(sub)
+    sweep.add_parser(sub)
     return parser
 
 
@@ -34,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         ns.func(ns)
     except CLIError as err:
-        parser.exit(2, f"telapa: error: {err}\n")
+        parser.exit(getattr(err, "status", 2), f"telapa: error: {err}\n")
     return 0
 
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable, Iterable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
+import numpy as np
 from rich.console import Console
 from rich.progress import track
 
@@ -17,6 +19,32 @@ from telapa.report.load import load_records
 
 class CLIError(Exception):
     """A user error: printed as ``telapa: error: ...`` with exit status 2."""
+
+
+def seed_int(text: str) -> int:
+    """A seed: an integer with 0 <= seed < 2^32 (JAX keys take seeds modulo 2^32, so a
+    negative or larger seed would collide with another one)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"must be in 0 .. 2^32 - 1, got {text}")
+    return value
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with every non-finite float (NaN, inf) replaced by None, so that
+    ``json.dumps(..., allow_nan=False)`` writes valid JSON (``null``)."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    if isinstance(value, float | np.floating):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
 
 
 def positive_int(text: str) -> int:
@@ -51,13 +79,28 @@ def tracker(console: Console, description: str) -> Callable[[Sequence[T]], Itera
     return tracked
 
 
+def expand_sweeps(paths: Sequence[str]) -> list[str]:
+    """``paths`` with every sweep directory replaced by its cells' run directories."""
+    from telapa.continual.sweep import sweep_cells_dirs
+
+    out: list[str] = []
+    for path in paths:
+        try:
+            cells = sweep_cells_dirs(path)
+        except (RunDirError, ValueError) as err:
+            raise CLIError(str(err)) from None
+        out.extend([str(p) for p in cells] if cells is not None else [path])
+    return out
+
+
 def load_runs(paths: Sequence[str], *, skip_incomplete: bool, console: Console
               ) -> list[RunRecord]:
     """Complete runs of ``paths`` with a progress bar on ``console``; a missing or
-    incomplete one is a `CLIError` naming it, or (``skip_incomplete``) a warning."""
+    incomplete one is a `CLIError` naming it, or (``skip_incomplete``) a warning. A sweep
+    directory stands for all its cells' run directories."""
     try:
         return load_records(
-            paths, skip_incomplete=skip_incomplete,
+            expand_sweeps(paths), skip_incomplete=skip_incomplete,
             on_skip=lambda message: console.print(f"skipping {message}", style="yellow",
                                                   markup=False, soft_wrap=True),
             track=tracker(console, "loading runs"),

@@ -94,7 +94,7 @@ def inspect_tables(inspection: Inspection) -> list[Table]:
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     report = sub.add_parser("report", help="every table and figure of the paper from runs "
                                            "(HTML, Markdown, CSV, PNG, SVG)")
-    report.add_argument("runs", nargs="+", metavar="RUN_DIR")
+    report.add_argument("runs", nargs="+", metavar="RUN_DIR|SWEEP_DIR")
     report.add_argument("--out", required=True, help="report directory (replaced atomically)")
     report.add_argument("--skip-incomplete", action="store_true",
                         help="leave out missing or incomplete run dirs (with a warning)")

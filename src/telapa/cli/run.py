@@ -2,8 +2,11 @@
 
     telapa run --curriculum NAME|FILE --method NAME --seed S [--preset quick|paper|FILE]
                [--out DIR]
-    telapa run --resume RUN_DIR
-    telapa metrics RUN_DIR... [--skip-incomplete] [--json]
+    telapa run --resume RUN_DIR [options that agree with the run]
+    telapa metrics RUN_DIR|SWEEP_DIR... [--skip-incomplete] [--json]
+
+When stderr is not a terminal (a cluster job's log), progress is printed as plain lines
+(phase, steps, steps/s, ETA) every ``--log-interval`` seconds instead of live bars.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 import time
 from datetime import datetime
 from pathlib import Path
@@ -21,14 +25,14 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from telapa.cli.common import CLIError, load_runs, stdout_console
+from telapa.cli.common import CLIError, json_safe, load_runs, seed_int, stdout_console
 from telapa.config import ConfigError
 from telapa.continual.curriculum import Visit, load_curriculum
 from telapa.continual.preset import load_run_config, parse_run_config
 from telapa.continual.registry import METHODS
 from telapa.continual.results import COMPUTE_LABELS, CurriculumResults, score
-from telapa.continual.rundir import RunDirError
-from telapa.continual.runner import ContinualRun, RunError, RunSpec
+from telapa.continual.rundir import RunDirError, claim_new_dir
+from telapa.continual.runner import SEED_LIMIT, ContinualRun, RunError, RunSpec
 from telapa.io import CheckpointError
 from telapa.metrics import format_cell
 from telapa.metrics.summary import METRIC_LABELS, SUMMARY_METRICS
@@ -78,6 +82,97 @@ class RichProgress:
     def note(self, text: str) -> None:
         self.console.print(text)
 
+    def phase(self, name: str, done: int, total: int) -> None:
+        if self._current is not None:
+            self.bars.update(self._tasks[self._current], sr=f"{name} {done}/{total}")
+
+
+def _eta(seconds: float) -> str:
+    if not math.isfinite(seconds) or seconds < 0:
+        return "?"
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+class PlainProgress:
+    """Progress as plain log lines (for logs that are not a terminal): one line when a
+    phase starts, then at most one every ``interval_s`` seconds, and one when it ends::
+
+        [12:00:05] visit 1 (B, ...) train 2,048/4,096 steps, 812 steps/s, ETA 0:00:02
+        [12:00:09] visit 1 (B) illumination 3/6, ETA 0:00:04
+    """
+
+    def __init__(self, stream=None, interval_s: float = 30.0):
+        self.stream = stream if stream is not None else sys.stderr
+        self.interval_s = interval_s
+        self._visit: Visit | None = None
+        self._budget = 0
+        self._start: tuple[float, int] = (time.perf_counter(), 0)
+        self._last = -math.inf
+        self._phase: tuple[str, float] | None = None
+
+    def __enter__(self) -> PlainProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stream.flush()
+
+    def _line(self, text: str) -> None:
+        print(f"[{datetime.now():%H:%M:%S}] {text}", file=self.stream, flush=True)
+
+    def _where(self) -> str:
+        v = self._visit
+        return "run" if v is None else f"visit {v.index} ({v.tag}, {v.env_id})"
+
+    def _due(self, final: bool) -> bool:
+        now = time.perf_counter()
+        if final or now - self._last >= self.interval_s:
+            self._last = now
+            return True
+        return False
+
+    def visit(self, visit: Visit, budget: int, done: int) -> None:
+        first = self._visit is None or self._visit.index != visit.index
+        self._visit, self._budget = visit, budget
+        self._start = (time.perf_counter(), done)
+        if first:
+            self._last = -math.inf
+
+    def advance(self, steps: int, metrics: dict[str, float]) -> None:
+        if not self._due(steps >= self._budget):
+            return
+        start, done = self._start
+        rate = (steps - done) / max(time.perf_counter() - start, 1e-9)
+        eta = (self._budget - steps) / rate if rate > 0 else math.inf
+        self._line(f"{self._where()} train {steps:,}/{self._budget:,} steps, "
+                   f"{rate:,.0f} steps/s, ETA {_eta(eta)}")
+
+    def evaluated(self, visit: Visit, step: int, sr: float) -> None:
+        if step == 0 or step >= self._budget:
+            self._line(f"{self._where()} eval at step {step:,}: SR {sr:.2f}")
+
+    def note(self, text: str) -> None:
+        self._line(text)
+
+    def phase(self, name: str, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if self._phase is None or self._phase[0] != name or done == 0:
+            self._phase = (name, now)
+            self._last = -math.inf
+        if not self._due(done >= total):
+            return
+        elapsed = now - self._phase[1]
+        eta = elapsed / done * (total - done) if done else math.inf
+        self._line(f"{self._where()} {name} {done}/{total}, ETA {_eta(eta)}")
+        if done >= total:
+            self._phase = None
+
+
+def progress_for(console: Console, interval_s: float):
+    """Live bars on a terminal, plain lines every ``interval_s`` seconds otherwise."""
+    return RichProgress(console) if console.is_terminal else PlainProgress(
+        console.file, interval_s)
+
 
 def _default_out(curriculum: str, method: str, seed: int) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -90,39 +185,113 @@ def build_spec(
     """Validates everything a run needs before any work starts."""
     if method not in METHODS:
         raise CLIError(f"unknown method {method!r}; available: {', '.join(METHODS)}")
+    if not 0 <= seed < SEED_LIMIT:
+        raise CLIError(f"seed {seed} is out of range: use 0 <= seed < 2^32")
     try:
         config = load_run_config(preset)
         if intrinsic_beta is not None:
             data = config.model_dump()
             data["intrinsic_beta"] = intrinsic_beta
             config = parse_run_config(data, source="--intrinsic-beta")
-        return RunSpec(load_curriculum(curriculum), method, seed, config, preset)
+        spec = RunSpec(load_curriculum(curriculum), method, seed, config, preset)
+        spec.check_budgets()
+        return spec
     except ConfigError as err:
         raise CLIError(str(err)) from None
 
 
-def execute(run_factory, console: Console) -> ContinualRun:
-    """Creates the run with ``run_factory(progress)`` and runs it to the end."""
-    with RichProgress(console) as progress:
+class Interrupted(CLIError):
+    """Ctrl-C: the run stopped at its last checkpoint (exit status 130)."""
+
+    status = 130
+
+
+def execute(run_factory, console: Console, out: Path, interval_s: float = 30.0
+            ) -> ContinualRun:
+    """Creates the run with ``run_factory(progress)`` and runs it to the end; Ctrl-C stops
+    it with how to resume ``out``."""
+    with progress_for(console, interval_s) as progress:
         try:
             run = run_factory(progress)
             run.run()
-        except (RunDirError, CheckpointError, RunError) as err:
+        except (RunDirError, CheckpointError, RunError, ConfigError) as err:
             raise CLIError(str(err)) from None
+        except KeyboardInterrupt:
+            raise Interrupted(
+                f"interrupted; {out} keeps its last checkpoint: continue with "
+                f"`telapa run --resume {out}`") from None
     return run
+
+
+RESUME_OPTIONS = ("curriculum", "method", "seed", "preset", "intrinsic_beta")
+
+
+def check_resume_options(ns: argparse.Namespace, stored: RunSpec) -> None:
+    """Options given with ``--resume`` must agree with the run; `CLIError` names each one
+    that contradicts it (an option left out is taken from the run)."""
+    given = {name: getattr(ns, name) for name in RESUME_OPTIONS
+             if getattr(ns, name) is not None}
+    if not given:
+        return
+    if ns.out is not None:
+        raise CLIError("--out cannot be combined with --resume (the run stays where it is)")
+    wrong = []
+    if "method" in given and given["method"] != stored.method:
+        wrong.append(f"--method {given['method']} (the run's method is {stored.method})")
+    if "seed" in given and given["seed"] != stored.seed:
+        wrong.append(f"--seed {given['seed']} (the run's seed is {stored.seed})")
+    if "curriculum" in given:
+        try:
+            curriculum = load_curriculum(given["curriculum"])
+        except ConfigError as err:
+            raise CLIError(str(err)) from None
+        if curriculum != stored.curriculum:
+            wrong.append(f"--curriculum {given['curriculum']} (the run's curriculum is "
+                         f"{stored.curriculum.name!r}, as stored in its curriculum.yaml)")
+    if "preset" in given or "intrinsic_beta" in given:
+        try:
+            config = load_run_config(given.get("preset", stored.preset)) if "preset" in given \
+                else stored.config
+        except ConfigError as err:
+            raise CLIError(str(err)) from None
+        if "intrinsic_beta" in given:
+            config = config.model_copy(update={"intrinsic_beta": given["intrinsic_beta"]})
+        if "preset" in given and config.model_copy(
+                update={"intrinsic_beta": stored.config.intrinsic_beta}) != stored.config:
+            wrong.append(f"--preset {given['preset']} (the run's settings, in its config.yaml, "
+                         f"differ; it was started with preset {stored.preset!r})")
+        if "intrinsic_beta" in given and config.intrinsic_beta != stored.config.intrinsic_beta:
+            wrong.append(f"--intrinsic-beta {given['intrinsic_beta']} (the run's is "
+                         f"{stored.config.intrinsic_beta})")
+    if wrong:
+        raise CLIError(f"{ns.resume} was started with other settings; these options "
+                       f"contradict it: {'; '.join(wrong)}. Leave them out to resume it")
 
 
 def _cmd_run(ns: argparse.Namespace) -> None:
     console = Console(stderr=True)
     if ns.resume:
-        run = execute(lambda p: ContinualRun.resume(ns.resume, p), console)
+        try:
+            stored = ContinualRun.stored_spec(ns.resume)
+        except RunDirError as err:
+            raise CLIError(str(err)) from None
+        check_resume_options(ns, stored)
+        run = execute(lambda p: ContinualRun.resume(ns.resume, p), console, Path(ns.resume),
+                      ns.log_interval)
     else:
         missing = [f"--{a}" for a in ("curriculum", "method") if getattr(ns, a) is None]
         if missing:
             raise CLIError(f"{' and '.join(missing)} required (or --resume RUN_DIR)")
-        spec = build_spec(ns.curriculum, ns.method, ns.seed, ns.preset, ns.intrinsic_beta)
-        out = Path(ns.out) if ns.out else _default_out(spec.curriculum.name, ns.method, ns.seed)
-        run = execute(lambda p: ContinualRun.start(spec, out, p), console)
+        seed = 0 if ns.seed is None else ns.seed
+        spec = build_spec(ns.curriculum, ns.method, seed, ns.preset or "quick",
+                          ns.intrinsic_beta)
+        out = Path(ns.out) if ns.out else _default_out(spec.curriculum.name, ns.method, seed)
+        try:
+            claim_new_dir(out, resume_hint=f"resume it with `telapa run --resume {out}`")
+        except RunDirError as err:
+            raise CLIError(str(err)) from None
+        run = execute(lambda p: ContinualRun.start(spec, out, p), console, out,
+                      ns.log_interval)
     print_run(run, stdout_console())
 
 
@@ -176,13 +345,16 @@ def metrics_tables(result: CurriculumResults) -> list[Table]:
 def _cmd_metrics(ns: argparse.Namespace) -> None:
     console = stdout_console()
     runs = load_runs(ns.runs, skip_incomplete=ns.skip_incomplete, console=Console(stderr=True))
-    results = score(runs)
+    try:
+        results = score(runs)
+    except RunDirError as err:
+        raise CLIError(str(err)) from None
     if ns.json:
         payload = {name: {"tau": r.tau, "tau_source": r.tau_source,
                           "summary": _records(r.summary()), "revisits": _records(r.revisits()),
                           "compute": _records(r.compute())}
                    for name, r in results.items()}
-        print(json.dumps(payload, default=float))
+        print(json.dumps(json_safe(payload), allow_nan=False))
         return
     for result in results.values():
         for table in metrics_tables(result):
@@ -197,16 +369,19 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     run = sub.add_parser("run", help="run one method on a curriculum (resumable)")
     run.add_argument("--curriculum", help="curriculum name in configs/curricula or a YAML file")
     run.add_argument("--method", help=f"one of: {', '.join(METHODS)}")
-    run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--preset", default="quick", help="quick, paper, or a YAML file")
+    run.add_argument("--seed", type=seed_int, help="0 <= S < 2^32 (default 0)")
+    run.add_argument("--preset", help="quick (default), paper, or a YAML file")
     run.add_argument("--out", help="run directory (default: under runs/)")
     run.add_argument("--intrinsic-beta", type=float, metavar="BETA",
                      help="add the episodic count bonus to training rewards (paper App. F)")
-    run.add_argument("--resume", metavar="RUN_DIR", help="continue a killed run")
+    run.add_argument("--resume", metavar="RUN_DIR",
+                     help="continue a killed run (other options must agree with it)")
+    run.add_argument("--log-interval", type=float, default=30.0, metavar="SECONDS",
+                     help="seconds between progress lines when stderr is not a terminal")
     run.set_defaults(func=_cmd_run)
 
     metrics = sub.add_parser("metrics", help="score finished runs together (tables with 95%% CIs)")
-    metrics.add_argument("runs", nargs="+", metavar="RUN_DIR")
+    metrics.add_argument("runs", nargs="+", metavar="RUN_DIR|SWEEP_DIR")
     metrics.add_argument("--skip-incomplete", action="store_true")
     metrics.add_argument("--json", action="store_true", help="print the tables as JSON")
     metrics.set_defaults(func=_cmd_metrics)

@@ -24,8 +24,12 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from telapa.cli.common import CLIError, check_env_id, positive_int
+from telapa.cli.common import CLIError, check_env_id, positive_int, seed_int
 from telapa.config import ConfigError, TrainConfig, default_config, dump_config, load_config
+from telapa.continual.rundir import RunDirError, claim_new_dir
+
+PLAIN_INTERVAL_S = 30.0
+"""Seconds between progress lines when stderr is not a terminal."""
 
 
 def _resolve_config(path: str | None, env_id: str) -> TrainConfig:
@@ -63,7 +67,10 @@ def train_run(
     from telapa.rl import PPOTrainer
 
     run_dir = _run_dir(out, env_id, backend, seed)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    try:  # before any work: an existing run (or anything else) is never overwritten
+        claim_new_dir(run_dir)
+    except RunDirError as err:
+        raise CLIError(str(err)) from None
     (run_dir / "config.yaml").write_text(dump_config(config))
     args = {"env": env_id, "steps": steps, "seed": seed, "backend": backend}
 
@@ -83,8 +90,17 @@ def train_run(
     )
     train_start = time.perf_counter()
 
+    plain = not console.is_terminal  # a log file: plain lines every 30 s, no live bar
+    last_line = [-math.inf]
+
     def on_progress(done: int, metrics: list[dict[str, float]]) -> None:
         elapsed = time.perf_counter() - train_start
+        if plain and (elapsed - last_line[0] >= PLAIN_INTERVAL_S or done >= steps):
+            last_line[0] = elapsed
+            rate = done / max(elapsed, 1e-9)
+            console.file.write(f"PPO {env_id} train {min(done, steps):,}/{steps:,} steps, "
+                               f"{rate:,.0f} steps/s, ETA {max(steps - done, 0) / rate:.0f}s\n")
+            console.file.flush()
         for m in metrics:
             rows.append({"time_s": elapsed, **m})
             for name, value in m.items():
@@ -94,7 +110,7 @@ def train_run(
         progress.update(task, completed=min(done, steps), rate=done / elapsed,
                         sr="-" if math.isnan(sr) else f"{sr:.2f}")
 
-    with Progress(*columns, console=console, transient=False) as progress:
+    with Progress(*columns, console=console, transient=False, disable=plain) as progress:
         task = progress.add_task(f"PPO {env_id}", total=steps, rate=0.0, sr="-")
         trainer.train(steps, progress=on_progress)
     train_s = time.perf_counter() - train_start
@@ -138,7 +154,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     train = sub.add_parser("train", help="train PPO on one environment")
     train.add_argument("--env", required=True, help="env id, e.g. MiniGrid-DoorKey-8x8-v0")
     train.add_argument("--steps", required=True, type=positive_int, help="env steps")
-    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--seed", type=seed_int, default=0, help="0 <= S < 2^32")
     train.add_argument("--backend", choices=["jax", "gymnasium"], default="jax")
     train.add_argument("--config", help="YAML config (default: configs/ppo preset)")
     train.add_argument("--out", help="run directory (default: runs/<env>-<backend>-s<seed>-<time>)")

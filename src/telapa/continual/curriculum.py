@@ -23,6 +23,7 @@ curriculum's backend when it is loaded, before any work starts.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -37,6 +38,8 @@ from pydantic import (
 from telapa.config import CONFIG_DIR, StrictModel, read_yaml, resolve_named, validate
 from telapa.envs import check_env_id
 
+SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,99}")
+"""Curriculum names (and other names that become one path component)."""
 CURRICULUM_DIR = CONFIG_DIR / "curricula"
 """Where the named curricula live: ``configs/curricula/<name>.yaml``."""
 
@@ -80,6 +83,17 @@ class Curriculum(StrictModel):
     cycles: PositiveInt = 1
     steps_per_visit: PositiveInt | None = None
     description: str = ""
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, name: str) -> str:
+        """The name becomes part of run directory names: one safe path component."""
+        if not SAFE_NAME.fullmatch(name):
+            raise ValueError(
+                f"name {name!r} must be a plain file name: letters, digits, '.', '_' and '-', "
+                "not starting with '.' or '-' (it names run directories)"
+            )
+        return name
 
     @field_validator("tasks", mode="before")
     @classmethod

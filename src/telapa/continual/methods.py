@@ -45,6 +45,15 @@ class TaskContext:
     """Randomness for this visit's hook (derived from the run seed and the visit)."""
     init_params: Callable[[jax.Array], Params]
     """A fresh random initialisation of the policy."""
+    progress: Callable[[str, int, int], None] | None = None
+    """``progress(phase, done, total)`` for long method phases (the run's log)."""
+
+    def report(self, phase: str) -> Callable[..., None] | None:
+        """A callback ``(done, total, *rest)`` that reports ``phase`` to `progress`."""
+        if self.progress is None:
+            return None
+        sink = self.progress
+        return lambda done, total, *rest: sink(phase, int(done), int(total))
 
     def fresh_optimizer(self, params: Params) -> optax.OptState:
         return self.trainer.optimizer.init(params)

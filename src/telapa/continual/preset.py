@@ -110,15 +110,39 @@ class RunConfig(StrictModel):
             return _merged(load_config(preset_path(value["preset"])).model_dump(), overrides)
         return value
 
+    @property
+    def call_steps(self) -> int:
+        """Env steps of one PPO call (``num_envs * n_steps * iterations_per_call``): PPO
+        trains whole calls, so every budget is a multiple of it."""
+        return self.train.ppo.rollout_size * self.train.ppo.iterations_per_call
+
     @model_validator(mode="after")
     def _chunks_hold_an_iteration(self) -> RunConfig:
-        iteration = self.train.ppo.rollout_size * self.train.ppo.iterations_per_call
+        iteration = self.call_steps
         if self.eval_every < iteration:
             raise ValueError(
                 f"eval_every={self.eval_every} is shorter than one PPO call "
                 f"(num_envs * n_steps * iterations_per_call = {iteration} env steps)"
             )
         return self
+
+    def check_budgets(self) -> None:
+        """ValueError unless ``steps_per_visit`` and ``eval_every`` are whole PPO calls.
+        Checked for every new run (`RunSpec.check_budgets`), not when an existing run
+        directory is read: runs made before the rule keep loading."""
+        for name in ("steps_per_visit", "eval_every"):
+            check_whole_calls(name, getattr(self, name), self.call_steps)
+
+
+def check_whole_calls(name: str, steps: int, call: int) -> None:
+    """ValueError unless ``steps`` is a whole number of PPO calls of ``call`` env steps
+    (a budget is honoured exactly, never rounded up silently)."""
+    if steps % call:
+        low = steps // call * call
+        raise ValueError(
+            f"{name}={steps} is not a multiple of one PPO call (num_envs * n_steps * "
+            f"iterations_per_call = {call} env steps); use {low or call} or {low + call}"
+        )
 
 
 def _merged(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:

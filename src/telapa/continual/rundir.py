@@ -13,51 +13,110 @@
                           candidate, illuminations, maintenance updates)
       elites.csv          method tables (TeLAPA: every archived elite, no weights)
       metrics.json        the run's metrics (written when it completes)
-      checkpoint.json     names the latest complete checkpoint
+      checkpoint.json     names the latest complete checkpoint and the one before it
       ckpt-NNNNNN/        state.json (phase, records), learner.npz or trainer.npz,
                           method-PART.npz, train.csv (the current visit's iterations)
+      .lock               held (``flock``) by the one process working on the run
 
 A checkpoint directory is complete before ``checkpoint.json`` names it (written
 atomically), so a kill at any moment leaves the previous checkpoint usable; leftovers
-of an interrupted write are removed on the next commit.
+of an interrupted write are removed on the next commit. The two newest checkpoints are
+kept: when the newest is unreadable, `checkpoints` still offers the previous one.
+
+`RunDir` is the one owner of this layout: the runner writes through it, and `analysis`,
+`report` and `continual.results` read through its typed readers (`tables`,
+`accounting`, `method_log`, `elites`, `metrics`), which check every table against the
+run's curriculum and name the file that is wrong.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
+import math
+import os
 import re
 import shutil
+import socket
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pandas as pd
+import yaml
 
 from telapa.io import read_json, write_json_atomic, write_table_atomic
 
 RUN_FORMAT = "telapa-run"
 RUN_VERSION = 1
 _CKPT = re.compile(r"^ckpt-(\d{6})$")
+LOCK_NAME = ".lock"
+
+VISIT_COLUMNS = [
+    "visit", "tag", "task", "env_id", "cycle", "budget", "pre_sr", "pre_return", "post_sr",
+    "post_return", "train_steps", "start_global_step", "end_global_step",
+]
+CURVE_COLUMNS = ["visit", "tag", "task", "step", "global_step", "sr", "mean_return"]
+FINAL_COLUMNS = ["task", "env_id", "sr", "mean_return"]
+TABLE_COLUMNS = {"visits": VISIT_COLUMNS, "curve": CURVE_COLUMNS, "final": FINAL_COLUMNS}
+ELITE_REQUIRED = ("task", "archive_tag", "slot", "elite_id", "parent_id", "visit", "fitness",
+                  "sr", "sigma", "lineage", "embedding_version", "d_min")
+"""Leading columns of ``elites.csv`` (`telapa.qd.export.ELITE_COLUMNS`), then d_0.."""
 
 
 class RunDirError(ValueError):
-    """A run directory is missing, foreign, corrupt or already used."""
+    """A run directory is missing, foreign, corrupt, locked or already used."""
+
+
+def claim_new_dir(path: str | Path, *, what: str = "run directory",
+                  resume_hint: str | None = None) -> Path:
+    """Creates ``path`` (and its parents) for a new run, or accepts it if it is an empty
+    directory. Refuses, naming ``path``, a file, a non-empty directory (nothing a user has
+    is overwritten) and a place that cannot be written. ``resume_hint`` is added to the
+    message when the directory already holds a run (``run.json``)."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise RunDirError(f"{what} {path} exists and is not a directory; choose another --out")
+    if path.is_dir():
+        try:
+            entries = sorted(e.name for e in os.scandir(path))
+        except OSError as err:
+            raise RunDirError(f"cannot read {what} {path}: {err.strerror}") from None
+        if entries and resume_hint and "run.json" in entries:
+            raise RunDirError(f"{path} already holds a run; {resume_hint} or choose another "
+                              "--out")
+        if entries:
+            hint = ""
+            shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
+            raise RunDirError(f"{what} {path} is not empty (holds {shown}); choose another "
+                              f"--out{hint}")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".write-test.{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as err:
+        raise RunDirError(f"cannot write {what} {path}: {err.strerror or err}") from None
+    return path
 
 
 class RunDir:
-    """Paths and atomic writes of one run directory."""
+    """Paths, atomic writes, typed reads and the lock of one run directory."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
+        self._lock_file: IO[str] | None = None
 
     # --- spec -----------------------------------------------------------------------
 
     def create(self, spec: dict[str, Any], files: dict[str, str]) -> None:
-        """Starts a new run here; refuses a directory that already holds one."""
-        if (self.path / "run.json").exists():
-            raise RunDirError(
-                f"{self.path} already holds a run; resume it with "
-                f"`telapa run --resume {self.path}` or choose another --out"
-            )
-        self.path.mkdir(parents=True, exist_ok=True)
+        """Starts a new run here: ``path`` must not exist or be an empty directory (a
+        directory holding a run is refused with how to resume it; any other non-empty
+        one, a file, or an unwritable place is refused too). Takes the lock."""
+        claim_new_dir(self.path, resume_hint=f"resume it with `telapa run --resume "
+                                             f"{self.path}`")
+        self.lock()
         for name, text in files.items():
             (self.path / name).write_text(text)
         write_json_atomic(self.path / "run.json", {"format": RUN_FORMAT, "version": RUN_VERSION,
@@ -94,37 +153,247 @@ class RunDir:
         spec.update(status=status, **extra)
         write_json_atomic(self.path / "run.json", spec)
 
+    def _yaml(self, name: str) -> Any:
+        from telapa.config import ConfigError, read_yaml
+
+        try:
+            return read_yaml(self.path / name, "run")
+        except ConfigError as err:
+            raise RunDirError(str(err)) from None
+
+    def curriculum(self):
+        """The run's resolved `Curriculum` (``curriculum.yaml``)."""
+        from telapa.config import ConfigError
+        from telapa.continual.curriculum import parse_curriculum
+
+        try:
+            return parse_curriculum(self._yaml("curriculum.yaml"),
+                                    str(self.path / "curriculum.yaml"))
+        except ConfigError as err:
+            raise RunDirError(str(err)) from None
+
+    def config(self):
+        """The run's resolved `RunConfig` (``config.yaml``)."""
+        from telapa.config import ConfigError
+        from telapa.continual.preset import parse_run_config
+
+        try:
+            return parse_run_config(self._yaml("config.yaml"), str(self.path / "config.yaml"))
+        except ConfigError as err:
+            raise RunDirError(str(err)) from None
+
+    def config_data(self) -> dict[str, Any]:
+        """``config.yaml`` as a plain mapping (for grouping runs by their settings)."""
+        data = self._yaml("config.yaml")
+        if not isinstance(data, dict):
+            raise RunDirError(f"{self.path / 'config.yaml'} is not a mapping")
+        return data
+
+    # --- the lock -------------------------------------------------------------------
+
+    def lock(self) -> None:
+        """Takes the exclusive lock of this run directory for this process (released by
+        `unlock` or when the process ends, whatever the way: the kernel drops an
+        ``flock`` of a dead process, so a lock file left behind is taken over).
+        `RunDirError` names the holder (pid, host) when another process has it."""
+        if self._lock_file is not None:
+            return
+        target = self.path / LOCK_NAME
+        try:
+            handle = open(target, "a+")  # noqa: SIM115 - held until unlock
+        except OSError as err:
+            raise RunDirError(f"cannot lock run directory {self.path}: {err.strerror}") from None
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            if err.errno not in (errno.EAGAIN, errno.EACCES):
+                handle.close()
+                raise RunDirError(f"cannot lock run directory {self.path}: {err}") from None
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            handle.close()
+            raise RunDirError(
+                f"run directory {self.path} is in use by {holder} ({target} is locked); wait "
+                "for it to finish or stop it first"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+        handle.flush()
+        self._lock_file = handle
+
+    def unlock(self) -> None:
+        if self._lock_file is not None:
+            fcntl.flock(self._lock_file.fileno(), fcntl.LOCK_UN)
+            self._lock_file.close()
+            self._lock_file = None
+
+    @contextmanager
+    def locked(self) -> Iterator[RunDir]:
+        self.lock()
+        try:
+            yield self
+        finally:
+            self.unlock()
+
     # --- tables ---------------------------------------------------------------------
 
     def write_tables(self, tables: dict[str, pd.DataFrame]) -> None:
         for name, frame in tables.items():
             write_table_atomic(self.path / f"{name}.csv", frame)
 
-    def read_table(self, name: str) -> pd.DataFrame:
+    def read_table(self, name: str, columns: Sequence[str] | None = None) -> pd.DataFrame:
+        """``NAME.csv`` with its columns checked (``columns``, by default all of a run
+        table's); `RunDirError` names a missing, empty or unparsable file."""
         path = self.path / f"{name}.csv"
         if not path.is_file():
             raise RunDirError(f"{path} is missing (incomplete run?)")
-        return pd.read_csv(path)
+        try:
+            frame = pd.read_csv(path)
+        except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as err:
+            raise RunDirError(f"{path} is not a readable CSV table: {err}") from None
+        needed = TABLE_COLUMNS.get(name, ()) if columns is None else columns
+        missing = [c for c in needed if c not in frame.columns]
+        if missing:
+            raise RunDirError(f"{path} is missing column(s) {missing}; it has "
+                              f"{list(frame.columns)} (truncated or foreign?)")
+        return frame
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """visits, curve and final of a finished run, each checked against the run's
+        curriculum and config: one visits row per visit of the sequence (tags in order,
+        no missing values), one curve row per evaluation (pre-evaluation plus one per
+        chunk of ``eval_every`` steps), one final row per task. `RunDirError` names the
+        file that does not match (a truncated or edited table)."""
+        curriculum, config = self.curriculum(), self.config()
+        visits = curriculum.visits()
+        t = {name: self.read_table(name) for name in ("visits", "curve", "final")}
+        path = self.path / "visits.csv"
+        tags = [v.tag for v in visits]
+        got = [str(x) for x in t["visits"]["tag"]]
+        if got != tags:
+            raise RunDirError(f"{path} has visits {got}, the run's curriculum "
+                              f"{curriculum.name!r} has {tags} (truncated?)")
+        if t["visits"][VISIT_COLUMNS].isna().any().any():
+            raise RunDirError(f"{path} has missing values (truncated?)")
+        path = self.path / "curve.csv"
+        counts = t["curve"].groupby("visit").size().to_dict()
+        for v in visits:
+            budget = v.steps or config.steps_per_visit
+            expected = 1 + math.ceil(budget / config.eval_every)
+            if counts.get(v.index, 0) != expected:
+                raise RunDirError(
+                    f"{path} has {counts.get(v.index, 0)} evaluations of visit {v.index} "
+                    f"({v.tag}), expected {expected} (truncated?)")
+        if t["curve"][CURVE_COLUMNS].isna().any().any():
+            raise RunDirError(f"{path} has missing values (truncated?)")
+        path = self.path / "final.csv"
+        tasks = list(curriculum.task_ids())
+        if [str(x) for x in t["final"]["task"]] != tasks or t["final"][FINAL_COLUMNS].isna(
+                ).any().any():
+            raise RunDirError(f"{path} does not hold one complete row per task {tasks} "
+                              "(truncated?)")
+        return t
 
     def write_visit_train(self, visit: int, tag: str, frame: pd.DataFrame) -> None:
         folder = self.path / "train"
         folder.mkdir(exist_ok=True)
         write_table_atomic(folder / f"{visit:02d}-{tag.replace(chr(39), 'p')}.csv", frame)
 
+    # --- json records ---------------------------------------------------------------
+
+    def _json(self, name: str, what: str) -> Any:
+        try:
+            return read_json(self.path / name, what)
+        except (FileNotFoundError, ValueError) as err:
+            raise RunDirError(str(err)) from None
+
+    def accounting(self) -> dict[str, Any]:
+        """``accounting.json``: compute and memory of the run (see `ContinualRun`)."""
+        data = self._json("accounting.json", "accounting")
+        needed = ("wall_s", "extra_env_steps", "peak_rss_bytes", "method_state_bytes",
+                  "run_dir_bytes")
+        if not isinstance(data, dict) or any(k not in data for k in needed):
+            raise RunDirError(f"{self.path / 'accounting.json'} lacks one of {list(needed)}")
+        return data
+
+    def write_accounting(self, data: dict[str, Any]) -> None:
+        write_json_atomic(self.path / "accounting.json", data)
+
+    def method_log(self) -> list[dict[str, Any]]:
+        """``method_log.json``: the method's decisions, a list of event objects."""
+        log = self._json("method_log.json", "method log")
+        if not isinstance(log, list) or not all(isinstance(e, dict) and "event" in e
+                                                for e in log):
+            raise RunDirError(f"{self.path / 'method_log.json'} must hold a JSON list of "
+                              "event objects")
+        return log
+
+    def write_method_log(self, log: list[dict[str, Any]]) -> None:
+        write_json_atomic(self.path / "method_log.json", log)
+
+    def metrics(self) -> dict[str, Any]:
+        return self._json("metrics.json", "metrics")
+
+    def write_metrics(self, metrics: dict[str, Any]) -> None:
+        write_json_atomic(self.path / "metrics.json", metrics)
+
+    def has_elites(self) -> bool:
+        return (self.path / "elites.csv").is_file()
+
+    def elites(self) -> pd.DataFrame:
+        """``elites.csv``: every archived elite; `RunDirError` names a truncated file."""
+        path = self.path / "elites.csv"
+        if not path.is_file():
+            raise RunDirError(f"{path} is missing")
+        try:
+            frame = pd.read_csv(path)
+        except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as err:
+            raise RunDirError(f"{path} is not a readable CSV table: {err}") from None
+        missing = [c for c in ELITE_REQUIRED if c not in frame.columns]
+        if missing:
+            raise RunDirError(f"{path} is missing column(s) {missing} (truncated?)")
+        descriptor = [c for c in frame.columns if re.fullmatch(r"d_\d+", c)]
+        if not descriptor:
+            raise RunDirError(f"{path} has no descriptor columns d_0.. (truncated?)")
+        if frame[["task", "visit", "elite_id", *descriptor]].isna().any().any():
+            raise RunDirError(f"{path} has missing values (truncated?)")
+        return frame
+
     # --- checkpoints ----------------------------------------------------------------
 
-    def latest_checkpoint(self) -> Path | None:
+    def _pointer(self) -> dict[str, Any] | None:
         pointer = self.path / "checkpoint.json"
         if not pointer.exists():
             return None
         try:
-            name = read_json(pointer, "checkpoint pointer")["latest"]
+            data = read_json(pointer, "checkpoint pointer")
+            data["latest"]
         except (ValueError, KeyError, TypeError) as err:
             raise RunDirError(f"{pointer} is corrupt: {err}") from None
-        folder = self.path / name
-        if not _CKPT.match(name) or not (folder / "state.json").is_file():
+        return data
+
+    def checkpoints(self) -> list[Path]:
+        """The committed checkpoints, newest first (at most two): the one
+        ``checkpoint.json`` names, then the one before it if it is still complete."""
+        data = self._pointer()
+        if data is None:
+            return []
+        pointer = self.path / "checkpoint.json"
+        name = data["latest"]
+        folder = self.path / str(name)
+        if not _CKPT.match(str(name)) or not (folder / "state.json").is_file():
             raise RunDirError(f"{pointer} names {name!r}, which is not a complete checkpoint")
-        return folder
+        out = [folder]
+        previous = data.get("previous")
+        if isinstance(previous, str) and _CKPT.match(previous) and (
+                self.path / previous / "state.json").is_file():
+            out.append(self.path / previous)
+        return out
+
+    def latest_checkpoint(self) -> Path | None:
+        found = self.checkpoints()
+        return found[0] if found else None
 
     def new_checkpoint(self) -> Path:
         """An empty directory for the next checkpoint (after the latest one)."""
@@ -137,8 +406,16 @@ class RunDir:
         return folder
 
     def commit_checkpoint(self, folder: Path) -> None:
-        """Makes ``folder`` the latest checkpoint and removes the older ones."""
-        write_json_atomic(self.path / "checkpoint.json", {"latest": folder.name})
+        """Makes ``folder`` the latest checkpoint, keeps the one before it as ``previous``
+        and removes the older ones."""
+        latest = self.latest_checkpoint()
+        keep = {folder.name} | ({latest.name} if latest is not None else set())
+        write_json_atomic(self.path / "checkpoint.json", {
+            "latest": folder.name, "previous": latest.name if latest is not None else None})
         for other in self.path.iterdir():
-            if _CKPT.match(other.name) and other != folder:
+            if _CKPT.match(other.name) and other.name not in keep:
                 shutil.rmtree(other, ignore_errors=True)
+
+
+def dump_yaml(data: Any) -> str:
+    return yaml.safe_dump(data, sort_keys=False)

@@ -31,13 +31,20 @@ import pandas as pd
 import yaml
 
 from telapa import __version__
-from telapa.config import read_yaml
-from telapa.continual.curriculum import Curriculum, Visit, parse_curriculum
+from telapa.config import ConfigError
+from telapa.continual.curriculum import Curriculum, Visit
 from telapa.continual.methods import Method, TaskContext
-from telapa.continual.preset import RunConfig, parse_run_config
+from telapa.continual.preset import RunConfig, check_whole_calls
 from telapa.continual.registry import make_method
-from telapa.continual.rundir import RunDir, RunDirError
+from telapa.continual.rundir import (
+    CURVE_COLUMNS,
+    FINAL_COLUMNS,
+    VISIT_COLUMNS,
+    RunDir,
+    RunDirError,
+)
 from telapa.io import (
+    CheckpointError,
     MemoryMonitor,
     PhaseTimer,
     dir_size_bytes,
@@ -77,6 +84,9 @@ class Progress(Protocol):
     def advance(self, steps: int, metrics: dict[str, float]) -> None: ...
     def evaluated(self, visit: Visit, step: int, sr: float) -> None: ...
     def note(self, text: str) -> None: ...
+    def phase(self, name: str, done: int, total: int) -> None:
+        """A method phase outside PPO (TeLAPA: ``illumination`` batches, transfer
+        ``probes``, latent ``maintenance``) has done ``done`` of ``total`` units."""
 
 
 class _Silent:
@@ -92,6 +102,14 @@ class _Silent:
     def note(self, text: str) -> None:
         pass
 
+    def phase(self, name: str, done: int, total: int) -> None:
+        pass
+
+
+SEED_LIMIT = 2**32
+"""Seeds are 0 <= seed < 2^32 (`jax.random.key` takes them modulo 2^32: a negative or
+larger seed would silently collide with another one)."""
+
 
 @dataclass(frozen=True)
 class RunSpec:
@@ -103,6 +121,24 @@ class RunSpec:
     config: RunConfig
     preset: str = "custom"
 
+    def __post_init__(self) -> None:
+        if isinstance(self.seed, bool) or not 0 <= self.seed < SEED_LIMIT:
+            raise ConfigError(f"seed {self.seed!r} is out of range: use 0 <= seed < 2^32")
+
+    def check_budgets(self) -> None:
+        """`ConfigError` unless every budget (the preset's ``steps_per_visit`` and
+        ``eval_every``, each task's ``steps``) is a whole number of PPO calls: a budget is
+        trained exactly, never rounded up. Checked before a new run starts."""
+        call = self.config.call_steps
+        try:
+            self.config.check_budgets()
+            for v in self.curriculum.visits():
+                if v.steps is not None:
+                    check_whole_calls(f"curriculum {self.curriculum.name!r} task {v.task!r} "
+                                      "steps", v.steps, call)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+
     def budget(self, visit: Visit) -> int:
         return visit.steps or self.config.steps_per_visit
 
@@ -110,13 +146,6 @@ class RunSpec:
 def _records_frame(rows: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
-
-VISIT_COLUMNS = [
-    "visit", "tag", "task", "env_id", "cycle", "budget", "pre_sr", "pre_return", "post_sr",
-    "post_return", "train_steps", "start_global_step", "end_global_step",
-]
-CURVE_COLUMNS = ["visit", "tag", "task", "step", "global_step", "sr", "mean_return"]
-FINAL_COLUMNS = ["task", "env_id", "sr", "mean_return"]
 
 
 class ContinualRun:
@@ -159,6 +188,7 @@ class ContinualRun:
 
     @classmethod
     def start(cls, spec: RunSpec, path: str | Path, progress: Progress | None = None):
+        spec.check_budgets()
         run_dir = RunDir(path)
         run = cls(spec, run_dir, progress)
         run_dir.create(
@@ -171,23 +201,39 @@ class ContinualRun:
         )
         return run
 
-    @classmethod
-    def resume(cls, path: str | Path, progress: Progress | None = None) -> ContinualRun:
+    @staticmethod
+    def stored_spec(path: str | Path) -> RunSpec:
+        """The `RunSpec` a run directory was started with."""
         run_dir = RunDir(path)
         meta = run_dir.spec()
-        spec = RunSpec(
-            curriculum=parse_curriculum(read_yaml(run_dir.path / "curriculum.yaml", "run"),
-                                        str(run_dir.path / "curriculum.yaml")),
-            method=meta["method"],
-            seed=int(meta["seed"]),
-            config=parse_run_config(read_yaml(run_dir.path / "config.yaml", "run"),
-                                    str(run_dir.path / "config.yaml")),
-            preset=meta.get("preset", "custom"),
-        )
+        try:
+            return RunSpec(curriculum=run_dir.curriculum(), method=meta["method"],
+                           seed=int(meta["seed"]), config=run_dir.config(),
+                           preset=meta.get("preset", "custom"))
+        except ConfigError as err:
+            raise RunDirError(f"{run_dir.path}: {err}") from None
+
+    @classmethod
+    def resume(cls, path: str | Path, progress: Progress | None = None) -> ContinualRun:
+        """Continues a run from its newest readable checkpoint (the previous one, with a
+        warning, when the newest cannot be read). Takes the run directory's lock."""
+        spec = cls.stored_spec(path)
+        run_dir = RunDir(path)
+        run_dir.lock()
         run = cls(spec, run_dir, progress)
-        ckpt = run_dir.latest_checkpoint()
-        if ckpt is not None:
-            run._load_checkpoint(ckpt)
+        checkpoints = run_dir.checkpoints()
+        for i, ckpt in enumerate(checkpoints):
+            try:
+                run._load_checkpoint(ckpt)
+                break
+            except (CheckpointError, RunDirError, ValueError, KeyError, TypeError,
+                    OSError) as err:
+                if i + 1 == len(checkpoints):
+                    raise RunDirError(f"{ckpt} cannot be read ({err}) and no earlier "
+                                      "checkpoint is left; start the run again") from None
+                run.progress.note(f"warning: {ckpt} cannot be read ({err}); falling back to "
+                                  f"the previous checkpoint {checkpoints[i + 1].name}")
+                run = cls(spec, run_dir, progress)
         return run
 
     def _phases(self) -> list[Phase]:
@@ -229,7 +275,16 @@ class ContinualRun:
         return self.next_phase >= len(self.phases)
 
     def run(self) -> dict[str, Any]:
-        """Runs every remaining phase; returns the run's metrics (see `metrics`)."""
+        """Runs every remaining phase; returns the run's metrics (see `metrics`). A run
+        that is already complete is left exactly as it is (nothing is rewritten)."""
+        try:
+            if self.complete and self.dir.spec().get("status") == "complete":
+                return self.metrics()
+            return self._run_remaining()
+        finally:
+            self.dir.unlock()
+
+    def _run_remaining(self) -> dict[str, Any]:
         self.segments += 1
         segment_start = time.perf_counter()
         base_wall = self.wall_s
@@ -247,8 +302,8 @@ class ContinualRun:
                     with self.timer.phase("checkpoint"):
                         self._save_checkpoint()
         metrics = self.metrics()
-        write_json_atomic(self.dir.path / "metrics.json", metrics)
-        write_json_atomic(self.dir.path / "accounting.json", self.accounting())
+        self.dir.write_metrics(metrics)
+        self.dir.write_accounting(self.accounting())
         self.dir.set_status("complete")
         return metrics
 
@@ -270,7 +325,8 @@ class ContinualRun:
             self._end_visit(visit, trainer)
 
     def _context(self, visit: Visit, trainer: PPOTrainer, purpose: str) -> TaskContext:
-        return TaskContext(visit, trainer, self._key(visit.index, purpose), trainer.policy.init)
+        return TaskContext(visit, trainer, self._key(visit.index, purpose), trainer.policy.init,
+                           progress=self.progress.phase)
 
     def _start_visit(self, visit: Visit, trainer: PPOTrainer, budget: int) -> None:
         self.progress.visit(visit, budget, 0)
@@ -424,8 +480,8 @@ class ContinualRun:
         })
         self.dir.commit_checkpoint(folder)
         self.dir.write_tables({**self.tables(), **self.method.tables()})
-        write_json_atomic(self.dir.path / "method_log.json", self.method.log)
-        write_json_atomic(self.dir.path / "accounting.json", self.accounting())
+        self.dir.write_method_log(self.method.log)
+        self.dir.write_accounting(self.accounting())
 
     def _save_method_state(self, folder: Path) -> None:
         """One file per part of the method state; a part that is the same object as at
@@ -446,7 +502,13 @@ class ContinualRun:
                 for name, part in like.items()}
 
     def _load_checkpoint(self, folder: Path) -> None:
-        state = read_json(folder / "state.json", "checkpoint state")
+        try:
+            state = read_json(folder / "state.json", "checkpoint state")
+        except (FileNotFoundError, ValueError) as err:
+            raise RunDirError(str(err)) from None
+        if not isinstance(state, dict) or any(
+                k not in state for k in ("phases", "next_phase", "records")):
+            raise RunDirError(f"{folder / 'state.json'} is not a checkpoint state")
         if state["phases"] != len(self.phases):
             raise RunDirError(f"{folder}: checkpoint does not match this run's phases")
         self.next_phase = state["next_phase"]
@@ -475,9 +537,9 @@ class ContinualRun:
 
 
 def load_run_tables(path: str | Path) -> dict[str, pd.DataFrame]:
-    """visits, curve and final tables of a finished run directory."""
-    run_dir = RunDir(path)
-    return {name: run_dir.read_table(name) for name in ("visits", "curve", "final")}
+    """visits, curve and final tables of a finished run directory (checked against its
+    curriculum, see `RunDir.tables`)."""
+    return RunDir(path).tables()
 
 
 __all__ = ["ContinualRun", "Phase", "Progress", "RunError", "RunSpec", "load_run_tables"]

@@ -13,7 +13,6 @@ from typing import Any
 import pandas as pd
 
 from telapa.continual.rundir import RunDir, RunDirError
-from telapa.io import read_json
 from telapa.qd.export import parse_lineage
 
 ARCHIVE_COLUMNS = (
@@ -74,8 +73,8 @@ def inspect_run(path: str | Path) -> Inspection:
             "telapa-static runs do)"
         )
     visits = run_dir.read_table("visits").sort_values("visit")
-    elites = pd.read_csv(root / "elites.csv")
-    log = read_json(root / "method_log.json", "method log")
+    elites = run_dir.elites()
+    log = run_dir.method_log()
     tags = dict(zip(visits["visit"], visits["tag"].astype(str), strict=True))
     task_of = dict(zip(visits["visit"], visits["task"].astype(str), strict=True))
     maintenance = [e for e in log if e["event"] == "maintenance"]

@@ -86,7 +86,7 @@ class TeLAPA(Method):
                 ctx.trainer.reseed(jax.random.fold_in(ctx.key, 1))
                 choice = select_transfer_origin(
                     ctx.trainer, list(self.archives.values()),
-                    config=self.settings.qd.transfer, key=ctx.key,
+                    config=self.settings.qd.transfer, key=ctx.key, progress=ctx.report("probes"),
                 )
             self.extra_env_steps += choice.env_steps
             params = choice.params
@@ -127,6 +127,7 @@ class TeLAPA(Method):
                 batch_size=qd.illumination.batch_size,
                 initial_archive=self.archives.get(task), parent_id=int(self._origin["id"]),
                 lineage=self._origin["lineage"], pool=pool,
+                progress=ctx.report("illumination"),
             )
         self.archives[task] = archive
         self.extra_env_steps += log.env_steps
@@ -136,10 +137,15 @@ class TeLAPA(Method):
                          "env_steps": log.env_steps, "wall_s": log.wall_s})
         if not self.maintain_latent:
             return
+        report = ctx.report("maintenance")
         with self.timer.phase("maintenance"):
+            if report is not None:
+                report(0, 1)
             self.embedding, self.archives, mlog = maintain(
                 self.embedding, self.banks, self.archives, config=latent, key=maintenance_key
             )
+            if report is not None:
+                report(1, 1)
         self.log.append({"event": "maintenance", "visit": ctx.visit.index,
                          "updated": mlog.updated, "version": mlog.version,
                          "normalizer_id": mlog.normalizer_id, "bank_sets": mlog.bank_sets})

@@ -1,0 +1,104 @@
+"""``telapa sweep``: every cell of a sweep file, on local processes or a Ray cluster.
+
+    telapa sweep FILE --out DIR [--workers N] [--threads T] [--retries R]
+                 [--backend local|ray] [--address ADDR]
+    telapa sweep status DIR
+
+Re-running the same command resumes the sweep: finished cells are skipped, partial ones
+resume from their checkpoints, failed ones are tried again. ``telapa metrics DIR`` and
+``telapa report DIR`` score a sweep directory's finished cells.
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import datetime
+from pathlib import Path
+
+from rich.table import Table
+
+from telapa.cli.common import CLIError, positive_int, stdout_console
+from telapa.config import ConfigError
+from telapa.continual.rundir import RunDirError
+
+
+def _log(text: str) -> None:
+    import sys
+
+    print(f"[{datetime.now():%H:%M:%S}] {text}", file=sys.stderr, flush=True)
+
+
+def _cmd_sweep(ns: argparse.Namespace) -> None:
+    if ns.args[0] == "status":
+        if len(ns.args) != 2:
+            raise CLIError("usage: telapa sweep status DIR")
+        _status(Path(ns.args[1]))
+        return
+    if len(ns.args) != 1:
+        raise CLIError("usage: telapa sweep FILE --out DIR (or telapa sweep status DIR)")
+    if ns.out is None:
+        raise CLIError("--out DIR is required")
+    from telapa.continual.sweep import LocalBackend, RayBackend, load_sweep, run_sweep
+
+    try:
+        sweep = load_sweep(ns.args[0])
+    except ConfigError as err:
+        raise CLIError(str(err)) from None
+    if ns.backend == "ray":
+        backend = RayBackend(ns.address, threads=ns.threads or 1)
+    else:
+        if ns.address:
+            raise CLIError("--address needs --backend ray")
+        backend = LocalBackend(ns.workers, ns.threads)
+    try:
+        counts = run_sweep(sweep, ns.out, backend, retries=ns.retries, on_event=_log)
+    except (RunDirError, ConfigError) as err:
+        raise CLIError(str(err)) from None
+    except KeyboardInterrupt:
+        raise CLIError(f"interrupted; run the same command again to resume {ns.out}") from None
+    summary = ", ".join(f"{n} {state}" for state, n in counts.items() if n)
+    stdout_console().print(f"sweep {sweep.name}: {summary} -> {ns.out}", markup=False)
+    if counts["failed"]:
+        raise CLIError(f"{counts['failed']} cell(s) failed; `telapa sweep status {ns.out}` "
+                       "shows their errors; run the same command again to retry them")
+
+
+def _status(path: Path) -> None:
+    from telapa.continual.sweep import STATES, cell_progress, cell_state, stored_cells
+
+    try:
+        cells = stored_cells(path)
+    except (RunDirError, ValueError) as err:
+        raise CLIError(str(err)) from None
+    if cells is None:
+        raise CLIError(f"{path} is not a sweep directory (no cells.json)")
+    table = Table(title=f"sweep {path}")
+    for name in ("cell", "state", "progress", "attempts", "last error"):
+        table.add_column(name, overflow="fold")
+    counts = dict.fromkeys(STATES, 0)
+    for cell in cells:
+        state, status = cell_state(path, cell["name"])
+        counts[state] += 1
+        errors = status.get("errors") or []
+        table.add_row(cell["name"], state,
+                      "complete" if state == "done" else cell_progress(path, cell["name"]),
+                      str(status.get("attempts", 0)), errors[-1]["error"] if errors else "")
+    console = stdout_console()
+    console.print(table)
+    console.print(", ".join(f"{n} {state}" for state, n in counts.items()), markup=False)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    sweep = sub.add_parser("sweep", help="run a sweep file's cells (local processes or Ray); "
+                                         "`telapa sweep status DIR` shows progress")
+    sweep.add_argument("args", nargs="+", metavar="FILE | status DIR")
+    sweep.add_argument("--out", help="sweep directory (re-running the command resumes it)")
+    sweep.add_argument("--backend", choices=["local", "ray"], default="local")
+    sweep.add_argument("--address", help="Ray cluster address (default: a local Ray instance)")
+    sweep.add_argument("--workers", type=positive_int, default=1,
+                       help="local worker processes (default 1)")
+    sweep.add_argument("--threads", type=positive_int,
+                       help="CPU threads per cell (default: cores / workers; Ray: 1)")
+    sweep.add_argument("--retries", type=int, default=0,
+                       help="times a failed cell is tried again (default 0)")
+    sweep.set_defaults(func=_cmd_sweep)

@@ -1,0 +1,568 @@
+"""Sweeps: curricula x methods x seeds x a grid of setting overrides, one run per cell.
+
+A sweep file (YAML)::
+
+    name: ewc-grid                 # optional; default: the file's stem
+    preset: paper                  # run preset (configs/runs/NAME.yaml or a path)
+    curricula: [primary]           # names in configs/curricula/ or paths
+    methods: [ewc]
+    seeds: 20                      # a count (0..19) or a list of seeds
+    grid:                          # dotted keys into the run preset -> values to try
+      methods.ewc.lam: [10, 25, 50, 100, 200, 500, 1000]
+      methods.ewc.decay: [0.8, 0.9, 0.95, 0.99]
+    overrides:                     # dotted keys -> one value, for every cell
+      eval_episodes: 50
+
+Cells are the product of the four lists. A grid or override key under ``methods.X``
+only applies to the methods that read section X (`continual.results.METHOD_SECTIONS`):
+``methods.ewc.lam`` does not multiply the Finetune cells of the same sweep. Relative
+paths in the file are relative to the file. Unknown keys, empty lists, unknown methods or
+curricula, dotted keys that name no setting and values a setting rejects are errors that
+name the file and the key, before any run starts (`load_sweep`).
+
+The sweep directory::
+
+    DIR/sweep.yaml          a copy of the sweep file
+    DIR/cells.json          every cell's resolved spec (a re-run must give the same cells)
+    DIR/cells/NAME/         one run directory per cell, NAME from the cell
+                            (``primary-ewc-lam=10-decay=0.8-s3``)
+    DIR/status/NAME.json    attempts, state (done / failed / running) and every error
+    DIR/status/NAME.log     the cell's progress lines (every $TELAPA_LOG_INTERVAL s, 30)
+    DIR/.lock               held by the process that runs the sweep
+
+`run_sweep` runs every cell that is not done, on local worker processes
+(`LocalBackend`) or a Ray cluster (`RayBackend`); a cell with a run directory resumes
+from its checkpoint, a failed one is tried up to ``retries`` more times.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import shutil
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, PositiveInt, field_validator
+
+from telapa.config import (
+    ConfigError,
+    StrictModel,
+    read_yaml,
+    resolve_named,
+    validate,
+)
+from telapa.continual.curriculum import CURRICULUM_DIR, SAFE_NAME, Curriculum, load_curriculum
+from telapa.continual.preset import RUN_PRESET_DIR, RunConfig, parse_run_config
+from telapa.continual.results import METHOD_SECTIONS
+from telapa.continual.rundir import RunDir, RunDirError, claim_new_dir
+from telapa.io import read_json, write_json_atomic, write_text_atomic
+
+SWEEP_FILE = "sweep.yaml"
+CELLS_FILE = "cells.json"
+
+
+class SweepFile(StrictModel):
+    """The schema of a sweep file (see the module docstring)."""
+
+    name: str | None = None
+    preset: str = "quick"
+    curricula: list[str] = Field(min_length=1)
+    methods: list[str] = Field(min_length=1)
+    seeds: PositiveInt | list[int] = 1
+    grid: dict[str, list[Any]] = Field(default_factory=dict)
+    overrides: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("seeds")
+    @classmethod
+    def _seed_range(cls, seeds: int | list[int]) -> int | list[int]:
+        values = range(seeds) if isinstance(seeds, int) else seeds
+        if isinstance(seeds, list) and not seeds:
+            raise ValueError("seeds is empty; give a count or at least one seed")
+        bad = [s for s in values if not 0 <= s < 2**32]
+        if bad:
+            raise ValueError(f"seeds {bad} out of range (0 <= seed < 2^32)")
+        if isinstance(seeds, list) and len(set(seeds)) != len(seeds):
+            raise ValueError("seeds lists a seed twice")
+        return seeds
+
+    @field_validator("grid")
+    @classmethod
+    def _non_empty_grid(cls, grid: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        for key, values in grid.items():
+            if not values:
+                raise ValueError(f"grid key {key!r} has no values")
+        return grid
+
+    @property
+    def seed_list(self) -> list[int]:
+        return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of a sweep."""
+
+    name: str
+    """Its run directory's name under ``DIR/cells/``."""
+    curriculum: Curriculum
+    method: str
+    seed: int
+    overrides: dict[str, Any]
+    """Dotted key -> value, applied to the preset (grid values and fixed overrides)."""
+    config: RunConfig
+    preset: str
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A validated sweep file and its cells."""
+
+    path: Path
+    name: str
+    file: SweepFile
+    cells: list[Cell] = field(default_factory=list)
+
+    def cell(self, name: str) -> Cell:
+        return next(c for c in self.cells if c.name == name)
+
+
+def _schema_has(model: type[BaseModel], parts: list[str]) -> bool:
+    """Whether ``parts`` (a dotted key split) names a setting of ``model``."""
+    info = model.model_fields.get(parts[0])
+    if info is None:
+        return False
+    if len(parts) == 1:
+        return True
+    annotation = info.annotation
+    candidates = [annotation, *getattr(annotation, "__args__", ())]
+    for sub in candidates:
+        if isinstance(sub, type) and issubclass(sub, BaseModel):
+            return _schema_has(sub, parts[1:])
+    return False
+
+
+def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
+    node = data
+    parts = key.split(".")
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"cannot set {key!r}: {part!r} is not a mapping")
+    node[parts[-1]] = value
+
+
+def _applies(key: str, method: str) -> bool:
+    """A ``methods.X.*`` key only applies to the methods that read section X."""
+    if not key.startswith("methods."):
+        return True
+    return METHOD_SECTIONS.get(method) == key.split(".")[1]
+
+
+def _short(key: str, keys: list[str]) -> str:
+    parts = key.split(".")
+    for n in range(1, len(parts) + 1):
+        tail = ".".join(parts[-n:])
+        if not any(o != key and (o == tail or o.endswith("." + tail)) for o in keys):
+            return tail
+    return key
+
+
+def _value_text(value: Any) -> str:
+    text = "none" if value is None else json.dumps(value) if isinstance(value, dict | list) \
+        else str(value)
+    return re.sub(r"[^A-Za-z0-9._=+-]", "_", text)
+
+
+def cell_name(curriculum: str, method: str, seed: int, overrides: dict[str, Any],
+              grid_keys: list[str]) -> str:
+    """``CURRICULUM-METHOD[-key=value...]-sSEED`` with the grid keys shortened to their
+    last component(s) that tell them apart."""
+    parts = [curriculum, method]
+    for key in grid_keys:
+        if key in overrides:
+            parts.append(f"{_short(key, grid_keys)}={_value_text(overrides[key])}")
+    parts.append(f"s{seed}")
+    return "-".join(parts)
+
+
+def _resolve(name: str, base: Path, folder: Path, what: str) -> Path:
+    """A named config in ``folder`` or a path (relative paths: to ``base``)."""
+    path = resolve_named(name, folder, what)
+    if not path.is_absolute() and not path.is_relative_to(folder):
+        local = base / path
+        if local.exists():
+            return local
+    return path
+
+
+def load_sweep(path: str | Path) -> Sweep:
+    """Validates a sweep file and every one of its cells (each cell's settings as a
+    `RunConfig`); `ConfigError` names the file and the key. Nothing is run."""
+    from telapa.continual.registry import METHODS
+
+    path = Path(path)
+    source = str(path)
+    spec = validate(SweepFile, read_yaml(path, "sweep"), source)
+    name = spec.name or path.stem
+    if not SAFE_NAME.fullmatch(name):
+        raise ConfigError(f"invalid value for 'name' in {source}: {name!r} is not a plain "
+                          "file name")
+    for method in spec.methods:
+        if method not in METHODS:
+            raise ConfigError(f"invalid value for 'methods' in {source}: unknown method "
+                              f"{method!r}; available: {', '.join(METHODS)}")
+    if len(set(spec.methods)) != len(spec.methods):
+        raise ConfigError(f"invalid value for 'methods' in {source}: a method is listed twice")
+    for section, keys in (("grid", spec.grid), ("overrides", spec.overrides)):
+        for key in keys:
+            if not _schema_has(RunConfig, key.split(".")):
+                raise ConfigError(f"unknown setting {section}.{key!r} in {source}: it names "
+                                  "no key of the run preset (see continual/preset.py)")
+    both = set(spec.grid) & set(spec.overrides)
+    if both:
+        raise ConfigError(f"{source}: {sorted(both)} both in grid and overrides")
+    base = path.parent
+    try:
+        preset_file = _resolve(spec.preset, base, RUN_PRESET_DIR, "run preset")
+        preset_data = read_yaml(preset_file, "run preset")
+        curricula = [load_curriculum(_resolve(c, base, CURRICULUM_DIR, "curriculum"))
+                     for c in spec.curricula]
+    except ConfigError as err:
+        raise ConfigError(f"{source}: {err}") from None
+    if len({c.name for c in curricula}) != len(curricula):
+        raise ConfigError(f"invalid value for 'curricula' in {source}: two curricula share "
+                          "a name")
+    grid_keys = list(spec.grid)
+    cells: dict[str, Cell] = {}
+    for curriculum, method in itertools.product(curricula, spec.methods):
+        keys = [k for k in grid_keys if _applies(k, method)]
+        for values in itertools.product(*(spec.grid[k] for k in keys)):
+            overrides = {k: v for k, v in spec.overrides.items() if _applies(k, method)}
+            overrides.update(zip(keys, values, strict=True))
+            data = json.loads(json.dumps(preset_data))
+            for key, value in overrides.items():
+                _set_dotted(data, key, value)
+            label = ", ".join(f"{k}={v!r}" for k, v in overrides.items())
+            try:
+                config = parse_run_config(data, f"{source} (preset {spec.preset} with "
+                                                f"{label or 'no overrides'})")
+            except ConfigError as err:
+                raise ConfigError(str(err)) from None
+            for seed in spec.seed_list:
+                name_ = cell_name(curriculum.name, method, seed, overrides, grid_keys)
+                cell = Cell(name_, curriculum, method, seed, overrides, config, spec.preset)
+                cells[name_] = cell  # a methods.X key that does not apply: same cell
+    sweep = Sweep(path, name, spec, list(cells.values()))
+    from telapa.continual.runner import RunSpec
+
+    for cell in sweep.cells:  # budgets in whole PPO calls, seeds in range
+        try:
+            RunSpec(cell.curriculum, cell.method, cell.seed, cell.config,
+                    cell.preset).check_budgets()
+        except ConfigError as err:
+            raise ConfigError(f"{source}, cell {cell.name}: {err}") from None
+    return sweep
+
+
+# --- running one cell (in a worker process or a Ray task) ------------------------------
+
+def thread_env(threads: int) -> dict[str, str]:
+    """Environment that caps the CPU threads of one worker (XLA's CPU client and the
+    BLAS/OpenMP pools), so that N workers do not oversubscribe the cores."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    flags = " ".join(f for f in flags.split() if "intra_op_parallelism_threads" not in f
+                     and "xla_cpu_multi_thread_eigen" not in f)
+    extra = ("--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+             if threads == 1 else f"intra_op_parallelism_threads={threads}")
+    return {"XLA_FLAGS": f"{flags} {extra}".strip(), "OMP_NUM_THREADS": str(threads),
+            "OPENBLAS_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
+            "TELAPA_THREADS": str(threads)}
+
+
+def run_cell(sweep_dir: str, cell: dict[str, Any]) -> dict[str, Any]:
+    """Runs (or resumes) one cell to the end in this process; returns ``{"ok": True,
+    "metrics": ...}`` or ``{"ok": False, "error": ...}`` (never raises)."""
+    try:
+        from telapa.continual.runner import ContinualRun, RunSpec
+        from telapa.jaxcache import enable_persistent_cache
+
+        enable_persistent_cache()
+        from telapa.cli.run import PlainProgress
+
+        path = Path(sweep_dir) / "cells" / cell["name"]
+        log = open(Path(sweep_dir) / "status" / f"{cell['name']}.log", "a")  # noqa: SIM115
+        progress = PlainProgress(log, interval_s=float(os.environ.get("TELAPA_LOG_INTERVAL",
+                                                                      "30")))
+        if (path / "run.json").exists():
+            run = ContinualRun.resume(path, progress)
+        else:
+            if path.is_dir() and not (path / "run.json").exists():
+                shutil.rmtree(path)  # a start that died before its manifest: ours to clear
+            from telapa.continual.curriculum import parse_curriculum
+
+            spec = RunSpec(parse_curriculum(cell["curriculum"], cell["name"]), cell["method"],
+                           cell["seed"], parse_run_config(cell["config"], cell["name"]),
+                           cell["preset"])
+            run = ContinualRun.start(spec, path, progress)
+        with log:
+            return {"ok": True, "metrics": run.run()}
+    except BaseException as err:  # noqa: BLE001 - recorded in the sweep's status
+        if isinstance(err, KeyboardInterrupt):
+            raise
+        return {"ok": False, "error": f"{type(err).__name__}: {err}",
+                "traceback": traceback.format_exc(limit=8)}
+
+
+def _payload(cell: Cell) -> dict[str, Any]:
+    return {"name": cell.name, "method": cell.method, "seed": cell.seed,
+            "preset": cell.preset, "curriculum": cell.curriculum.model_dump(mode="json"),
+            "config": cell.config.model_dump(mode="json")}
+
+
+# --- backends --------------------------------------------------------------------------
+
+Outcome = tuple[str, dict[str, Any]]
+
+
+def _init_worker(threads: int, cores: Any) -> None:
+    os.environ.update(thread_env(threads))
+    if cores is not None and hasattr(os, "sched_setaffinity"):
+        try:
+            chunk = cores.get_nowait()
+            os.sched_setaffinity(0, chunk)
+        except Exception:  # noqa: BLE001 - affinity is an optimisation only
+            pass
+
+
+class LocalBackend:
+    """Cells in ``workers`` local processes (spawned, so each sets its thread caps before
+    JAX starts); each worker gets ``threads`` threads and, where the OS allows, its own
+    ``threads`` cores."""
+
+    def __init__(self, workers: int = 1, threads: int | None = None):
+        self.workers = workers
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+            else os.cpu_count() or 1
+        self.threads = threads or max(1, cores // workers)
+        self.describe = f"local, {workers} worker(s) x {self.threads} thread(s)"
+
+    def run(self, sweep_dir: Path, cells: list[Cell]) -> Iterator[Outcome]:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+        from concurrent.futures.process import BrokenProcessPool
+
+        ctx = multiprocessing.get_context("spawn")
+        available = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+            else []
+        queue = ctx.Queue()
+        if len(available) >= self.workers * self.threads:
+            for i in range(self.workers):
+                queue.put(set(available[i * self.threads:(i + 1) * self.threads]))
+        env = thread_env(self.threads)
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)  # spawned workers inherit it before importing JAX
+        try:
+            with ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init_worker,
+                                     initargs=(self.threads, queue)) as pool:
+                futures = {pool.submit(run_cell, str(sweep_dir), _payload(c)): c.name
+                           for c in cells}
+                for future in as_completed(futures):
+                    try:
+                        yield futures[future], future.result()
+                    except BrokenProcessPool as err:
+                        yield futures[future], {"ok": False,
+                                                "error": f"worker process died: {err}"}
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
+class RayBackend:
+    """Each cell a Ray task (``num_cpus=threads``) on the cluster at ``address``, or on a
+    new local Ray instance without one. The sweep directory must be on a filesystem every
+    node sees, and every node needs telapa installed (``pip install telapa[ray]``)."""
+
+    def __init__(self, address: str | None = None, threads: int = 1):
+        self.address = address
+        self.threads = threads
+        self.describe = f"ray ({address or 'local instance'}), {threads} thread(s) per cell"
+
+    def run(self, sweep_dir: Path, cells: list[Cell]) -> Iterator[Outcome]:
+        try:
+            import ray
+        except ImportError:
+            raise ConfigError("--backend ray needs Ray: pip install 'telapa[ray]'") from None
+        started = not ray.is_initialized()
+        if started:
+            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+            if self.address:
+                ray.init(address=self.address, **kwargs)
+            else:
+                ray.init(num_cpus=os.cpu_count(), **kwargs)
+        try:
+            task = ray.remote(num_cpus=self.threads, max_retries=0)(run_cell).options(
+                runtime_env={"env_vars": thread_env(self.threads)})
+            refs = {task.remote(str(sweep_dir.resolve()), _payload(c)): c.name for c in cells}
+            pending = list(refs)
+            while pending:
+                done, pending = ray.wait(pending, num_returns=1)
+                for ref in done:
+                    try:
+                        yield refs[ref], ray.get(ref)
+                    except Exception as err:  # noqa: BLE001 - a task or node died
+                        yield refs[ref], {"ok": False, "error": f"ray task failed: {err}"}
+        finally:
+            if started:
+                ray.shutdown()
+
+
+# --- the sweep directory -----------------------------------------------------------------
+
+STATES = ("done", "running", "partial", "failed", "left")
+
+
+def _status_path(sweep_dir: Path, name: str) -> Path:
+    return sweep_dir / "status" / f"{name}.json"
+
+
+def read_status(sweep_dir: Path, name: str) -> dict[str, Any]:
+    path = _status_path(sweep_dir, name)
+    if not path.exists():
+        return {"state": "left", "attempts": 0, "errors": []}
+    return read_json(path, "cell status")
+
+
+def _write_status(sweep_dir: Path, name: str, status: dict[str, Any]) -> None:
+    write_json_atomic(_status_path(sweep_dir, name), status)
+
+
+def stored_cells(sweep_dir: str | Path) -> list[dict[str, Any]] | None:
+    """The cells recorded in a sweep directory (None if ``sweep_dir`` is not one)."""
+    path = Path(sweep_dir) / CELLS_FILE
+    if not path.is_file():
+        return None
+    data = read_json(path, "sweep cells")
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        raise RunDirError(f"{path} is not a telapa sweep's cell list")
+    return data["cells"]
+
+
+def prepare_sweep_dir(sweep: Sweep, out: Path) -> None:
+    """Creates ``out`` for ``sweep`` or checks that it holds the same sweep (re-running
+    resumes it); refuses any other non-empty directory."""
+    payloads = [_payload(c) for c in sweep.cells]
+    stored = stored_cells(out)
+    if stored is not None:
+        if json.loads(json.dumps(payloads)) != stored:
+            raise RunDirError(f"{out} holds another sweep (its {CELLS_FILE} differs from the "
+                              f"cells of {sweep.path}); choose another --out")
+        return
+    claim_new_dir(out, what="sweep directory")
+    (out / "cells").mkdir()
+    (out / "status").mkdir()
+    write_text_atomic(out / SWEEP_FILE, sweep.path.read_text())
+    write_json_atomic(out / CELLS_FILE, {"format": "telapa-sweep", "name": sweep.name,
+                                         "cells": payloads})
+
+
+def cell_state(sweep_dir: Path, name: str) -> tuple[str, dict[str, Any]]:
+    """(state, status) of a cell: done, running (its run directory is locked by a live
+    process), partial (a run directory, not running), failed, or left."""
+    status = read_status(sweep_dir, name)
+    run_dir = RunDir(sweep_dir / "cells" / name)
+    if (run_dir.path / "run.json").exists():
+        try:
+            if run_dir.spec().get("status") == "complete":
+                return "done", status
+        except RunDirError:
+            pass
+        try:
+            run_dir.lock()
+            run_dir.unlock()
+        except RunDirError:
+            return "running", status
+        return ("failed" if status.get("state") == "failed" else "partial"), status
+    return ("failed" if status.get("state") == "failed" else "left"), status
+
+
+def cell_progress(sweep_dir: Path, name: str) -> str:
+    """``next phase / phases`` of the cell's latest checkpoint ('' if none)."""
+    try:
+        ckpt = RunDir(sweep_dir / "cells" / name).latest_checkpoint()
+        if ckpt is None:
+            return ""
+        state = read_json(ckpt / "state.json", "checkpoint state")
+        return f"{state['next_phase']}/{state['phases']} phases"
+    except (RunDirError, ValueError, KeyError, OSError):
+        return "?"
+
+
+def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
+              on_event: Callable[[str], None] = lambda text: None) -> dict[str, int]:
+    """Runs every cell of ``sweep`` that is not done under ``out`` on ``backend``; a
+    failed cell is tried up to ``retries`` more times (each error recorded in its status
+    file). Returns the count of cells per state at the end."""
+    out = Path(out)
+    prepare_sweep_dir(sweep, out)
+    lock = RunDir(out)
+    lock.lock()
+    try:
+        todo = []
+        for cell in sweep.cells:
+            state, status = cell_state(out, cell.name)
+            if state == "running":
+                raise RunDirError(f"cell {cell.name} of {out} is being run by another process")
+            if state != "done":
+                todo.append(cell)
+        on_event(f"{len(sweep.cells) - len(todo)} of {len(sweep.cells)} cells done; running "
+                 f"{len(todo)} on {backend.describe}")
+        tries = dict.fromkeys((c.name for c in todo), 0)
+        while todo:
+            for cell in todo:
+                status = read_status(out, cell.name)
+                status.update(state="running", attempts=status.get("attempts", 0) + 1,
+                              started=time.time())
+                _write_status(out, cell.name, status)
+            failed = []
+            for name, result in backend.run(out, todo):
+                status = read_status(out, name)
+                if result.get("ok"):
+                    status.update(state="done", finished=time.time())
+                    on_event(f"done {name}")
+                else:
+                    status.setdefault("errors", []).append(
+                        {"attempt": status.get("attempts"), "error": result.get("error"),
+                         "traceback": result.get("traceback", ""), "time": time.time()})
+                    status["state"] = "failed"
+                    on_event(f"failed {name}: {result.get('error')}")
+                    tries[name] += 1
+                    if tries[name] <= retries:
+                        failed.append(sweep.cell(name))
+                _write_status(out, name, status)
+            todo = failed
+    finally:
+        lock.unlock()
+    counts = dict.fromkeys(STATES, 0)
+    for cell in sweep.cells:
+        counts[cell_state(out, cell.name)[0]] += 1
+    return counts
+
+
+def sweep_cells_dirs(path: str | Path) -> list[Path] | None:
+    """The run directories of the sweep directory ``path`` (None if it is not one)."""
+    cells = stored_cells(path)
+    return None if cells is None else [Path(path) / "cells" / c["name"] for c in cells]
+
+
+__all__ = ["Cell", "LocalBackend", "RayBackend", "Sweep", "SweepFile", "cell_state",
+           "load_sweep", "run_cell", "run_sweep", "sweep_cells_dirs", "thread_env"]

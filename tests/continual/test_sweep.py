@@ -1,0 +1,245 @@
+"""`telapa sweep`: sweep files validated before any run, one run directory per cell,
+resume and retries, status, scoring a sweep directory, and the Ray backend against a real
+Ray head on the loopback address (identical results to the local processes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from telapa.cli import main
+from telapa.config import CONFIG_DIR, ConfigError
+from telapa.continual.sweep import load_sweep, read_status, run_sweep
+
+HERE = Path(__file__).parent
+TINY_SWEEP = HERE / "sweep_tiny" / "sweep.yaml"
+CELL = "tiny-scratch-s0"
+
+
+def _write(tmp_path: Path, text: str, name: str = "s.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+BASE = f"preset: {HERE / 'tiny_run.yaml'}\ncurricula: [smoke]\nmethods: [ewc]\nseeds: 2\n"
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ("colour: red\n", "unknown key 'colour' in {file}"),
+    ("grid:\n  methods.ewc.lam: []\n", "invalid value for 'grid' in {file}.*"
+                                        "'methods.ewc.lam' has no values"),
+    ("grid:\n  methods.ewc.lamda: [1, 2]\n", r"unknown setting grid.'methods.ewc.lamda' "
+                                             "in {file}"),
+    ("overrides:\n  nope: 3\n", r"unknown setting overrides.'nope' in {file}"),
+    ("grid:\n  methods.ewc.decay: [0.5, 2.0]\n",
+     "invalid value for 'methods.ewc.decay' in {file}.*less than or equal to 1"),
+    ("overrides:\n  steps_per_visit: 1000\n", "steps_per_visit=1000 is not a multiple"),
+])
+def test_sweep_file_errors_name_the_file_and_key(tmp_path, extra, message):
+    path = _write(tmp_path, BASE + extra)
+    with pytest.raises(ConfigError, match=message.format(file=path)):
+        load_sweep(path)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    (BASE.replace("[ewc]", "[ewc, nope]"), "unknown method 'nope'"),
+    (BASE.replace("[ewc]", "[]"), "invalid value for 'methods'"),
+    (BASE.replace("seeds: 2", "seeds: [-1]"), "out of range"),
+    (BASE.replace("[smoke]", "[nowhere]"), "unknown curriculum 'nowhere'"),
+])
+def test_bad_lists_are_named(tmp_path, text, message):
+    with pytest.raises(ConfigError, match=message):
+        load_sweep(_write(tmp_path, text))
+
+
+def test_method_settings_only_multiply_their_method(tmp_path):
+    path = _write(tmp_path, BASE.replace("[ewc]", "[ewc, finetune]")
+                  + "grid:\n  methods.ewc.lam: [1, 10]\n  methods.ewc.decay: [0.9]\n")
+    sweep = load_sweep(path)
+    assert [c.name for c in sweep.cells] == [
+        "smoke-ewc-lam=1-decay=0.9-s0", "smoke-ewc-lam=1-decay=0.9-s1",
+        "smoke-ewc-lam=10-decay=0.9-s0", "smoke-ewc-lam=10-decay=0.9-s1",
+        "smoke-finetune-s0", "smoke-finetune-s1",
+    ]
+    assert sweep.cells[2].config.methods.ewc.lam == 10.0
+    assert sweep.cells[4].overrides == {}
+
+
+def test_shipped_sweeps_are_valid():
+    files = sorted((CONFIG_DIR / "sweeps").glob("*.yaml"))
+    sweeps = {p.stem: load_sweep(p) for p in files}
+    assert len(sweeps) >= 8
+    table1 = sweeps["table1"]
+    assert len(table1.cells) == 10 * 20
+    assert {c.method for c in table1.cells} == {
+        "scratch", "scratch-reuse", "finetune", "finetune-reset", "ewc", "l2init", "dff",
+        "shrink-perturb", "telapa-static", "telapa"}
+    assert len(sweeps["appb-ewc"].cells) == 7 * 4 * 20
+    assert len(sweeps["appb-shrink-perturb"].cells) == 6 * 5 * 20
+    assert len(sweeps["appb-l2init"].cells) == 8 * 20
+    assert {c.config.methods.telapa.qd.injection.p_inj
+            for c in sweeps["elite-injection"].cells} == {0.0, 0.1, 0.2, 0.3}
+    assert {c.config.intrinsic_beta for c in sweeps["intrinsic-reward"].cells} == {None, 0.005}
+    assert {c.curriculum.name for c in sweeps["alternative-curricula"].cells} == {
+        "reverse", "scrambled", "long"}
+
+
+class FlakyBackend:
+    """Fails each cell ``failures`` times, then succeeds (without running anything)."""
+
+    describe = "flaky"
+
+    def __init__(self, failures: int):
+        self.failures = failures
+        self.calls: list[str] = []
+
+    def run(self, sweep_dir, cells):
+        for cell in cells:
+            self.calls.append(cell.name)
+            if self.calls.count(cell.name) <= self.failures:
+                yield cell.name, {"ok": False, "error": f"boom {self.calls.count(cell.name)}"}
+            else:
+                (sweep_dir / "cells" / cell.name).mkdir()
+                (sweep_dir / "cells" / cell.name / "run.json").write_text(json.dumps(
+                    {"format": "telapa-run", "version": 1, "status": "complete"}))
+                yield cell.name, {"ok": True}
+
+
+def test_failures_are_recorded_and_retried(tmp_path):
+    sweep = load_sweep(_write(tmp_path, BASE))
+    out = tmp_path / "out"
+    flaky = FlakyBackend(failures=2)
+    counts = run_sweep(sweep, out, flaky, retries=1)
+    assert counts["failed"] == 2 and counts["done"] == 0
+    status = read_status(out, "smoke-ewc-s0")
+    assert status["state"] == "failed" and status["attempts"] == 2
+    assert [e["error"] for e in status["errors"]] == ["boom 1", "boom 2"]
+    # the same command again: failed cells are tried again, done ones skipped
+    counts = run_sweep(sweep, out, flaky, retries=1)
+    assert counts["done"] == 2 and flaky.calls.count("smoke-ewc-s0") == 3
+    assert read_status(out, "smoke-ewc-s0")["attempts"] == 3
+    run_sweep(sweep, out, flaky)
+    assert flaky.calls.count("smoke-ewc-s0") == 3
+
+
+def test_another_sweep_or_a_foreign_directory_is_refused(tmp_path):
+    sweep = load_sweep(_write(tmp_path, BASE))
+    out = tmp_path / "out"
+    run_sweep(sweep, out, FlakyBackend(0))
+    other = load_sweep(_write(tmp_path, BASE.replace("seeds: 2", "seeds: 3"), "o.yaml"))
+    with pytest.raises(ValueError, match="holds another sweep"):
+        run_sweep(other, out, FlakyBackend(0))
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="is not empty"):
+        run_sweep(sweep, mine, FlakyBackend(0))
+
+
+@pytest.fixture(scope="module")
+def local_sweep(tmp_path_factory):
+    out = tmp_path_factory.mktemp("sweep") / "local"
+    assert main(["sweep", str(TINY_SWEEP), "--out", str(out), "--workers", "1",
+                 "--threads", "1"]) == 0
+    return out
+
+
+def test_local_sweep_runs_every_cell_and_resumes(local_sweep, capsys):
+    cell = local_sweep / "cells" / CELL
+    assert json.loads((cell / "run.json").read_text())["status"] == "complete"
+    assert read_status(local_sweep, CELL)["state"] == "done"
+    log = (local_sweep / "status" / f"{CELL}.log").read_text()
+    assert "visit 0 (A, MiniGrid-Empty-5x5-v0) train 512/512 steps" in log
+    before = (cell / "metrics.json").read_bytes()
+    capsys.readouterr()
+    assert main(["sweep", str(TINY_SWEEP), "--out", str(local_sweep)]) == 0
+    captured = capsys.readouterr()
+    assert "1 of 1 cells done; running 0" in captured.err
+    assert (cell / "metrics.json").read_bytes() == before
+    assert main(["sweep", "status", str(local_sweep)]) == 0
+    status = capsys.readouterr().out
+    assert CELL in status and "done" in status and "1 done" in status
+
+
+def test_report_takes_a_sweep_directory(local_sweep, tmp_path):
+    out = tmp_path / "report"
+    assert main(["report", str(local_sweep), "--out", str(out)]) == 0
+    page = (out / "index.html").read_text()
+    assert "Curriculum tiny" in page and "from 1 scratch run(s)" in page
+
+
+def test_metrics_take_a_sweep_directory(local_sweep, capsys):
+    assert main(["metrics", str(local_sweep), "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["tiny"]["tau_source"] == "1 scratch run(s)"
+    assert payload["tiny"]["summary"]["scratch"]["runs"] == 1
+    # the same run passed twice is refused, naming both directories
+    cell = local_sweep / "cells" / CELL
+    with pytest.raises(SystemExit):
+        main(["metrics", str(local_sweep), str(cell)])
+    assert f"{cell} and {cell} are the same run" in capsys.readouterr().err
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.5)
+    raise AssertionError(f"Ray head did not open 127.0.0.1:{port}")
+
+
+def test_ray_backend_on_a_local_head_gives_identical_results(local_sweep, tmp_path):
+    ray_bin = Path(sys.executable).with_name("ray")
+    port = _free_port()
+    temp = tempfile.mkdtemp(prefix="rayt", dir="/tmp")  # short: Ray's socket paths
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+           "RAY_USAGE_STATS_ENABLED": "0"}
+    head = subprocess.Popen(
+        [str(ray_bin), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
+         f"--port={port}", "--num-cpus=1", "--num-gpus=0", "--include-dashboard=false",
+         "--disable-usage-stats", "--object-store-memory=80000000", f"--temp-dir={temp}"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True)
+    try:
+        _wait_for_port(port, head)
+        out = tmp_path / "ray"
+        proc = subprocess.run(
+            [sys.executable, "-m", "telapa.cli", "sweep", str(TINY_SWEEP), "--out", str(out),
+             "--backend", "ray", "--address", f"127.0.0.1:{port}", "--threads", "1"],
+            env=env, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+    finally:
+        head.send_signal(signal.SIGTERM)  # --block: the head takes its processes down
+        try:
+            head.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(head.pid, signal.SIGKILL)
+            head.wait()
+        shutil.rmtree(temp, ignore_errors=True)
+    ours, theirs = local_sweep / "cells" / CELL, out / "cells" / CELL
+    assert json.loads((theirs / "metrics.json").read_text()) == json.loads(
+        (ours / "metrics.json").read_text())
+    for name in ("visits", "curve", "final"):
+        pd.testing.assert_frame_equal(pd.read_csv(theirs / f"{name}.csv"),
+                                      pd.read_csv(ours / f"{name}.csv"), obj=name)
