@@ -343,16 +343,8 @@ class RunDir:
 
     def elites(self) -> pd.DataFrame:
         """``elites.csv``: every archived elite; `RunDirError` names a truncated file."""
+        frame = self.read_table("elites", ELITE_REQUIRED)
         path = self.path / "elites.csv"
-        if not path.is_file():
-            raise RunDirError(f"{path} is missing")
-        try:
-            frame = pd.read_csv(path)
-        except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as err:
-            raise RunDirError(f"{path} is not a readable CSV table: {err}") from None
-        missing = [c for c in ELITE_REQUIRED if c not in frame.columns]
-        if missing:
-            raise RunDirError(f"{path} is missing column(s) {missing} (truncated?)")
         descriptor = [c for c in frame.columns if re.fullmatch(r"d_\d+", c)]
         if not descriptor:
             raise RunDirError(f"{path} has no descriptor columns d_0.. (truncated?)")
