@@ -1,5 +1,7 @@
 """Real runs for the report tests: Finetune and TeLAPA, seeds 0 and 1, on the smoke
-curriculum (A B A' B') with the quick preset, made once per test session.
+curriculum (A B A' B') with the tiny run preset of the continual tests
+(`tests/continual/tiny_run.yaml`: the whole pipeline, small budgets), made once per test
+session.
 
 With pytest-xdist the workers share them: the first worker that needs them makes them
 under a file lock in the session's base temp folder, the others wait and reuse them.
@@ -20,6 +22,7 @@ from telapa.continual.curriculum import load_curriculum
 from telapa.continual.preset import load_run_config
 from telapa.continual.runner import ContinualRun, RunSpec
 
+TINY = Path(__file__).resolve().parents[1] / "continual" / "tiny_run.yaml"
 METHODS = ("finetune", "telapa")
 SEEDS = (0, 1)
 
@@ -46,20 +49,20 @@ def _paths(folder: Path) -> dict[tuple[str, int], Path]:
 
 
 def _make_runs(folder: Path) -> None:
-    curriculum, config = load_curriculum("smoke"), load_run_config("quick")
+    curriculum, config = load_curriculum("smoke"), load_run_config(TINY)
     for (method, seed), path in _paths(folder).items():
-        ContinualRun.start(RunSpec(curriculum, method, seed, config, "quick"), path).run()
+        ContinualRun.start(RunSpec(curriculum, method, seed, config, "tiny"), path).run()
 
 
 @pytest.fixture(scope="session")
 def quick_runs(tmp_path_factory) -> dict[tuple[str, int], Path]:
-    """(method, seed) -> run directory of a finished quick-preset smoke run."""
+    """(method, seed) -> run directory of a finished tiny-preset smoke run."""
     return _paths(_once(tmp_path_factory, "quick-runs", _make_runs))
 
 
 @pytest.fixture(scope="session")
 def report_dir(quick_runs, tmp_path_factory) -> Path:
-    """`telapa report` of the four quick runs."""
+    """`telapa report` of the four tiny runs."""
     def make(folder: Path) -> None:
         assert main(["report", *map(str, quick_runs.values()), "--out",
                      str(folder / "report")]) == 0
