@@ -19,6 +19,7 @@ rollout in progress is part of the checkpoint.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
@@ -34,7 +35,7 @@ from telapa import __version__
 from telapa.config import read_yaml
 from telapa.continual.curriculum import Curriculum, Visit, parse_curriculum
 from telapa.continual.methods import Method, TaskContext
-from telapa.continual.preset import RunConfig, parse_run_config
+from telapa.continual.preset import RunConfig, bind_env_family, parse_run_config
 from telapa.continual.registry import make_method
 from telapa.continual.rundir import RunDir, RunDirError
 from telapa.io import (
@@ -127,6 +128,9 @@ class ContinualRun:
     """
 
     def __init__(self, spec: RunSpec, run_dir: RunDir, progress: Progress | None = None):
+        spec = dataclasses.replace(spec, config=bind_env_family(
+            spec.config, list(spec.curriculum.task_ids().values()),
+            f"curriculum {spec.curriculum.name!r}"))
         self.spec = spec
         self.dir = run_dir
         self.progress = progress or _Silent()
