@@ -3,8 +3,8 @@
 SR is the env family's competence of the episode returns (`telapa.envs.family`): the
 fraction of episodes with positive return for MiniGrid (paper eq. for SR; a positive
 return means the goal was reached), clip(E[R] / R*, 0, 1) for MuJoCo. Per-step features
-(``info["features"]``, D per step) are returned zero-padded to ``max_steps`` with the episode lengths, the
-layout the latent embedder consumes.
+(``info["features"]``, D per step) are returned zero-padded to ``max_steps`` with the
+episode lengths, the layout the latent embedder consumes.
 
 On the jax backend `make_jax_evaluator` gives a pure ``evaluate(params, key)`` and
 `make_population_evaluator` the same for a batch of parameter sets (illumination's
