@@ -165,6 +165,7 @@ class ContinualRun:
     def start(cls, spec: RunSpec, path: str | Path, progress: Progress | None = None):
         run_dir = RunDir(path)
         run = cls(spec, run_dir, progress)
+        spec = run.spec  # with the env family's latent D
         run_dir.create(
             {"curriculum": spec.curriculum.name, "method": spec.method, "seed": spec.seed,
              "preset": spec.preset, "backend": spec.curriculum.backend,
