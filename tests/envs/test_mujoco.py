@@ -160,6 +160,9 @@ def test_family_interface():
     with pytest.raises(ConfigError, match="feature_dim=11, but the mujoco env family's sketch "
                                           "has D=24"):
         bind_env_family(wrong, hopper)
+    beta = load_run_config("mujoco").model_copy(update={"intrinsic_beta": 0.005})
+    with pytest.raises(ConfigError, match="count bonus hashes MiniGrid states"):
+        bind_env_family(beta, hopper)
     with pytest.raises(ValueError, match="friction must be a number > 0"):
         mujoco.check_options("Hopper-v5", {"friction": "high"})
 

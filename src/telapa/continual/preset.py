@@ -130,7 +130,8 @@ def bind_env_family(config: RunConfig, env_ids: list[str], source: str = "run") 
     """``config`` with the latent feature dimension D of the env family of ``env_ids``
     (`telapa.envs.family`): D is a property of the envs, not a setting. A preset that
     sets ``methods.telapa.latent.feature_dim`` to another value is a `ConfigError`
-    naming both values; the curriculum must use one family and one D."""
+    naming both values; the curriculum must use one family and one D, and
+    ``intrinsic_beta`` needs a family with the count bonus."""
     from telapa.config import ConfigError
     from telapa.envs.family import common_family
 
@@ -142,6 +143,11 @@ def bind_env_family(config: RunConfig, env_ids: list[str], source: str = "run") 
     if len(set(dims.values())) != 1:
         raise ConfigError(f"{source}: tasks have different sketch dimensions {dims}")
     dim = next(iter(dims.values()))
+    if config.intrinsic_beta and not family.count_bonus:
+        raise ConfigError(
+            f"{source}: intrinsic_beta is set, but the episodic count bonus hashes MiniGrid "
+            f"states (x, y, direction); the {family.name} env family has no such hash"
+        )
     telapa = config.methods.telapa
     latent = telapa.latent
     if "feature_dim" in latent.model_fields_set and latent.feature_dim != dim:

@@ -10,7 +10,9 @@ A family answers, for the ids it `matches`:
 * ``competence(env_id)``: the `Competence` score of a set of episode returns that drives
   gates, anchors, few-shot selection and every metric (the return stays the fitness);
 * ``codec(trainer)``: how stored trajectories are compressed;
-* ``train_preset``: the default PPO preset, ``configs/ppo/<train_preset>.yaml``.
+* ``train_preset``: the default PPO preset, ``configs/ppo/<train_preset>.yaml``;
+* ``count_bonus``: whether the episodic count bonus (`telapa.envs.intrinsic`, which hashes
+  MiniGrid states) applies.
 
 Families: MiniGrid (`telapa.envs.minigrid.family`), MuJoCo (`telapa.envs.mujoco`), and
 a generic fallback for any other Box-observation gymnasium env (features = the
@@ -90,6 +92,7 @@ class EnvFamily(Protocol):
 
     name: str
     train_preset: str
+    count_bonus: bool
 
     def matches(self, env_id: str) -> bool: ...
     def check_options(self, env_id: str, options: dict[str, Any]) -> None: ...
@@ -105,6 +108,7 @@ class GenericFamily:
 
     name = "generic"
     train_preset = "mujoco"
+    count_bonus = False
 
     def matches(self, env_id: str) -> bool:
         return True

@@ -27,6 +27,7 @@ OPTIONS = ("observe_mission",)
 class MiniGridFamily:
     name = "minigrid"
     train_preset = "minigrid"
+    count_bonus = True
 
     def matches(self, env_id: str) -> bool:
         return is_minigrid_id(env_id)

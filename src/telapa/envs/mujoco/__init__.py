@@ -67,6 +67,7 @@ def reference_return(env_id: str) -> float:
 class MujocoFamily:
     name = "mujoco"
     train_preset = "mujoco"
+    count_bonus = False
 
     def matches(self, env_id: str) -> bool:
         return _entry_module(env_id).startswith("gymnasium.envs.mujoco")
