@@ -28,7 +28,7 @@ episodes last ~20 steps, so per-episode overhead weighs more than in a trained p
 ``benchmarks/results/mujoco_throughput.json``.
 
     python benchmarks/mujoco_throughput.py           # full (about 10 minutes)
-    python benchmarks/mujoco_throughput.py --quick   # smoke check (about a minute)
+    python benchmarks/mujoco_throughput.py --quick   # smoke check (256-step rollouts)
 """
 
 from __future__ import annotations
@@ -51,6 +51,13 @@ ENVS = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5")
 RESULTS = Path(__file__).resolve().parent / "results" / "mujoco_throughput.json"
 CONFIG = load_config(preset_path("mujoco"))
 SHAPES = dict(num_envs=8, n_steps=2048, batch_size=256, epochs=10)
+
+
+def _quick() -> None:
+    """``--quick``: 256-step rollouts instead of 2048 (a smoke check of the script)."""
+    global CONFIG
+    SHAPES["n_steps"] = 256
+    CONFIG = CONFIG.model_copy(update={"ppo": CONFIG.ppo.model_copy(update={"n_steps": 256})})
 
 
 def bench_sb3(steps: int) -> dict:
@@ -191,10 +198,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help=f"default: {RESULTS} (--quick: .quick.json)")
     args = parser.parse_args(argv)
     args.out = args.out or (RESULTS.with_suffix(".quick.json") if args.quick else RESULTS)
+    if args.quick:
+        _quick()
     rollout = SHAPES["num_envs"] * SHAPES["n_steps"]
     ppo_steps = rollout if args.quick else 3 * rollout
     repeats = args.repeats or (1 if args.quick else 2)
-    candidates = 2 if args.quick else 8
+    candidates = 1 if args.quick else 8
 
     results: list[dict] = []
 
@@ -210,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
             except ImportError as err:
                 print(f"skipping SB3 ({err}); install the bench extra", file=sys.stderr)
         record({**bench_telapa(ppo_steps), "round": round_})
-    for result in bench_stepping(2_000 if args.quick else 16_000):
+    for result in bench_stepping(800 if args.quick else 16_000):
         record(result)
     eval_rates, ppo_rates = {}, {}
     for env_id in ((ENV_ID,) if args.quick else ENVS):
