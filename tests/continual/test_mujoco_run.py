@@ -1,15 +1,20 @@
 """MuJoCo friction curricula in the continual loop with tiny budgets (episodes capped at
-64 steps): TeLAPA end to end with D = 24 sketches and SR~ competence, resumed after a
-kill with identical results; every method runs."""
+64 steps): TeLAPA end to end with D = 24 sketches and SR~ competence, `telapa run` killed
+with SIGKILL and resumed with identical results; every method runs; the report's MuJoCo
+table."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from telapa.continual.curriculum import parse_curriculum
 from telapa.continual.preset import load_run_config
@@ -17,20 +22,16 @@ from telapa.continual.registry import METHODS
 from telapa.continual.runner import ContinualRun, RunSpec, load_run_tables
 from telapa.envs.mujoco import reference_return
 
-from .crash import Crash, CrashAfter
+from .test_cli_run import _checkpoint_phase, _telapa
 
 TINY = Path(__file__).with_name("tiny_mujoco_run.yaml")
+CURRICULUM = Path(__file__).with_name("tiny_mujoco_curriculum.yaml")
 R_STAR = reference_return("Hopper-v5")
 
 
 def _curriculum(cycles: int = 2):
-    task = {"env_id": "Hopper-v5", "options": {"max_episode_steps": 64}}
-    return parse_curriculum({
-        "name": "hopper-tiny", "backend": "gymnasium",
-        "tasks": {"F0.50": {**task, "options": {**task["options"], "friction": 0.5}},
-                  "F1.50": {**task, "options": {**task["options"], "friction": 1.5}}},
-        "order": ["F0.50", "F1.50"], "cycles": cycles,
-    })
+    data = yaml.safe_load(CURRICULUM.read_text())
+    return parse_curriculum({**data, "cycles": cycles}, str(CURRICULUM))
 
 
 def _spec(method: str = "telapa", cycles: int = 2) -> RunSpec:
@@ -66,19 +67,35 @@ def test_telapa_on_friction_shifts_uses_the_family_sketch_and_competence(telapa_
     assert 0 <= metrics["mean_sr"] <= 1
 
 
-def test_telapa_mujoco_run_resumes_exactly_after_a_kill(telapa_run, tmp_path):
+def test_telapa_mujoco_run_resumes_exactly_after_sigkill(telapa_run, tmp_path):
+    """`telapa run` killed with SIGKILL during visit 2 (after two archives exist), then
+    `telapa run --resume`: the same tables, metrics and method log as the uninterrupted
+    in-process run (so also the same across processes)."""
     path, metrics = telapa_run
-    crashed = tmp_path / "crashed"
-    # 2 updates per visit: crash during visit 2 (after two archives exist)
-    with pytest.raises(Crash):
-        ContinualRun.start(_spec(), crashed, CrashAfter(4)).run()
-    resumed = ContinualRun.resume(crashed).run()
-    assert json.dumps(resumed) == json.dumps(metrics)
+    out = tmp_path / "killed"
+    proc = _telapa("run", "--curriculum", str(CURRICULUM), "--method", "telapa", "--seed", "1",
+                   "--preset", str(TINY), "--out", str(out))
+    # phases per visit: start, 2 chunks, end; the gymnasium backend checkpoints after
+    # start and end, so next_phase 9 = visit 2 has started (its training not yet kept)
+    deadline = time.monotonic() + 600
+    while _checkpoint_phase(out) < 9:
+        assert proc.poll() is None, proc.communicate()[1]
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert 9 <= _checkpoint_phase(out) < 16
+    assert json.loads((out / "run.json").read_text())["status"] == "running"
+    resume = _telapa("run", "--resume", str(out))
+    _, err = resume.communicate(timeout=600)
+    assert resume.returncode == 0, err
+    assert "resumed at visit 2" in err
+    assert json.loads((out / "metrics.json").read_text()) == json.loads(json.dumps(metrics))
     for name, table in load_run_tables(path).items():
-        pd.testing.assert_frame_equal(load_run_tables(crashed)[name], table, obj=name)
+        pd.testing.assert_frame_equal(load_run_tables(out)[name], table, obj=name)
     strip = {"wall_s"}
     a = json.loads((path / "method_log.json").read_text())
-    b = json.loads((crashed / "method_log.json").read_text())
+    b = json.loads((out / "method_log.json").read_text())
     assert [{k: v for k, v in e.items() if k not in strip} for e in a] == [
         {k: v for k, v in e.items() if k not in strip} for e in b]
 
