@@ -165,6 +165,9 @@ def test_family_interface():
         bind_env_family(beta, hopper)
     with pytest.raises(ValueError, match="friction must be a number > 0"):
         mujoco.check_options("Hopper-v5", {"friction": "high"})
+    with pytest.raises(ValueError, match="Hopper-v5: bad option.*frction"):
+        mujoco.check_options("Hopper-v5", {"frction": 0.5})
+    mujoco.check_options("Hopper-v5", {"friction": 0.5, "max_episode_steps": 64})
 
 
 def test_paper_preset_is_the_appendix_table():

@@ -79,6 +79,14 @@ class MujocoFamily:
             raise ValueError(f"{env_id}: option friction must be a number > 0, got "
                              f"{friction!r}")
         reference_return(env_id)
+        rest = {k: v for k, v in options.items() if k != "friction"}
+        if rest:  # gymnasium.make's keywords: make one env now to name a bad one early
+            try:
+                gymnasium.make(env_id, **rest).close()
+            except TypeError as err:
+                raise ValueError(f"{env_id}: bad option(s) {', '.join(rest)} "
+                                 f"(valid: friction and gymnasium.make's keywords): {err}"
+                                 ) from None
 
     def make_single(self, env_id: str, options: dict[str, Any]) -> gymnasium.Env:
         options = dict(options)
