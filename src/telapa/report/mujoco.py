@@ -39,8 +39,9 @@ def mujoco_results(results: Mapping[str, CurriculumResults]) -> dict[str, Curric
 
 def mujoco_table(results: Mapping[str, CurriculumResults], *, prefix: str = "mujoco"
                  ) -> ReportTable:
-    """(environment, method) x (Mean SR~, BWT, TR), best per environment not marked
-    across environments (the best marking is per column; read it per block)."""
+    """(environment, method) x (Mean SR~, BWT, TR), mean ± 95% CI over seeds. No cell
+    is bold: the paper marks the best method per environment, and a column's best
+    across environments would compare different R*."""
     rows = []
     for name, result in results.items():
         env_id = environment(result)
