@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -89,7 +90,7 @@ def test_telapa_mujoco_run_resumes_exactly_after_sigkill(telapa_run, tmp_path):
     resume = _telapa("run", "--resume", str(out))
     _, err = resume.communicate(timeout=600)
     assert resume.returncode == 0, err
-    assert "resumed at visit 2" in err
+    assert re.search(r"resumed at visit [23] ", err), err  # 3: only if the poll lagged
     assert json.loads((out / "metrics.json").read_text()) == json.loads(json.dumps(metrics))
     for name, table in load_run_tables(path).items():
         pd.testing.assert_frame_equal(load_run_tables(out)[name], table, obj=name)
