@@ -44,7 +44,11 @@ def test_ppo_learns_inverted_pendulum_beyond_any_random_return():
     trainer = PPOTrainer(ENV, config, key=0, backend="gymnasium")
     before = trainer.evaluate(episodes=8, key=1)
     assert before.mean_return < THRESHOLD / 3
-    trainer.train(20_480)
+    history = trainer.train(20_480)
+    # PPO's logged success rate is the family's competence of the training episodes
+    for m in history:
+        expected = min(max(m["episode_return"] / 950.0, 0.0), 1.0)
+        assert m["success_rate"] == pytest.approx(expected, rel=1e-6), m
     after = trainer.evaluate(episodes=8, key=1)
     assert after.mean_return > THRESHOLD, after.returns
     # competence is SR~ = clip(mean return / R*, 0, 1), R* = 950 (gymnasium's threshold)
