@@ -31,3 +31,25 @@ def test_env_throughput_quick(tmp_path: Path) -> None:
         assert run["env_id"] == env_id and run["steps"] > 0 and run["steps_per_s"] > 0
     for batch in batches:
         assert runs["port", batch]["compile_s"] > 0 and runs["port", batch]["reset_compile_s"] > 0
+
+
+def test_mujoco_throughput_quick(tmp_path: Path) -> None:
+    out = tmp_path / "mujoco_throughput.json"
+    subprocess.run(
+        [sys.executable, str(BENCHMARKS / "mujoco_throughput.py"), "--quick", "--skip-sb3",
+         "--out", str(out)],
+        check=True,
+        timeout=600,
+    )
+    report = json.loads(out.read_text())
+    assert report["benchmark"] == "mujoco_throughput" and report["quick"] is True
+    names = {r["name"] for r in report["results"]}
+    assert {"telapa", "gymnasium-sync8", "family-sync8", "family-async8", "GymVectorEnv-sync8",
+            "candidates"} <= names
+    assert all(r["steps"] > 0 and r["steps_per_s"] > 0 for r in report["results"])
+    cost = report["visit_cost"]["HalfCheetah-v5"]
+    assert set(cost["seconds"]) == {"ppo", "evaluation", "illumination", "probes"}
+    assert cost["env_steps"]["ppo"] == 1_000_000
+    # 200 candidates + the base policy, 5 episodes of 1000 steps each
+    assert cost["env_steps"]["illumination"] == 201 * 5 * 1000
+    assert cost["total_s"] == sum(cost["seconds"].values())

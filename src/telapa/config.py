@@ -94,6 +94,9 @@ class EvalConfig(StrictModel):
     episodes: PositiveInt = 50
     deterministic: bool = False
     """False: sample actions from the policy (default); True: argmax / Gaussian mean."""
+    num_envs: PositiveInt | None = None
+    """gymnasium backend: env copies the episodes are split over (None: min(episodes,
+    16)); the paper's MuJoCo setting evaluates 5 episodes on 4 envs."""
 
 
 class TrainConfig(StrictModel):
@@ -224,10 +227,11 @@ def preset_path(name: str) -> Path:
 
 
 def default_config(env_id: str) -> TrainConfig:
-    """The preset for ``env_id``: ``minigrid.yaml`` for MiniGrid ids, else ``mujoco.yaml``."""
-    from telapa.envs.minigrid.gym_wrappers import is_minigrid_id
+    """The PPO preset of ``env_id``'s env family (`telapa.envs.family`):
+    ``minigrid.yaml`` for MiniGrid ids, ``mujoco.yaml`` for MuJoCo and any other id."""
+    from telapa.envs.family import family_of
 
-    return load_config(preset_path("minigrid" if is_minigrid_id(env_id) else "mujoco"))
+    return load_config(preset_path(family_of(env_id).train_preset))
 
 
 def dump_config(config: TrainConfig) -> str:

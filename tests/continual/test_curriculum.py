@@ -59,8 +59,12 @@ def _write(tmp_path: Path, text: str, name: str = "mine.yaml") -> Path:
     return path
 
 
+MUJOCO = {"halfcheetah": "HalfCheetah-v5", "hopper": "Hopper-v5", "walker2d": "Walker2d-v5",
+          "ant": "Ant-v5"}
+
+
 def test_shipped_curricula_are_the_papers():
-    assert curriculum_names() == sorted(PAPER)
+    assert curriculum_names() == sorted([*PAPER, *MUJOCO])
     for name, expected in PAPER.items():
         cur = load_curriculum(name)
         assert cur.name == name and cur.backend == "jax"
@@ -70,6 +74,34 @@ def test_shipped_curricula_are_the_papers():
         assert [v.cycle for v in visits] == [0] * (len(expected) // 2) + [1] * (len(expected) // 2)
         assert all(v.steps is None and v.options == {} for v in visits)
         assert cur.task_ids() == dict(expected[: len(expected) // 2])
+
+
+def test_mujoco_friction_curricula_are_the_papers():
+    """App. MuJoCo: F0.50 -> F0.75 -> F1.00 -> F1.25 -> F1.50, twice, on the gymnasium
+    backend; friction is a task option."""
+    scales = [0.5, 0.75, 1.0, 1.25, 1.5]
+    for name, env_id in MUJOCO.items():
+        cur = load_curriculum(name)
+        assert cur.backend == "gymnasium"
+        visits = cur.visits()
+        tags = [f"F{s:.2f}" for s in scales]
+        assert [v.tag for v in visits] == tags + [t + "'" for t in tags]
+        assert [v.options for v in visits] == [{"friction": s} for s in scales] * 2
+        assert {v.env_id for v in visits} == {env_id}
+
+
+def test_bad_friction_option_is_rejected_naming_the_task(tmp_path):
+    text = ("name: f\nbackend: gymnasium\ntasks:\n  A: {env_id: Hopper-v5, options: "
+            "{friction: -1}}\norder: [A]\n")
+    with pytest.raises(ConfigError, match=r"task 'A'.*friction must be a number > 0"):
+        load_curriculum(_write(tmp_path, text))
+    mixed = ("name: m\nbackend: gymnasium\ntasks: {A: Hopper-v5, B: MiniGrid-Empty-5x5-v0}"
+             "\norder: [A, B]\n")
+    from telapa.continual.preset import bind_env_family, load_run_config
+
+    cur = load_curriculum(_write(tmp_path, mixed, "mixed.yaml"))
+    with pytest.raises(ConfigError, match="mixes env families"):
+        bind_env_family(load_run_config("quick"), list(cur.task_ids().values()))
 
 
 def test_load_by_path_and_path_object():

@@ -1,6 +1,6 @@
 """``telapa run`` (one method on one curriculum, resumable) and ``telapa metrics``.
 
-    telapa run --curriculum NAME|FILE --method NAME --seed S [--preset quick|paper|FILE]
+    telapa run --curriculum NAME|FILE --method NAME --seed S [--preset quick|paper|mujoco|FILE]
                [--out DIR]
     telapa run --resume RUN_DIR [options that agree with the run]
     telapa metrics RUN_DIR|SWEEP_DIR... [--skip-incomplete] [--json]
@@ -28,7 +28,7 @@ from rich.table import Table
 from telapa.cli.common import CLIError, json_safe, load_runs, seed_int, stdout_console
 from telapa.config import ConfigError
 from telapa.continual.curriculum import Visit, load_curriculum
-from telapa.continual.preset import load_run_config, parse_run_config
+from telapa.continual.preset import bind_env_family, load_run_config, parse_run_config
 from telapa.continual.registry import METHODS
 from telapa.continual.results import COMPUTE_LABELS, CurriculumResults, score
 from telapa.continual.rundir import RunDirError, claim_new_dir
@@ -193,7 +193,10 @@ def build_spec(
             data = config.model_dump()
             data["intrinsic_beta"] = intrinsic_beta
             config = parse_run_config(data, source="--intrinsic-beta")
-        spec = RunSpec(load_curriculum(curriculum), method, seed, config, preset)
+        cur = load_curriculum(curriculum)
+        # the env family's latent D, and options it rejects, are checked before any work
+        bind_env_family(config, list(cur.task_ids().values()), f"curriculum {cur.name!r}")
+        spec = RunSpec(cur, method, seed, config, preset)
         spec.check_budgets()
         return spec
     except ConfigError as err:
@@ -370,7 +373,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--curriculum", help="curriculum name in configs/curricula or a YAML file")
     run.add_argument("--method", help=f"one of: {', '.join(METHODS)}")
     run.add_argument("--seed", type=seed_int, help="0 <= S < 2^32 (default 0)")
-    run.add_argument("--preset", help="quick (default), paper, or a YAML file")
+    run.add_argument("--preset",
+                     help="quick (default), paper, mujoco, mujoco-quick, or a YAML file")
     run.add_argument("--out", help="run directory (default: under runs/)")
     run.add_argument("--intrinsic-beta", type=float, metavar="BETA",
                      help="add the episodic count bonus to training rewards (paper App. F)")

@@ -16,6 +16,11 @@ by name, ``load_curriculum(path)`` loads any YAML file. A user curriculum::
     cycles: 3                  # A B A' B' A'' B''
     steps_per_visit: 100000    # tasks without ``steps``; omit to use the run preset's budget
 
+Options are the env family's task parameters (`telapa.envs.family`), checked when the
+curriculum is loaded: MiniGrid ``observe_mission``; MuJoCo (``backend: gymnasium``)
+``friction``, the friction regime (``{env_id: Hopper-v5, options: {friction: 0.75}}``,
+see ``configs/curricula/hopper.yaml``). All tasks of a curriculum belong to one family.
+
 Tags are the keys of ``tasks``; ``order`` may repeat them. The n-th visit of task ``A`` is
 tagged ``A`` followed by n-1 primes (``A``, ``A'``, ``A''``). Every env id is checked on the
 curriculum's backend when it is loaded, before any work starts.
@@ -37,6 +42,7 @@ from pydantic import (
 
 from telapa.config import CONFIG_DIR, StrictModel, read_yaml, resolve_named, validate
 from telapa.envs import check_env_id
+from telapa.envs.family import family_of
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,99}")
 """Curriculum names (and other names that become one path component)."""
@@ -115,6 +121,7 @@ class Curriculum(StrictModel):
             for tag, spec in tasks.items():
                 try:
                     check_env_id(spec.env_id, backend)
+                    family_of(spec.env_id).check_options(spec.env_id, spec.options)
                 except ValueError as err:
                     raise ValueError(f"task {tag!r}: {err}") from None
         return tasks

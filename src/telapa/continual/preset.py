@@ -165,3 +165,40 @@ def load_run_config(name_or_path: str | Path) -> RunConfig:
     """Loads ``configs/runs/<name>.yaml`` or a YAML file given by path."""
     path = resolve_named(name_or_path, RUN_PRESET_DIR, "run preset")
     return parse_run_config(read_yaml(path, "run preset"), source=str(path))
+
+
+def bind_env_family(config: RunConfig, env_ids: list[str], source: str = "run") -> RunConfig:
+    """``config`` with the latent feature dimension D of the env family of ``env_ids``
+    (`telapa.envs.family`): D is a property of the envs, not a setting. A preset that
+    sets ``methods.telapa.latent.feature_dim`` to another value is a `ConfigError`
+    naming both values; the curriculum must use one family and one D, and
+    ``intrinsic_beta`` needs a family with the count bonus."""
+    from telapa.config import ConfigError
+    from telapa.envs.family import common_family
+
+    try:
+        family = common_family(env_ids)
+    except ValueError as err:
+        raise ConfigError(f"{source}: {err}") from None
+    dims = {env_id: family.feature_dim(env_id) for env_id in env_ids}
+    if len(set(dims.values())) != 1:
+        raise ConfigError(f"{source}: tasks have different sketch dimensions {dims}")
+    dim = next(iter(dims.values()))
+    if config.intrinsic_beta and not family.count_bonus:
+        raise ConfigError(
+            f"{source}: intrinsic_beta is set, but the episodic count bonus hashes MiniGrid "
+            f"states (x, y, direction); the {family.name} env family has no such hash"
+        )
+    telapa = config.methods.telapa
+    latent = telapa.latent
+    if "feature_dim" in latent.model_fields_set and latent.feature_dim != dim:
+        raise ConfigError(
+            f"{source}: methods.telapa.latent.feature_dim={latent.feature_dim}, but the "
+            f"{family.name} env family's sketch has D={dim}; remove the key (D comes from "
+            "the env family)"
+        )
+    latent = latent.model_copy(update={"feature_dim": dim})
+    methods = config.methods.model_copy(
+        update={"telapa": telapa.model_copy(update={"latent": latent})}
+    )
+    return config.model_copy(update={"methods": methods})

@@ -19,6 +19,7 @@ rollout in progress is part of the checkpoint.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
@@ -34,7 +35,7 @@ from telapa import __version__
 from telapa.config import ConfigError
 from telapa.continual.curriculum import Curriculum, Visit
 from telapa.continual.methods import Method, TaskContext
-from telapa.continual.preset import RunConfig, check_whole_calls
+from telapa.continual.preset import RunConfig, bind_env_family, check_whole_calls
 from telapa.continual.registry import make_method
 from telapa.continual.rundir import (
     CURVE_COLUMNS,
@@ -156,6 +157,9 @@ class ContinualRun:
     """
 
     def __init__(self, spec: RunSpec, run_dir: RunDir, progress: Progress | None = None):
+        spec = dataclasses.replace(spec, config=bind_env_family(
+            spec.config, list(spec.curriculum.task_ids().values()),
+            f"curriculum {spec.curriculum.name!r}"))
         self.spec = spec
         self.dir = run_dir
         self.progress = progress or _Silent()
@@ -191,6 +195,7 @@ class ContinualRun:
         spec.check_budgets()
         run_dir = RunDir(path)
         run = cls(spec, run_dir, progress)
+        spec = run.spec  # with the env family's latent D
         run_dir.create(
             {"curriculum": spec.curriculum.name, "method": spec.method, "seed": spec.seed,
              "preset": spec.preset, "backend": spec.curriculum.backend,

@@ -9,10 +9,12 @@
 as `telapa.envs.AutoReset` does for a vmapped `JaxEnv`: when env i's episode ends, ``obs[i]``
 is the first observation of its next episode, ``info["final_obs"][i]`` the last one of the
 finished episode, and every other info entry (``features``, ``success``, ...) belongs to
-the step that ended it. Observations are always dicts: MiniGrid ids go through
-``telapa.envs.minigrid.gym_wrappers.wrap_farama`` (``image``/``direction``/``mission``);
-any other env's observation becomes ``{"obs": float32 vector}`` and its behaviour
-features are that vector (D = observation size).
+the step that ended it. Observations are always dicts; each env is built by its family
+(`telapa.envs.family.family_of`): MiniGrid ids through
+``telapa.envs.minigrid.gym_wrappers.wrap_farama`` (``image``/``direction``/``mission``),
+MuJoCo ids with the friction regime and the 24-dim sketch (`telapa.envs.mujoco`), any
+other env's observation becomes ``{"obs": float32 vector}`` and its behaviour features
+are that vector (D = observation size).
 """
 
 from __future__ import annotations
@@ -27,8 +29,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 from telapa.envs.base import ArraySpec, EnvSpec
-from telapa.envs.minigrid.features import FEATURE_DIM
-from telapa.envs.minigrid.gym_wrappers import is_minigrid_id, wrap_farama
+from telapa.envs.family import family_of
 
 
 def check_gym_id(env_id: str) -> None:
@@ -70,11 +71,7 @@ class VectorObsFeatures(gymnasium.ObservationWrapper):
 
 
 def _make_single(env_id: str, kwargs: dict[str, Any]) -> gymnasium.Env:
-    if is_minigrid_id(env_id):
-        kwargs = dict(kwargs)
-        observe_mission = kwargs.pop("observe_mission", True)
-        return wrap_farama(gymnasium.make(env_id, **kwargs), observe_mission)
-    return VectorObsFeatures(gymnasium.make(env_id, **kwargs))
+    return family_of(env_id).make_single(env_id, kwargs)
 
 
 def _scalar_bound(values: np.ndarray, env_id: str) -> float:
@@ -113,7 +110,7 @@ class GymVectorEnv:
             env_id=env_id,
             observation=observation,
             max_steps=int(max_steps or 0),
-            feature_dim=FEATURE_DIM if is_minigrid_id(env_id) else observation["obs"].shape[0],
+            feature_dim=family_of(env_id).feature_dim(env_id),
         )
         if isinstance(act_space, spaces.Discrete):
             self.spec = EnvSpec(n_actions=int(act_space.n), **common)

@@ -23,7 +23,8 @@ class LatentConfig(StrictModel):
 
     # --- Episode encoder (App. "Episode encoder architecture") ---
     feature_dim: PositiveInt = 11
-    """D: per-step behaviour features (11 MiniGrid, 24 MuJoCo)."""
+    """D: per-step behaviour features (11 MiniGrid, 24 MuJoCo). A continual run sets it
+    from the env family (`telapa.continual.preset.bind_env_family`); leave it unset."""
     latent_dim: PositiveInt = 8
     """d: latent dimension."""
     t_max: PositiveInt = 256

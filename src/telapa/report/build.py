@@ -32,6 +32,7 @@ from telapa.report.compute import compute_table, runtime_table
 from telapa.report.curves import learning_curves
 from telapa.report.document import Document, Section, to_html, to_markdown
 from telapa.report.figures import ReportFigure, render
+from telapa.report.mujoco import mujoco_results, mujoco_table
 from telapa.report.scores import main_table, revisit_table
 from telapa.report.tables import ReportTable, frame_table
 
@@ -74,7 +75,15 @@ def build_document(
     """Scores ``records`` and draws every figure (``track`` wraps the drawing jobs)."""
     sections: list[Section] = []
     jobs: list[Callable[[], None]] = []
-    for result in score(records).values():
+    results = score(records)
+    mujoco = mujoco_results(results)
+    if mujoco:
+        sections.append(Section("mujoco", "MuJoCo friction shifts",
+                                notes=["Paper App. \"Continuous-Control Dynamics-Shift "
+                                       "Evaluation in MuJoCo\"; learning curves in return "
+                                       "units are in each curriculum's section."],
+                                tables=[mujoco_table(mujoco)]))
+    for result in results.values():
         prefix = slug(result.curriculum)
         if prefix in {s.id for s in sections}:  # names that differ only in punctuation
             prefix = f"{prefix}-{len(sections)}"
@@ -82,6 +91,8 @@ def build_document(
                                                     gamma=gamma, tau=tau)
         sections.append(section)
         jobs += section_jobs
+        if result.curriculum in mujoco:
+            jobs.append(_return_curves_job(section, result, prefix))
     for job in track(jobs):
         job()
     methods = sorted({r.method for r in records})
@@ -125,6 +136,20 @@ def _curriculum_section(
             section.children.append(child)
             jobs.append(_analysis_job(child, runs, gamma=gamma, tau=tau))
     return section, jobs
+
+
+def _return_curves_job(section: Section, result: CurriculumResults, prefix: str
+                       ) -> Callable[[], None]:
+    def job() -> None:
+        fig = learning_curves(result.runs, title=f"{result.curriculum}: evaluation return",
+                              returns=True)
+        section.figures.append(render(
+            fig, figure_id=f"{prefix}-return-curves", title="Learning curves (return)",
+            caption="Mean evaluation return over seeds (shaded: 95% CI) across the whole "
+                    "curriculum, in the environment's return units; dotted lines mark "
+                    "friction-regime boundaries, top labels the visits (primes: revisits).",
+        ))
+    return job
 
 
 def _analysis_job(

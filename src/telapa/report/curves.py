@@ -20,14 +20,15 @@ from telapa.metrics import mean_ci
 BAND_COLUMNS = ("method", "visit", "tag", "global_step", "sr", "sr_ci", "n")
 
 
-def curve_bands(runs: Mapping[str, Sequence[RunRecord]]) -> pd.DataFrame:
-    """One row per method, visit and global step: mean SR over seeds, CI half width, n."""
+def curve_bands(runs: Mapping[str, Sequence[RunRecord]], value: str = "sr") -> pd.DataFrame:
+    """One row per method, visit and global step: mean ``value`` (a curve column: ``sr``
+    or ``mean_return``) over seeds in column ``sr``, CI half width, n."""
     rows = []
     for method, records in runs.items():
         curves = pd.concat([r.tables["curve"] for r in records], ignore_index=True)
         for (visit, tag, step), group in curves.groupby(["visit", "tag", "global_step"],
                                                         sort=True):
-            mean, ci, n = mean_ci(group["sr"])
+            mean, ci, n = mean_ci(group[value])
             rows.append((method, int(visit), str(tag), int(step), mean, ci, n))
     return pd.DataFrame(rows, columns=list(BAND_COLUMNS))
 
@@ -46,9 +47,11 @@ def method_colors(methods: Sequence[str]) -> dict[str, tuple[float, ...]]:
     return {m: cmap(i % cmap.N) for i, m in enumerate(methods)}
 
 
-def curve_figure(bands: pd.DataFrame, spans: pd.DataFrame, *, title: str) -> Figure:
+def curve_figure(bands: pd.DataFrame, spans: pd.DataFrame, *, title: str,
+                 ylabel: str = "success rate", unit_range: bool = True) -> Figure:
     """The learning-curve figure: each visit a separate segment, dotted task boundaries,
-    visit tags on the top axis; CI bands are clipped to the SR range [0, 1]."""
+    visit tags on the top axis; with ``unit_range`` CI bands are clipped to the SR range
+    [0, 1] (returns: no clipping)."""
     fig = Figure(figsize=(10, 4.2), layout="constrained")
     ax = fig.add_subplot()
     methods = list(dict.fromkeys(bands["method"]))
@@ -59,15 +62,17 @@ def curve_figure(bands: pd.DataFrame, spans: pd.DataFrame, *, title: str) -> Fig
             x, y, ci = (seg[c].to_numpy(dtype=float) for c in ("global_step", "sr", "sr_ci"))
             ax.plot(x, y, color=colors[method], lw=1.6, marker=".", ms=4,
                     label=method if i == 0 else None)
-            ax.fill_between(x, (y - ci).clip(0, 1), (y + ci).clip(0, 1), color=colors[method],
-                            alpha=0.18, lw=0)
+            lo, hi = (y - ci, y + ci) if not unit_range else ((y - ci).clip(0, 1),
+                                                               (y + ci).clip(0, 1))
+            ax.fill_between(x, lo, hi, color=colors[method], alpha=0.18, lw=0)
     for start in spans["start"].iloc[1:]:
         ax.axvline(start, color="0.45", ls=":", lw=1)
     ax.set_xlim(spans["start"].min(), spans["end"].max())
-    ax.set_ylim(-0.03, 1.03)
+    if unit_range:
+        ax.set_ylim(-0.03, 1.03)
     ax.xaxis.set_major_formatter(EngFormatter(sep=""))
     ax.set_xlabel("global env steps (PPO training)")
-    ax.set_ylabel("success rate")
+    ax.set_ylabel(ylabel)
     top = ax.secondary_xaxis("top")
     top.set_xticks(((spans["start"] + spans["end"]) / 2).to_numpy(dtype=float),
                    labels=list(spans["tag"]))
@@ -78,8 +83,13 @@ def curve_figure(bands: pd.DataFrame, spans: pd.DataFrame, *, title: str) -> Fig
     return fig
 
 
-def learning_curves(runs: Mapping[str, Sequence[RunRecord]], *, title: str) -> Figure:
-    """`curve_figure` of every method's runs of one curriculum."""
+def learning_curves(runs: Mapping[str, Sequence[RunRecord]], *, title: str,
+                    returns: bool = False) -> Figure:
+    """`curve_figure` of every method's runs of one curriculum: success rate, or with
+    ``returns`` the mean evaluation return (MuJoCo's curves in return units)."""
     records = [r for rs in runs.values() for r in rs]
+    if returns:
+        return curve_figure(curve_bands(runs, "mean_return"), visit_spans(records),
+                            title=title, ylabel="mean evaluation return", unit_range=False)
     return curve_figure(curve_bands(runs), visit_spans(records), title=title)
 

@@ -1,9 +1,10 @@
 """Policy evaluation: success rate, returns, lengths and per-step behaviour features.
 
-SR is the fraction of episodes with positive return (paper eq. for SR; in MiniGrid a
-positive return means the goal was reached). Per-step features (``info["features"]``,
-D per step) are returned zero-padded to ``max_steps`` with the episode lengths, the
-layout the latent embedder consumes.
+SR is the env family's competence of the episode returns (`telapa.envs.family`): the
+fraction of episodes with positive return for MiniGrid (paper eq. for SR; a positive
+return means the goal was reached), clip(E[R] / R*, 0, 1) for MuJoCo. Per-step features
+(``info["features"]``, D per step) are returned zero-padded to ``max_steps`` with the
+episode lengths, the layout the latent embedder consumes.
 
 On the jax backend `make_jax_evaluator` gives a pure ``evaluate(params, key)`` and
 `make_population_evaluator` the same for a batch of parameter sets (illumination's
@@ -20,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from telapa.envs.base import JaxEnv
+from telapa.envs.family import Competence, SuccessRate
 from telapa.envs.gym_backend import GymVectorEnv
 from telapa.rl.networks import Params
 from telapa.rl.policy import Policy
@@ -34,11 +36,13 @@ class EvalResult:
     """(E,) episode lengths in steps."""
     features: np.ndarray
     """(E, T, D) per-step behaviour features, zero past each episode's length."""
+    competence: Competence = SuccessRate()
+    """The env family's competence score of the returns (`PPOTrainer` sets it)."""
 
     @property
     def sr(self) -> float:
-        """Success rate: fraction of episodes with positive return."""
-        return float(np.mean(self.returns > 0))
+        """Competence: MiniGrid's success rate, MuJoCo's normalized return SR~."""
+        return float(self.competence(np.asarray(self.returns)))
 
     @property
     def mean_return(self) -> float:

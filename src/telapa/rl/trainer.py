@@ -14,6 +14,7 @@ training and evaluation are deterministic.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -27,6 +28,7 @@ import numpy as np
 from telapa.config import TrainConfig
 from telapa.envs import AutoReset, Backend, make
 from telapa.envs.base import EnvSpec, JaxEnv, Obs
+from telapa.envs.family import family_of
 from telapa.envs.gym_backend import GymVectorEnv
 from telapa.envs.intrinsic import EpisodicCountBonus, episodic_count_bonus_gym
 from telapa.rl.evaluate import EvalResult, evaluate_gym, make_jax_evaluator
@@ -204,6 +206,9 @@ class PPOTrainer:
             raise ValueError(f"env has {env.num_envs} copies but ppo.num_envs={ppo.num_envs}")
         self.env = env
         self.spec: EnvSpec = env.spec
+        self.family = family_of(self.spec.env_id)
+        """The env family (`telapa.envs.family`): competence, sketch, trajectory codec."""
+        self.competence = self.family.competence(self.spec.env_id)
         self.policy = Policy.create(self.spec, config.network)
 
         total_updates = math.ceil(total_steps / ppo.rollout_size) if total_steps else None
@@ -249,6 +254,9 @@ class PPOTrainer:
             for m in metrics:
                 self.steps += per_iteration
                 m["step"] = self.steps
+                if m["episodes"] > 0:
+                    m["success_rate"] = self.competence.of_stats(
+                        m["episode_return"], m["success_rate"])
                 self._check_finite(m)
             history.extend(metrics)
             if progress is not None:
@@ -367,12 +375,13 @@ class PPOTrainer:
                     make_jax_evaluator(self.env, self.policy, episodes, max_steps, deterministic)
                 )
             returns, lengths, feats = jax.device_get(self._jax_evaluators[shape](params, key))
-            return EvalResult(returns, lengths, feats)
+            return EvalResult(returns, lengths, feats, self.competence)
         if self._gym_eval_env is None:
-            n = min(self.config.eval.episodes, MAX_GYM_EVAL_ENVS)
+            n = self.config.eval.num_envs or min(self.config.eval.episodes, MAX_GYM_EVAL_ENVS)
             self._gym_eval_env = GymVectorEnv(self.spec.env_id, n, **self._env_options)
         act = self._gym_act(deterministic)
-        return evaluate_gym(self._gym_eval_env, act, params, episodes, key, max_steps)
+        result = evaluate_gym(self._gym_eval_env, act, params, episodes, key, max_steps)
+        return dataclasses.replace(result, competence=self.competence)
 
     def _gym_act(self, deterministic: bool) -> Callable:
         if deterministic not in self._gym_eval_acts:

@@ -34,8 +34,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from telapa.continual.telapa.embedding import EmbeddingState, describe
-from telapa.envs.minigrid.env import MiniGrid
-from telapa.envs.minigrid.gym_wrappers import is_minigrid_id
 from telapa.latent import LatentConfig, pad_or_truncate
 from telapa.qd.archive import (
     Archive,
@@ -49,7 +47,7 @@ from telapa.qd.config import QDConfig
 from telapa.qd.lineage import LINEAGE_BITS, lineage_words, with_visit
 from telapa.qd.mutation import Offspring, competence_gate, propose
 from telapa.qd.selection import ElitePool
-from telapa.qd.trajectories import FeatureCodec, Trajectories, float16_codec, minigrid_codec
+from telapa.qd.trajectories import FeatureCodec, Trajectories
 from telapa.rl.evaluate import make_population_evaluator
 from telapa.rl.networks import Params, flatten_params
 from telapa.rl.trainer import PPOTrainer
@@ -77,7 +75,8 @@ class PopulationEval:
     features: jax.Array
     """(B, E, T, D) per-step features: the first T steps, zero past each length."""
     sr: jax.Array
-    """(B,) success rate: fraction of returns > 0 (MiniGrid's success)."""
+    """(B,) competence of each candidate's returns (the env family's: MiniGrid's
+    success rate, MuJoCo's normalized return SR~)."""
     fitness: jax.Array
     """(B,) F: mean return."""
     env_steps: int
@@ -147,23 +146,16 @@ def evaluate_population(
         returns=returns,
         lengths=lengths,
         features=features,
-        sr=jnp.mean(returns > 0, axis=-1, dtype=jnp.float32),
+        sr=jnp.asarray(trainer.competence(returns), jnp.float32),
         fitness=jnp.mean(returns, axis=-1),
         env_steps=int(np.asarray(lengths, np.int64).sum()),
     )
 
 
 def trajectory_codec(trainer: PPOTrainer) -> FeatureCodec:
-    """`minigrid_codec` (exact) for MiniGrid envs, with the grid size of the trainer's env
-    and the spec's time limit; `float16_codec` for anything else (MuJoCo)."""
-    spec = trainer.spec
-    env = trainer.env
-    if trainer.backend == "jax" and isinstance(env, MiniGrid):
-        return minigrid_codec(env.task.width, env.task.height, spec.max_steps)
-    if trainer.backend == "gymnasium" and is_minigrid_id(spec.env_id):
-        grid = env.envs.envs[0].unwrapped
-        return minigrid_codec(grid.width, grid.height, spec.max_steps)
-    return float16_codec(spec.feature_dim)
+    """The env family's codec: `minigrid_codec` (exact) for MiniGrid envs, with the grid
+    size of the trainer's env and the spec's time limit; `float16_codec` for MuJoCo."""
+    return trainer.family.codec(trainer)
 
 
 # --- the log ----------------------------------------------------------------------------

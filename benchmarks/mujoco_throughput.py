@@ -1,0 +1,267 @@
+"""MuJoCo throughput: telapa PPO vs Stable-Baselines3 PPO on HalfCheetah-v5, env stepping
+(sync vs process-parallel), candidate evaluation, and the cost of one paper-budget visit.
+
+Measured in one run on one machine:
+
+- ``sb3``: Stable-Baselines3 PPO (MlpPolicy: separate 64x64 tanh actor and critic) on
+  gymnasium's HalfCheetah-v5 in a ``DummyVecEnv`` of 8, n_steps 2048, batch 256, 10 epochs,
+  lr 3e-4 (the paper's MuJoCo shapes; the reference);
+- ``telapa``: telapa PPO on the gymnasium backend with the same shapes
+  (``configs/ppo/mujoco.yaml``), on the MuJoCo env family's env (friction 1.00 and the
+  24-dim sketch at every step);
+- env stepping alone, 8 copies, zero actions: gymnasium's env in a ``SyncVectorEnv``, the
+  family's env in a ``SyncVectorEnv`` and in an ``AsyncVectorEnv`` (one process per
+  copy), and telapa's `GymVectorEnv`;
+- candidate evaluation as illumination runs it (`evaluate_population`, 5 episodes per
+  candidate on the gymnasium backend).
+
+The pair (``sb3``, ``telapa``) is measured ``--repeats`` times, alternating, and the ratio
+uses the medians. From the measured rates the script extrapolates what one visit at
+the paper's budget costs per environment (``visit_cost``): 1e6 PPO steps, 21 evaluations
+of 5 episodes, 200 illumination candidates x 5 episodes, and the few-shot probes of
+``configs/runs/mujoco.yaml``, all episodes at the 1000-step time limit (an upper bound:
+Hopper, Walker2d and Ant episodes end early when the agent falls). PPO rates: the
+HalfCheetah median, and one iteration on each other env; evaluation rates: the
+candidate evaluation of an untrained policy on that env (whose Hopper and Walker2d
+episodes last ~20 steps, so per-episode overhead weighs more than in a trained policy's
+1000-step episodes: those rates, and the costs from them, are pessimistic). Writes
+``benchmarks/results/mujoco_throughput.json``.
+
+    python benchmarks/mujoco_throughput.py           # full (about 10 minutes)
+    python benchmarks/mujoco_throughput.py --quick   # smoke check (256-step rollouts)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import numpy as np
+from env_throughput import machine_info
+
+from telapa.config import load_config, preset_path
+
+ENV_ID = "HalfCheetah-v5"
+ENVS = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5")
+RESULTS = Path(__file__).resolve().parent / "results" / "mujoco_throughput.json"
+CONFIG = load_config(preset_path("mujoco"))
+SHAPES = dict(num_envs=8, n_steps=2048, batch_size=256, epochs=10)
+
+
+def _quick() -> None:
+    """``--quick``: 256-step rollouts instead of 2048 (a smoke check of the script)."""
+    global CONFIG
+    SHAPES["n_steps"] = 256
+    CONFIG = CONFIG.model_copy(update={"ppo": CONFIG.ppo.model_copy(update={"n_steps": 256})})
+
+
+def bench_sb3(steps: int) -> dict:
+    import gymnasium as gym
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    env = DummyVecEnv([lambda: gym.make(ENV_ID)] * SHAPES["num_envs"])
+    model = PPO(
+        "MlpPolicy", env, n_steps=SHAPES["n_steps"], batch_size=SHAPES["batch_size"],
+        n_epochs=SHAPES["epochs"], learning_rate=3e-4, seed=0, device="cpu", verbose=0,
+    )
+    start = time.perf_counter()
+    model.learn(total_timesteps=steps)
+    train_s = time.perf_counter() - start
+    return {"name": "sb3", "steps": int(model.num_timesteps), "train_s": train_s,
+            "compile_s": 0.0, "steps_per_s": model.num_timesteps / train_s,
+            "torch_threads": torch.get_num_threads(), **SHAPES}
+
+
+def bench_telapa(steps: int, env_id: str = ENV_ID) -> dict:
+    from telapa.rl import PPOTrainer
+
+    trainer = PPOTrainer(env_id, CONFIG, key=0, backend="gymnasium")
+    compile_s = trainer.compile()
+    start = time.perf_counter()
+    trainer.train(steps)
+    train_s = time.perf_counter() - start
+    return {"name": "telapa", "env_id": env_id, "steps": trainer.steps, "train_s": train_s,
+            "compile_s": compile_s, "steps_per_s": trainer.steps / train_s, **SHAPES}
+
+
+def bench_stepping(steps: int, env_id: str = ENV_ID) -> list[dict]:
+    import gymnasium
+    from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
+
+    from telapa.envs import make
+    from telapa.envs.family import family_of
+
+    family = family_of(env_id)
+    n = SHAPES["num_envs"]
+    calls = max(steps // n, 1)
+    zeros = np.zeros((n, *gymnasium.make(env_id).action_space.shape), np.float32)
+
+    def gym_raw():
+        return gymnasium.make(env_id)
+
+    def ours():
+        return family.make_single(env_id, {})
+
+    results = []
+    for name, cls, factory in (("gymnasium-sync8", SyncVectorEnv, gym_raw),
+                               ("family-sync8", SyncVectorEnv, ours),
+                               ("family-async8", AsyncVectorEnv, ours)):
+        vec = cls([factory] * n, autoreset_mode=AutoresetMode.SAME_STEP)
+        vec.reset(seed=0)
+        start = time.perf_counter()
+        for _ in range(calls):
+            vec.step(zeros)
+        elapsed = time.perf_counter() - start
+        vec.close()
+        results.append({"name": name, "env_id": env_id, "num_envs": n, "steps": calls * n,
+                        "steps_per_s": calls * n / elapsed})
+    env = make(env_id, "gymnasium", num_envs=n, seed=0)
+    env.reset(0)
+    start = time.perf_counter()
+    for _ in range(calls):
+        env.step(None, zeros)
+    elapsed = time.perf_counter() - start
+    results.append({"name": "GymVectorEnv-sync8", "env_id": env_id, "num_envs": n,
+                    "steps": calls * n, "steps_per_s": calls * n / elapsed})
+    return results
+
+
+def bench_candidates(candidates: int, env_id: str) -> dict:
+    """Illumination's candidate evaluation: ``candidates`` mutants x 5 episodes."""
+    import jax
+
+    from telapa.continual.telapa.illumination import evaluate_population
+    from telapa.rl import PPOTrainer
+    from telapa.rl.networks import flatten_params
+
+    trainer = PPOTrainer(env_id, CONFIG, key=0, backend="gymnasium")
+    flat, unravel = flatten_params(trainer.get_params())
+    noise = jax.random.normal(jax.random.key(1), (candidates, flat.shape[0])) * 0.02
+    population = flat[None] + noise
+    evaluate_population(trainer, population[:1], unravel, episodes=1,
+                        key=jax.random.key(0))  # compile
+    start = time.perf_counter()
+    ev = evaluate_population(trainer, population, unravel, episodes=5, key=jax.random.key(2))
+    elapsed = time.perf_counter() - start
+    return {"name": "candidates", "env_id": env_id, "candidates": candidates, "episodes": 5,
+            "steps": ev.env_steps, "eval_s": elapsed, "steps_per_s": ev.env_steps / elapsed,
+            "mean_episode_length": float(np.mean(np.asarray(ev.lengths)))}
+
+
+def visit_cost(ppo_rate: float, eval_rate: float) -> dict:
+    """Seconds of one paper-budget visit (module docstring), from measured rates."""
+    from telapa.continual.preset import load_run_config
+
+    run = load_run_config("mujoco")
+    horizon = 1000
+    transfer = run.methods.telapa.qd.transfer
+    ill = run.methods.telapa.qd.illumination
+    evals = (run.steps_per_visit // run.eval_every + 1) * run.eval_episodes * horizon
+    illumination = (ill.iterations + 1) * ill.eval_episodes * horizon
+    probe_ppo = transfer.k_pool * transfer.probe_steps
+    probe_eval = transfer.k_pool * transfer.probe_points * transfer.probe_eval_episodes * horizon
+    seconds = {
+        "ppo": run.steps_per_visit / ppo_rate,
+        "evaluation": evals / eval_rate,
+        "illumination": illumination / eval_rate,
+        "probes": probe_ppo / ppo_rate + probe_eval / eval_rate,
+    }
+    return {"env_steps": {"ppo": run.steps_per_visit, "evaluation": evals,
+                          "illumination": illumination, "probes": probe_ppo + probe_eval},
+            "seconds": seconds, "total_s": sum(seconds.values()),
+            "scratch_total_s": seconds["ppo"] + seconds["evaluation"]}
+
+
+def _versions() -> dict[str, str]:
+    out = {}
+    for pkg in ("jax", "jaxlib", "flax", "optax", "gymnasium", "mujoco", "torch",
+                "stable-baselines3", "numpy"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="short smoke run")
+    parser.add_argument("--repeats", type=int, help="rounds of the reference pair (default 2)")
+    parser.add_argument("--skip-sb3", action="store_true", help="no reference run")
+    parser.add_argument("--out", type=Path, help=f"default: {RESULTS} (--quick: .quick.json)")
+    args = parser.parse_args(argv)
+    args.out = args.out or (RESULTS.with_suffix(".quick.json") if args.quick else RESULTS)
+    if args.quick:
+        _quick()
+    rollout = SHAPES["num_envs"] * SHAPES["n_steps"]
+    ppo_steps = rollout if args.quick else 3 * rollout
+    repeats = args.repeats or (1 if args.quick else 2)
+    candidates = 1 if args.quick else 8
+
+    results: list[dict] = []
+
+    def record(result: dict) -> None:
+        results.append(result)
+        print(f"{result['name']:22s} {result.get('env_id', ENV_ID):15s} "
+              f"{result['steps']:9d} {result['steps_per_s']:9.0f} steps/s", file=sys.stderr)
+
+    for round_ in range(repeats):
+        if not args.skip_sb3:
+            try:
+                record({**bench_sb3(ppo_steps), "round": round_})
+            except ImportError as err:
+                print(f"skipping SB3 ({err}); install the bench extra", file=sys.stderr)
+        record({**bench_telapa(ppo_steps), "round": round_})
+    for result in bench_stepping(800 if args.quick else 16_000):
+        record(result)
+    eval_rates, ppo_rates = {}, {}
+    for env_id in ((ENV_ID,) if args.quick else ENVS):
+        result = bench_candidates(candidates, env_id)
+        record(result)
+        eval_rates[env_id] = result["steps_per_s"]
+        if env_id != ENV_ID:  # one PPO iteration on each other env (physics costs differ)
+            ppo = {**bench_telapa(rollout, env_id), "name": "telapa-env"}
+            record(ppo)
+            ppo_rates[env_id] = ppo["steps_per_s"]
+
+    medians = {name: statistics.median(r["steps_per_s"] for r in results if r["name"] == name)
+               for name in ("sb3", "telapa") if any(r["name"] == name for r in results)}
+    sb3 = medians.get("sb3")
+    ppo_rate = medians["telapa"]
+    ppo_rates[ENV_ID] = ppo_rate
+    report = {
+        "benchmark": "mujoco_throughput",
+        "env": ENV_ID,
+        "quick": args.quick,
+        "machine": machine_info(),
+        "versions": _versions(),
+        "repeats": repeats,
+        "summary": {name: {"median_steps_per_s": rate,
+                           "ratio_vs_sb3": rate / sb3 if sb3 else None}
+                    for name, rate in medians.items()},
+        "visit_cost": {env_id: {**visit_cost(ppo_rates[env_id], rate),
+                                "ppo_steps_per_s": ppo_rates[env_id],
+                                "eval_steps_per_s": rate}
+                       for env_id, rate in eval_rates.items()},
+        "results": results,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    if sb3:
+        print(f"telapa: {ppo_rate / sb3:.2f}x SB3 (median)", file=sys.stderr)
+    for env_id, cost in report["visit_cost"].items():
+        print(f"{env_id}: one paper visit ~{cost['total_s'] / 3600:.2f} h "
+              f"(scratch {cost['scratch_total_s'] / 3600:.2f} h)", file=sys.stderr)
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

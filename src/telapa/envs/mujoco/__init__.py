@@ -1,0 +1,125 @@
+"""The MuJoCo env family (`telapa.envs.family`): gymnasium's MuJoCo envs
+(``HalfCheetah-v5``, ``Hopper-v5``, ``Walker2d-v5``, ``Ant-v5``, ...), stepped on the host
+by native ``mujoco`` through the ``gymnasium`` backend.
+
+* task option ``friction`` (default 1.0): the friction regime F_s, sliding friction of
+  every geom x s (`FrictionScale`); any other option goes to ``gymnasium.make`` (e.g.
+  ``max_episode_steps``);
+* sketch: the D = 24 per-step summary of `telapa.envs.mujoco.sketch`;
+* competence: SR~ = clip(E[R] / R*, 0, 1) with R* from `REFERENCE_RETURNS` (the paper's
+  5000 / 3000 / 4000 for HalfCheetah / Hopper / Walker2d; Ant 6000, our choice), else
+  gymnasium's registered ``reward_threshold`` when it is positive;
+* trajectories stored as float16; PPO preset ``configs/ppo/mujoco.yaml``.
+
+A JAX physics backend (MJX) of the same ids would be a second ``make`` path of this
+family with the same sketch and competence.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import gymnasium
+
+from telapa.envs.family import Competence, NormalizedReturn, register_family
+from telapa.envs.mujoco.friction import FrictionScale
+from telapa.envs.mujoco.sketch import SKETCH_DIM, MujocoSketch, sketch
+
+if TYPE_CHECKING:
+    from telapa.qd.trajectories import FeatureCodec
+    from telapa.rl.trainer import PPOTrainer
+
+REFERENCE_RETURNS: dict[str, float] = {
+    "HalfCheetah": 5000.0,
+    "Hopper": 3000.0,
+    "Walker2d": 4000.0,
+    "Ant": 6000.0,
+}
+"""R* per environment name (the id without ``-vN``). Paper: HalfCheetah, Hopper, Walker2d.
+Ant (paper silent): 6000, gymnasium's ``reward_threshold`` for Ant-v5, i.e. the return at
+which gymnasium calls Ant solved (docs/assumptions.md)."""
+
+
+def _entry_module(env_id: str) -> str:
+    spec = gymnasium.registry.get(env_id)
+    if spec is None:
+        return ""
+    entry = spec.entry_point
+    return entry if isinstance(entry, str) else getattr(entry, "__module__", "")
+
+
+def reference_return(env_id: str) -> float:
+    """R* of ``env_id``: `REFERENCE_RETURNS` by name, else gymnasium's positive
+    ``reward_threshold``; a ``ValueError`` naming the id when neither exists."""
+    name = env_id.split("-v")[0]
+    if name in REFERENCE_RETURNS:
+        return REFERENCE_RETURNS[name]
+    spec = gymnasium.registry.get(env_id)
+    threshold = spec.reward_threshold if spec is not None else None
+    if threshold is not None and threshold > 0:
+        return float(threshold)
+    raise ValueError(
+        f"{env_id}: no reference return R* for the normalized competence; add "
+        f"{name!r} to telapa.envs.mujoco.REFERENCE_RETURNS"
+    )
+
+
+class MujocoFamily:
+    name = "mujoco"
+    train_preset = "mujoco"
+    count_bonus = False
+
+    def matches(self, env_id: str) -> bool:
+        return _entry_module(env_id).startswith("gymnasium.envs.mujoco")
+
+    def check_options(self, env_id: str, options: dict[str, Any]) -> None:
+        friction = options.get("friction", 1.0)
+        if isinstance(friction, bool) or not isinstance(friction, (int, float)) \
+                or not friction > 0:
+            raise ValueError(f"{env_id}: option friction must be a number > 0, got "
+                             f"{friction!r}")
+        reference_return(env_id)
+        rest = {k: v for k, v in options.items() if k != "friction"}
+        if rest:  # gymnasium.make's keywords: make one env now to name a bad one early
+            try:
+                gymnasium.make(env_id, **rest).close()
+            except TypeError as err:
+                raise ValueError(f"{env_id}: bad option(s) {', '.join(rest)} "
+                                 f"(valid: friction and gymnasium.make's keywords): {err}"
+                                 ) from None
+
+    def make_single(self, env_id: str, options: dict[str, Any]) -> gymnasium.Env:
+        options = dict(options)
+        friction = options.pop("friction", 1.0)
+        env = gymnasium.make(env_id, **options)
+        time_limit = env.spec.max_episode_steps if env.spec else None
+        if not time_limit:
+            raise ValueError(f"{env_id}: the MuJoCo sketch needs a time limit "
+                             "(max_episode_steps)")
+        env = FrictionScale(env, friction)
+        return MujocoSketch(env, reference_return=reference_return(env_id),
+                            time_limit=int(time_limit))
+
+    def feature_dim(self, env_id: str) -> int:
+        return SKETCH_DIM
+
+    def competence(self, env_id: str) -> Competence:
+        return NormalizedReturn(reference_return(env_id))
+
+    def codec(self, trainer: PPOTrainer) -> FeatureCodec:
+        from telapa.qd.trajectories import float16_codec
+
+        return float16_codec(SKETCH_DIM)
+
+
+register_family(MujocoFamily())
+
+__all__ = [
+    "REFERENCE_RETURNS",
+    "SKETCH_DIM",
+    "FrictionScale",
+    "MujocoFamily",
+    "MujocoSketch",
+    "reference_return",
+    "sketch",
+]

@@ -1,0 +1,135 @@
+"""MuJoCo friction curricula in the continual loop with tiny budgets (episodes capped at
+64 steps): TeLAPA end to end with D = 24 sketches and SR~ competence, `telapa run` killed
+with SIGKILL and resumed with identical results; every method runs; the report's MuJoCo
+table."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from telapa.continual.curriculum import parse_curriculum
+from telapa.continual.preset import load_run_config
+from telapa.continual.registry import METHODS
+from telapa.continual.runner import ContinualRun, RunSpec, load_run_tables
+from telapa.envs.mujoco import reference_return
+
+from .test_cli_run import _checkpoint_phase, _telapa
+
+TINY = Path(__file__).with_name("tiny_mujoco_run.yaml")
+CURRICULUM = Path(__file__).with_name("tiny_mujoco_curriculum.yaml")
+R_STAR = reference_return("Hopper-v5")
+
+
+def _curriculum(cycles: int = 2):
+    data = yaml.safe_load(CURRICULUM.read_text())
+    return parse_curriculum({**data, "cycles": cycles}, str(CURRICULUM))
+
+
+def _spec(method: str = "telapa", cycles: int = 2) -> RunSpec:
+    return RunSpec(_curriculum(cycles), method, 1, load_run_config(TINY), "tiny")
+
+
+@pytest.fixture(scope="module")
+def telapa_run(tmp_path_factory):
+    path = tmp_path_factory.mktemp("mujoco") / "run"
+    metrics = ContinualRun.start(_spec(), path).run()
+    return path, metrics
+
+
+def test_telapa_on_friction_shifts_uses_the_family_sketch_and_competence(telapa_run):
+    path, metrics = telapa_run
+    tables = load_run_tables(path)
+    visits, curve = tables["visits"], tables["curve"]
+    assert list(visits["tag"]) == ["F0.50", "F1.50", "F0.50'", "F1.50'"]
+    # SR~ = clip(mean return / R*, 0, 1) everywhere, with the return kept alongside
+    np.testing.assert_allclose(curve["sr"], np.clip(curve["mean_return"] / R_STAR, 0, 1),
+                               rtol=1e-5)
+    assert (curve["mean_return"] != 0).all()
+    config = (path / "config.yaml").read_text()
+    assert "feature_dim: 24" in config
+    log = json.loads((path / "method_log.json").read_text())
+    assert [e["visit"] for e in log if e["event"] == "illumination"] == [0, 1, 2, 3]
+    assert [e["visit"] for e in log if e["event"] == "transfer"] == [1, 2, 3]
+    elites = pd.read_csv(path / "elites.csv")
+    assert set(elites["task"]) == {"F0.50", "F1.50"}
+    assert ((elites["sr"] >= 0) & (elites["sr"] <= 1)).all()
+    # fitness is the raw mean return (not clipped, not normalized)
+    assert (elites["fitness"].abs() > 1.0).any()
+    assert 0 <= metrics["mean_sr"] <= 1
+
+
+def test_telapa_mujoco_run_resumes_exactly_after_sigkill(telapa_run, tmp_path):
+    """`telapa run` killed with SIGKILL during visit 2 (after two archives exist), then
+    `telapa run --resume`: the same tables, metrics and method log as the uninterrupted
+    in-process run (so also the same across processes)."""
+    path, metrics = telapa_run
+    out = tmp_path / "killed"
+    proc = _telapa("run", "--curriculum", str(CURRICULUM), "--method", "telapa", "--seed", "1",
+                   "--preset", str(TINY), "--out", str(out))
+    # phases per visit: start, 2 chunks, end; the gymnasium backend checkpoints after
+    # start and end, so next_phase 9 = visit 2 has started (its training not yet kept)
+    deadline = time.monotonic() + 600
+    while _checkpoint_phase(out) < 9:
+        assert proc.poll() is None, proc.communicate()[1]
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert 9 <= _checkpoint_phase(out) < 16
+    assert json.loads((out / "run.json").read_text())["status"] == "running"
+    resume = _telapa("run", "--resume", str(out))
+    _, err = resume.communicate(timeout=600)
+    assert resume.returncode == 0, err
+    assert re.search(r"resumed at visit [23] ", err), err  # 3: only if the poll lagged
+    assert json.loads((out / "metrics.json").read_text()) == json.loads(json.dumps(metrics))
+    for name, table in load_run_tables(path).items():
+        pd.testing.assert_frame_equal(load_run_tables(out)[name], table, obj=name)
+    strip = {"wall_s"}
+    a = json.loads((path / "method_log.json").read_text())
+    b = json.loads((out / "method_log.json").read_text())
+    assert [{k: v for k, v in e.items() if k not in strip} for e in a] == [
+        {k: v for k, v in e.items() if k not in strip} for e in b]
+
+
+@pytest.mark.parametrize("method", sorted(set(METHODS) - {"telapa"}))
+def test_every_method_runs_a_friction_curriculum(method, tmp_path):
+    metrics = ContinualRun.start(_spec(method, cycles=1), tmp_path / method).run()
+    tables = load_run_tables(tmp_path / method)
+    assert list(tables["visits"]["tag"]) == ["F0.50", "F1.50"]
+    assert 0 <= metrics["mean_sr"] <= 1 and len(tables["final"]) == 2
+
+
+def test_report_has_the_papers_mujoco_table_and_return_curves(telapa_run, tmp_path):
+    from telapa.continual.results import load_run, score
+    from telapa.report.build import build_document
+    from telapa.report.mujoco import mujoco_results, mujoco_table
+
+    path, metrics = telapa_run
+    finetune = tmp_path / "finetune"
+    ContinualRun.start(_spec("finetune"), finetune).run()
+    records = [load_run(path), load_run(finetune)]
+    results = mujoco_results(score(records))
+    assert list(results) == ["hopper-tiny"]
+    table = mujoco_table(results)
+    values = table.values
+    assert list(values.index) == ["Hopper-v5 (hopper-tiny) · finetune",
+                                  "Hopper-v5 (hopper-tiny) · telapa"]
+    telapa = values.loc["Hopper-v5 (hopper-tiny) · telapa"]
+    # one seed: the cell is that run's metric (tau from the set: no scratch -> tau_min)
+    assert telapa["mean_sr"] == pytest.approx(metrics["mean_sr"])
+    assert telapa["bwt"] == pytest.approx(metrics["bwt"])
+    assert [c.label for c in table.columns] == ["runs", "Mean SR~ ↑", "BWT ↑", "TR ↑"]
+    doc = build_document(records, {})
+    assert doc.sections[0].id == "mujoco" and doc.sections[0].tables[0].id == "mujoco-friction"
+    figures = {f.id for f in doc.figures()}
+    assert {"hopper-tiny-curves", "hopper-tiny-return-curves"} <= figures
