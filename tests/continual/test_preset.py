@@ -15,7 +15,10 @@ def test_shipped_presets():
     m = paper.methods
     assert (m.ewc.lam, m.ewc.decay, m.l2init.lam) == (10.0, 0.8, 0.001)
     assert (m.shrink_perturb.alpha, m.shrink_perturb.noise) == (0.99, 0.001)
-    assert paper.train == load_config(preset_path("minigrid"))
+    minigrid = load_config(preset_path("minigrid"))
+    # the MiniGrid PPO preset with the paper's ReLU units (DFF replaces them)
+    assert paper.train.network.activation == "relu" != minigrid.network.activation
+    assert paper.train.model_copy(update={"network": minigrid.network}) == minigrid
     quick = load_run_config("quick")
     assert quick.steps_per_visit < paper.steps_per_visit
     assert quick.intrinsic_beta is None
