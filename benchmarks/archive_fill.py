@@ -127,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
                                    if competent.any() else None),
         "size_after": {str(k): int(col["archive_size"][k - 1])
                        for k in (100, 250, 500, 750, 1000) if k <= len(col["archive_size"])},
+        "activation": config.train.network.activation,
         "train_steps": trainer.steps, "train_sr": evaluations[-1]["sr"],
         "train_wall_s": train_wall, "evaluations": evaluations,
         "devices": [str(d) for d in jax.devices()],
