@@ -38,11 +38,10 @@ import json
 import statistics
 import sys
 import time
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
-from env_throughput import machine_info
+from env_throughput import machine_info, package_versions
 
 from telapa.config import load_config, preset_path
 
@@ -179,15 +178,9 @@ def visit_cost(ppo_rate: float, eval_rate: float) -> dict:
             "scratch_total_s": seconds["ppo"] + seconds["evaluation"]}
 
 
-def _versions() -> dict[str, str]:
-    out = {}
-    for pkg in ("jax", "jaxlib", "flax", "optax", "gymnasium", "mujoco", "torch",
-                "stable-baselines3", "numpy"):
-        try:
-            out[pkg] = version(pkg)
-        except PackageNotFoundError:
-            out[pkg] = "not installed"
-    return out
+VERSIONS = ("jax", "jaxlib", "flax", "optax", "gymnasium", "mujoco", "torch",
+            "stable-baselines3", "numpy")
+"""Packages whose versions the results record."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -241,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         "env": ENV_ID,
         "quick": args.quick,
         "machine": machine_info(),
-        "versions": _versions(),
+        "versions": package_versions(VERSIONS),
         "repeats": repeats,
         "summary": {name: {"median_steps_per_s": rate,
                            "ratio_vs_sb3": rate / sb3 if sb3 else None}

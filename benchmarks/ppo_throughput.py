@@ -33,10 +33,9 @@ import json
 import statistics
 import sys
 import time
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from env_throughput import machine_info
+from env_throughput import machine_info, package_versions
 
 from telapa.config import NetworkConfig, PPOConfig, TrainConfig, load_config, preset_path
 
@@ -106,15 +105,9 @@ def bench_telapa(
     }
 
 
-def _versions() -> dict[str, str]:
-    out = {}
-    for pkg in ("jax", "jaxlib", "flax", "optax", "gymnasium", "minigrid", "torch",
-                "stable-baselines3", "numpy"):
-        try:
-            out[pkg] = version(pkg)
-        except PackageNotFoundError:
-            out[pkg] = "not installed"
-    return out
+VERSIONS = ("jax", "jaxlib", "flax", "optax", "gymnasium", "minigrid", "torch",
+            "stable-baselines3", "numpy")
+"""Packages whose versions the results record."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -184,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         "env": ENV_ID,
         "quick": args.quick,
         "machine": machine_info(),
-        "versions": _versions(),
+        "versions": package_versions(VERSIONS),
         "repeats": repeats,
         "iterations_per_call": ITERATIONS_PER_CALL,
         "summary": summary,
