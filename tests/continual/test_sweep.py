@@ -243,3 +243,21 @@ def test_ray_backend_on_a_local_head_gives_identical_results(local_sweep, tmp_pa
     for name in ("visits", "curve", "final"):
         pd.testing.assert_frame_equal(pd.read_csv(theirs / f"{name}.csv"),
                                       pd.read_csv(ours / f"{name}.csv"), obj=name)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_worker_thread_env_starts_jax(threads):
+    # XLA reads an XLA_FLAGS value that does not start with "--" as a flag file name and
+    # aborts the worker: `--workers 1` on 2 cores (2 threads) died that way.
+    import subprocess
+    import sys
+
+    from telapa.continual.sweep import thread_env
+
+    env = {**os.environ, **thread_env(threads)}
+    assert all(flag.startswith("--") for flag in env["XLA_FLAGS"].split())
+    done = subprocess.run(
+        [sys.executable, "-c", "import jax.numpy as jnp; print(float(jnp.ones(3).sum()))"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "3.0", done.stderr[-500:]

@@ -274,14 +274,16 @@ def load_sweep(path: str | Path) -> Sweep:
 # --- running one cell (in a worker process or a Ray task) ------------------------------
 
 def thread_env(threads: int) -> dict[str, str]:
-    """Environment that caps the CPU threads of one worker (XLA's CPU client and the
-    BLAS/OpenMP pools), so that N workers do not oversubscribe the cores."""
+    """Environment that caps the CPU threads of one worker (the BLAS/OpenMP pools, and
+    XLA's Eigen pool when one thread is asked for), so that N workers do not
+    oversubscribe the cores; beyond that the worker's CPU affinity caps it (XLA's CPU
+    client takes no thread-count flag). Every XLA flag starts with ``--``: XLA reads an
+    ``XLA_FLAGS`` value that does not as the name of a flag file, and aborts."""
     flags = os.environ.get("XLA_FLAGS", "")
-    flags = " ".join(f for f in flags.split() if "intra_op_parallelism_threads" not in f
-                     and "xla_cpu_multi_thread_eigen" not in f)
-    extra = ("--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-             if threads == 1 else f"intra_op_parallelism_threads={threads}")
-    return {"XLA_FLAGS": f"{flags} {extra}".strip(), "OMP_NUM_THREADS": str(threads),
+    flags = " ".join(f for f in flags.split() if "xla_cpu_multi_thread_eigen" not in f)
+    if threads == 1:
+        flags = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
+    return {"XLA_FLAGS": flags, "OMP_NUM_THREADS": str(threads),
             "OPENBLAS_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
             "TELAPA_THREADS": str(threads)}
 
