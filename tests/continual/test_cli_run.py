@@ -119,3 +119,26 @@ def test_bad_arguments_are_rejected_before_any_work(args, message, capsys, tmp_p
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "never").exists()
+
+
+def test_demo_runs_its_three_methods_and_scores_them(tmp_path, capsys):
+    """`telapa demo` (the README's first command) end to end on the smoke curriculum with
+    the tiny preset; it refuses an output that already holds something, before any work."""
+    from telapa.cli import main
+
+    tiny = Path(__file__).with_name("tiny_run.yaml")
+    out = tmp_path / "demo"
+    assert main(["demo", "--curriculum", "smoke", "--preset", str(tiny), "--out",
+                 str(out)]) == 0
+    for method in ("finetune", "scratch-reuse", "telapa"):
+        assert json.loads((out / method / "run.json").read_text())["status"] == "complete"
+    printed = capsys.readouterr().out
+    assert "scratch-reuse" in printed and "telapa" in printed and "Mean SR" in printed
+    (tmp_path / "taken" / "telapa").mkdir(parents=True)
+    (tmp_path / "taken" / "telapa" / "notes.txt").write_text("mine")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["demo", "--curriculum", "smoke", "--preset", str(tiny), "--out",
+              str(tmp_path / "taken")])
+    assert exit_info.value.code == 2 and "not empty" in capsys.readouterr().err
+    assert not (tmp_path / "taken" / "finetune").exists()
+    assert (tmp_path / "taken" / "telapa" / "notes.txt").read_text() == "mine"

@@ -12,9 +12,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from telapa.cli.common import stdout_console
+from telapa.cli.common import CLIError, seed_int, stdout_console
 from telapa.cli.run import build_spec, execute, metrics_tables
 from telapa.continual.results import load_run, score
+from telapa.continual.rundir import RunDirError, claim_new_dir
 from telapa.continual.runner import ContinualRun
 
 DEMO_METHODS = ("finetune", "scratch-reuse", "telapa")
@@ -23,12 +24,21 @@ DEMO_METHODS = ("finetune", "scratch-reuse", "telapa")
 def _cmd_demo(ns: argparse.Namespace) -> None:
     out = Path(ns.out or Path("runs") / f"demo-{datetime.now():%Y%m%d-%H%M%S}")
     console = Console(stderr=True)
+    specs = {m: build_spec(ns.curriculum, m, ns.seed, ns.preset) for m in DEMO_METHODS}
+    # every output is checked before any work (existing ones first, so a refusal leaves
+    # nothing new behind)
+    for method in sorted(DEMO_METHODS, key=lambda m: not (out / m).exists()):
+        try:
+            claim_new_dir(out / method, resume_hint=f"resume it with `telapa run --resume "
+                                                    f"{out / method}`")
+        except RunDirError as err:
+            raise CLIError(str(err)) from None
     paths = []
-    for method in DEMO_METHODS:
-        spec = build_spec(ns.curriculum, method, ns.seed, ns.preset)
+    for method, spec in specs.items():
         console.rule(f"{method} on {spec.curriculum.name} ({ns.preset} preset)")
         path = out / method
-        run = execute(lambda p, spec=spec, path=path: ContinualRun.start(spec, path, p), console)
+        run = execute(lambda p, spec=spec, path=path: ContinualRun.start(spec, path, p),
+                      console, path)
         paths.append(run.dir.path)
     results = score(load_run(p) for p in paths)
     for result in results.values():
@@ -43,6 +53,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     demo.add_argument("--curriculum", default="primary")
     demo.add_argument("--preset", default="quick")
-    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--seed", type=seed_int, default=0, help="0 <= S < 2^32")
     demo.add_argument("--out", help="folder for the runs (default: runs/demo-<time>)")
     demo.set_defaults(func=_cmd_demo)
