@@ -24,7 +24,7 @@ import pandas as pd
 from telapa.continual.curriculum import Visit
 from telapa.continual.methods import Method, TaskContext
 from telapa.continual.preset import RunConfig
-from telapa.continual.telapa.banks import EpisodeBanks, store, to_bank
+from telapa.continual.telapa.banks import EpisodeBanks, bank_seq, store
 from telapa.continual.telapa.embedding import EmbeddingState
 from telapa.continual.telapa.illumination import illuminate, trajectory_codec
 from telapa.continual.telapa.maintenance import fit_initial_normalizer, maintain
@@ -116,7 +116,7 @@ class TeLAPA(Method):
             )
             self.log.append({"event": "normalizer", "visit": ctx.visit.index,
                              "normalizer_id": self.embedding.normalizer_id,
-                             "bank_sets": to_bank(self.banks).num_sets})
+                             "bank_sets": len(bank_seq(self.banks))})
         others = [a for t, a in self.archives.items() if t != task]
         pool = union(others) if qd.injection.p_inj > 0 and others else None
         with self.timer.phase("illumination"):
