@@ -52,3 +52,22 @@ def test_train_preset_with_overrides_and_the_relu_network():
     with pytest.raises(ConfigError, match="activation"):
         parse_run_config({"train": {"preset": "minigrid", "network": {"activation": "gelu"}},
                           "steps_per_visit": 4096, "eval_every": 4096})
+
+
+MINIGRID_CURRICULA = ("primary", "reverse", "scrambled", "long", "smoke")
+MUJOCO_CURRICULA = ("halfcheetah", "hopper", "walker2d", "ant")
+
+
+@pytest.mark.parametrize("preset, curricula", [
+    ("quick", MINIGRID_CURRICULA), ("paper", MINIGRID_CURRICULA),
+    ("mujoco", MUJOCO_CURRICULA), ("mujoco-quick", MUJOCO_CURRICULA),
+])
+def test_every_shipped_preset_starts_on_its_curricula(preset, curricula):
+    # what `telapa run` checks before any work: family binding and whole-call budgets
+    # (the paper's MuJoCo 1e6 / 5e4 were not whole PPO iterations of 16,384 steps)
+    from telapa.cli.run import build_spec
+
+    for curriculum in curricula:
+        spec = build_spec(curriculum, "telapa", 0, preset, None)
+        assert spec.config.steps_per_visit % spec.config.call_steps == 0
+        assert spec.config.eval_every % spec.config.call_steps == 0
