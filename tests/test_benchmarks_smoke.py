@@ -49,7 +49,7 @@ def test_mujoco_throughput_quick(tmp_path: Path) -> None:
     assert all(r["steps"] > 0 and r["steps_per_s"] > 0 for r in report["results"])
     cost = report["visit_cost"]["HalfCheetah-v5"]
     assert set(cost["seconds"]) == {"ppo", "evaluation", "illumination", "probes"}
-    assert cost["env_steps"]["ppo"] == 1_000_000
+    assert cost["env_steps"]["ppo"] == 983_040  # the mujoco preset's visit (paper: 1e6)
     # 200 candidates + the base policy, 5 episodes of 1000 steps each
     assert cost["env_steps"]["illumination"] == 201 * 5 * 1000
     assert cost["total_s"] == sum(cost["seconds"].values())
