@@ -5,11 +5,13 @@
   scratch;
 * ``observe``: every evaluation's episode set goes to the replay bank, successful ones to
   the anchor bank (Elite / Final Storage, and the evidence collected while training);
-* ``end_task``: BuildArchive (first visit of a task) or RefreshArchive (revisit) around
-  the trained policy (with ``injection.p_inj > 0``, parents are sometimes injected from
-  the other tasks' archives), then BoundaryMaintenance of the latent space.
+* ``end_task``: before the first archive, the normalizer N_0 is fit on the banked
+  evaluations (so every archive lives in standardised units); then BuildArchive (first
+  visit of a task) or RefreshArchive (revisit) around the trained policy (with
+  ``injection.p_inj > 0``, parents are sometimes injected from the other tasks'
+  archives), then BoundaryMaintenance of the latent space.
 
-TeLAPA-Static keeps the initial embedder and skips maintenance (paper Sec. 4 (ix)).
+TeLAPA-Static keeps E_0 and N_0 and skips maintenance (paper Sec. 4 (ix)).
 """
 
 from __future__ import annotations
@@ -111,9 +113,10 @@ class TeLAPA(Method):
         illumination_key, maintenance_key, normalizer_key = jax.random.split(ctx.key, 3)
         if not self.embedding.has_normalizer:
             # the first archive's units: N_0 fit on this task's evaluations (both variants)
-            self.embedding = fit_initial_normalizer(
-                self.embedding, self.banks, config=latent, key=normalizer_key
-            )
+            with self.timer.phase("maintenance"):
+                self.embedding = fit_initial_normalizer(
+                    self.embedding, self.banks, config=latent, key=normalizer_key
+                )
             self.log.append({"event": "normalizer", "visit": ctx.visit.index,
                              "normalizer_id": self.embedding.normalizer_id,
                              "bank_sets": len(bank_seq(self.banks))})
