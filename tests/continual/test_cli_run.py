@@ -4,11 +4,6 @@ middle of a task and resumed ends with exactly the results of an uninterrupted r
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -16,29 +11,17 @@ import pytest
 
 from telapa.cli import main
 
+from .crash import kill_at_checkpoint, telapa_process
+
 TINY = Path(__file__).with_name("tiny_run.yaml")
 RUN = ["--curriculum", "smoke", "--method", "scratch-reuse", "--seed", "5",
        "--preset", str(TINY)]
 
 
-def _telapa(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "telapa.cli", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _checkpoint_phase(run_dir: Path) -> int:
-    """``next_phase`` of the latest committed checkpoint (-1 if none yet)."""
-    try:
-        latest = json.loads((run_dir / "checkpoint.json").read_text())["latest"]
-        return json.loads((run_dir / latest / "state.json").read_text())["next_phase"]
-    except (FileNotFoundError, json.JSONDecodeError, KeyError):
-        return -1
-
-
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
     out = tmp_path_factory.mktemp("cli") / "whole"
-    proc = _telapa("run", *RUN, "--out", str(out))
+    proc = telapa_process("run", *RUN, "--out", str(out))
     _, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err
     return out
@@ -46,21 +29,14 @@ def uninterrupted(tmp_path_factory):
 
 def test_sigkill_mid_task_then_resume_gives_identical_metrics(uninterrupted, tmp_path):
     out = tmp_path / "killed"
-    proc = _telapa("run", *RUN, "--out", str(out))
+    proc = telapa_process("run", *RUN, "--out", str(out))
     # phases: visit 0 = start, 8 chunks, end (0-9); visit 1 (B) starts at phase 10.
     # Kill once a checkpoint inside visit 1's training exists (not at a boundary).
-    deadline = time.monotonic() + 600
-    while _checkpoint_phase(out) < 12:
-        assert proc.poll() is None, proc.communicate()[1]
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    killed_at = _checkpoint_phase(out)
+    killed_at = kill_at_checkpoint(proc, out, 12)
     assert 12 <= killed_at < 19, killed_at  # still inside visit 1
     assert json.loads((out / "run.json").read_text())["status"] == "running"
 
-    resume = _telapa("run", "--resume", str(out))
+    resume = telapa_process("run", "--resume", str(out))
     stdout, err = resume.communicate(timeout=600)
     assert resume.returncode == 0, err
     assert "resumed at visit 1 (B, MiniGrid-DoorKey-5x5-v0)" in err

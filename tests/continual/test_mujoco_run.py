@@ -7,10 +7,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import signal
-import time
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +21,7 @@ from telapa.continual.registry import METHODS
 from telapa.continual.runner import ContinualRun, RunSpec, load_run_tables
 from telapa.envs.mujoco import reference_return
 
-from .test_cli_run import _checkpoint_phase, _telapa
+from .crash import kill_at_checkpoint, telapa_process
 
 TINY = Path(__file__).with_name("tiny_mujoco_run.yaml")
 CURRICULUM = Path(__file__).with_name("tiny_mujoco_curriculum.yaml")
@@ -75,20 +72,13 @@ def test_telapa_mujoco_run_resumes_exactly_after_sigkill(telapa_run, tmp_path):
     in-process run (so also the same across processes)."""
     path, metrics = telapa_run
     out = tmp_path / "killed"
-    proc = _telapa("run", "--curriculum", str(CURRICULUM), "--method", "telapa", "--seed", "1",
-                   "--preset", str(TINY), "--out", str(out))
+    proc = telapa_process("run", "--curriculum", str(CURRICULUM), "--method", "telapa",
+                          "--seed", "1", "--preset", str(TINY), "--out", str(out))
     # phases per visit: start, 2 chunks, end; the gymnasium backend checkpoints after
     # start and end, so next_phase 9 = visit 2 has started (its training not yet kept)
-    deadline = time.monotonic() + 600
-    while _checkpoint_phase(out) < 9:
-        assert proc.poll() is None, proc.communicate()[1]
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert 9 <= _checkpoint_phase(out) < 16
+    assert 9 <= kill_at_checkpoint(proc, out, 9) < 16
     assert json.loads((out / "run.json").read_text())["status"] == "running"
-    resume = _telapa("run", "--resume", str(out))
+    resume = telapa_process("run", "--resume", str(out))
     _, err = resume.communicate(timeout=600)
     assert resume.returncode == 0, err
     assert re.search(r"resumed at visit [23] ", err), err  # 3: only if the poll lagged
