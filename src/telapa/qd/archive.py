@@ -619,9 +619,12 @@ def _spacing(spec: ArchiveSpec, old, new, fitness, valid, d_min, *, iters: int =
         over = kept(mid) > spec.target_size
         return jnp.where(over, mid, lo), jnp.where(over, hi, mid)
 
-    ceil = jnp.asarray(spec.d_min_ceil, jnp.float32)
-    _, hi = jax.lax.fori_loop(0, iters, bisect, (jnp.maximum(prune0, 1e-12), ceil))
-    prune = jnp.where(kept(prune0) > spec.target_size, hi, prune0)
+    def raised() -> jax.Array:
+        ceil = jnp.asarray(spec.d_min_ceil, jnp.float32)
+        return jax.lax.fori_loop(0, iters, bisect, (jnp.maximum(prune0, 1e-12), ceil))[1]
+
+    # bisect only when the carried-over spacing keeps more than N* (usually it does not)
+    prune = jax.lax.cond(kept(prune0) > spec.target_size, raised, lambda: prune0)
     return prune, jnp.maximum(carry, prune)
 
 
