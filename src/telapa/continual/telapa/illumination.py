@@ -323,8 +323,7 @@ def illuminate(
     (docs/assumptions.md, "RefreshArchive"). The base elite has ``parent_id`` (the elite
     theta_t was trained from, -1 for scratch), lineage ``lineage | bit(visit)`` and sigma_0;
     it passes the gate by definition (g = 0). Candidates are created on ``visit`` and must
-    reach
-    g_i = `competence_gate` (reference SR). ``pool`` (with ``qd_config.injection.p_inj``
+    reach g_i = `competence_gate` (reference SR). ``pool`` (with ``qd_config.injection.p_inj``
     > 0) enables cross-archive elite injection. Episodes are stored for re-embedding
     when ``illumination.store_trajectories`` (a refresh keeps the archive's choice).
     The trainer's parameters are never changed, so theta_t needs no restoring.
