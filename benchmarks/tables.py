@@ -92,8 +92,35 @@ def phases_table(report: dict) -> str:
     return "\n".join(lines)
 
 
+def paper_seed_table(report: dict) -> str:
+    """One whole seed per method: wall time per phase (hours), env steps and peak RSS,
+    beside the paper's App. G numbers (its phase hours are TeLAPA's)."""
+    paper = report["paper"]
+    phases = ["train", "eval", "illumination", "few_shot", "maintenance", "checkpoint"]
+    head = (["method", "status", "wall h", "paper wall h"] + [f"{p} h" for p in phases]
+            + ["PPO steps", "extra steps", "peak RSS GB", "paper peak GB"])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in report["runs"].values():
+        status = "complete" if r["complete"] else f"{r['visits_done']}/{r['visits']} visits"
+        wall = f"{r['wall_s'] / 3600:.2f}"
+        if not r["complete"] and "projected_wall_s" in r:
+            wall += f" (projected {r['projected_wall_s'] / 3600:.2f})"
+        paper_wall = paper.get(f"{r['method']}_wall_h")
+        cells = [r["method"], status, wall, f"{paper_wall:.2f}" if paper_wall else ""]
+        for p in phases:
+            ours = r["phase_s"].get(p)
+            theirs = paper["telapa_phase_h"].get(p) if r["method"] == "telapa" else None
+            cells.append((f"{ours / 3600:.2f}" if ours is not None else "")
+                         + (f" (paper {theirs:.2f})" if theirs else ""))
+        cells += [f"{r['ppo_env_steps']:,}", f"{r['extra_env_steps']:,}",
+                  f"{r['peak_rss_GB']:.2f}",
+                  f"{paper['telapa_peak_rss_GB']:.2f}" if r["method"] == "telapa" else ""]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 TABLES = {"env_throughput": env_table, "ppo_throughput": ppo_table,
-          "telapa_phases": phases_table}
+          "telapa_phases": phases_table, "paper_seed": paper_seed_table}
 
 
 def main(paths: list[str]) -> int:

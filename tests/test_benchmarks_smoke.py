@@ -53,3 +53,24 @@ def test_mujoco_throughput_quick(tmp_path: Path) -> None:
     # 200 candidates + the base policy, 5 episodes of 1000 steps each
     assert cost["env_steps"]["illumination"] == 201 * 5 * 1000
     assert cost["total_s"] == sum(cost["seconds"].values())
+
+
+def test_paper_seed_stops_at_a_checkpoint_and_resumes(tmp_path: Path) -> None:
+    """``--hours`` stops the seed at a checkpoint; the next invocation finishes it, and
+    the entry adds up the run's own accounting over both segments."""
+    out = tmp_path / "paper_seed.json"
+    preset = Path(__file__).resolve().parent / "continual" / "tiny_run.yaml"
+    cmd = [sys.executable, str(BENCHMARKS / "paper_seed.py"), "--method", "scratch",
+           "--curriculum", "smoke", "--preset", str(preset), "--runs", str(tmp_path),
+           "--json", str(out)]
+    subprocess.run([*cmd, "--hours", "0.001"], check=True, timeout=600)
+    first = json.loads(out.read_text())["runs"]["scratch-s0"]
+    assert not first["complete"] and first["visits_done"] < first["visits"] == 4
+    subprocess.run(cmd, check=True, timeout=600)
+    report = json.loads(out.read_text())
+    entry = report["runs"]["scratch-s0"]
+    assert entry["complete"] and entry["visits_done"] == 4 and entry["segments"] == 2
+    assert entry["ppo_env_steps"] == 4 * 4096 and entry["extra_env_steps"] == 0
+    assert entry["wall_s"] > first["wall_s"] and entry["peak_rss_GB"] > 0
+    assert {"train", "eval", "checkpoint"} <= set(entry["phase_s"])
+    assert report["paper"]["telapa_wall_h"] == 20.07 and report["machine"]["logical_cores"] >= 1

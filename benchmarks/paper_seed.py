@@ -1,0 +1,181 @@
+"""One whole paper-scale seed, timed phase by phase (paper App. G: "Compute and Memory").
+
+Runs ``telapa run`` for one method on the primary curriculum at the ``paper`` run preset
+(10 visits x ~10M PPO steps; TeLAPA with the paper's illumination, probe and maintenance
+budgets) in a run directory of its own, and writes what App. G reports beside the
+paper's numbers: wall time per phase, env steps, archive sizes and peak RSS.
+
+A seed takes hours, so the benchmark is resumable and can be spread over sessions:
+``--hours H`` stops it at the first checkpoint after H hours (nothing is lost: the run
+resumes from that checkpoint, with exactly the results of an uninterrupted run), and the
+next invocation continues it. Wall times are the run's own accounting (`accounting.json`:
+summed over its segments, excluding work redone after a kill), so a seed split over
+several invocations reports the time one uninterrupted run takes.
+
+    python benchmarks/paper_seed.py --method telapa --hours 1.5        # start or continue
+    python benchmarks/paper_seed.py --method finetune
+    python benchmarks/paper_seed.py --method telapa --report-only      # JSON from the run dir
+    python benchmarks/paper_seed.py --method telapa --curriculum tests/continual/... \\
+        --preset tests/continual/tiny_run.yaml --runs /tmp/x --json /tmp/x.json  # smoke
+
+The JSON (``--json``, default ``benchmarks/results/paper_seed.json``) holds one entry per
+method; an entry of an unfinished seed says how far it got (``visits_done``) and
+projects its total from the finished visits (``projected_wall_s``, labelled as such).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+from env_throughput import machine_info
+
+from telapa.continual.rundir import RunDir
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PAPER = {
+    "source": "paper App. G (CPU, one seed of the primary curriculum)",
+    "telapa_wall_h": 20.07,
+    "finetune_wall_h": 15.43,
+    "telapa_peak_rss_GB": 53.33,
+    "telapa_phase_h": {"illumination": 2.99, "few_shot": 2.23, "maintenance": 2.57},
+}
+"""The paper's compute table (wall hours of one seed and TeLAPA's three extra phases)."""
+
+
+def log(text: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+def run_dir_of(runs: Path, method: str, seed: int, preset: str) -> Path:
+    name = Path(preset).stem if preset.endswith((".yaml", ".yml")) else preset
+    return runs / f"{name}-{method}-s{seed}"
+
+
+def is_complete(run: Path) -> bool:
+    spec = run / "run.json"
+    return spec.exists() and json.loads(spec.read_text()).get("status") == "complete"
+
+
+def run_segment(run: Path, args: argparse.Namespace, hours: float | None) -> int:
+    """Starts or resumes ``telapa run`` on ``run``; after ``hours`` stops it as soon as it
+    has written its next checkpoint (its accounting is the last file a checkpoint writes).
+    Returns the process's exit status (``-SIGTERM`` when stopped)."""
+    if run.exists():
+        cmd = ["--resume", str(run)]
+    else:
+        cmd = ["--curriculum", args.curriculum, "--method", args.method,
+               "--seed", str(args.seed), "--preset", args.preset, "--out", str(run)]
+    cmd = [sys.executable, "-m", "telapa.cli", "run", *cmd, "--log-interval", "60"]
+    log_path = run.with_suffix(".log")
+    log(f"{' '.join(cmd[2:])}  (log: {log_path})")
+    accounting = run / "accounting.json"
+    deadline = time.monotonic() + hours * 3600 if hours else None
+    with open(log_path, "a") as stream:
+        proc = subprocess.Popen(cmd, stdout=stream, stderr=stream, cwd=ROOT)
+        mark = None
+        while proc.poll() is None:
+            time.sleep(2.0)
+            if deadline is None or time.monotonic() < deadline:
+                continue
+            stamp = accounting.stat().st_mtime_ns if accounting.exists() else 0
+            if mark is None:
+                mark = stamp
+                log(f"{hours} h reached: stopping at the next checkpoint")
+            elif stamp != mark:
+                time.sleep(1.0)  # the checkpoint's last file is written; nothing is lost
+                proc.send_signal(signal.SIGTERM)
+                proc.wait()
+    return proc.returncode
+
+
+def summarise(run: Path, method: str) -> dict:
+    """The benchmark entry of one run directory (finished or not)."""
+    accounting = json.loads((run / "accounting.json").read_text())
+    visits = pd.read_csv(run / "visits.csv")
+    n_visits = len(RunDir(run).curriculum().visits())
+    done = int(visits["post_sr"].notna().sum()) if "post_sr" in visits else 0
+    complete = is_complete(run)
+    phases = {**accounting.get("phase_s", {}), **accounting.get("method_phase_s", {})}
+    entry = {
+        "method": method,
+        "run_dir": str(run),
+        "complete": complete,
+        "visits_done": done,
+        "visits": n_visits,
+        "wall_s": accounting["wall_s"],
+        "segments": accounting["segments"],
+        "phase_s": phases,
+        "compile_s": accounting.get("compile_s", 0.0),
+        "ppo_env_steps": accounting["ppo_env_steps"],
+        "extra_env_steps": accounting["extra_env_steps"],
+        "peak_rss_GB": accounting["peak_rss_bytes"] / 1e9,
+        "method_state_GB": accounting.get("method_state_bytes", 0) / 1e9,
+        "post_sr": dict(zip(visits["tag"], visits["post_sr"].round(3), strict=False)),
+    }
+    if not complete and done:
+        entry["projected_wall_s"] = accounting["wall_s"] * entry["visits"] / done
+    elites = run / "elites.csv"
+    if elites.exists():
+        sizes = pd.read_csv(elites).groupby("task").size()
+        entry["archive_sizes"] = {str(k): int(v) for k, v in sizes.items()}
+    if (run / "metrics.json").exists():
+        metrics = json.loads((run / "metrics.json").read_text())
+        entry["metrics"] = {k: metrics[k] for k in ("mean_sr", "ttt", "coverage", "tr", "nbwt")
+                            if k in metrics}
+    return entry
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--method", required=True, help="e.g. telapa, finetune")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--curriculum", default="primary")
+    parser.add_argument("--preset", default="paper")
+    parser.add_argument("--runs", type=Path, default=ROOT / "benchmarks" / "runs",
+                        help="folder of the benchmark's run directories (git-ignored)")
+    parser.add_argument("--hours", type=float, default=None,
+                        help="stop at the first checkpoint after this many hours")
+    parser.add_argument("--report-only", action="store_true",
+                        help="write the JSON from the run directory without running")
+    parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" /
+                        "paper_seed.json")
+    args = parser.parse_args(argv)
+    if args.hours is not None and args.hours <= 0:
+        parser.error(f"--hours must be positive, got {args.hours}")
+
+    run = run_dir_of(args.runs, args.method, args.seed, args.preset)
+    if not args.report_only and not is_complete(run):
+        args.runs.mkdir(parents=True, exist_ok=True)
+        code = run_segment(run, args, args.hours)
+        if code not in (0, -signal.SIGTERM):
+            log(f"telapa run failed (exit {code}); see {run.with_suffix('.log')}")
+            return 1
+    if not (run / "accounting.json").exists():
+        log(f"{run} has no accounting yet (no checkpoint written)")
+        return 1
+    entry = summarise(run, args.method)
+    report = (json.loads(args.json.read_text()) if args.json.exists()
+              else {"benchmark": "paper_seed", "paper": PAPER, "runs": {}})
+    report["machine"] = machine_info()
+    report["runs"][f"{args.method}-s{args.seed}"] = {
+        **entry, "preset": args.preset, "curriculum": args.curriculum, "seed": args.seed,
+        "cpu_threads": os.cpu_count()}
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(report, indent=1) + "\n")
+    state = "complete" if entry["complete"] else f"{entry['visits_done']}/{entry['visits']} visits"
+    log(f"{args.method}: {state}, {entry['wall_s'] / 3600:.2f} h, peak "
+        f"{entry['peak_rss_GB']:.2f} GB -> {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
