@@ -127,6 +127,17 @@ def summarise(run: Path, method: str) -> dict:
     if elites.exists():
         sizes = pd.read_csv(elites).groupby("task").size()
         entry["archive_sizes"] = {str(k): int(v) for k, v in sizes.items()}
+    log_path = run / "method_log.json"
+    events = json.loads(log_path.read_text()) if log_path.exists() else []
+    phase_of = {"illumination": "illumination", "transfer": "few_shot"}
+    steps: dict[str, int] = {}
+    for e in events:
+        if e.get("event") in phase_of and "env_steps" in e:
+            name = phase_of[e["event"]]
+            steps[name] = steps.get(name, 0) + int(e["env_steps"])
+    entry["phase_env_steps"] = {"train": accounting["ppo_env_steps"], **steps}
+    entry["archive_after_visit"] = {e["visit_tag"]: e["archive_size"] for e in events
+                                    if e.get("event") == "illumination"}
     if (run / "metrics.json").exists():
         metrics = json.loads((run / "metrics.json").read_text())
         entry["metrics"] = {k: metrics[k] for k in ("mean_sr", "ttt", "coverage", "tr", "nbwt")
