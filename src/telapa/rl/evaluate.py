@@ -8,7 +8,9 @@ episode lengths, the layout the latent embedder consumes.
 
 On the jax backend `make_jax_evaluator` gives a pure ``evaluate(params, key)`` and
 `make_population_evaluator` the same for a batch of parameter sets (illumination's
-candidates); on the gymnasium backend `evaluate_gym` runs a host loop.
+candidates): each candidate's lanes run its episodes from a queue, with randomness per
+episode, so results do not depend on the lanes or the batch. On the gymnasium backend
+`evaluate_gym` runs a host loop.
 """
 
 from __future__ import annotations
