@@ -150,10 +150,10 @@ def test_feature_steps(by_lanes, keep):
 
 def test_default_lanes():
     assert default_lanes(50, 1, platform="cpu") == 13  # ceil(E / 4)
-    assert default_lanes(50, 8, platform="cpu") == CPU_LANE_TARGET // 8
-    assert default_lanes(50, 32, platform="cpu") == 2
-    assert default_lanes(50, 1000, platform="cpu") == 1
-    assert default_lanes(3, 1, platform="cpu") == 1
+    assert default_lanes(50, 8, platform="cpu") == CPU_LANE_TARGET // 8 == 4
+    assert default_lanes(50, 7, platform="cpu") == 5  # ceil(32 / 7)
+    assert default_lanes(50, 32, platform="cpu") == default_lanes(50, 1000, platform="cpu") == 2
+    assert default_lanes(3, 1, platform="cpu") == default_lanes(3, 64, platform="cpu") == 1
     assert default_lanes(50, 8, platform="gpu") == 50
 
 

@@ -81,27 +81,30 @@ class _Episodes(NamedTuple):
     features: jax.Array
 
 
-CPU_LANE_TARGET = 64
+CPU_LANE_TARGET = 32
 """Lanes of a whole batch that `default_lanes` aims for on CPU (see there)."""
 
 
 def default_lanes(episodes: int, batch: int = 1, *, platform: str | None = None) -> int:
     """Lanes per candidate when `make_population_evaluator` is given none.
 
-    On CPU ``min(ceil(CPU_LANE_TARGET / batch), ceil(episodes / 4))``: 13 at B = 1 and
-    E = 50, 8 at B = 8, 2 at B = 32. A loop iteration costs a fixed overhead plus a cost
-    per lane; on a DoorKey-8x8 evaluator the overhead was about 75 lane-steps, so about 64
-    lanes in all keep the loop at least half work while leaving few lanes idle behind a
-    long episode; at least 4 episodes per lane let the queue balance a candidate's
-    lanes (B = 1: 10 to 17 lanes measured alike, 25 slower). On accelerators (``platform``
-    other than ``"cpu"``, default `jax.default_backend`) ``episodes``: every episode
-    starts at once, since there an iteration's launch overhead dwarfs the lanes' work
-    (fewer lanes unmeasured). Numbers: docs/assumptions.md, "Evaluation lanes"."""
+    On CPU ``min(max(ceil(CPU_LANE_TARGET / batch), 2), ceil(episodes / 4))``: 13 at
+    B = 1 and E = 50, 4 at B = 8, 2 from B = 16. A loop iteration costs a fixed overhead
+    plus a cost per lane, so fewer lanes idle less behind a long episode but take more
+    iterations. Measured on DoorKey-8x8 near-copies of a trained policy (E = 50): B = 1
+    ran alike with 10 to 17 lanes (25 and 7 slower), B = 8 fastest with 4 of 4 to 13,
+    B = 32 alike with 1, 2 and 4 (7 slower); 2 rather than 1 costs 1.5x less when every
+    episode runs to the time limit, where each halving of L doubles the iterations. At
+    least 4 episodes per lane let the queue balance a candidate's lanes. On
+    accelerators (``platform`` other than ``"cpu"``; default `jax.default_backend`)
+    ``episodes``: every episode starts at once, since there an iteration's launch
+    overhead dwarfs the lanes' work (fewer lanes unmeasured). Numbers:
+    docs/assumptions.md, "Evaluation lanes"."""
     episodes = _positive("episodes", episodes)
     batch = _positive("batch", batch)
     if (platform or jax.default_backend()) != "cpu":
         return episodes
-    return min(-(-CPU_LANE_TARGET // batch), -(-episodes // 4))
+    return min(max(-(-CPU_LANE_TARGET // batch), 2), -(-episodes // 4))
 
 
 def make_population_evaluator(
