@@ -82,3 +82,43 @@ class Reach:
         state = ReachState(x, t)
         obs = {"obs": x[None]}
         return state, obs, -jnp.abs(x), jnp.bool_(False), t >= self.max_steps, {"features": x[None]}
+
+
+@struct.dataclass
+class CountdownState:
+    length: jax.Array
+    t: jax.Array
+
+
+class Countdown:
+    """Episodes of known lengths, for checking evaluators by hand: ``reset`` draws the
+    episode's length uniformly from ``lengths`` and the episode terminates after that
+    many steps. Actions 0 and 1; the reward is the action taken. Observation: (t,
+    length); features: (length, t) after the step, so a feature row names its episode
+    and its step."""
+
+    def __init__(self, lengths: tuple[int, ...] = (1, 2, 3, 40)):
+        self.lengths = jnp.asarray(lengths, jnp.int32)
+        self.spec = EnvSpec(
+            env_id="Countdown",
+            observation={"obs": ArraySpec((2,), jnp.float32)},
+            n_actions=2,
+            max_steps=max(lengths),
+            feature_dim=2,
+        )
+
+    def _obs(self, state: CountdownState):
+        return {"obs": jnp.stack([state.t, state.length]).astype(jnp.float32)}
+
+    def reset(self, key):
+        state = CountdownState(jax.random.choice(key, self.lengths), jnp.int32(0))
+        return state, self._obs(state)
+
+    def step(self, state: CountdownState, action):
+        state = CountdownState(state.length, state.t + 1)
+        features = jnp.stack([state.length, state.t]).astype(jnp.float32)
+        terminated = state.t >= state.length
+        reward = action.astype(jnp.float32)
+        return state, self._obs(state), reward, terminated, jnp.bool_(False), {
+            "features": features
+        }

@@ -8,19 +8,22 @@ episode lengths, the layout the latent embedder consumes.
 
 On the jax backend `make_jax_evaluator` gives a pure ``evaluate(params, key)`` and
 `make_population_evaluator` the same for a batch of parameter sets (illumination's
-candidates); on the gymnasium backend `evaluate_gym` runs a host loop.
+candidates): each candidate's lanes run its episodes from a queue, with randomness per
+episode, so results do not depend on the lanes or the batch. On the gymnasium backend
+`evaluate_gym` runs a host loop.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from telapa.envs.base import JaxEnv
+from telapa.envs.base import JaxEnv, Obs
 from telapa.envs.family import Competence, SuccessRate
 from telapa.envs.gym_backend import GymVectorEnv
 from telapa.rl.networks import Params
@@ -53,6 +56,57 @@ class EvalResult:
         return float(np.mean(self.lengths))
 
 
+class _Lanes(NamedTuple):
+    """The (B, L) lanes of `make_population_evaluator`'s loop."""
+
+    state: Any
+    obs: Obs
+    key: jax.Array
+    """Action key of the lane's episode (``fold_in(key, t)`` acts at step t)."""
+    episode: jax.Array
+    """Index of the episode the lane runs, E when the candidate has none left."""
+    t: jax.Array
+    """Steps the episode has taken."""
+    ret: jax.Array
+    """Its return so far."""
+
+
+class _Episodes(NamedTuple):
+    """Per-candidate results of `make_population_evaluator`'s loop."""
+
+    queued: jax.Array
+    """(B,) the next unstarted episode (E: none left)."""
+    returns: jax.Array
+    lengths: jax.Array
+    features: jax.Array
+
+
+CPU_LANE_TARGET = 32
+"""Lanes of a whole batch that `default_lanes` aims for on CPU (see there)."""
+
+
+def default_lanes(episodes: int, batch: int = 1, *, platform: str | None = None) -> int:
+    """Lanes per candidate when `make_population_evaluator` is given none.
+
+    On CPU ``min(max(ceil(CPU_LANE_TARGET / batch), 2), ceil(episodes / 4))``: 13 at
+    B = 1 and E = 50, 4 at B = 8, 2 from B = 16. A loop iteration costs a fixed overhead
+    plus a cost per lane, so fewer lanes idle less behind a long episode but take more
+    iterations. Measured on DoorKey-8x8 near-copies of a trained policy (E = 50): B = 1
+    ran alike with 10 to 17 lanes (25 and 7 slower), B = 8 fastest with 4 of 4 to 13,
+    B = 32 alike with 1, 2 and 4 (7 slower); 2 rather than 1 costs 1.5x less when every
+    episode runs to the time limit, where each halving of L doubles the iterations. At
+    least 4 episodes per lane let the queue balance a candidate's lanes. On
+    accelerators (``platform`` other than ``"cpu"``; default `jax.default_backend`)
+    ``episodes``: every episode starts at once, since there an iteration's launch
+    overhead dwarfs the lanes' work (fewer lanes unmeasured). Numbers:
+    docs/assumptions.md, "Evaluation lanes"."""
+    episodes = _positive("episodes", episodes)
+    batch = _positive("batch", batch)
+    if (platform or jax.default_backend()) != "cpu":
+        return episodes
+    return min(max(-(-CPU_LANE_TARGET // batch), 2), -(-episodes // 4))
+
+
 def make_population_evaluator(
     env: JaxEnv,
     policy: Policy,
@@ -61,71 +115,149 @@ def make_population_evaluator(
     deterministic: bool = False,
     *,
     feature_steps: int | None = None,
-) -> Callable[[Params, jax.Array], tuple[jax.Array, jax.Array, jax.Array]]:
+    lanes: int | None = None,
+    count_iterations: bool = False,
+) -> Callable[..., tuple[jax.Array, ...]]:
     """Pure ``evaluate(params, keys) -> (returns, lengths, features)`` of B parameter sets
-    (``params`` leaves and ``keys`` with a leading axis B), ``episodes`` parallel episodes
-    each, stopped at their end or after ``max_steps`` steps. Shapes (B, E), (B, E) and
-    (B, E, feature_steps, D) (default ``feature_steps = max_steps``: the first steps of
-    each episode, zero past its length).
+    (``params`` leaves and ``keys`` with a leading axis B), ``episodes`` = E episodes
+    each, every episode stopped at its end or after ``max_steps`` steps. Shapes (B, E),
+    (B, E) and (B, E, feature_steps, D) (default ``feature_steps = max_steps``: the
+    first steps of each episode, zero past its length). With ``count_iterations`` a
+    fourth output: the loop's iteration count I (int32 scalar); the loop stepped
+    B x L x I lanes for ``lengths.sum()`` env steps.
 
-    Candidate b is evaluated exactly as `make_jax_evaluator` evaluates it with
-    ``keys[b]``. All B x E episodes advance in one loop whose condition is a scalar (any
-    episode still running), so finished candidates cost masked lanes, not a copy of the
-    carry per step as a ``vmap`` of a per-candidate ``while_loop`` would."""
-    keep = max_steps if feature_steps is None else int(feature_steps)
+    Schedule. Each candidate has L = ``lanes`` <= E lanes (default `default_lanes` of E
+    and B) and a queue of its episodes 0..E-1: lane l starts episode l, and a lane whose
+    episode ends takes the candidate's next unstarted episode (lanes ending at the same
+    step take them in lane order) until none is left; the loop runs while any lane holds
+    an episode. This greedy list scheduling bounds a candidate's makespan by
+    ``sum(lengths) / L + max(lengths)`` steps; a static quota of E / L episodes per lane
+    can stack long episodes on one lane while the others idle. With L = E (the loop
+    before issue 15) every lane waits for the batch's longest episode: DoorKey-8x8
+    near-copies of a trained policy last ~35 steps, but one episode at the 640-step time
+    limit kept all B x E lanes stepping. Lanes are per candidate, not a pool shared by
+    the batch: a shared lane would switch parameter sets between episodes, and gathering
+    a parameter set per lane per step costs more than the env step. The price of fewer
+    lanes is more iterations when every episode is long (a policy that never reaches
+    the goal): up to ceil(E / L) x ``max_steps``.
+
+    Randomness is per episode, so results do not depend on L, B or the schedule: with
+    ``reset_key, act_key = split(keys[b])``, episode e of candidate b starts from
+    ``env.reset(split(reset_key, E)[e])`` and samples its action at step t with
+    ``fold_in(split(act_key, E)[e], t)``. All B x E start states are reset once before
+    the loop (the same resets as episodes); a lane that takes an episode copies its start
+    state in.
+
+    All B x L lanes advance in one ``while_loop`` whose condition is a scalar, so a
+    finished candidate costs masked lanes, not a copy of the carry per step as a ``vmap``
+    of a per-candidate ``while_loop`` would. Returns, lengths and feature rows are
+    written to the episode's own slot (row t of episode e for t < ``feature_steps``)."""
+    episodes = _positive("episodes", episodes)
+    max_steps = _positive("max_steps", max_steps)
+    keep = max_steps if feature_steps is None else _positive("feature_steps", feature_steps)
+    if lanes is not None and not 1 <= _positive("lanes", lanes) <= episodes:
+        raise ValueError(f"lanes must be at most episodes ({episodes}), got {lanes}")
     reset = jax.vmap(jax.vmap(env.reset))
     step = jax.vmap(jax.vmap(env.step))
-    act = jax.vmap(lambda p, o, k: policy.act(p, o, k, deterministic).env_action)
-    split = jax.vmap(jax.random.split)
+    split = jax.vmap(lambda k: jax.random.split(k, episodes))
+    fold_in = jax.vmap(jax.vmap(jax.random.fold_in))
+
+    def act_one(params: Params, obs, key: jax.Array) -> jax.Array:
+        one = jax.tree.map(lambda x: x[None], obs)
+        return policy.act(params, one, key, deterministic).env_action[0]
+
+    act = jax.vmap(jax.vmap(act_one, in_axes=(None, 0, 0)))
     dim = env.spec.feature_dim
 
     def evaluate(params: Params, keys: jax.Array):
         b = keys.shape[0]
-        pair = split(keys)
-        reset_keys, keys = pair[:, 0], pair[:, 1]
-        state, obs = reset(jax.vmap(lambda k: jax.random.split(k, episodes))(reset_keys))
-        zeros = jnp.zeros((b, episodes))
-        init = (
-            0, state, obs, keys, zeros.astype(bool), zeros, zeros.astype(jnp.int32),
-            jnp.zeros((b, episodes, keep, dim), jnp.float32),
+        n_lanes = default_lanes(episodes, b) if lanes is None else int(lanes)
+        pair = jax.vmap(jax.random.split)(keys)
+        episode_keys = split(pair[:, 1])
+        first_state, first_obs = reset(split(pair[:, 0]))
+        row = jnp.broadcast_to(jnp.arange(b)[:, None], (b, n_lanes))
+        start = _Lanes(
+            *jax.tree.map(lambda x: x[:, :n_lanes], (first_state, first_obs, episode_keys)),
+            episode=jnp.broadcast_to(jnp.arange(n_lanes, dtype=jnp.int32), (b, n_lanes)),
+            t=jnp.zeros((b, n_lanes), jnp.int32),
+            ret=jnp.zeros((b, n_lanes), jnp.float32),
+        )
+        out = _Episodes(
+            queued=jnp.full((b,), n_lanes, jnp.int32),
+            returns=jnp.zeros((b, episodes), jnp.float32),
+            lengths=jnp.zeros((b, episodes), jnp.int32),
+            features=jnp.zeros((b, episodes, keep, dim), jnp.float32),
         )
 
-        def running(carry):
-            t, *_, done, _, _, _ = carry
-            return (t < max_steps) & ~done.all()
+        def running(carry: tuple[jax.Array, _Lanes, _Episodes]) -> jax.Array:
+            return (carry[1].episode < episodes).any()
 
-        def body(carry):
-            t, state, obs, keys, done, ret, length, feats = carry
-            pair = split(keys)
-            keys, act_keys = pair[:, 0], pair[:, 1]
-            action = act(params, obs, act_keys)
-            state, obs, reward, terminated, truncated, info = step(state, action)
-            active = ~done
-            ret = ret + jnp.where(active, reward, 0.0)
-            length = length + active
-            f = jnp.where(active[..., None], info["features"].astype(jnp.float32), 0.0)
-            slot = jnp.minimum(t, keep - 1)
-            old = jax.lax.dynamic_index_in_dim(feats, slot, axis=2, keepdims=False)
-            f = jnp.where(t < keep, f, old)
-            feats = jax.lax.dynamic_update_index_in_dim(feats, f, slot, axis=2)
-            done = done | terminated | truncated
-            return t + 1, state, obs, keys, done, ret, length, feats
+        def finish(ended: jax.Array, lanes: _Lanes, out: _Episodes) -> tuple[_Lanes, _Episodes]:
+            """Records the ended episodes; their lanes take the candidate's next ones (a
+            lane left without one idles on episode E - 1's start state, masked). ``out``
+            comes without the feature buffer, which a ``cond`` might copy."""
+            slot = jnp.where(ended, lanes.episode, episodes)  # out of range: write dropped
+            returns = out.returns.at[row, slot].set(lanes.ret, mode="drop")
+            lengths = out.lengths.at[row, slot].set(lanes.t, mode="drop")
+            taken = out.queued[:, None] + jnp.cumsum(ended, axis=1, dtype=jnp.int32) - 1
+            episode = jnp.where(ended, jnp.minimum(taken, episodes), lanes.episode)
+            queued = jnp.minimum(out.queued + ended.sum(axis=1, dtype=jnp.int32), episodes)
+            fresh = jnp.minimum(episode, episodes - 1)
+            state, obs, key = jax.tree.map(
+                lambda first, now: _where_lanes(ended, first[row, fresh], now),
+                (first_state, first_obs, episode_keys), (lanes.state, lanes.obs, lanes.key),
+            )
+            lanes = _Lanes(
+                state, obs, key, episode, jnp.where(ended, 0, lanes.t),
+                jnp.where(ended, 0.0, lanes.ret),
+            )
+            return lanes, out._replace(queued=queued, returns=returns, lengths=lengths)
 
-        *_, ret, length, feats = jax.lax.while_loop(running, body, init)
-        return ret, length, feats
+        def body(carry: tuple[jax.Array, _Lanes, _Episodes]):
+            i, lanes, out = carry
+            active = lanes.episode < episodes
+            action = act(params, lanes.obs, fold_in(lanes.key, lanes.t))
+            state, obs, reward, terminated, truncated, info = step(lanes.state, action)
+            row_t = jnp.where(active & (lanes.t < keep), lanes.episode, episodes)
+            features = out.features.at[row, row_t, lanes.t].set(
+                info["features"].astype(jnp.float32), mode="drop"
+            )
+            t = lanes.t + 1
+            ended = active & (terminated | truncated | (t >= max_steps))
+            lanes = lanes._replace(
+                state=state, obs=obs, t=t, ret=lanes.ret + reward.astype(jnp.float32)
+            )
+            lanes, out = jax.lax.cond(
+                ended.any(), finish, lambda _, *rest: rest, ended, lanes,
+                out._replace(features=None),
+            )
+            return i + 1, lanes, out._replace(features=features)
+
+        i, _, out = jax.lax.while_loop(running, body, (jnp.int32(0), start, out))
+        result = (out.returns, out.lengths, out.features)
+        return (*result, i) if count_iterations else result
 
     return evaluate
 
 
 def make_jax_evaluator(
-    env: JaxEnv, policy: Policy, episodes: int, max_steps: int, deterministic: bool = False
+    env: JaxEnv,
+    policy: Policy,
+    episodes: int,
+    max_steps: int,
+    deterministic: bool = False,
+    *,
+    lanes: int | None = None,
 ) -> Callable[[Params, jax.Array], tuple[jax.Array, jax.Array, jax.Array]]:
     """Pure ``evaluate(params, key) -> (returns, lengths, features)`` of ``episodes``
-    parallel episodes, each stopped at its end or after ``max_steps`` steps: the
-    population evaluator with B = 1. Keys: ``reset_key, key = split(key)``, episode
-    levels from ``split(reset_key, episodes)``, then ``key, act_key = split(key)`` per
-    step (one ``act_key`` samples every episode's action)."""
-    population = make_population_evaluator(env, policy, episodes, max_steps, deterministic)
+    episodes, each stopped at its end or after ``max_steps`` steps: the population
+    evaluator with B = 1 (its schedule over ``lanes`` and its keys: episode e starts
+    from ``env.reset(split(reset_key, episodes)[e])`` and acts at step t with
+    ``fold_in(split(act_key, episodes)[e], t)``, where ``reset_key, act_key =
+    split(key)``)."""
+    population = make_population_evaluator(
+        env, policy, episodes, max_steps, deterministic, lanes=lanes
+    )
 
     def evaluate(params: Params, key: jax.Array):
         one = jax.tree.map(lambda x: x[None], params)
@@ -133,6 +265,17 @@ def make_jax_evaluator(
         return ret[0], length[0], feats[0]
 
     return evaluate
+
+
+def _positive(name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def _where_lanes(mask: jax.Array, new: jax.Array, old: jax.Array) -> jax.Array:
+    """``new`` in the (B, L) lanes where ``mask``, else ``old`` (leaves (B, L, ...))."""
+    return jnp.where(mask.reshape(mask.shape + (1,) * (old.ndim - mask.ndim)), new, old)
 
 
 def evaluate_gym(

@@ -93,7 +93,7 @@ def _population_evaluator(
 ) -> Callable[[jax.Array, jax.Array], tuple[jax.Array, jax.Array, jax.Array]]:
     """The trainer's jitted population evaluator (features kept for ``t_max`` steps),
     cached per trainer on the parameter layout, episodes, time limit, policy mode and T
-    (jit caches on B)."""
+    (jit caches on B, which sets the default lanes per candidate)."""
     deterministic = trainer.config.eval.deterministic
     max_steps = trainer.spec.max_steps
     layout = jax.eval_shape(unravel, jax.ShapeDtypeStruct((n_params,), jnp.float32))
