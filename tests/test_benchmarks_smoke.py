@@ -53,3 +53,21 @@ def test_mujoco_throughput_quick(tmp_path: Path) -> None:
     # 200 candidates + the base policy, 5 episodes of 1000 steps each
     assert cost["env_steps"]["illumination"] == 201 * 5 * 1000
     assert cost["total_s"] == sum(cost["seconds"].values())
+
+
+def test_seed_batch_quick(tmp_path: Path) -> None:
+    out = tmp_path / "seed_batch.json"
+    subprocess.run(
+        [sys.executable, str(BENCHMARKS / "seed_batch.py"), "--quick", "--sizes", "2",
+         "--out", str(out)],
+        check=True,
+        timeout=900,
+    )
+    report = json.loads(out.read_text())
+    assert report["benchmark"] == "seed_batch" and report["quick"] is True
+    assert report["preset"]["steps_per_visit"] == 2048
+    assert len(report["separate_s"]) == 2 and all(s > 0 for s in report["separate_s"])
+    (row,) = report["results"]
+    assert row["seeds"] == 2 and row["batch_s"] > 0
+    assert row["separate_s"] == sum(report["separate_s"])
+    assert row["speedup"] == row["separate_s"] / row["batch_s"]

@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from telapa.continual.preset import bind_env_family
 from telapa.continual.rundir import RunDirError
 from telapa.continual.runner import (
     ContinualRun,
@@ -115,25 +116,16 @@ class SeedBatch:
         self._base_wall = {id(r): r.wall_s for r in self._pending}
         self._memory: MemoryMonitor | None = None
 
-    @staticmethod
-    def _progress(progress: Progress | None, seeds: Sequence[int]) -> list[Progress]:
-        sink = progress or SilentProgress()
-        return [_SeedProgress(sink, seed, lead=i == 0) for i, seed in enumerate(seeds)]
-
     @classmethod
     def start(cls, spec: RunSpec, seeds: Sequence[int], paths: Sequence[str | Path],
               progress: Progress | None = None) -> SeedBatch:
         """New runs of ``spec`` with each of ``seeds`` (its own seed is ignored), seed i in
-        ``paths[i]``."""
-        if not seeds or len(paths) != len(seeds) or len(set(seeds)) != len(seeds):
-            raise ValueError(f"a batch needs distinct seeds, one path each; got seeds "
-                             f"{list(seeds)} and {len(paths)} paths")
-        agents: dict[Any, Agent] | None = {} if spec.curriculum.backend == "jax" else None
-        runs = []
-        for seed, path, sink in zip(seeds, paths, cls._progress(progress, seeds), strict=True):
-            runs.append(ContinualRun.start(dataclasses.replace(spec, seed=seed), path, sink,
-                                           agents=agents))
-        return cls(runs)
+        ``paths[i]``; ``progress`` shows the first seed (and every seed's notes)."""
+        if len(paths) != len(seeds):
+            raise ValueError(f"a batch needs one path per seed; got seeds {list(seeds)} and "
+                             f"{len(paths)} paths")
+        return cls.open([(dataclasses.replace(spec, seed=s), p) for s, p in
+                         zip(seeds, paths, strict=True)], cls.shared_progress(progress, seeds))
 
     @classmethod
     def resume(cls, paths: Sequence[str | Path], progress: Progress | None = None
@@ -141,21 +133,47 @@ class SeedBatch:
         """Continues the runs in ``paths`` (killed batch members, or separate runs of one
         method, curriculum and settings with different seeds), each from its own latest
         checkpoint."""
-        specs = [ContinualRun.stored_spec(p) for p in paths]
-        first = specs[0]
-        for path, spec in zip(paths, specs, strict=True):
-            if (spec.method, spec.curriculum, spec.config) != (
-                    first.method, first.curriculum, first.config):
+        seeds = [ContinualRun.stored_spec(p).seed for p in paths]
+        return cls.open([(None, p) for p in paths], cls.shared_progress(progress, seeds))
+
+    @staticmethod
+    def shared_progress(progress: Progress | None, seeds: Sequence[int]) -> list[Progress]:
+        """One sink for a whole batch: the first seed's bars, every seed's notes."""
+        sink = progress or SilentProgress()
+        return [_SeedProgress(sink, seed, lead=i == 0) for i, seed in enumerate(seeds)]
+
+    @classmethod
+    def open(cls, entries: Sequence[tuple[RunSpec | None, str | Path]],
+             progress: Sequence[Progress]) -> SeedBatch:
+        """A batch of the runs ``(spec, path)``: resumed where ``path`` holds a run (its
+        stored spec must then agree with ``spec`` when one is given), else started with
+        ``spec``; seed i reports to ``progress[i]``. The runs must be seeds of one method,
+        curriculum and settings (`RunDirError` otherwise)."""
+        specs = []
+        for spec, path in entries:
+            if (Path(path) / "run.json").exists():
+                spec = ContinualRun.stored_spec(path)
+            elif spec is None:
+                raise RunDirError(f"{path} holds no run to resume")
+            specs.append(spec)
+        key = [(s.method, s.curriculum, bind_env_family(
+            s.config, list(s.curriculum.task_ids().values()))) for s in specs]
+        for (_, path), same in zip(entries, key, strict=True):
+            if same != key[0]:
                 raise RunDirError(f"{path} is not a run of the same method, curriculum and "
-                                  f"settings as {paths[0]}; a batch resumes seeds of one run")
+                                  f"settings as {entries[0][1]}; a batch runs seeds of one run")
         seeds = [s.seed for s in specs]
         if len(set(seeds)) != len(seeds):
-            raise RunDirError(f"{list(map(str, paths))} hold the same seed twice")
-        agents: dict[Any, Agent] | None = {} if first.curriculum.backend == "jax" else None
-        runs = []
+            raise RunDirError(f"a batch needs distinct seeds, got {seeds}")
+        jax_backend = specs[0].curriculum.backend == "jax"
+        agents: dict[Any, Agent] | None = {} if jax_backend else None
+        runs: list[ContinualRun] = []
         try:
-            for path, sink in zip(paths, cls._progress(progress, seeds), strict=True):
-                runs.append(ContinualRun.resume(path, sink, agents=agents))
+            for (spec, path), sink in zip(entries, progress, strict=True):
+                if (Path(path) / "run.json").exists():
+                    runs.append(ContinualRun.resume(path, sink, agents=agents))
+                else:
+                    runs.append(ContinualRun.start(spec, path, sink, agents=agents))
         except BaseException:
             for run in runs:
                 run.dir.unlock()
@@ -218,7 +236,7 @@ class SeedBatch:
         """The chunk ``phase`` of every run in ``group``, trained as one batch padded to
         the batch's size (see the module docstring)."""
         lead = group[0]
-        agent = lead._agent(lead.visits[phase.visit])
+        agent = lead.agent(lead.visits[phase.visit])
         steps = {run.chunk_steps(phase) for run in group}
         if len(steps) != 1:  # pragma: no cover - same phase, same budget
             raise RunError(f"{phase.describe(lead.visits)}: seeds disagree on the steps")
@@ -226,8 +244,8 @@ class SeedBatch:
         states = stack_states([run.train_state for run in group] + padding)
         start = time.perf_counter()
         try:
-            states, histories = agent.train_batch(
-                states, steps.pop(), progress=lambda done, rows: lead._on_progress(done, rows[0]))
+            states, histories = agent.train_batch(states, steps.pop(), progress=lambda done, rows: [
+                run.on_progress(done, r) for run, r in zip(group, rows, strict=False)])
         except BatchMemberError as err:
             run = group[err.member]
             raise RunError(f"seed {run.spec.seed}, {phase.describe(run.visits)}: {err.error}"

@@ -186,7 +186,7 @@ class ContinualRun:
         self.agents: dict[AgentKey, Agent] = {} if agents is None else agents
         """The static agent of each env (shared with the other runs of a batch)."""
         self._saved_parts: dict[str, tuple[Any, Path]] = {}
-        first = self._agent(self.visits[0])
+        first = self.agent(self.visits[0])
         params = first.policy.init(self._init_key)
         self.learner: PPOState = first.fresh_ppo(params, self.method.initial_penalty(params))
         """The PPO state carried from visit to visit (inside a visit: ``train_state.ppo``
@@ -268,7 +268,8 @@ class ContinualRun:
         phases.append(Phase("final"))
         return phases
 
-    def _agent(self, visit: Visit) -> Agent:
+    def agent(self, visit: Visit) -> Agent:
+        """The static agent of ``visit``'s env (made on first use, kept in ``agents``)."""
         key = (visit.env_id, repr(sorted(visit.options.items())))
         if key not in self.agents:
             self.agents[key] = Agent(
@@ -279,7 +280,7 @@ class ContinualRun:
         return self.agents[key]
 
     def _agent_for_task(self, task: str) -> Agent:
-        return self._agent(next(v for v in self.visits if v.task == task))
+        return self.agent(next(v for v in self.visits if v.task == task))
 
     # --- keys -----------------------------------------------------------------------
 
@@ -351,14 +352,14 @@ class ContinualRun:
             self._final_evaluation()
             return
         visit = self.visits[phase.visit]
-        agent = self._agent(visit)
+        agent = self.agent(visit)
         if phase.kind == "start":
             self._start_visit(visit, agent)
         elif phase.kind == "chunk":
             steps = self.chunk_steps(phase)
             with self.timer.phase("train"):
                 state, history = agent.train(self.train_state, steps,
-                                             progress=self._on_progress)
+                                             progress=self.on_progress)
             self.finish_chunk(phase, state, history)
         else:
             self._end_visit(visit, agent)
@@ -402,13 +403,14 @@ class ContinualRun:
         target = min((phase.chunk + 1) * self.spec.config.eval_every, budget)
         return max(target - done, 1)
 
-    def _on_progress(self, done: int, metrics: list[Metrics]) -> None:
+    def on_progress(self, done: int, metrics: list[Metrics]) -> None:
+        """Reports a training call's progress (``done`` steps of the visit)."""
         self.progress.advance(done, metrics[-1])
 
     def finish_chunk(self, phase: Phase, state: TrainState, history: list[Metrics]) -> None:
         """Takes the chunk's trained state and metrics: records, evaluation, `observe`."""
         visit = self.visits[phase.visit]
-        agent = self._agent(visit)
+        agent = self.agent(visit)
         budget = self.spec.budget(visit)
         before = int(self.train_state.steps)
         self.train_state = state
@@ -450,7 +452,7 @@ class ContinualRun:
         final_key = jax.random.fold_in(self._visit_root, len(self.visits))
         with self.timer.phase("final_eval"):
             for i, (task, visit) in enumerate(seen.items()):
-                result = self._agent(visit).evaluate(
+                result = self.agent(visit).evaluate(
                     self.method.eval_params(task, self.learner),
                     self.spec.config.final_eval_episodes, jax.random.fold_in(final_key, i),
                 )
@@ -575,7 +577,7 @@ class ContinualRun:
         self.train_rows = pd.read_csv(train_csv).to_dict("records") if train_csv.exists() else []
         if self._mid_visit():
             visit = self.visits[self.phases[self.next_phase].visit]
-            self.train_state = self._agent(visit).start(self.learner, self._episodes_key(visit))
+            self.train_state = self.agent(visit).start(self.learner, self._episodes_key(visit))
             if (folder / "train_state.npz").exists():
                 self.train_state = load_pytree(folder / "train_state.npz", self.train_state)
         self.progress.note(f"resumed at {self.phases[self.next_phase].describe(self.visits)}"
