@@ -378,16 +378,16 @@ class Agent:
     def evaluate(
         self,
         params: Params,
-        episodes: int | None = None,
-        key: int | jax.Array = 0,
+        episodes: int | None,
+        key: int | jax.Array,
         *,
         deterministic: bool | None = None,
         max_steps: int | None = None,
     ) -> EvalResult:
         """Evaluates ``params`` on fresh episodes drawn from ``key``.
 
-        ``episodes`` and ``deterministic`` default to ``config.eval``; ``max_steps``
-        defaults to the env's time limit.
+        ``episodes`` (when None) and ``deterministic`` default to ``config.eval``;
+        ``max_steps`` defaults to the env's time limit.
         """
         episodes = episodes or self.config.eval.episodes
         key = jax.random.key(key) if isinstance(key, (int, np.integer)) else key
