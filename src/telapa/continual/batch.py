@@ -145,10 +145,10 @@ class SeedBatch:
     @classmethod
     def open(cls, entries: Sequence[tuple[RunSpec | None, str | Path]],
              progress: Sequence[Progress]) -> SeedBatch:
-        """A batch of the runs ``(spec, path)``: resumed where ``path`` holds a run (its
-        stored spec must then agree with ``spec`` when one is given), else started with
-        ``spec``; seed i reports to ``progress[i]``. The runs must be seeds of one method,
-        curriculum and settings (`RunDirError` otherwise)."""
+        """A batch of the runs ``(spec, path)``: resumed where ``path`` holds a run (with
+        its stored spec; ``spec`` may then be None), else started with ``spec``; seed i
+        reports to ``progress[i]``. The runs must be distinct seeds of one method,
+        curriculum and settings (`RunDirError` otherwise, before any run is opened)."""
         specs = []
         for spec, path in entries:
             if (Path(path) / "run.json").exists():
