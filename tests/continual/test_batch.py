@@ -152,3 +152,26 @@ def test_resume_refuses_runs_of_different_methods(batch, tmp_path, capsys):
         main(["run", "--resume", str(_dirs(batch)[0]), str(other)])
     assert exit_info.value.code == 2
     assert "not a run of the same method" in capsys.readouterr().err
+
+
+def test_gymnasium_seeds_run_one_after_the_other_as_separate_runs(tmp_path):
+    """Host-stepped envs are not vmapped: a gymnasium batch runs each seed as its separate
+    run would, with its own agents (byte-identical results)."""
+    curriculum = tmp_path / "gym.yaml"
+    curriculum.write_text("name: gym-tiny\nbackend: gymnasium\n"
+                          "tasks: {A: MiniGrid-Empty-5x5-v0}\norder: [A]\ncycles: 1\n")
+    preset = tmp_path / "preset.yaml"
+    preset.write_text(TINY.read_text().replace("steps_per_visit: 4096", "steps_per_visit: 512")
+                      .replace("eval_every: 512", "eval_every: 256"))
+    spec = RunSpec(load_curriculum(str(curriculum)), "finetune", 1, load_run_config(preset),
+                   "tiny")
+    both = SeedBatch.start(spec, list(SEEDS), [tmp_path / "b1", tmp_path / "b2"])
+    assert not both.batched
+    both.run()
+    assert both.runs[0].agents is not both.runs[1].agents
+    for seed in SEEDS:
+        alone = tmp_path / f"alone{seed}"
+        ContinualRun.start(RunSpec(spec.curriculum, "finetune", seed, spec.config, "tiny"),
+                           alone).run()
+        for name in ("curve.csv", "visits.csv", "metrics.json"):
+            assert (alone / name).read_bytes() == (tmp_path / f"b{seed}" / name).read_bytes()
