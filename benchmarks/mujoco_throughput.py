@@ -18,7 +18,8 @@ Measured in one run on one machine:
 The pair (``sb3``, ``telapa``) is measured ``--repeats`` times, alternating, and the ratio
 uses the medians. From the measured rates the script extrapolates what one visit at
 the paper's budget costs per environment (``visit_cost``): the preset's PPO steps (983,040,
-the whole iterations nearest the paper's 1e6), 21 evaluations of 5 episodes, 200 illumination candidates x 5 episodes, and the few-shot probes of
+the whole iterations nearest the paper's 1e6), 21 evaluations of 5 episodes, 200
+illumination candidates x 5 episodes, and the few-shot probes of
 ``configs/runs/mujoco.yaml``, all episodes at the 1000-step time limit (an upper bound:
 Hopper, Walker2d and Ant episodes end early when the agent falls). PPO rates: the
 HalfCheetah median, and one iteration on each other env; evaluation rates: the
