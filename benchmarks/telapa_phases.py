@@ -71,16 +71,16 @@ def log(text: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
 
 
-def candidate_throughput(trainer, params, unravel, batch: int, episodes: int, t_max: int,
+def candidate_throughput(agent, params, unravel, batch: int, episodes: int, t_max: int,
                          repeats: int) -> dict:
     """Env steps/s of `evaluate_population` on ``batch`` mutated copies of ``params``."""
     noise = jax.random.normal(jax.random.key(1), (batch, params.shape[0])) * 0.02
     population = params[None] + noise
-    evaluate_population(trainer, population, unravel, episodes=episodes, key=jax.random.key(0),
+    evaluate_population(agent, population, unravel, episodes=episodes, key=jax.random.key(0),
                         t_max=t_max)  # compile
     steps, start = 0, time.perf_counter()
     for r in range(repeats):
-        ev = evaluate_population(trainer, population, unravel, episodes=episodes,
+        ev = evaluate_population(agent, population, unravel, episodes=episodes,
                                  key=jax.random.key(10 + r), t_max=t_max)
         steps += ev.env_steps
     seconds = time.perf_counter() - start
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     log(f"Farama: {farama['steps_per_s']:,.0f} steps/s evaluating the policy, "
         f"{raw['steps_per_s']:,.0f} stepped alone (random actions)")
     for batch in args.batch_sizes:
-        r = candidate_throughput(trainer, flat, unravel, batch, ill.eval_episodes,
+        r = candidate_throughput(trainer.agent, flat, unravel, batch, ill.eval_episodes,
                                  latent.t_max, repeats)
         r["ratio_vs_farama"] = r["steps_per_s"] / farama["steps_per_s"]
         r["ratio_vs_farama_raw"] = r["steps_per_s"] / raw["steps_per_s"]
@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         log(f"illumination: {ill.iterations} candidates at batch {batch}")
 
         def run(batch=batch):
-            return illuminate(trainer, base, visit=0, tag=0, embedding=embedding,
+            return illuminate(trainer.agent, base, visit=0, tag=0, embedding=embedding,
                               latent_config=latent, qd_config=qd, key=jax.random.key(3),
                               iterations=ill.iterations, batch_size=batch)
 
@@ -190,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     library = [archive.replace(tag=jax.numpy.int32(i)) for i in range(LIBRARY)]
     log(f"few-shot selection: {qd.transfer.k_pool} probes of {qd.transfer.probe_steps:,} steps")
     choice, cost = measured(lambda: select_transfer_origin(
-        trainer, library, config=qd.transfer, key=jax.random.key(4)))
+        trainer.agent, library, config=qd.transfer, key=jax.random.key(4),
+        rollout_key=jax.random.key(5)))
     results["phases"]["few_shot"] = {**cost, "env_steps": choice.env_steps,
                                      "candidates": len(choice.candidates),
                                      "paper_s": PAPER_PER_VISIT_S["few_shot"]}
@@ -200,9 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     log(f"maintenance: {BANK_SETS} bank sets, {latent.steps} steps, {LIBRARY} archives")
     banks = EpisodeBanks.create(float16_codec(latent.feature_dim), episodes=16,
                                 t_max=latent.t_max)
+    noise = jax.random.normal(jax.random.key(5), (BANK_SETS // 10, flat.shape[0]))
     sets = evaluate_population(
-        trainer, flat[None] + 0.02 * jax.random.normal(jax.random.key(5), (BANK_SETS // 10,
-                                                                          flat.shape[0])),
+        trainer.agent, flat[None] + 0.02 * noise,
         unravel, episodes=ill.eval_episodes, key=jax.random.key(6), t_max=latent.t_max)
     for i in range(BANK_SETS):
         j = i % sets.sr.shape[0]

@@ -74,3 +74,21 @@ def test_paper_seed_stops_at_a_checkpoint_and_resumes(tmp_path: Path) -> None:
     assert entry["wall_s"] > first["wall_s"] and entry["peak_rss_GB"] > 0
     assert {"train", "eval", "checkpoint"} <= set(entry["phase_s"])
     assert report["paper"]["telapa_wall_h"] == 20.07 and report["machine"]["logical_cores"] >= 1
+
+
+def test_seed_batch_quick(tmp_path: Path) -> None:
+    out = tmp_path / "seed_batch.json"
+    subprocess.run(
+        [sys.executable, str(BENCHMARKS / "seed_batch.py"), "--quick", "--sizes", "2",
+         "--out", str(out)],
+        check=True,
+        timeout=900,
+    )
+    report = json.loads(out.read_text())
+    assert report["benchmark"] == "seed_batch" and report["quick"] is True
+    assert report["preset"]["steps_per_visit"] == 2048
+    assert len(report["separate_s"]) == 2 and all(s > 0 for s in report["separate_s"])
+    (row,) = report["results"]
+    assert row["seeds"] == 2 and row["batch_s"] > 0
+    assert row["separate_s"] == sum(report["separate_s"])
+    assert row["speedup"] == row["separate_s"] / row["batch_s"]

@@ -100,7 +100,7 @@ class EvalConfig(StrictModel):
 
 
 class TrainConfig(StrictModel):
-    """Everything `telapa.rl.PPOTrainer` needs besides the env and the seed."""
+    """Everything `telapa.rl.Agent` needs besides the env."""
 
     ppo: PPOConfig = PPOConfig()
     network: NetworkConfig = NetworkConfig()

@@ -13,7 +13,7 @@ from telapa.continual.curriculum import Visit
 from telapa.continual.methods import EWC, TaskContext, diagonal_fisher
 from telapa.continual.preset import parse_run_config
 from telapa.continual.registry import METHODS, make_method
-from telapa.rl import PPOTrainer
+from telapa.rl import Agent
 from telapa.rl.ppo import PPOState
 
 TRAIN = TrainConfig(ppo=PPOConfig(num_envs=4, n_steps=8, batch_size=16, epochs=1))
@@ -26,22 +26,22 @@ CONFIG = parse_run_config({
 
 
 @pytest.fixture(scope="module")
-def trainer():
-    return PPOTrainer(Corridor(), TRAIN, key=0)
+def agent():
+    return Agent(Corridor(), TRAIN)
 
 
 def _visit(index: int, task: str, cycle: int) -> Visit:
     return Visit(index, task, task + "'" * cycle, "Corridor", {}, cycle, None)
 
 
-def _ctx(trainer, visit: Visit, seed: int = 7) -> TaskContext:
-    return TaskContext(visit, trainer, jax.random.key(seed), trainer.policy.init)
+def _ctx(agent, visit: Visit, seed: int = 7) -> TaskContext:
+    return TaskContext(visit, agent, jax.random.key(seed), agent.policy.init)
 
 
-def _state(trainer, seed: int, method=None) -> PPOState:
-    params = trainer.policy.init(jax.random.key(seed))
+def _state(agent, seed: int, method=None) -> PPOState:
+    params = agent.policy.init(jax.random.key(seed))
     penalty = method.initial_penalty(params) if method else None
-    return PPOState(params, trainer.optimizer.init(params), penalty)
+    return PPOState(params, agent.optimizer.init(params), penalty)
 
 
 def _leaves_equal(a, b) -> bool:
@@ -49,9 +49,9 @@ def _leaves_equal(a, b) -> bool:
                zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True))
 
 
-def _trained_opt_state(trainer, state: PPOState):
+def _trained_opt_state(agent, state: PPOState):
     grads = jax.tree.map(jnp.ones_like, state.params)
-    _, opt_state = trainer.optimizer.update(grads, state.opt_state, state.params)
+    _, opt_state = agent.optimizer.update(grads, state.opt_state, state.params)
     return opt_state
 
 
@@ -62,51 +62,51 @@ def test_registry_and_unknown_name():
         make_method("ewc2", CONFIG)
 
 
-def test_finetune_keeps_and_reset_resets_optimizer(trainer):
-    state = _state(trainer, 1)
-    state = state.replace(opt_state=_trained_opt_state(trainer, state))
-    kept = make_method("finetune", CONFIG).start_task(state, _ctx(trainer, _visit(1, "B", 0)))
+def test_finetune_keeps_and_reset_resets_optimizer(agent):
+    state = _state(agent, 1)
+    state = state.replace(opt_state=_trained_opt_state(agent, state))
+    kept = make_method("finetune", CONFIG).start_task(state, _ctx(agent, _visit(1, "B", 0)))
     assert kept is state
     reset = make_method("finetune-reset", CONFIG).start_task(
-        state, _ctx(trainer, _visit(1, "B", 0)))
+        state, _ctx(agent, _visit(1, "B", 0)))
     assert _leaves_equal(reset.params, state.params)
-    assert _leaves_equal(reset.opt_state, trainer.optimizer.init(state.params))
+    assert _leaves_equal(reset.opt_state, agent.optimizer.init(state.params))
     assert not _leaves_equal(reset.opt_state, state.opt_state)
 
 
-def test_scratch_draws_fresh_parameters_from_the_visit_key(trainer):
-    state = _state(trainer, 1)
-    new = make_method("scratch", CONFIG).start_task(state, _ctx(trainer, _visit(2, "A", 1), 5))
-    assert _leaves_equal(new.params, trainer.policy.init(jax.random.key(5)))
+def test_scratch_draws_fresh_parameters_from_the_visit_key(agent):
+    state = _state(agent, 1)
+    new = make_method("scratch", CONFIG).start_task(state, _ctx(agent, _visit(2, "A", 1), 5))
+    assert _leaves_equal(new.params, agent.policy.init(jax.random.key(5)))
 
 
 @pytest.mark.parametrize("keep", ["first", "latest"])
-def test_scratch_reuse_bank(trainer, keep):
+def test_scratch_reuse_bank(agent, keep):
     data = CONFIG.model_dump()
     data["methods"]["scratch_reuse"]["keep"] = keep
     config = parse_run_config(data)
     method = make_method("scratch-reuse", config)
-    first, second = _state(trainer, 1), _state(trainer, 2)
-    method.end_task(first, _ctx(trainer, _visit(0, "A", 0)))
-    method.end_task(second, _ctx(trainer, _visit(2, "A", 1)))
+    first, second = _state(agent, 1), _state(agent, 2)
+    method.end_task(first, _ctx(agent, _visit(0, "A", 0)))
+    method.end_task(second, _ctx(agent, _visit(2, "A", 1)))
     stored = first if keep == "first" else second
-    assert _leaves_equal(method.eval_params("A", _state(trainer, 3)), stored.params)
+    assert _leaves_equal(method.eval_params("A", _state(agent, 3)), stored.params)
     # a revisit starts from the stored policy with a fresh optimizer
-    current = _state(trainer, 3)
-    current = current.replace(opt_state=_trained_opt_state(trainer, current))
-    start = method.start_task(current, _ctx(trainer, _visit(4, "A", 2)))
+    current = _state(agent, 3)
+    current = current.replace(opt_state=_trained_opt_state(agent, current))
+    start = method.start_task(current, _ctx(agent, _visit(4, "A", 2)))
     assert _leaves_equal(start.params, stored.params)
-    assert _leaves_equal(start.opt_state, trainer.optimizer.init(stored.params))
+    assert _leaves_equal(start.opt_state, agent.optimizer.init(stored.params))
     # an unseen task starts from scratch, and is evaluated with the current policy
-    fresh = method.start_task(current, _ctx(trainer, _visit(1, "B", 0), 9))
-    assert _leaves_equal(fresh.params, trainer.policy.init(jax.random.key(9)))
+    fresh = method.start_task(current, _ctx(agent, _visit(1, "B", 0), 9))
+    assert _leaves_equal(fresh.params, agent.policy.init(jax.random.key(9)))
     assert _leaves_equal(method.eval_params("B", current), current.params)
     assert method.stored_tasks() == ["A"]
 
 
-def test_l2init_penalty_by_hand(trainer):
+def test_l2init_penalty_by_hand(agent):
     method = make_method("l2init", CONFIG)
-    start = _state(trainer, 1, method)
+    start = _state(agent, 1, method)
     moved = jax.tree.map(lambda p: p + 0.5, start.params)
     n = sum(p.size for p in jax.tree.leaves(start.params))
     # 0.25 * sum over every parameter of 0.5^2
@@ -114,42 +114,42 @@ def test_l2init_penalty_by_hand(trainer):
     assert float(method.penalty(start.params, start.penalty)) == 0.0
 
 
-def test_ewc_penalty_and_online_fisher(trainer, monkeypatch):
+def test_ewc_penalty_and_online_fisher(agent, monkeypatch):
     method = make_method("ewc", CONFIG)
-    state = _state(trainer, 1, method)
+    state = _state(agent, 1, method)
     assert float(method.penalty(jax.tree.map(lambda p: p + 1, state.params), state.penalty)) == 0
     fishers = iter([2.0, 3.0])
 
-    def fake_fisher(trainer, params, steps, key):
+    def fake_fisher(agent, params, steps, key):
         assert steps == 12
         return jax.tree.map(lambda p: jnp.full_like(p, next_value), params)
 
     monkeypatch.setattr("telapa.continual.methods.diagonal_fisher", fake_fisher)
     next_value = next(fishers)
-    method.end_task(state, _ctx(trainer, _visit(0, "A", 0)))
-    later = _state(trainer, 2).replace(penalty=state.penalty)
+    method.end_task(state, _ctx(agent, _visit(0, "A", 0)))
+    later = _state(agent, 2).replace(penalty=state.penalty)
     next_value = next(fishers)
-    method.end_task(later, _ctx(trainer, _visit(1, "B", 0)))
+    method.end_task(later, _ctx(agent, _visit(1, "B", 0)))
     assert method.extra_env_steps == 24
     # F = 0.5 * 2 + 3 = 4 everywhere, anchor = the last task's parameters
-    started = method.start_task(later, _ctx(trainer, _visit(2, "A", 1)))
+    started = method.start_task(later, _ctx(agent, _visit(2, "A", 1)))
     moved = jax.tree.map(lambda p: p + 0.1, later.params)
     n = sum(p.size for p in jax.tree.leaves(later.params))
     expected = 0.5 * 4.0 * 4.0 * 0.01 * n
     np.testing.assert_allclose(method.penalty(moved, started.penalty), expected, rtol=1e-4)
 
 
-def test_diagonal_fisher_matches_a_per_sample_loop(trainer):
-    params = trainer.policy.init(jax.random.key(3))
+def test_diagonal_fisher_matches_a_per_sample_loop(agent):
+    params = agent.policy.init(jax.random.key(3))
     key = jax.random.key(11)
-    fisher = diagonal_fisher(trainer, params, 12, key, chunk=5)
+    fisher = diagonal_fisher(agent, params, 12, key, chunk=5)
     obs_key, action_key = jax.random.split(key)
-    obs = trainer.sample_observations(params, 12, obs_key)
+    obs = agent.sample_observations(params, 12, obs_key)
     keys = jax.random.split(action_key, 12)
     total = jax.tree.map(jnp.zeros_like, params)
     for i in range(12):
         def log_prob(p, i=i):
-            dist, _ = trainer.policy(p, jax.tree.map(lambda x: x[i : i + 1], obs))
+            dist, _ = agent.policy(p, jax.tree.map(lambda x: x[i : i + 1], obs))
             return dist.log_prob(jax.lax.stop_gradient(dist.sample(keys[i])))[0]
         total = jax.tree.map(lambda t, g: t + g**2, total, jax.grad(log_prob)(params))
     for f, t in zip(jax.tree.leaves(fisher), jax.tree.leaves(total), strict=True):
@@ -157,24 +157,24 @@ def test_diagonal_fisher_matches_a_per_sample_loop(trainer):
     assert any(float(f.max()) > 0 for f in jax.tree.leaves(fisher))
 
 
-def test_sample_observations_shape(trainer):
-    params = trainer.policy.init(jax.random.key(0))
-    obs = trainer.sample_observations(params, 10, jax.random.key(1))
+def test_sample_observations_shape(agent):
+    params = agent.policy.init(jax.random.key(0))
+    obs = agent.sample_observations(params, 10, jax.random.key(1))
     assert obs["obs"].shape == (10, 8)
     np.testing.assert_allclose(obs["obs"].sum(axis=1), 1.0)
 
 
-def test_shrink_perturb_by_hand(trainer):
+def test_shrink_perturb_by_hand(agent):
     method = make_method("shrink-perturb", CONFIG)
-    state = _state(trainer, 1)
-    assert method.start_task(state, _ctx(trainer, _visit(0, "A", 0))).params is state.params
-    out = method.start_task(state, _ctx(trainer, _visit(1, "B", 0), seed=4))
+    state = _state(agent, 1)
+    assert method.start_task(state, _ctx(agent, _visit(0, "A", 0))).params is state.params
+    out = method.start_task(state, _ctx(agent, _visit(1, "B", 0), seed=4))
     leaves, treedef = jax.tree.flatten(state.params)
     keys = jax.random.split(jax.random.key(4), len(leaves))
     for new, old, k in zip(jax.tree.leaves(out.params), leaves, keys, strict=True):
         expected = 0.9 * old + 0.01 * jax.random.normal(k, old.shape, old.dtype)
         np.testing.assert_allclose(new, expected, rtol=1e-6)
-    assert _leaves_equal(out.opt_state, trainer.optimizer.init(out.params))
+    assert _leaves_equal(out.opt_state, agent.optimizer.init(out.params))
 
 
 def test_dff_changes_the_activation_only():
@@ -182,14 +182,14 @@ def test_dff_changes_the_activation_only():
     assert net.activation == "dff" and net.hidden == TRAIN.network.hidden
 
 
-def test_state_roundtrip_templates(trainer):
+def test_state_roundtrip_templates(agent):
     for name in METHODS:
         if name.startswith("telapa"):
             continue  # tested with real archives in tests/telapa
         method = make_method(name, CONFIG)
-        state = _state(trainer, 1, method)
-        method.end_task(state, _ctx(trainer, _visit(0, "A", 0)))
-        like = method.state_like(state.params, method.stored_tasks(), lambda task: trainer)
+        state = _state(agent, 1, method)
+        method.end_task(state, _ctx(agent, _visit(0, "A", 0)))
+        like = method.state_like(state.params, method.stored_tasks(), lambda task: agent)
         assert jax.tree.structure(like) == jax.tree.structure(method.state()), name
         fresh = make_method(name, CONFIG)
         fresh.initial_penalty(state.params)

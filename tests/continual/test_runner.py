@@ -207,10 +207,10 @@ def test_corrupt_checkpoint_pointer_is_named(finished, tmp_path):
 
 
 def test_non_finite_loss_names_the_phase(tmp_path, monkeypatch):
-    def explode(self, steps, progress=None):
+    def explode(self, state, steps, progress=None):
         raise FloatingPointError("PPO on MiniGrid-Empty-5x5-v0: non-finite loss at step 256")
 
-    monkeypatch.setattr("telapa.rl.trainer.PPOTrainer.train", explode)
+    monkeypatch.setattr("telapa.rl.agent.Agent.train", explode)
     with pytest.raises(RunError, match=r"visit 0 \(A, MiniGrid-Empty-5x5-v0\), chunk 0.*loss"):
         ContinualRun.start(_spec("finetune"), tmp_path / "nan").run()
     # the pre-evaluation checkpoint survives

@@ -20,7 +20,9 @@ import pytest
 
 from telapa.cli import main
 from telapa.config import CONFIG_DIR, ConfigError
-from telapa.continual.sweep import load_sweep, read_status, run_sweep
+from telapa.continual.batch import SeedBatch
+from telapa.continual.runner import RunSpec
+from telapa.continual.sweep import load_sweep, read_status, run_sweep, seed_jobs
 
 HERE = Path(__file__).parent
 TINY_SWEEP = HERE / "sweep_tiny" / "sweep.yaml"
@@ -105,8 +107,8 @@ class FlakyBackend:
         self.failures = failures
         self.calls: list[str] = []
 
-    def run(self, sweep_dir, cells):
-        for cell in cells:
+    def run(self, sweep_dir, jobs):
+        for cell in (c for job in jobs for c in job):
             self.calls.append(cell.name)
             if self.calls.count(cell.name) <= self.failures:
                 yield cell.name, {"ok": False, "error": f"boom {self.calls.count(cell.name)}"}
@@ -132,6 +134,40 @@ def test_failures_are_recorded_and_retried(tmp_path):
     assert read_status(out, "smoke-ewc-s0")["attempts"] == 3
     run_sweep(sweep, out, flaky)
     assert flaky.calls.count("smoke-ewc-s0") == 3
+
+
+def test_batch_seeds_groups_the_seeds_of_each_cell(tmp_path):
+    sweep = load_sweep(_write(tmp_path, BASE.replace("[ewc]", "[ewc, finetune]")
+                              + "grid:\n  methods.ewc.lam: [1, 10]\n"))
+    assert [[c.name for c in job] for job in seed_jobs(sweep.cells, True)] == [
+        ["smoke-ewc-lam=1-s0", "smoke-ewc-lam=1-s1"],
+        ["smoke-ewc-lam=10-s0", "smoke-ewc-lam=10-s1"],
+        ["smoke-finetune-s0", "smoke-finetune-s1"],
+    ]
+    assert seed_jobs(sweep.cells, False) == [[c] for c in sweep.cells]
+
+
+def test_batched_sweep_cells_equal_a_seed_batch(tmp_path, capsys):
+    """--batch-seeds runs the two seeds of the tiny cell as one SeedBatch: every cell is
+    done, with exactly the results of `SeedBatch` on the same specs."""
+    file = _write(tmp_path, TINY_SWEEP.read_text().replace("../tiny_run.yaml",
+                                                           str(HERE / "tiny_run.yaml"))
+                  .replace("curriculum.yaml", str(TINY_SWEEP.parent / "curriculum.yaml"))
+                  .replace("seeds: [0]", "seeds: [0, 1]"))
+    out = tmp_path / "out"
+    assert main(["sweep", str(file), "--out", str(out), "--batch-seeds", "--threads", "1"]) == 0
+    assert "running 2 on local, 1 worker(s) x 1 thread(s) in 1 seed batches" in \
+        capsys.readouterr().err
+    cells = load_sweep(file).cells
+    alone = SeedBatch.open([(RunSpec(c.curriculum, c.method, c.seed, c.config, c.preset),
+                             tmp_path / c.name) for c in cells], [None, None])
+    alone.run()
+    for c in cells:
+        assert read_status(out, c.name)["state"] == "done"
+        for name in ("curve.csv", "visits.csv", "metrics.json"):
+            assert (out / "cells" / c.name / name).read_bytes() == \
+                (tmp_path / c.name / name).read_bytes()
+        assert "train 512/512 steps" in (out / "status" / f"{c.name}.log").read_text()
 
 
 def test_another_sweep_or_a_foreign_directory_is_refused(tmp_path):

@@ -50,14 +50,14 @@ KEY = jax.random.key(8)  # its 12 candidates hit every insertion outcome and fil
 def setup():
     trainer = PPOTrainer(ENV, CONFIG, key=0)
     embedding = EmbeddingState.create(jax.random.key(1), LATENT)
-    return trainer, embedding
+    return trainer.agent, embedding, trainer.get_params()
 
 
 def run(setup, *, key=KEY, batch_size=1, iterations=ITERATIONS, **kwargs):
-    trainer, embedding = setup
+    agent, embedding, base = setup
     calls = []
     archive, log = illuminate(
-        trainer, trainer.get_params(), visit=VISIT, tag=TAG, embedding=embedding,
+        agent, base, visit=VISIT, tag=TAG, embedding=embedding,
         latent_config=LATENT, qd_config=QD, key=key, iterations=iterations,
         batch_size=batch_size, progress=lambda *a: calls.append(a), **kwargs,
     )
@@ -109,17 +109,17 @@ def assert_consistent(archive, log, calls, *, batch_size, size_before=0, iterati
 
 
 def test_evaluate_population_matches_per_candidate_evaluate(setup):
-    trainer, _ = setup
-    flat, unravel = flatten_params(trainer.get_params())
+    agent, _, base = setup
+    flat, unravel = flatten_params(base)
     noise = jax.random.normal(jax.random.key(3), (3, flat.shape[0]))
     pop = jnp.concatenate([flat[None], flat + 0.5 * noise])  # B = 4: the batch test's shape
     key = jax.random.key(4)
-    ev = evaluate_population(trainer, pop, unravel, episodes=EPISODES, key=key)
-    t = trainer.spec.max_steps
+    ev = evaluate_population(agent, pop, unravel, episodes=EPISODES, key=key)
+    t = agent.spec.max_steps
     assert ev.features.shape == (4, EPISODES, 256, 11) and ev.returns.shape == (4, EPISODES)
-    # candidate b is trainer.evaluate(unravel(pop[b]), E, split(key, B)[b])
+    # candidate b is agent.evaluate(unravel(pop[b]), E, split(key, B)[b])
     for b, k in enumerate(jax.random.split(key, 4)):
-        ref = trainer.evaluate(unravel(pop[b]), EPISODES, k)
+        ref = agent.evaluate(unravel(pop[b]), EPISODES, k)
         np.testing.assert_array_equal(ev.lengths[b], ref.lengths)
         np.testing.assert_allclose(ev.returns[b], ref.returns, rtol=1e-6)
         np.testing.assert_array_equal(ev.features[b, :, :t], ref.features)
@@ -133,15 +133,15 @@ def test_evaluate_population_matches_per_candidate_evaluate(setup):
 def test_evaluate_population_on_the_gymnasium_backend(setup):
     """Host loop over candidates; MiniGrid ids there also get the exact codec."""
     config = CONFIG.model_copy(update={"eval": EvalConfig(episodes=EPISODES)})  # 4 env copies
-    trainer = PPOTrainer(ENV, config, key=0, backend="gymnasium")
-    assert trajectory_codec(trainer) == trajectory_codec(setup[0]) == minigrid_codec(5, 5, 100)
-    flat, unravel = flatten_params(trainer.get_params())
+    gym = PPOTrainer(ENV, config, key=0, backend="gymnasium")
+    assert trajectory_codec(gym.agent) == trajectory_codec(setup[0]) == minigrid_codec(5, 5, 100)
+    flat, unravel = flatten_params(gym.get_params())
     pop = jnp.stack([flat, flat + jax.random.normal(jax.random.key(3), flat.shape)])
     key = jax.random.key(4)
-    ev = evaluate_population(trainer, pop, unravel, episodes=EPISODES, key=key)
+    ev = evaluate_population(gym.agent, pop, unravel, episodes=EPISODES, key=key)
     assert ev.features.shape == (2, EPISODES, 256, 11)
     for b, k in enumerate(jax.random.split(key, 2)):
-        ref = trainer.evaluate(unravel(pop[b]), EPISODES, k)
+        ref = gym.evaluate(unravel(pop[b]), EPISODES, k)
         np.testing.assert_array_equal(ev.lengths[b], ref.lengths)
         np.testing.assert_array_equal(ev.features[b, :, :100], ref.features)
         assert float(ev.sr[b]) == pytest.approx(ref.sr)
@@ -149,10 +149,10 @@ def test_evaluate_population_on_the_gymnasium_backend(setup):
 
 
 def test_build_archive(setup, built):
-    trainer, embedding = setup
+    agent, embedding, base = setup
     archive, log, calls = built
     assert_consistent(archive, log, calls, batch_size=1)
-    flat, _ = flatten_params(trainer.get_params())
+    flat, _ = flatten_params(base)
     # base elite: added first with sigma_0, its parent and lineage, and is the reference
     assert log.base.status == InsertStatus.ADDED and log.base.elite_id == TAG << 24
     assert log.base.parent_id == 7 and log.base.sigma == pytest.approx(0.05)
@@ -191,10 +191,10 @@ def test_build_archive(setup, built):
 def test_stored_episodes_are_the_evaluated_ones(setup, built):
     """Re-evaluating every elite with its documented key reproduces its stored episodes
     bit for bit (MiniGrid codec), its descriptor and its logged env steps."""
-    trainer, embedding = setup
+    agent, embedding, base = setup
     archive, log, _ = built
-    assert archive.traj.codec == trajectory_codec(trainer) == minigrid_codec(5, 5, 100)
-    _, unravel = flatten_params(trainer.get_params())
+    assert archive.traj.codec == trajectory_codec(agent) == minigrid_codec(5, 5, 100)
+    _, unravel = flatten_params(base)
     k_base, k_loop = jax.random.split(KEY)
     row_of = {r.elite_id: r for r in [log.base, *log.rows] if r.elite_id >= 0}
     features, lengths = archive.traj.decode()
@@ -205,7 +205,7 @@ def test_stored_episodes_are_the_evaluated_ones(setup, built):
         else:
             key = jax.random.split(jax.random.fold_in(k_loop, row.index))[1]
         ev = evaluate_population(
-            trainer, archive.elites.params[slot][None], unravel, episodes=EPISODES, key=key
+            agent, archive.elites.params[slot][None], unravel, episodes=EPISODES, key=key
         )
         np.testing.assert_array_equal(lengths[slot], ev.lengths[0])
         np.testing.assert_array_equal(features[slot], ev.features[0])
@@ -239,19 +239,19 @@ def test_batched_proposals(setup):
 
 def test_refresh_archive(setup):
     """RefreshArchive: a revisit inserts the new policy into the existing archive."""
-    trainer, embedding = setup
+    agent, embedding, base = setup
     # a normalizer with sigma 0.01 spreads the untrained encoder's latents 100x, so the
     # new policy is novel and the small archive (base + 1 child) has room for it
     wide = embedding.replace(
         normalizer=Normalizer(jnp.zeros(LATENT.latent_dim), jnp.full(LATENT.latent_dim, 0.01))
     )
-    previous, _, _ = run((trainer, wide), iterations=1)
+    previous, _, _ = run((agent, wide, base), iterations=1)
     assert int(previous.size) < QD.archive.max_size
     snapshot = host(copy_archive(previous))
-    new_base = trainer.policy.init(jax.random.key(9))
+    new_base = agent.policy.init(jax.random.key(9))
     calls = []
     archive, log = illuminate(
-        trainer, new_base, visit=5, tag=TAG, embedding=wide, latent_config=LATENT,
+        agent, new_base, visit=5, tag=TAG, embedding=wide, latent_config=LATENT,
         qd_config=QD, key=jax.random.key(6), iterations=ITERATIONS, initial_archive=previous,
         parent_id=3, lineage=lineage_bit(VISIT, 1), progress=lambda *a: calls.append(a),
     )
@@ -281,17 +281,17 @@ def test_refresh_archive(setup):
 
 
 def test_refresh_needs_the_same_tag_and_embedding(setup, built):
-    trainer, embedding = setup
+    agent, embedding, base = setup
     previous, _, _ = built
     kwargs = dict(
         latent_config=LATENT, qd_config=QD, key=KEY, iterations=0, initial_archive=previous
     )
     with pytest.raises(ValueError, match="tag"):
-        illuminate(trainer, trainer.get_params(), visit=3, tag=TAG + 1, embedding=embedding,
+        illuminate(agent, base, visit=3, tag=TAG + 1, embedding=embedding,
                    **kwargs)
     newer = embedding.replace(version=jnp.int32(1))
     with pytest.raises(ValueError, match="embedding version"):
-        illuminate(trainer, trainer.get_params(), visit=3, tag=TAG, embedding=newer, **kwargs)
+        illuminate(agent, base, visit=3, tag=TAG, embedding=newer, **kwargs)
 
 
 def test_zero_iterations_keeps_only_the_base(setup):
@@ -304,11 +304,11 @@ def test_refresh_is_built_around_the_new_policy(setup, built):
     """RefreshArchive(H, theta_t): theta_t enters the archive even when the insertion rule
     would reject it as redundant, and every refresh candidate descends from it (its
     parents are theta_t and the children accepted on this visit), not from old elites."""
-    trainer, embedding = setup
+    agent, embedding, base = setup
     previous, _, _ = built
     # theta_t = the policy the archive was built around: a near-duplicate of its base
     archive, log = illuminate(
-        trainer, trainer.get_params(), visit=6, tag=TAG, embedding=embedding,
+        agent, base, visit=6, tag=TAG, embedding=embedding,
         latent_config=LATENT, qd_config=QD, key=jax.random.key(11), iterations=ITERATIONS,
         initial_archive=previous, parent_id=4,
     )

@@ -1,7 +1,7 @@
 """Transfer-origin selection (Algorithm FewShotSelectElite) on the toy Corridor: probe
-curves and accounting reproduced by hand, the trainer left untouched, the trained elite
-chosen over random ones although it has the lowest source fitness, the archived (not the
-probed) weights returned, the farthest-point pool probed, determinism."""
+curves and accounting reproduced by hand, batched probes equal to sequential ones, the
+trained elite chosen over random ones although it has the lowest source fitness, the
+archived (not the probed) weights returned, the farthest-point pool probed, determinism."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ import pytest
 from rl.toy_envs import Corridor
 
 from telapa.config import EvalConfig, PPOConfig, TrainConfig
-from telapa.continual.telapa.transfer import probe, select_transfer_origin
+from telapa.continual.telapa.transfer import probe, probe_batch, select_transfer_origin
 from telapa.qd import ArchiveSpec, TransferConfig, init_archive, insert, make_elites
 from telapa.qd.archive import InsertStatus
 from telapa.qd.lineage import lineage_from_visits
 from telapa.qd.selection import pool_candidates
-from telapa.rl import PPOTrainer, flatten_params
+from telapa.rl import Agent, PPOTrainer, flatten_params
 
 CONFIG = TrainConfig(
     ppo=PPOConfig(num_envs=8, n_steps=16, batch_size=64, epochs=4, lr=3e-3),
@@ -30,6 +30,11 @@ TRANSFER = TransferConfig(
     k_pool=4, probe_steps=4 * ROLLOUT, probe_points=3, probe_eval_episodes=32, epsilon=0.1
 )
 KEY = jax.random.key(7)
+# The probes' training episodes: those this test drew before the agent/state split (a
+# PPOTrainer seeded 1 restarting its rollout). Which random policy learns the corridor
+# within 4 rollouts depends on them; with these none reaches the window.
+ROLLOUT_KEY = jax.random.split(jax.random.split(jax.random.split(jax.random.key(1), 4)[2])[0])[1]
+AGENT = Agent(Corridor(), CONFIG)
 
 
 def _leaves(tree) -> list[np.ndarray]:
@@ -43,14 +48,6 @@ def _leaves(tree) -> list[np.ndarray]:
 def _same(a, b) -> bool:
     la, lb = _leaves(a), _leaves(b)
     return len(la) == len(lb) and all(np.array_equal(x, y) for x, y in zip(la, lb, strict=True))
-
-
-def _make_trainer() -> PPOTrainer:
-    """The incoming-task learner, mid-training (non-trivial optimizer state, a rollout
-    in progress, steps > 0), so that 'left as found' is a real condition."""
-    trainer = PPOTrainer(Corridor(), CONFIG, key=1)
-    trainer.train(ROLLOUT)
-    return trainer
 
 
 @pytest.fixture(scope="module")
@@ -91,51 +88,63 @@ def library():
             "ids_b": ids_b}
 
 
-@pytest.fixture(scope="module")
-def selected(library):
-    trainer = _make_trainer()
-    before = trainer.snapshot()
+def _select(library, **kwargs):
     calls: list[tuple[int, int]] = []
     choice = select_transfer_origin(
-        trainer, library["archives"], config=TRANSFER, key=KEY,
-        progress=lambda done, total: calls.append((done, total)),
+        AGENT, library["archives"], config=TRANSFER, key=KEY, rollout_key=ROLLOUT_KEY,
+        progress=lambda done, total: calls.append((done, total)), **kwargs,
     )
-    return trainer, before, choice, calls
+    return choice, calls
+
+
+@pytest.fixture(scope="module")
+def selected(library):
+    """The batched selection (the default) and the sequential one."""
+    return _select(library), _select(library, batch=False)
 
 
 def test_probe_curve_and_accounting_match_a_hand_run(library):
-    """probe == set_params, reset optimizer and rollout, evaluate at 0, 1/2, 1 of the
-    budget with the probe key; env steps = trained steps + evaluated episode lengths."""
-    trainer, twin = _make_trainer(), _make_trainer()
-    before = trainer.snapshot()
-    twin_start = twin.snapshot()
+    """probe == fresh optimizer and episodes from the rollout key, evaluate at 0, 1/2, 1
+    of the budget with the probe key; env steps = trained steps + evaluated lengths."""
     for name, params in [("r1", library["rand"]["1"]), ("T", library["trained"])]:
-        curve, env_steps = probe(trainer, params, steps=4 * ROLLOUT, points=3, episodes=32,
-                                 key=KEY)
+        curve, env_steps = probe(AGENT, params, steps=4 * ROLLOUT, points=3, episodes=32,
+                                 key=KEY, rollout_key=ROLLOUT_KEY)
         assert curve.shape == (3,), name
-        assert curve[0] == trainer.evaluate(params, 32, KEY).sr, name
-        assert _same(trainer.snapshot(), before), name
+        assert curve[0] == AGENT.evaluate(params, 32, KEY).sr, name
 
-        twin.restore(twin_start)
-        twin.set_params(params)
-        twin.reset_optimizer()
-        twin.reset_rollout()
-        results = [twin.evaluate(twin.get_params(), 32, KEY)]
+        state = AGENT.start(AGENT.fresh_ppo(params), ROLLOUT_KEY)
+        results = [AGENT.evaluate(state.ppo.params, 32, KEY)]
         for _ in range(2):
-            twin.train(2 * ROLLOUT)
-            results.append(twin.evaluate(twin.get_params(), 32, KEY))
+            state, _ = AGENT.train(state, 2 * ROLLOUT)
+            results.append(AGENT.evaluate(state.ppo.params, 32, KEY))
         np.testing.assert_array_equal(curve, [r.sr for r in results], err_msg=name)
         lengths = sum(int(r.lengths.sum()) for r in results)
         assert lengths > 0
         assert env_steps == 4 * ROLLOUT + lengths, name
         # The probe moves the weights, so "bitwise the archived weights" below means
         # "not the probed ones".
-        assert not _same(twin.get_params(), params), name
+        assert not _same(state.ppo.params, params), name
     assert curve[0] >= 0.95  # T solves the corridor zero-shot
 
 
+def test_batched_probes_match_sequential_probes(library):
+    """probe_batch trains the K probes as one vmapped batch: each curve and cost equals
+    its sequential probe (SR over 32 episodes: a float difference in the weights would
+    have to flip a whole episode to show)."""
+    params = [library["rand"]["1"], library["trained"], library["rand"]["3"]]
+    settings = {"steps": 4 * ROLLOUT, "points": 3, "episodes": 32, "key": KEY,
+                "rollout_key": ROLLOUT_KEY}
+    curves, costs = probe_batch(AGENT, params, **settings)
+    for j, p in enumerate(params):
+        curve, cost = probe(AGENT, p, **settings)
+        np.testing.assert_array_equal(curves[j], curve)
+        assert costs[j] == cost
+
+
 def test_selection_picks_trained_elite_and_returns_its_archived_weights(library, selected):
-    _, _, choice, _ = selected
+    (choice, _), (sequential, _) = selected
+    assert sequential.candidates == choice.candidates
+    assert (sequential.index, sequential.env_steps) == (choice.index, choice.env_steps)
     a, b = library["archives"]
     assert choice.elite_id == library["ids_b"][0] == (1 << 24)
     assert (choice.source, choice.tag, choice.slot, choice.lineage) == (1, 1, 0, (0, 1))
@@ -154,18 +163,8 @@ def test_selection_picks_trained_elite_and_returns_its_archived_weights(library,
     assert all(s == -np.inf for s in others) and np.isfinite(chosen.score)
 
 
-def test_selection_leaves_trainer_as_found(selected):
-    trainer, before, _, _ = selected
-    assert _same(trainer.snapshot(), before)
-    assert trainer.steps == ROLLOUT
-    twin = _make_trainer()
-    trainer.train(ROLLOUT)
-    twin.train(ROLLOUT)
-    assert _same(trainer.snapshot(), twin.snapshot())
-
-
 def test_candidates_are_the_farthest_point_pool(library, selected):
-    _, _, choice, calls = selected
+    (choice, calls), (_, sequential_calls) = selected
     ids_a, ids_b = library["ids_a"], library["ids_b"]
     got = [(c.source, c.tag, c.slot, c.elite_id) for c in choice.candidates]
     assert got == [(0, 0, 0, ids_a[0]), (1, 1, 1, ids_b[1]), (1, 1, 0, ids_b[0]),
@@ -174,7 +173,8 @@ def test_candidates_are_the_farthest_point_pool(library, selected):
     assert [c.elite_id for c in choice.candidates] == [
         int(pool.elites.elite_id[i]) for i in np.asarray(idx)
     ]
-    assert calls == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    assert calls == [(4, 4)]  # one batch
+    assert sequential_calls == [(1, 4), (2, 4), (3, 4), (4, 4)]
     max_eval = TRANSFER.probe_points * TRANSFER.probe_eval_episodes * Corridor().max_steps
     for c in choice.candidates:
         assert TRANSFER.probe_steps < c.env_steps <= TRANSFER.probe_steps + max_eval
@@ -184,7 +184,7 @@ def test_candidates_are_the_farthest_point_pool(library, selected):
 
 
 def test_record_is_json_ready(selected):
-    _, _, choice, _ = selected
+    (choice, _), _ = selected
     record = json.loads(json.dumps(choice.record(), allow_nan=False))
     assert record["elite_id"] == choice.elite_id and record["lineage"] == [0, 1]
     assert [c["score"] is None for c in record["candidates"]] == [
@@ -193,22 +193,21 @@ def test_record_is_json_ready(selected):
 
 
 def test_selection_is_deterministic_given_key(library, selected):
-    _, _, choice, _ = selected
-    again = select_transfer_origin(_make_trainer(), library["archives"], config=TRANSFER,
-                                   key=KEY)
+    (choice, _), _ = selected
+    again, _ = _select(library)
     assert again.candidates == choice.candidates
     assert (again.index, again.env_steps) == (choice.index, choice.env_steps)
     assert _same(again.params, choice.params)
 
 
 def test_rejects_unusable_libraries(library):
-    trainer = PPOTrainer(Corridor(), CONFIG, key=2)
     empty = init_archive(ArchiveSpec(n_params=library["archives"][0].spec.n_params,
                                      desc_dim=2, raw_dim=0, capacity=4, target_size=3))
     with pytest.raises(ValueError, match="no valid elite"):
-        select_transfer_origin(trainer, [empty], config=TRANSFER, key=KEY)
+        select_transfer_origin(AGENT, [empty], config=TRANSFER, key=KEY,
+                               rollout_key=ROLLOUT_KEY)
     wrong = init_archive(ArchiveSpec(n_params=3, desc_dim=2, raw_dim=0, capacity=4,
                                      target_size=3))
     with pytest.raises(ValueError, match="parameters"):
-        select_transfer_origin(trainer, [wrong], config=TRANSFER, key=KEY)
-    assert trainer.steps == 0
+        select_transfer_origin(AGENT, [wrong], config=TRANSFER, key=KEY,
+                               rollout_key=ROLLOUT_KEY)

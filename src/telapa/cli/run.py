@@ -2,8 +2,14 @@
 
     telapa run --curriculum NAME|FILE --method NAME --seed S [--preset quick|paper|mujoco|FILE]
                [--out DIR]
-    telapa run --resume RUN_DIR [options that agree with the run]
+    telapa run --curriculum NAME|FILE --method NAME --seeds 0-7 [...] [--out PARENT]
+    telapa run --resume RUN_DIR [RUN_DIR...] [options that agree with the run]
     telapa metrics RUN_DIR|SWEEP_DIR... [--skip-incomplete] [--json]
+
+``--seeds`` (``0-7``, ``0,2,5``) runs several seeds in one process (`SeedBatch`: on the
+jax backend their PPO chunks train as one vmapped batch); each seed gets the run
+directory ``--seed`` would give it (under ``runs/``, or ``PARENT/CURRICULUM-METHOD-sS``
+with ``--out``). ``--resume`` with several run directories resumes them as one batch.
 
 When stderr is not a terminal (a cluster job's log), progress is printed as plain lines
 (phase, steps, steps/s, ETA) every ``--log-interval`` seconds instead of live bars.
@@ -27,6 +33,7 @@ from rich.table import Table
 
 from telapa.cli.common import CLIError, json_safe, load_runs, seed_int, stdout_console
 from telapa.config import ConfigError
+from telapa.continual.batch import SeedBatch, parse_seeds
 from telapa.continual.curriculum import Visit, load_curriculum
 from telapa.continual.preset import bind_env_family, load_run_config, parse_run_config
 from telapa.continual.registry import METHODS
@@ -174,9 +181,19 @@ def progress_for(console: Console, interval_s: float):
         console.file, interval_s)
 
 
-def _default_out(curriculum: str, method: str, seed: int) -> Path:
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+def _default_out(curriculum: str, method: str, seed: int, stamp: str | None = None) -> Path:
+    stamp = stamp or datetime.now().strftime("%Y%m%d-%H%M%S")
     return Path("runs") / f"{curriculum}-{method}-s{seed}-{stamp}"
+
+
+def batch_outs(curriculum: str, method: str, seeds: list[int], parent: str | None
+               ) -> list[Path]:
+    """The run directory of each seed of ``--seeds``: the one ``--seed`` would get (one
+    time stamp for the batch), or ``PARENT/CURRICULUM-METHOD-sS`` with ``--out PARENT``."""
+    if parent is None:
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        return [_default_out(curriculum, method, seed, stamp) for seed in seeds]
+    return [Path(parent) / f"{curriculum}-{method}-s{seed}" for seed in seeds]
 
 
 def build_spec(
@@ -209,10 +226,10 @@ class Interrupted(CLIError):
     status = 130
 
 
-def execute(run_factory, console: Console, out: Path, interval_s: float = 30.0
-            ) -> ContinualRun:
-    """Creates the run with ``run_factory(progress)`` and runs it to the end; Ctrl-C stops
-    it with how to resume ``out``."""
+def execute(run_factory, console: Console, out: str | Path, interval_s: float = 30.0):
+    """Creates the run (a `ContinualRun` or a `SeedBatch`) with ``run_factory(progress)``
+    and runs it to the end; Ctrl-C stops it with how to resume ``out`` (its run
+    directories)."""
     with progress_for(console, interval_s) as progress:
         try:
             run = run_factory(progress)
@@ -229,9 +246,13 @@ def execute(run_factory, console: Console, out: Path, interval_s: float = 30.0
 RESUME_OPTIONS = ("curriculum", "method", "seed", "preset", "intrinsic_beta")
 
 
-def check_resume_options(ns: argparse.Namespace, stored: RunSpec) -> None:
-    """Options given with ``--resume`` must agree with the run; `CLIError` names each one
-    that contradicts it (an option left out is taken from the run)."""
+def check_resume_options(ns: argparse.Namespace, stored: RunSpec, path: str,
+                         *, seed: bool = True) -> None:
+    """Options given with ``--resume`` must agree with the run in ``path``; `CLIError`
+    names each one that contradicts it (an option left out is taken from the run).
+    ``seed=False`` (several runs resumed as a batch) refuses ``--seed``."""
+    if not seed and ns.seed is not None:
+        raise CLIError("--seed cannot be combined with several --resume run directories")
     given = {name: getattr(ns, name) for name in RESUME_OPTIONS
              if getattr(ns, name) is not None}
     if not given:
@@ -267,20 +288,42 @@ def check_resume_options(ns: argparse.Namespace, stored: RunSpec) -> None:
             wrong.append(f"--intrinsic-beta {given['intrinsic_beta']} (the run's is "
                          f"{stored.config.intrinsic_beta})")
     if wrong:
-        raise CLIError(f"{ns.resume} was started with other settings; these options "
+        raise CLIError(f"{path} was started with other settings; these options "
                        f"contradict it: {'; '.join(wrong)}. Leave them out to resume it")
 
 
 def _cmd_run(ns: argparse.Namespace) -> None:
     console = Console(stderr=True)
+    if ns.resume and len(ns.resume) > 1:
+        if ns.seeds is not None:
+            raise CLIError("--seeds cannot be combined with --resume (each run directory "
+                           "keeps its seed)")
+        for path in ns.resume:
+            try:
+                stored = ContinualRun.stored_spec(path)
+            except RunDirError as err:
+                raise CLIError(str(err)) from None
+            check_resume_options(ns, stored, path, seed=False)
+        batch = execute(lambda p: SeedBatch.resume(ns.resume, p), console,
+                        " ".join(ns.resume), ns.log_interval)
+        for run in batch.runs:
+            print_run(run, stdout_console())
+        return
     if ns.resume:
+        resume = ns.resume[0]
+        if ns.seeds is not None:
+            raise CLIError("--seeds cannot be combined with --resume (each run directory "
+                           "keeps its seed)")
         try:
-            stored = ContinualRun.stored_spec(ns.resume)
+            stored = ContinualRun.stored_spec(resume)
         except RunDirError as err:
             raise CLIError(str(err)) from None
-        check_resume_options(ns, stored)
-        run = execute(lambda p: ContinualRun.resume(ns.resume, p), console, Path(ns.resume),
+        check_resume_options(ns, stored, resume)
+        run = execute(lambda p: ContinualRun.resume(resume, p), console, resume,
                       ns.log_interval)
+    elif ns.seeds is not None:
+        _run_seeds(ns, console)
+        return
     else:
         missing = [f"--{a}" for a in ("curriculum", "method") if getattr(ns, a) is None]
         if missing:
@@ -296,6 +339,35 @@ def _cmd_run(ns: argparse.Namespace) -> None:
         run = execute(lambda p: ContinualRun.start(spec, out, p), console, out,
                       ns.log_interval)
     print_run(run, stdout_console())
+
+
+def _run_seeds(ns: argparse.Namespace, console: Console) -> None:
+    """``telapa run --seeds``: validates everything and claims every run directory
+    before any work, then runs the batch."""
+    missing = [f"--{a}" for a in ("curriculum", "method") if getattr(ns, a) is None]
+    if missing:
+        raise CLIError(f"{' and '.join(missing)} required (or --resume RUN_DIR)")
+    if ns.seed is not None:
+        raise CLIError("give --seed or --seeds, not both")
+    try:
+        seeds = parse_seeds(ns.seeds)
+    except ValueError as err:
+        raise CLIError(f"--seeds: {err}") from None
+    for seed in seeds:
+        if not 0 <= seed < SEED_LIMIT:
+            raise CLIError(f"--seeds: seed {seed} is out of range: use 0 <= seed < 2^32")
+    spec = build_spec(ns.curriculum, ns.method, seeds[0], ns.preset or "quick",
+                      ns.intrinsic_beta)
+    outs = batch_outs(spec.curriculum.name, ns.method, seeds, ns.out)
+    for out in outs:
+        try:
+            claim_new_dir(out, resume_hint=f"resume it with `telapa run --resume {out}`")
+        except RunDirError as err:
+            raise CLIError(str(err)) from None
+    batch = execute(lambda p: SeedBatch.start(spec, seeds, outs, p), console,
+                    " ".join(map(str, outs)), ns.log_interval)
+    for run in batch.runs:
+        print_run(run, stdout_console())
 
 
 def print_run(run: ContinualRun, console: Console) -> None:
@@ -373,13 +445,18 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--curriculum", help="curriculum name in configs/curricula or a YAML file")
     run.add_argument("--method", help=f"one of: {', '.join(METHODS)}")
     run.add_argument("--seed", type=seed_int, help="0 <= S < 2^32 (default 0)")
+    run.add_argument("--seeds", metavar="SEEDS",
+                     help="several seeds in one process, e.g. 0-7 or 0,2,5 (one run "
+                          "directory each; PPO of the seeds batched on the jax backend)")
     run.add_argument("--preset",
                      help="quick (default), paper, mujoco, mujoco-quick, or a YAML file")
-    run.add_argument("--out", help="run directory (default: under runs/)")
+    run.add_argument("--out", help="run directory (default: under runs/); with --seeds "
+                                   "the directory that holds the seeds' run directories")
     run.add_argument("--intrinsic-beta", type=float, metavar="BETA",
                      help="add the episodic count bonus to training rewards (paper App. F)")
-    run.add_argument("--resume", metavar="RUN_DIR",
-                     help="continue a killed run (other options must agree with it)")
+    run.add_argument("--resume", metavar="RUN_DIR", nargs="+",
+                     help="continue a killed run (other options must agree with it); "
+                          "several run directories resume as one batch of seeds")
     run.add_argument("--log-interval", type=float, default=30.0, metavar="SECONDS",
                      help="seconds between progress lines when stderr is not a terminal")
     run.set_defaults(func=_cmd_run)

@@ -1,7 +1,7 @@
 """``telapa sweep``: every cell of a sweep file, on local processes or a Ray cluster.
 
     telapa sweep FILE --out DIR [--workers N] [--threads T] [--retries R]
-                 [--backend local|ray] [--address ADDR]
+                 [--backend local|ray] [--address ADDR] [--batch-seeds]
     telapa sweep status DIR
 
 Re-running the same command resumes the sweep: finished cells are skipped, partial ones
@@ -51,7 +51,8 @@ def _cmd_sweep(ns: argparse.Namespace) -> None:
             raise CLIError("--address needs --backend ray")
         backend = LocalBackend(ns.workers, ns.threads)
     try:
-        counts = run_sweep(sweep, ns.out, backend, retries=ns.retries, on_event=_log)
+        counts = run_sweep(sweep, ns.out, backend, retries=ns.retries,
+                           batch_seeds=ns.batch_seeds, on_event=_log)
     except (RunDirError, ConfigError) as err:
         raise CLIError(str(err)) from None
     except KeyboardInterrupt:
@@ -101,4 +102,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        help="CPU threads per cell (default: cores / workers; Ray: 1)")
     sweep.add_argument("--retries", type=int, default=0,
                        help="times a failed cell is tried again (default 0)")
+    sweep.add_argument("--batch-seeds", action="store_true",
+                       help="run the seeds of each cell together in one worker (PPO of the "
+                            "seeds as one vmapped batch on the jax backend)")
     sweep.set_defaults(func=_cmd_sweep)

@@ -28,10 +28,10 @@ from telapa.config import NetworkConfig
 from telapa.continual.curriculum import Visit
 from telapa.continual.preset import RunConfig
 from telapa.io import PhaseTimer
+from telapa.rl.agent import Agent
 from telapa.rl.evaluate import EvalResult
 from telapa.rl.networks import Params
 from telapa.rl.ppo import Penalty, PPOState
-from telapa.rl.trainer import PPOTrainer
 
 
 @dataclass(frozen=True)
@@ -39,8 +39,8 @@ class TaskContext:
     """What a hook may use at a task boundary."""
 
     visit: Visit
-    trainer: PPOTrainer
-    """The trainer of this visit's env (its params are set from the returned state)."""
+    agent: Agent
+    """The static agent of this visit's env (env, policy, optimizer, evaluation)."""
     key: jax.Array
     """Randomness for this visit's hook (derived from the run seed and the visit)."""
     init_params: Callable[[jax.Array], Params]
@@ -56,7 +56,7 @@ class TaskContext:
         return lambda done, total, *rest: sink(phase, int(done), int(total))
 
     def fresh_optimizer(self, params: Params) -> optax.OptState:
-        return self.trainer.optimizer.init(params)
+        return self.agent.optimizer.init(params)
 
 
 class Method:
@@ -116,10 +116,10 @@ class Method:
         """Inverse of `state` (``tree`` has the structure `state_like` gives)."""
 
     def state_like(
-        self, params: Params, tasks: list[str], trainer_for: Callable[[str], PPOTrainer]
+        self, params: Params, tasks: list[str], agent_for: Callable[[str], Agent]
     ) -> dict[str, Any]:
         """A template of `state` after ``tasks`` were stored (for loading checkpoints);
-        ``trainer_for(task)`` gives the trainer of a task's env."""
+        ``agent_for(task)`` gives the agent of a task's env."""
         return {}
 
     def stored_tasks(self) -> list[str]:
@@ -186,7 +186,7 @@ class ScratchReuse(Scratch):
         self.bank = dict(tree["bank"])
 
     def state_like(
-        self, params: Params, tasks: list[str], trainer_for: Callable[[str], PPOTrainer]
+        self, params: Params, tasks: list[str], agent_for: Callable[[str], Agent]
     ) -> dict[str, Any]:
         return {"bank": {task: params for task in tasks}}
 
@@ -224,20 +224,20 @@ class L2Init(FinetuneReset):
         self._anchor = tree["anchor"]
 
     def state_like(
-        self, params: Params, tasks: list[str], trainer_for: Callable[[str], PPOTrainer]
+        self, params: Params, tasks: list[str], agent_for: Callable[[str], Agent]
     ) -> dict[str, Any]:
         return {"anchor": params}
 
 
 def diagonal_fisher(
-    trainer: PPOTrainer, params: Params, steps: int, key: jax.Array, chunk: int = 256
+    agent: Agent, params: Params, steps: int, key: jax.Array, chunk: int = 256
 ) -> Params:
     """``F_i = E_{s ~ pi, a ~ pi(.|s)}[(d log pi(a|s) / d theta_i)^2]`` over ``steps`` states
-    visited by ``params`` on the trainer's env (Kirkpatrick et al. 2017, eq. 3); per-sample
+    visited by ``params`` on the agent's env (Kirkpatrick et al. 2017, eq. 3); per-sample
     gradients are taken ``chunk`` states at a time."""
     obs_key, action_key = jax.random.split(key)
-    obs = trainer.sample_observations(params, steps, obs_key)
-    policy = trainer.policy
+    obs = agent.sample_observations(params, steps, obs_key)
+    policy = agent.policy
 
     def log_prob(p: Params, single_obs, k: jax.Array) -> jax.Array:
         dist, _ = policy(p, jax.tree.map(lambda x: x[None], single_obs))
@@ -285,7 +285,7 @@ class EWC(FinetuneReset):
 
     def end_task(self, state: PPOState, ctx: TaskContext) -> None:
         steps = self.settings.fisher_steps
-        fisher = diagonal_fisher(ctx.trainer, state.params, steps, ctx.key)
+        fisher = diagonal_fisher(ctx.agent, state.params, steps, ctx.key)
         self.extra_env_steps += steps
         decay = self.settings.decay
         fisher = jax.tree.map(lambda old, new: decay * old + new, self._data["fisher"], fisher)
@@ -298,7 +298,7 @@ class EWC(FinetuneReset):
         self._data = dict(tree)
 
     def state_like(
-        self, params: Params, tasks: list[str], trainer_for: Callable[[str], PPOTrainer]
+        self, params: Params, tasks: list[str], agent_for: Callable[[str], Agent]
     ) -> dict[str, Any]:
         return {"fisher": params, "anchor": params}
 

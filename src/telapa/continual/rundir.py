@@ -14,7 +14,8 @@
       elites.csv          method tables (TeLAPA: every archived elite, no weights)
       metrics.json        the run's metrics (written when it completes)
       checkpoint.json     names the latest complete checkpoint and the one before it
-      ckpt-NNNNNN/        state.json (phase, records), learner.npz or trainer.npz,
+      ckpt-NNNNNN/        state.json (phase, records), learner.npz (PPO state),
+                          train_state.npz (after a chunk: the visit's `TrainState`),
                           method-PART.npz, train.csv (the current visit's iterations)
       .lock               held (``flock``) by the one process working on the run
 

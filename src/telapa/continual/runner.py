@@ -3,7 +3,8 @@
 For every visit of the curriculum:
 
 1. ``start``: the method chooses the initialisation (`Method.start_task`), the visit's
-   trainer starts fresh episodes, and the policy is evaluated (pre-evaluation, step 0);
+   `TrainState` starts fresh episodes, and the policy is evaluated (pre-evaluation,
+   step 0);
 2. ``chunk`` i: PPO trains up to ``min((i + 1) * eval_every, budget)`` env steps, then
    the policy is evaluated on fresh seeds; the last chunk's evaluation is the visit's
    post-evaluation;
@@ -15,6 +16,12 @@ gymnasium backend, whose envs cannot be snapshotted, only after ``start`` and ``
 so a killed run resumes from its last phase and finishes with exactly the results of an
 uninterrupted one: every random key derives from the seed and the phase, and the
 rollout in progress is part of the checkpoint.
+
+The run owns its state: the `PPOState` carried across visits (``learner``) and, inside a
+visit, the `TrainState` that training threads through the visit env's static `Agent`
+(agents are shared by every run of one process that has the same env, config and method:
+see `telapa.continual.batch`). A phase is `step` (one phase and its checkpoint); a batch
+of seeds runs the training of its chunk phases itself and calls `finish_chunk`.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import dataclasses
 import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -56,8 +64,10 @@ from telapa.io import (
     write_json_atomic,
 )
 from telapa.metrics import best_sr, competence_targets, run_metrics
+from telapa.rl.agent import Agent, Metrics, TrainState, episodes_key
 from telapa.rl.ppo import PPOState
-from telapa.rl.trainer import PPOTrainer
+
+AgentKey = tuple[str, str]
 
 
 @dataclass(frozen=True)
@@ -90,7 +100,7 @@ class Progress(Protocol):
         ``probes``, latent ``maintenance``) has done ``done`` of ``total`` units."""
 
 
-class _Silent:
+class SilentProgress:
     def visit(self, visit: Visit, budget: int, done: int) -> None:
         pass
 
@@ -156,13 +166,14 @@ class ContinualRun:
     `ContinualRun.resume(run_dir)`.
     """
 
-    def __init__(self, spec: RunSpec, run_dir: RunDir, progress: Progress | None = None):
+    def __init__(self, spec: RunSpec, run_dir: RunDir, progress: Progress | None = None,
+                 *, agents: dict[AgentKey, Agent] | None = None):
         spec = dataclasses.replace(spec, config=bind_env_family(
             spec.config, list(spec.curriculum.task_ids().values()),
             f"curriculum {spec.curriculum.name!r}"))
         self.spec = spec
         self.dir = run_dir
-        self.progress = progress or _Silent()
+        self.progress = progress or SilentProgress()
         self.visits = spec.curriculum.visits()
         self.phases = self._phases()
         config = spec.config
@@ -172,13 +183,16 @@ class ContinualRun:
         self.train_config = config.train.model_copy(
             update={"network": self.method.network(config.train.network)}
         )
-        self._trainers: dict[str, PPOTrainer] = {}
+        self.agents: dict[AgentKey, Agent] = {} if agents is None else agents
+        """The static agent of each env (shared with the other runs of a batch)."""
         self._saved_parts: dict[str, tuple[Any, Path]] = {}
-        first = self._trainer(self.visits[0])
+        first = self.agent(self.visits[0])
         params = first.policy.init(self._init_key)
-        self.learner = PPOState(
-            params, first.optimizer.init(params), self.method.initial_penalty(params)
-        )
+        self.learner: PPOState = first.fresh_ppo(params, self.method.initial_penalty(params))
+        """The PPO state carried from visit to visit (inside a visit: ``train_state.ppo``
+        as of the visit's last phase)."""
+        self.train_state: TrainState | None = None
+        """The visit in progress: its PPO state and rollout (None between visits)."""
         self.next_phase = 0
         self.global_step = 0
         self.records: dict[str, list[dict[str, Any]]] = {"visits": [], "curve": [], "final": []}
@@ -191,10 +205,11 @@ class ContinualRun:
     # --- construction ---------------------------------------------------------------
 
     @classmethod
-    def start(cls, spec: RunSpec, path: str | Path, progress: Progress | None = None):
+    def start(cls, spec: RunSpec, path: str | Path, progress: Progress | None = None, *,
+              agents: dict[AgentKey, Agent] | None = None):
         spec.check_budgets()
         run_dir = RunDir(path)
-        run = cls(spec, run_dir, progress)
+        run = cls(spec, run_dir, progress, agents=agents)
         spec = run.spec  # with the env family's latent D
         run_dir.create(
             {"curriculum": spec.curriculum.name, "method": spec.method, "seed": spec.seed,
@@ -219,13 +234,14 @@ class ContinualRun:
             raise RunDirError(f"{run_dir.path}: {err}") from None
 
     @classmethod
-    def resume(cls, path: str | Path, progress: Progress | None = None) -> ContinualRun:
+    def resume(cls, path: str | Path, progress: Progress | None = None, *,
+               agents: dict[AgentKey, Agent] | None = None) -> ContinualRun:
         """Continues a run from its newest readable checkpoint (the previous one, with a
         warning, when the newest cannot be read). Takes the run directory's lock."""
         spec = cls.stored_spec(path)
         run_dir = RunDir(path)
         run_dir.lock()
-        run = cls(spec, run_dir, progress)
+        run = cls(spec, run_dir, progress, agents=agents)
         checkpoints = run_dir.checkpoints()
         for i, ckpt in enumerate(checkpoints):
             try:
@@ -238,7 +254,7 @@ class ContinualRun:
                                       "checkpoint is left; start the run again") from None
                 run.progress.note(f"warning: {ckpt} cannot be read ({err}); falling back to "
                                   f"the previous checkpoint {checkpoints[i + 1].name}")
-                run = cls(spec, run_dir, progress)
+                run = cls(spec, run_dir, progress, agents=agents)
         return run
 
     def _phases(self) -> list[Phase]:
@@ -252,18 +268,19 @@ class ContinualRun:
         phases.append(Phase("final"))
         return phases
 
-    def _trainer(self, visit: Visit) -> PPOTrainer:
+    def agent(self, visit: Visit) -> Agent:
+        """The static agent of ``visit``'s env (made on first use, kept in ``agents``)."""
         key = (visit.env_id, repr(sorted(visit.options.items())))
-        if key not in self._trainers:
-            self._trainers[key] = PPOTrainer(
-                visit.env_id, self.train_config, key=0, backend=self.spec.curriculum.backend,
+        if key not in self.agents:
+            self.agents[key] = Agent(
+                visit.env_id, self.train_config, backend=self.spec.curriculum.backend,
                 env_options=visit.options, penalty=self.method.penalty,
                 intrinsic_beta=self.spec.config.intrinsic_beta,
             )
-        return self._trainers[key]
+        return self.agents[key]
 
-    def _trainer_for_task(self, task: str) -> PPOTrainer:
-        return self._trainer(next(v for v in self.visits if v.task == task))
+    def _agent_for_task(self, task: str) -> Agent:
+        return self.agent(next(v for v in self.visits if v.task == task))
 
     # --- keys -----------------------------------------------------------------------
 
@@ -295,17 +312,32 @@ class ContinualRun:
         base_wall = self.wall_s
         with MemoryMonitor(initial_peak_bytes=self.peak_rss) as memory:
             while not self.complete:
-                phase = self.phases[self.next_phase]
-                try:
-                    self._run_phase(phase)
-                except FloatingPointError as err:
-                    raise RunError(f"{phase.describe(self.visits)}: {err}") from err
-                self.next_phase += 1
-                self.wall_s = base_wall + time.perf_counter() - segment_start
-                self.peak_rss = max(self.peak_rss, memory.peak_bytes)
-                if self._checkpointable(phase):
-                    with self.timer.phase("checkpoint"):
-                        self._save_checkpoint()
+                self.step(lambda: (base_wall + time.perf_counter() - segment_start,
+                                   memory.peak_bytes))
+        return self.finish()
+
+    def step(self, clock: Callable[[], tuple[float, int]]) -> None:
+        """Runs the next phase and commits its checkpoint; ``clock()`` gives the run's wall
+        seconds and peak memory so far (read once the phase is done)."""
+        phase = self.phases[self.next_phase]
+        try:
+            self._run_phase(phase)
+        except FloatingPointError as err:
+            raise RunError(f"{phase.describe(self.visits)}: {err}") from err
+        self.commit_phase(clock)
+
+    def commit_phase(self, clock: Callable[[], tuple[float, int]]) -> None:
+        """Marks the current phase done and commits its checkpoint (see `step`)."""
+        phase = self.phases[self.next_phase]
+        self.next_phase += 1
+        self.wall_s, peak = clock()
+        self.peak_rss = max(self.peak_rss, peak)
+        if self._checkpointable(phase):
+            with self.timer.phase("checkpoint"):
+                self._save_checkpoint()
+
+    def finish(self) -> dict[str, Any]:
+        """Writes the metrics and accounting of a complete run and marks it complete."""
         metrics = self.metrics()
         self.dir.write_metrics(metrics)
         self.dir.write_accounting(self.accounting())
@@ -320,30 +352,34 @@ class ContinualRun:
             self._final_evaluation()
             return
         visit = self.visits[phase.visit]
-        trainer = self._trainer(visit)
-        budget = self.spec.budget(visit)
+        agent = self.agent(visit)
         if phase.kind == "start":
-            self._start_visit(visit, trainer, budget)
+            self._start_visit(visit, agent)
         elif phase.kind == "chunk":
-            self._train_chunk(visit, trainer, budget, phase.chunk)
+            steps = self.chunk_steps(phase)
+            with self.timer.phase("train"):
+                state, history = agent.train(self.train_state, steps,
+                                             progress=self.on_progress)
+            self.finish_chunk(phase, state, history)
         else:
-            self._end_visit(visit, trainer)
+            self._end_visit(visit, agent)
 
-    def _context(self, visit: Visit, trainer: PPOTrainer, purpose: str) -> TaskContext:
-        return TaskContext(visit, trainer, self._key(visit.index, purpose), trainer.policy.init,
+    def _context(self, visit: Visit, agent: Agent, purpose: str) -> TaskContext:
+        return TaskContext(visit, agent, self._key(visit.index, purpose), agent.policy.init,
                            progress=self.progress.phase)
 
-    def _start_visit(self, visit: Visit, trainer: PPOTrainer, budget: int) -> None:
+    def _start_visit(self, visit: Visit, agent: Agent) -> None:
+        budget = self.spec.budget(visit)
         self.progress.visit(visit, budget, 0)
         with self.timer.phase("method"):
             self.learner = self.method.start_task(
-                self.learner, self._context(visit, trainer, "start")
+                self.learner, self._context(visit, agent, "start")
             )
-        self._prepare_trainer(visit, trainer)
+        self.train_state = agent.start(self.learner, self._episodes_key(visit))
         self.train_rows = []
         with self.timer.phase("eval"):
-            result = trainer.evaluate(episodes=self.spec.config.eval_episodes,
-                                      key=self._key(visit.index, "eval", 0))
+            result = agent.evaluate(self.learner.params, self.spec.config.eval_episodes,
+                                    self._key(visit.index, "eval", 0))
         self.method.observe(visit, "pre", result)
         self.records["visits"].append({
             "visit": visit.index, "tag": visit.tag, "task": visit.task,
@@ -353,39 +389,51 @@ class ContinualRun:
         })
         self._add_curve_point(visit, 0, result)
 
-    def _prepare_trainer(self, visit: Visit, trainer: PPOTrainer) -> None:
-        trainer.reseed(self._key(visit.index, "trainer"))
-        trainer.state = self.learner
-        trainer.steps = 0
+    def _episodes_key(self, visit: Visit) -> jax.Array:
+        """The key of the visit's training episodes (`episodes_key` of its trainer key)."""
+        return episodes_key(self._key(visit.index, "trainer"))
 
-    def _train_chunk(self, visit: Visit, trainer: PPOTrainer, budget: int, chunk: int) -> None:
-        target = min((chunk + 1) * self.spec.config.eval_every, budget)
-        self.progress.visit(visit, budget, trainer.steps)
+    def chunk_steps(self, phase: Phase) -> int:
+        """Env steps the chunk ``phase`` trains: up to ``min((chunk + 1) * eval_every,
+        budget)`` (at least one call). Reports the chunk's start to the progress sink."""
+        visit = self.visits[phase.visit]
+        budget = self.spec.budget(visit)
+        done = int(self.train_state.steps)
+        self.progress.visit(visit, budget, done)
+        target = min((phase.chunk + 1) * self.spec.config.eval_every, budget)
+        return max(target - done, 1)
 
-        def on_progress(done: int, metrics: list[dict[str, float]]) -> None:
-            self.progress.advance(done, metrics[-1])
+    def on_progress(self, done: int, metrics: list[Metrics]) -> None:
+        """Reports a training call's progress (``done`` steps of the visit)."""
+        self.progress.advance(done, metrics[-1])
 
-        before = trainer.steps
-        with self.timer.phase("train"):
-            history = trainer.train(max(target - trainer.steps, 1), progress=on_progress)
-        self.global_step += trainer.steps - before
+    def finish_chunk(self, phase: Phase, state: TrainState, history: list[Metrics]) -> None:
+        """Takes the chunk's trained state and metrics: records, evaluation, `observe`."""
+        visit = self.visits[phase.visit]
+        agent = self.agent(visit)
+        budget = self.spec.budget(visit)
+        before = int(self.train_state.steps)
+        self.train_state = state
+        steps = int(state.steps)
+        self.learner = state.ppo
+        self.global_step += steps - before
         for row in history:
             self.train_rows.append({"visit": visit.index, "tag": visit.tag,
-                                    "global_step": self.global_step - trainer.steps + row["step"],
+                                    "global_step": self.global_step - steps + row["step"],
                                     **row})
-        self.learner = trainer.state
         with self.timer.phase("eval"):
-            result = trainer.evaluate(episodes=self.spec.config.eval_episodes,
-                                      key=self._key(visit.index, "eval", chunk + 1))
-        self._add_curve_point(visit, trainer.steps, result)
-        self.method.observe(visit, "post" if trainer.steps >= budget else "train", result)
+            result = agent.evaluate(state.ppo.params, self.spec.config.eval_episodes,
+                                    self._key(visit.index, "eval", phase.chunk + 1))
+        self._add_curve_point(visit, steps, result)
+        self.method.observe(visit, "post" if steps >= budget else "train", result)
         row = self.records["visits"][-1]
         row.update(post_sr=result.sr, post_return=result.mean_return,
-                   train_steps=trainer.steps, end_global_step=self.global_step)
+                   train_steps=steps, end_global_step=self.global_step)
 
-    def _end_visit(self, visit: Visit, trainer: PPOTrainer) -> None:
+    def _end_visit(self, visit: Visit, agent: Agent) -> None:
         with self.timer.phase("method"):
-            self.method.end_task(self.learner, self._context(visit, trainer, "end"))
+            self.method.end_task(self.learner, self._context(visit, agent, "end"))
+        self.train_state = None
         self.dir.write_visit_train(visit.index, visit.tag, pd.DataFrame(self.train_rows))
         self.train_rows = []
 
@@ -404,11 +452,9 @@ class ContinualRun:
         final_key = jax.random.fold_in(self._visit_root, len(self.visits))
         with self.timer.phase("final_eval"):
             for i, (task, visit) in enumerate(seen.items()):
-                trainer = self._trainer(visit)
-                result = trainer.evaluate(
+                result = self.agent(visit).evaluate(
                     self.method.eval_params(task, self.learner),
-                    episodes=self.spec.config.final_eval_episodes,
-                    key=jax.random.fold_in(final_key, i),
+                    self.spec.config.final_eval_episodes, jax.random.fold_in(final_key, i),
                 )
                 self.records["final"].append({"task": task, "env_id": visit.env_id,
                                               "sr": result.sr, "mean_return": result.mean_return})
@@ -448,7 +494,7 @@ class ContinualRun:
             "peak_rss_bytes": int(self.peak_rss),
             "run_dir_bytes": dir_size_bytes(self.dir.path),
             "method_state_bytes": tree_nbytes(self.method.state()),
-            "compile_s": sum(t.compile_s for t in self._trainers.values()),
+            "compile_s": sum(a.compile_s for a in self.agents.values()),
             "phase_s": self.timer.totals,
             "method_phase_s": self.method.timer.totals,
         }
@@ -461,10 +507,8 @@ class ContinualRun:
 
     def _save_checkpoint(self) -> None:
         folder = self.dir.new_checkpoint()
-        if self._mid_visit():
-            trainer = self._trainer(self.visits[self.phases[self.next_phase].visit])
-            if self.phases[self.next_phase - 1].kind == "chunk":
-                save_pytree(folder / "trainer.npz", trainer.snapshot())
+        if self._mid_visit() and self.phases[self.next_phase - 1].kind == "chunk":
+            save_pytree(folder / "train_state.npz", self.train_state)
         save_pytree(folder / "learner.npz", self.learner)
         self._save_method_state(folder)
         if self.train_rows:
@@ -526,17 +570,16 @@ class ContinualRun:
         self.wall_s, self.segments = state["wall_s"], state["segments"]
         self.peak_rss = state["peak_rss_bytes"]
         like = self.method.state_like(self.learner.params, state["stored_tasks"],
-                                      self._trainer_for_task)
+                                      self._agent_for_task)
         self.method.load_state(self._load_method_state(folder, like))
         self.learner = load_pytree(folder / "learner.npz", self.learner)
         train_csv = folder / "train.csv"
         self.train_rows = pd.read_csv(train_csv).to_dict("records") if train_csv.exists() else []
         if self._mid_visit():
             visit = self.visits[self.phases[self.next_phase].visit]
-            trainer = self._trainer(visit)
-            self._prepare_trainer(visit, trainer)
-            if (folder / "trainer.npz").exists():
-                trainer.restore(load_pytree(folder / "trainer.npz", trainer.snapshot()))
+            self.train_state = self.agent(visit).start(self.learner, self._episodes_key(visit))
+            if (folder / "train_state.npz").exists():
+                self.train_state = load_pytree(folder / "train_state.npz", self.train_state)
         self.progress.note(f"resumed at {self.phases[self.next_phase].describe(self.visits)}"
                            if not self.complete else "run already complete")
 

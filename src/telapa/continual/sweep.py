@@ -33,6 +33,12 @@ The sweep directory::
 `run_sweep` runs every cell that is not done, on local worker processes
 (`LocalBackend`) or a Ray cluster (`RayBackend`); a cell with a run directory resumes
 from its checkpoint, a failed one is tried up to ``retries`` more times.
+
+A backend runs jobs: one cell each, or with ``batch_seeds`` (``telapa sweep
+--batch-seeds``) the seeds of one cell (same curriculum, method and settings) together,
+as one `telapa.continual.batch.SeedBatch` in one worker (their PPO chunks as one
+vmapped batch on the jax backend). Every cell keeps its own run directory, status and
+log; when a batch fails, each of its cells that is not complete is failed with the error.
 """
 
 from __future__ import annotations
@@ -288,6 +294,60 @@ def thread_env(threads: int) -> dict[str, str]:
             "TELAPA_THREADS": str(threads)}
 
 
+def run_job(sweep_dir: str, cells: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """Runs (or resumes) the cells of one job to the end in this process: `run_cell` for
+    one cell, a `SeedBatch` for several (seeds of one cell); returns ``(name, result)``
+    per cell (never raises)."""
+    if len(cells) == 1:
+        return [(cells[0]["name"], run_cell(sweep_dir, cells[0]))]
+    logs = []
+    try:
+        from telapa.continual.batch import SeedBatch
+        from telapa.continual.curriculum import parse_curriculum
+        from telapa.continual.runner import RunSpec
+        from telapa.jaxcache import enable_persistent_cache
+
+        enable_persistent_cache()
+        from telapa.cli.run import PlainProgress
+
+        interval = float(os.environ.get("TELAPA_LOG_INTERVAL", "30"))
+        entries = []
+        for cell in cells:
+            path = Path(sweep_dir) / "cells" / cell["name"]
+            if path.is_dir() and not (path / "run.json").exists():
+                shutil.rmtree(path)  # a start that died before its manifest: ours to clear
+            spec = RunSpec(parse_curriculum(cell["curriculum"], cell["name"]), cell["method"],
+                           cell["seed"], parse_run_config(cell["config"], cell["name"]),
+                           cell["preset"])
+            entries.append((spec, path))
+            logs.append(open(Path(sweep_dir) / "status" / f"{cell['name']}.log", "a"))  # noqa: SIM115
+        batch = SeedBatch.open(entries, [PlainProgress(log, interval_s=interval)
+                                         for log in logs])
+        metrics = batch.run()
+        return [(c["name"], {"ok": True, "metrics": m}) for c, m in zip(cells, metrics,
+                                                                         strict=True)]
+    except BaseException as err:  # noqa: BLE001 - recorded in the sweep's status
+        if isinstance(err, KeyboardInterrupt):
+            raise
+        failure = {"ok": False, "error": f"{type(err).__name__}: {err}",
+                   "traceback": traceback.format_exc(limit=8)}
+        return [(c["name"], _completed(Path(sweep_dir) / "cells" / c["name"]) or failure)
+                for c in cells]
+    finally:
+        for log in logs:
+            log.close()
+
+
+def _completed(path: Path) -> dict[str, Any] | None:
+    """The result of the complete run in ``path`` (None when it is not complete)."""
+    try:
+        if RunDir(path).spec().get("status") == "complete":
+            return {"ok": True, "metrics": read_json(path / "metrics.json", "run metrics")}
+    except (RunDirError, ValueError, OSError):
+        pass
+    return None
+
+
 def run_cell(sweep_dir: str, cell: dict[str, Any]) -> dict[str, Any]:
     """Runs (or resumes) one cell to the end in this process; returns ``{"ok": True,
     "metrics": ...}`` or ``{"ok": False, "error": ...}`` (never raises)."""
@@ -355,7 +415,7 @@ class LocalBackend:
         self.threads = threads or max(1, cores // workers)
         self.describe = f"local, {workers} worker(s) x {self.threads} thread(s)"
 
-    def run(self, sweep_dir: Path, cells: list[Cell]) -> Iterator[Outcome]:
+    def run(self, sweep_dir: Path, jobs: list[list[Cell]]) -> Iterator[Outcome]:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
         from concurrent.futures.process import BrokenProcessPool
@@ -373,14 +433,15 @@ class LocalBackend:
         try:
             with ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init_worker,
                                      initargs=(self.threads, queue)) as pool:
-                futures = {pool.submit(run_cell, str(sweep_dir), _payload(c)): c.name
-                           for c in cells}
+                futures = {pool.submit(run_job, str(sweep_dir), [_payload(c) for c in job]):
+                           job for job in jobs}
                 for future in as_completed(futures):
                     try:
-                        yield futures[future], future.result()
+                        yield from future.result()
                     except BrokenProcessPool as err:
-                        yield futures[future], {"ok": False,
-                                                "error": f"worker process died: {err}"}
+                        for cell in futures[future]:
+                            yield cell.name, {"ok": False,
+                                              "error": f"worker process died: {err}"}
         finally:
             for k, v in saved.items():
                 if v is None:
@@ -399,7 +460,7 @@ class RayBackend:
         self.threads = threads
         self.describe = f"ray ({address or 'local instance'}), {threads} thread(s) per cell"
 
-    def run(self, sweep_dir: Path, cells: list[Cell]) -> Iterator[Outcome]:
+    def run(self, sweep_dir: Path, jobs: list[list[Cell]]) -> Iterator[Outcome]:
         try:
             import ray
         except ImportError:
@@ -412,17 +473,19 @@ class RayBackend:
             else:
                 ray.init(num_cpus=os.cpu_count(), **kwargs)
         try:
-            task = ray.remote(num_cpus=self.threads, max_retries=0)(run_cell).options(
+            task = ray.remote(num_cpus=self.threads, max_retries=0)(run_job).options(
                 runtime_env={"env_vars": thread_env(self.threads)})
-            refs = {task.remote(str(sweep_dir.resolve()), _payload(c)): c.name for c in cells}
+            refs = {task.remote(str(sweep_dir.resolve()), [_payload(c) for c in job]): job
+                    for job in jobs}
             pending = list(refs)
             while pending:
                 done, pending = ray.wait(pending, num_returns=1)
                 for ref in done:
                     try:
-                        yield refs[ref], ray.get(ref)
+                        yield from ray.get(ref)
                     except Exception as err:  # noqa: BLE001 - a task or node died
-                        yield refs[ref], {"ok": False, "error": f"ray task failed: {err}"}
+                        for cell in refs[ref]:
+                            yield cell.name, {"ok": False, "error": f"ray task failed: {err}"}
         finally:
             if started:
                 ray.shutdown()
@@ -509,11 +572,26 @@ def cell_progress(sweep_dir: Path, name: str) -> str:
         return "?"
 
 
+def seed_jobs(cells: list[Cell], batch_seeds: bool) -> list[list[Cell]]:
+    """The jobs of ``cells``: one cell each, or (``batch_seeds``) the cells that differ
+    only in their seed together, in sweep order."""
+    if not batch_seeds:
+        return [[c] for c in cells]
+    jobs: dict[tuple, list[Cell]] = {}
+    for c in cells:
+        key = (c.curriculum.name, c.method, json.dumps(c.overrides, sort_keys=True, default=str),
+               c.preset)
+        jobs.setdefault(key, []).append(c)
+    return list(jobs.values())
+
+
 def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
+              batch_seeds: bool = False,
               on_event: Callable[[str], None] = lambda text: None) -> dict[str, int]:
     """Runs every cell of ``sweep`` that is not done under ``out`` on ``backend``; a
     failed cell is tried up to ``retries`` more times (each error recorded in its status
-    file). Returns the count of cells per state at the end."""
+    file). With ``batch_seeds`` the seeds of a cell run as one job (`seed_jobs`).
+    Returns the count of cells per state at the end."""
     out = Path(out)
     prepare_sweep_dir(sweep, out)
     lock = RunDir(out)
@@ -527,7 +605,8 @@ def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
             if state != "done":
                 todo.append(cell)
         on_event(f"{len(sweep.cells) - len(todo)} of {len(sweep.cells)} cells done; running "
-                 f"{len(todo)} on {backend.describe}")
+                 f"{len(todo)} on {backend.describe}"
+                 + (f" in {len(seed_jobs(todo, True))} seed batches" if batch_seeds else ""))
         tries = dict.fromkeys((c.name for c in todo), 0)
         while todo:
             for cell in todo:
@@ -536,7 +615,7 @@ def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
                               started=time.time())
                 _write_status(out, cell.name, status)
             failed = []
-            for name, result in backend.run(out, todo):
+            for name, result in backend.run(out, seed_jobs(todo, batch_seeds)):
                 status = read_status(out, name)
                 if result.get("ok"):
                     status.update(state="done", finished=time.time())
@@ -567,4 +646,5 @@ def sweep_cells_dirs(path: str | Path) -> list[Path] | None:
 
 
 __all__ = ["Cell", "LocalBackend", "RayBackend", "Sweep", "SweepFile", "cell_state",
-           "load_sweep", "run_cell", "run_sweep", "sweep_cells_dirs", "thread_env"]
+           "load_sweep", "run_cell", "run_job", "run_sweep", "seed_jobs", "sweep_cells_dirs",
+           "thread_env"]

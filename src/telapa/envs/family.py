@@ -9,7 +9,7 @@ A family answers, for the ids it `matches`:
 * ``feature_dim(env_id)``: D, the sketch's dimension (what the latent embedder reads);
 * ``competence(env_id)``: the `Competence` score of a set of episode returns that drives
   gates, anchors, few-shot selection and every metric (the return stays the fitness);
-* ``codec(trainer)``: how stored trajectories are compressed;
+* ``codec(agent)``: how stored trajectories are compressed;
 * ``train_preset``: the default PPO preset, ``configs/ppo/<train_preset>.yaml``;
 * ``count_bonus``: whether the episodic count bonus (`telapa.envs.intrinsic`, which hashes
   MiniGrid states) applies.
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     import gymnasium
 
     from telapa.qd.trajectories import FeatureCodec
-    from telapa.rl.trainer import PPOTrainer
+    from telapa.rl.agent import Agent
 
 
 def _xp(x: Any):
@@ -99,7 +99,7 @@ class EnvFamily(Protocol):
     def make_single(self, env_id: str, options: dict[str, Any]) -> gymnasium.Env: ...
     def feature_dim(self, env_id: str) -> int: ...
     def competence(self, env_id: str) -> Competence: ...
-    def codec(self, trainer: PPOTrainer) -> FeatureCodec: ...
+    def codec(self, agent: Agent) -> FeatureCodec: ...
 
 
 class GenericFamily:
@@ -132,10 +132,10 @@ class GenericFamily:
     def competence(self, env_id: str) -> Competence:
         return SuccessRate()
 
-    def codec(self, trainer: PPOTrainer) -> FeatureCodec:
+    def codec(self, agent: Agent) -> FeatureCodec:
         from telapa.qd.trajectories import float16_codec
 
-        return float16_codec(trainer.spec.feature_dim)
+        return float16_codec(agent.spec.feature_dim)
 
 
 _FAMILIES: list[EnvFamily] = []

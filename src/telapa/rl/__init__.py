@@ -1,5 +1,6 @@
-"""PPO in JAX for both env backends: networks, the PPO update, rollouts, the trainer."""
+"""PPO in JAX for both env backends: networks, the PPO update, rollouts, the agent."""
 
+from telapa.rl.agent import Agent, TrainState
 from telapa.rl.evaluate import EvalResult, evaluate_gym, make_jax_evaluator
 from telapa.rl.networks import ActorCritic, Params, flatten_params, make_network, num_params
 from telapa.rl.policy import Categorical, DiagGaussian, Policy
@@ -8,6 +9,7 @@ from telapa.rl.trainer import PPOTrainer
 
 __all__ = [
     "ActorCritic",
+    "Agent",
     "Categorical",
     "DiagGaussian",
     "EvalResult",
@@ -15,6 +17,7 @@ __all__ = [
     "PPOTrainer",
     "Params",
     "Policy",
+    "TrainState",
     "Trajectory",
     "evaluate_gym",
     "flatten_params",

@@ -40,7 +40,7 @@ class EvalResult:
     features: np.ndarray
     """(E, T, D) per-step behaviour features, zero past each episode's length."""
     competence: Competence = SuccessRate()
-    """The env family's competence score of the returns (`PPOTrainer` sets it)."""
+    """The env family's competence score of the returns (`Agent.evaluate` sets it)."""
 
     @property
     def sr(self) -> float:

@@ -48,9 +48,9 @@ from telapa.qd.lineage import LINEAGE_BITS, lineage_words, with_visit
 from telapa.qd.mutation import Offspring, competence_gate, propose
 from telapa.qd.selection import ElitePool
 from telapa.qd.trajectories import FeatureCodec, Trajectories
+from telapa.rl.agent import Agent
 from telapa.rl.evaluate import make_population_evaluator
 from telapa.rl.networks import Params, flatten_params
-from telapa.rl.trainer import PPOTrainer
 
 Unravel = Callable[[jax.Array], Params]
 ProgressFn = Callable[[int, int, int], None]
@@ -83,27 +83,27 @@ class PopulationEval:
     """Sum of all episode lengths: the env steps this evaluation cost."""
 
 
-_POPULATION_EVALUATORS: weakref.WeakKeyDictionary[PPOTrainer, dict] = (
+_POPULATION_EVALUATORS: weakref.WeakKeyDictionary[Agent, dict] = (
     weakref.WeakKeyDictionary()
 )
 
 
 def _population_evaluator(
-    trainer: PPOTrainer, unravel: Unravel, n_params: int, episodes: int, t_max: int
+    agent: Agent, unravel: Unravel, n_params: int, episodes: int, t_max: int
 ) -> Callable[[jax.Array, jax.Array], tuple[jax.Array, jax.Array, jax.Array]]:
-    """The trainer's jitted population evaluator (features kept for ``t_max`` steps),
-    cached per trainer on the parameter layout, episodes, time limit, policy mode and T
+    """The agent's jitted population evaluator (features kept for ``t_max`` steps),
+    cached per agent on the parameter layout, episodes, time limit, policy mode and T
     (jit caches on B, which sets the default lanes per candidate)."""
-    deterministic = trainer.config.eval.deterministic
-    max_steps = trainer.spec.max_steps
+    deterministic = agent.config.eval.deterministic
+    max_steps = agent.spec.max_steps
     layout = jax.eval_shape(unravel, jax.ShapeDtypeStruct((n_params,), jnp.float32))
     leaves, treedef = jax.tree.flatten(layout)
     shapes = tuple((leaf.shape, leaf.dtype) for leaf in leaves)
     cache_key = (treedef, shapes, episodes, deterministic, max_steps, t_max)
-    cache = _POPULATION_EVALUATORS.setdefault(trainer, {})
+    cache = _POPULATION_EVALUATORS.setdefault(agent, {})
     if cache_key not in cache:
         evaluate = make_population_evaluator(
-            trainer.env, trainer.policy, episodes, max_steps, deterministic, feature_steps=t_max
+            agent.env, agent.policy, episodes, max_steps, deterministic, feature_steps=t_max
         )
 
         def run(flat: jax.Array, key: jax.Array):
@@ -114,7 +114,7 @@ def _population_evaluator(
 
 
 def evaluate_population(
-    trainer: PPOTrainer,
+    agent: Agent,
     flat_params: jax.Array,
     unravel: Unravel,
     *,
@@ -124,19 +124,19 @@ def evaluate_population(
 ) -> PopulationEval:
     """Evaluates B flat parameter vectors (B, P) for ``episodes`` episodes each.
 
-    Candidate b is evaluated exactly as ``trainer.evaluate(unravel(flat_params[b]),
-    episodes, keys[b])`` with ``keys = jax.random.split(key, B)`` (the trainer's policy
+    Candidate b is evaluated exactly as ``agent.evaluate(unravel(flat_params[b]),
+    episodes, keys[b])`` with ``keys = jax.random.split(key, B)`` (the agent's policy
     mode and time limit). On the jax backend all B run in one jitted loop
     (`make_population_evaluator`); on the gymnasium backend in a host loop. Features keep
     the first ``t_max`` steps (zero-padded)."""
     flat_params = jnp.asarray(flat_params, jnp.float32)
     b, n_params = flat_params.shape
-    if trainer.backend == "jax":
-        run = _population_evaluator(trainer, unravel, n_params, episodes, t_max)
+    if agent.backend == "jax":
+        run = _population_evaluator(agent, unravel, n_params, episodes, t_max)
         returns, lengths, features = run(flat_params, key)
     else:
         keys = jax.random.split(key, b)
-        results = [trainer.evaluate(unravel(flat_params[i]), episodes, keys[i]) for i in range(b)]
+        results = [agent.evaluate(unravel(flat_params[i]), episodes, keys[i]) for i in range(b)]
         returns = jnp.asarray(np.stack([r.returns for r in results]), jnp.float32)
         lengths = jnp.asarray(np.stack([r.lengths for r in results]), jnp.int32)
         features = jnp.stack(
@@ -146,16 +146,16 @@ def evaluate_population(
         returns=returns,
         lengths=lengths,
         features=features,
-        sr=jnp.asarray(trainer.competence(returns), jnp.float32),
+        sr=jnp.asarray(agent.competence(returns), jnp.float32),
         fitness=jnp.mean(returns, axis=-1),
         env_steps=int(np.asarray(lengths, np.int64).sum()),
     )
 
 
-def trajectory_codec(trainer: PPOTrainer) -> FeatureCodec:
+def trajectory_codec(agent: Agent) -> FeatureCodec:
     """The env family's codec: `minigrid_codec` (exact) for MiniGrid envs, with the grid
-    size of the trainer's env and the spec's time limit; `float16_codec` for MuJoCo."""
-    return trainer.family.codec(trainer)
+    size of the agent's env and the spec's time limit; `float16_codec` for MuJoCo."""
+    return agent.family.codec(agent)
 
 
 # --- the log ----------------------------------------------------------------------------
@@ -292,7 +292,7 @@ def _rows(
 
 
 def illuminate(
-    trainer: PPOTrainer,
+    agent: Agent,
     base_params: Params,
     *,
     visit: int,
@@ -309,7 +309,7 @@ def illuminate(
     pool: ElitePool | None = None,
     progress: ProgressFn | None = None,
 ) -> tuple[Archive, IlluminationLog]:
-    """Algorithm "MAP-Elites for task-local archive construction" on ``trainer``'s env
+    """Algorithm "MAP-Elites for task-local archive construction" on ``agent``'s env
     around ``base_params`` (theta_t). Returns the archive H and an `IlluminationLog`.
 
     Without ``initial_archive`` this is BuildArchive: a new archive for base tag ``tag``
@@ -326,7 +326,7 @@ def illuminate(
     reach g_i = `competence_gate` (reference SR). ``pool`` (with ``qd_config.injection.p_inj``
     > 0) enables cross-archive elite injection. Episodes are stored for re-embedding
     when ``illumination.store_trajectories`` (a refresh keeps the archive's choice).
-    The trainer's parameters are never changed, so theta_t needs no restoring.
+    Nothing is trained: theta_t is only read.
     ``iterations`` may be 0 (only the base elite). Deterministic given ``key``.
     """
     if iterations < 0 or batch_size < 1:
@@ -335,7 +335,7 @@ def illuminate(
     ill = qd_config.illumination
     episodes = ill.eval_episodes
     flat_base, unravel = flatten_params(base_params)
-    codec = trajectory_codec(trainer)
+    codec = trajectory_codec(agent)
 
     # 1. Archive initialization
     if initial_archive is None:
@@ -371,7 +371,7 @@ def illuminate(
 
     def evaluate_and_insert(archive, offspring, eval_key, gate, force=False):
         ev = evaluate_population(
-            trainer, offspring.params, unravel, episodes=episodes, key=eval_key, t_max=t_eval
+            agent, offspring.params, unravel, episodes=episodes, key=eval_key, t_max=t_eval
         )
         cands, traj = _candidates(
             offspring, ev.features, ev.lengths, ev.sr, ev.fitness, embedding, visit_arr,

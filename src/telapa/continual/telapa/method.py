@@ -36,10 +36,10 @@ from telapa.qd.export import archive_frame
 from telapa.qd.lineage import lineage_from_visits, lineage_words
 from telapa.qd.selection import union
 from telapa.qd.trajectories import float16_codec
+from telapa.rl.agent import Agent, episodes_key
 from telapa.rl.evaluate import EvalResult
 from telapa.rl.networks import Params, flatten_params
 from telapa.rl.ppo import PPOState
-from telapa.rl.trainer import PPOTrainer
 
 BANK_EPISODES = 16
 """Episodes kept per stored episode set (the first ones of each evaluation): enough for
@@ -85,10 +85,11 @@ class TeLAPA(Method):
         self._origin = self._no_origin()
         if self.archives:
             with self.timer.phase("few_shot"):
-                ctx.trainer.reseed(jax.random.fold_in(ctx.key, 1))
                 choice = select_transfer_origin(
-                    ctx.trainer, list(self.archives.values()),
-                    config=self.settings.qd.transfer, key=ctx.key, progress=ctx.report("probes"),
+                    ctx.agent, list(self.archives.values()),
+                    config=self.settings.qd.transfer, key=ctx.key,
+                    rollout_key=episodes_key(jax.random.fold_in(ctx.key, 1)),
+                    penalty=state.penalty, progress=ctx.report("probes"),
                 )
             self.extra_env_steps += choice.env_steps
             params = choice.params
@@ -124,7 +125,7 @@ class TeLAPA(Method):
         pool = union(others) if qd.injection.p_inj > 0 and others else None
         with self.timer.phase("illumination"):
             archive, log = illuminate(
-                ctx.trainer, state.params, visit=ctx.visit.index, tag=self._tag(task),
+                ctx.agent, state.params, visit=ctx.visit.index, tag=self._tag(task),
                 embedding=self.embedding, latent_config=latent, qd_config=qd,
                 key=illumination_key, iterations=qd.illumination.iterations,
                 batch_size=qd.illumination.batch_size,
@@ -173,15 +174,15 @@ class TeLAPA(Method):
         return {"elites": pd.concat(frames, ignore_index=True)} if frames else {}
 
     def state_like(
-        self, params: Params, tasks: list[str], trainer_for: Callable[[str], PPOTrainer]
+        self, params: Params, tasks: list[str], agent_for: Callable[[str], Agent]
     ) -> dict[str, Any]:
         self.tags = list(tasks)
-        archives = {f"archive-{i}": self._archive_like(params, trainer_for(task), i)
+        archives = {f"archive-{i}": self._archive_like(params, agent_for(task), i)
                     for i, task in enumerate(tasks)}
         return {**archives, "embedding": self.embedding, "banks": self.banks,
                 "origin": self._no_origin()}
 
-    def _archive_like(self, params: Params, trainer: PPOTrainer, tag: int) -> Archive:
+    def _archive_like(self, params: Params, agent: Agent, tag: int) -> Archive:
         qd, latent = self.settings.qd, self.settings.latent
         ill = qd.illumination
         spec = qd.archive_spec(
@@ -190,7 +191,7 @@ class TeLAPA(Method):
             lineage_words=self.words,
         )
         return init_archive(
-            spec, tag=tag, codec=trajectory_codec(trainer) if ill.store_trajectories else None,
+            spec, tag=tag, codec=trajectory_codec(agent) if ill.store_trajectories else None,
             episodes=ill.stored_episodes, steps=ill.traj_steps,
         )
 

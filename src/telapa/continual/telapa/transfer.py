@@ -17,10 +17,15 @@ selection"; App. Algorithm "FewShotSelectElite").
 Randomness. Every SR measurement of every probe uses the same evaluation key (the
 ``key`` argument): the episodes (initial states and action-sampling keys) are then the
 same at every point of a curve and for every candidate, so differences in SR come from
-the weights, not from the episode draw. The probe's PPO rollout starts from
-`PPOTrainer.reset_rollout`, i.e. from the trainer's own rollout key stream; on the jax
-backend that stream is rewound after each probe (`PPOTrainer.restore`), so every
-candidate is also adapted on the same training episodes.
+the weights, not from the episode draw. Every probe's PPO starts from new episodes drawn
+from the same ``rollout_key`` (`Agent.start`), so every candidate is also adapted on the
+same training episodes.
+
+Batching. The probes of one selection are independent: on the jax backend they run as
+one batch (`probe_batch`): the K candidates' `TrainState`s are stacked and trained by
+one ``vmap``ped call of `Agent.train_batch`, then each is evaluated as `probe` evaluates
+it. A batched probe's curve equals its sequential `probe` up to float reassociation in
+the batched PPO update (docs/assumptions.md, "Batches of seeds and probes").
 
 Compute. Each probe costs its PPO env steps (``steps`` rounded up to whole training
 calls) plus the steps of its ``points x episodes`` evaluation episodes; both are
@@ -48,71 +53,94 @@ from telapa.qd.selection import (
     pool_candidates,
     probe_summary,
 )
+from telapa.rl.agent import Agent, TrainState, stack_states
 from telapa.rl.networks import Params, flatten_params
-from telapa.rl.trainer import PPOTrainer
 
 ProgressFn = Callable[[int, int], None]
 """``progress(done, total)``: called after each candidate probe."""
 
 
+def _probe_start(agent: Agent, params: Params, penalty: Any, rollout_key: jax.Array
+                 ) -> TrainState:
+    """The probe's PPO from ``params``: fresh Adam moments (the probe reflects basin
+    recoverability, not inherited momentum) and new episodes from ``rollout_key``."""
+    return agent.start(agent.fresh_ppo(params, penalty), rollout_key)
+
+
+def _probe_moments(steps: int, points: int) -> list[int]:
+    if points < 2:
+        raise ValueError(f"a probe needs at least 2 points, got {points}")
+    return [math.ceil(i * steps / (points - 1)) for i in range(points)]
+
+
 def probe(
-    trainer: PPOTrainer,
+    agent: Agent,
     params: Params,
     *,
     steps: int,
     points: int,
     episodes: int,
     key: jax.Array,
+    rollout_key: jax.Array,
+    penalty: Any = None,
 ) -> tuple[np.ndarray, int]:
     """Probe(M, e_{k+1}, B_probe) of Algorithm FewShotSelectElite (lines 4-5).
 
-    Loads ``params`` (a parameter tree of ``trainer``'s network) into the learner,
-    resets the optimizer (fresh Adam moments: the probe reflects basin recoverability,
-    not inherited momentum) and the rollout (new episodes in every training env), then
-    measures the success rate at ``points`` moments of a ``steps``-step PPO adaptation:
-    point i (i = 0 .. points-1) is taken once ``ceil(i * steps / (points - 1))`` env
-    steps have been trained, so the first is the zero-shot SR before any update and the
-    last the SR after the whole budget. `PPOTrainer.train` trains whole calls
-    (``num_envs * n_steps`` x ``iterations_per_call`` steps on jax), so each point lies
-    less than one call past its nominal moment and the total is ``steps`` rounded up to
-    whole calls. Each SR comes from ``trainer.evaluate(..., episodes, key)``.
-
-    The trainer is left as it was found, also when the probe raises: the PPO state
-    (parameters, optimizer, penalty data) and ``steps`` are restored; on the jax backend
-    the in-progress rollout and keys are restored too (`PPOTrainer.snapshot` /
-    `PPOTrainer.restore`), so later training is bit-identical to training without the
-    probe. The gymnasium backend cannot snapshot its envs: there the rollout is restarted
-    with `PPOTrainer.reset_rollout` instead.
+    Starts PPO from ``params`` (a parameter tree of ``agent``'s network) with a fresh
+    optimizer, ``penalty`` data and new episodes from ``rollout_key``, then measures the
+    success rate at ``points`` moments of a ``steps``-step PPO adaptation: point i
+    (i = 0 .. points-1) is taken once ``ceil(i * steps / (points - 1))`` env steps have
+    been trained, so the first is the zero-shot SR before any update and the last the SR
+    after the whole budget. `Agent.train` trains whole calls (``num_envs * n_steps`` x
+    ``iterations_per_call`` steps on jax), so each point lies less than one call past its
+    nominal moment and the total is ``steps`` rounded up to whole calls. Each SR comes
+    from ``agent.evaluate(params_i, episodes, key)``. Pure: nothing outside is changed.
 
     Returns ``(sr_curve, env_steps)``: the (points,) float32 success rates and the env
     steps spent (PPO steps trained + steps of all evaluation episodes).
     """
-    if points < 2:
-        raise ValueError(f"a probe needs at least 2 points, got {points}")
-    saved = trainer.snapshot() if trainer.backend == "jax" else None
-    state, start = trainer.state, trainer.steps
-    try:
-        trainer.set_params(params)
-        trainer.reset_optimizer()
-        trainer.reset_rollout()
-        curve = np.zeros(points, np.float32)
-        eval_steps = 0
-        for i in range(points):
-            target = math.ceil(i * steps / (points - 1))
-            trained = trainer.steps - start
-            if trained < target:
-                trainer.train(target - trained)
-            result = trainer.evaluate(trainer.get_params(), episodes, key)
-            curve[i] = result.sr
-            eval_steps += int(np.sum(result.lengths))
-        env_steps = trainer.steps - start + eval_steps
-    finally:
-        if saved is not None:
-            trainer.restore(saved)
-        else:
-            trainer.state, trainer.steps = state, start
-            trainer.reset_rollout()
-    return curve, env_steps
+    state = _probe_start(agent, params, penalty, rollout_key)
+    curve = np.zeros(points, np.float32)
+    eval_steps = 0
+    for i, target in enumerate(_probe_moments(steps, points)):
+        trained = int(state.steps)
+        if trained < target:
+            state, _ = agent.train(state, target - trained)
+        result = agent.evaluate(state.ppo.params, episodes, key)
+        curve[i] = result.sr
+        eval_steps += int(np.sum(result.lengths))
+    return curve, int(state.steps) + eval_steps
+
+
+def probe_batch(
+    agent: Agent,
+    params: Sequence[Params],
+    *,
+    steps: int,
+    points: int,
+    episodes: int,
+    key: jax.Array,
+    rollout_key: jax.Array,
+    penalty: Any = None,
+) -> tuple[np.ndarray, list[int]]:
+    """`probe` of every parameter tree in ``params``, trained as one batch (jax backend):
+    the K states are stacked and trained together by `Agent.train_batch` between the
+    probe moments; each is evaluated as `probe` evaluates it. Returns the (K, points)
+    curves and each probe's env steps."""
+    states = stack_states([_probe_start(agent, p, penalty, rollout_key) for p in params])
+    curves = np.zeros((len(params), points), np.float32)
+    eval_steps = [0] * len(params)
+    trained = 0
+    for i, target in enumerate(_probe_moments(steps, points)):
+        if trained < target:
+            states, _ = agent.train_batch(states, target - trained)
+            trained = int(states.steps[0])
+        for j in range(len(params)):
+            candidate = jax.tree.map(lambda x, j=j: x[j], states.ppo.params)
+            result = agent.evaluate(candidate, episodes, key)
+            curves[j, i] = result.sr
+            eval_steps[j] += int(np.sum(result.lengths))
+    return curves, [trained + e for e in eval_steps]
 
 
 @dataclass(frozen=True)
@@ -151,7 +179,7 @@ class TransferChoice:
     """Result of `select_transfer_origin`: theta^(0)_{k+1} and the selection record."""
 
     params: Params
-    """The chosen elite's ORIGINAL archived weights, as ``trainer``'s parameter tree."""
+    """The chosen elite's ORIGINAL archived weights, as ``agent``'s parameter tree."""
     index: int
     """j*: position of the chosen elite in ``candidates``."""
     elite_id: int
@@ -190,55 +218,62 @@ class TransferChoice:
 
 
 def select_transfer_origin(
-    trainer: PPOTrainer,
+    agent: Agent,
     archives: Sequence[Archive],
     *,
     config: TransferConfig,
     key: jax.Array,
+    rollout_key: jax.Array,
+    penalty: Any = None,
+    batch: bool = True,
     progress: ProgressFn | None = None,
 ) -> TransferChoice:
-    """Algorithm FewShotSelectElite on the incoming task (``trainer``'s env).
+    """Algorithm FewShotSelectElite on the incoming task (``agent``'s env).
 
     ``archives`` is the loaded library {A_T_m}_{m <= k} (line 1), all under the current
     embedding version and normalizer. Line 2: C_{k+1} = `pool_candidates` (greedy
     farthest-point selection of ``config.k_pool`` elites over the union, starting from
     the highest source fitness; fewer when the library holds fewer valid elites).
     Lines 3-6: one `probe` per candidate with ``config.probe_steps``,
-    ``config.probe_points``, ``config.probe_eval_episodes`` and the same ``key``;
-    ``progress(done, total)`` after each. Lines 7-9: `probe_summary` (evenly spaced
-    probe times), the epsilon window and Score with ``config.w_*`` (`few_shot_select`,
-    ties by the lowest pool position). Line 10: the chosen elite's archived row,
-    unflattened into ``trainer``'s parameter tree (bitwise the stored weights).
+    ``config.probe_points``, ``config.probe_eval_episodes``, the same ``key``,
+    ``rollout_key`` and ``penalty``; with ``batch`` on the jax backend all of them as one
+    `probe_batch`. ``progress(done, total)`` after each probe (after the batch).
+    Lines 7-9: `probe_summary` (evenly spaced probe times), the epsilon window and
+    Score with ``config.w_*`` (`few_shot_select`, ties by the lowest pool position).
+    Line 10: the chosen elite's archived row, unflattened into ``agent``'s parameter
+    tree (bitwise the stored weights).
 
-    The trainer is left as it was found (see `probe`). Raises ValueError when the
-    archives hold no valid elite or their parameter vectors do not fit the network.
+    Raises ValueError when the archives hold no valid elite or their parameter vectors
+    do not fit the network.
     """
     start = time.perf_counter()
-    flat, unravel = flatten_params(trainer.get_params())
+    flat, unravel = flatten_params(agent.policy.init(jax.random.key(0)))
     pool, idx = pool_candidates(archives, k_pool=config.k_pool)
     if pool.elites.params.shape[-1] != flat.shape[0]:
         raise ValueError(
             f"archived elites have {pool.elites.params.shape[-1]} parameters, "
-            f"the trainer's network {flat.shape[0]}"
+            f"the agent's network {flat.shape[0]}"
         )
     rows = [int(r) for r in np.asarray(idx) if r >= 0]
     if not rows:
         raise ValueError("the archive library holds no valid elite")
 
-    curves, costs = [], []
-    for done, row in enumerate(rows, start=1):
-        curve, cost = probe(
-            trainer,
-            unravel(pool.elites.params[row]),
-            steps=config.probe_steps,
-            points=config.probe_points,
-            episodes=config.probe_eval_episodes,
-            key=key,
-        )
-        curves.append(curve)
-        costs.append(cost)
+    settings = {"steps": config.probe_steps, "points": config.probe_points,
+                "episodes": config.probe_eval_episodes, "key": key,
+                "rollout_key": rollout_key, "penalty": penalty}
+    candidates_params = [unravel(pool.elites.params[row]) for row in rows]
+    if batch and agent.backend == "jax":
+        curves, costs = probe_batch(agent, candidates_params, **settings)
         if progress is not None:
-            progress(done, len(rows))
+            progress(len(rows), len(rows))
+    else:
+        curves, costs = [], []
+        for done, params in enumerate(candidates_params, start=1):
+            curve, cost = probe(agent, params, **settings)
+            curves.append(curve)
+            costs.append(cost)
+            if progress is not None:
+                progress(done, len(rows))
 
     results = probe_summary(np.stack(curves))
     weights = {"w_final": config.w_final, "w_slope": config.w_slope, "w_auc": config.w_auc}

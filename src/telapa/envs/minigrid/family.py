@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import gymnasium
 
     from telapa.qd.trajectories import FeatureCodec
-    from telapa.rl.trainer import PPOTrainer
+    from telapa.rl.agent import Agent
 
 OPTIONS = ("observe_mission",)
 
@@ -51,13 +51,13 @@ class MiniGridFamily:
     def competence(self, env_id: str) -> Competence:
         return SuccessRate()
 
-    def codec(self, trainer: PPOTrainer) -> FeatureCodec:
-        """`minigrid_codec` (exact) with the grid size of the trainer's env and the
+    def codec(self, agent: Agent) -> FeatureCodec:
+        """`minigrid_codec` (exact) with the grid size of the agent's env and the
         spec's time limit."""
         from telapa.envs.minigrid.env import MiniGrid
         from telapa.qd.trajectories import minigrid_codec
 
-        spec, env = trainer.spec, trainer.env
+        spec, env = agent.spec, agent.env
         if isinstance(env, MiniGrid):
             return minigrid_codec(env.task.width, env.task.height, spec.max_steps)
         grid = env.envs.envs[0].unwrapped

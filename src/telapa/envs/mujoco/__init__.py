@@ -27,7 +27,7 @@ from telapa.envs.mujoco.sketch import SKETCH_DIM, MujocoSketch, sketch
 
 if TYPE_CHECKING:
     from telapa.qd.trajectories import FeatureCodec
-    from telapa.rl.trainer import PPOTrainer
+    from telapa.rl.agent import Agent
 
 REFERENCE_RETURNS: dict[str, float] = {
     "HalfCheetah": 5000.0,
@@ -106,7 +106,7 @@ class MujocoFamily:
     def competence(self, env_id: str) -> Competence:
         return NormalizedReturn(reference_return(env_id))
 
-    def codec(self, trainer: PPOTrainer) -> FeatureCodec:
+    def codec(self, agent: Agent) -> FeatureCodec:
         from telapa.qd.trajectories import float16_codec
 
         return float16_codec(SKETCH_DIM)

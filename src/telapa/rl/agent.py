@@ -1,0 +1,448 @@
+"""PPO as a static `Agent` and an explicit `TrainState` (the PureJaxRL / rejax split).
+
+    agent = Agent("MiniGrid-DoorKey-5x5-v0", config)
+    state = agent.start(agent.init_ppo(jax.random.key(0)), jax.random.key(1))
+    state, history = agent.train(state, 200_000)        # pure in ``state``
+    result = agent.evaluate(state.ppo.params, episodes=50, key=jax.random.key(2))
+
+The agent holds what never changes during training: the env, its spec and family, the
+policy, the optimizer and the jitted functions built from them. Everything that does
+change is the `TrainState` pytree the caller owns: the PPO state (parameters, optimizer,
+regulariser data), the rollout in progress (episode tracker, env states, observations,
+rollout key) and the env steps trained since `start`. Given a state, `train` is
+deterministic, so checkpointing a state and training it later gives exactly what training
+it at once gives.
+
+One training iteration collects ``num_envs * n_steps`` env steps with the current policy
+and applies one PPO update (`telapa.rl.ppo.make_learn`). On the jax backend
+``iterations_per_call`` iterations (rollout ``lax.scan`` + update) run as one jitted
+``lax.scan``, and `train_batch` runs S states (seeds, transfer probes) as one ``vmap`` of
+that call. On the gymnasium backend the envs live on the host: the rollout is a host loop
+over the agent's `GymVectorEnv`, so a state has no env states (``env_state`` is None), it
+is valid only for the agent that produced it and only one state trains at a time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from telapa.config import TrainConfig
+from telapa.envs import AutoReset, Backend, make
+from telapa.envs.base import EnvSpec, JaxEnv, Obs
+from telapa.envs.family import family_of
+from telapa.envs.gym_backend import GymVectorEnv
+from telapa.envs.intrinsic import EpisodicCountBonus, episodic_count_bonus_gym
+from telapa.rl.evaluate import EvalResult, evaluate_gym, make_jax_evaluator
+from telapa.rl.networks import Params
+from telapa.rl.policy import Policy
+from telapa.rl.ppo import (
+    EpisodeTracker,
+    Penalty,
+    PPOState,
+    Trajectory,
+    make_learn,
+    make_optimizer,
+)
+from telapa.rl.rollout import gym_rollout, make_act, make_jax_rollout
+
+Metrics = dict[str, float]
+ProgressFn = Callable[[int, list[Metrics]], None]
+BatchProgressFn = Callable[[int, list[list[Metrics]]], None]
+
+MAX_GYM_EVAL_ENVS = 16
+
+
+class BatchMemberError(FloatingPointError):
+    """A non-finite loss in member ``member`` of `Agent.train_batch` (``error``: the
+    FloatingPointError that member alone would have raised)."""
+
+    def __init__(self, member: int, error: FloatingPointError):
+        super().__init__(f"batch member {member}: {error}")
+        self.member, self.error = member, error
+
+
+@struct.dataclass
+class TrainState:
+    """Everything PPO training changes (a pytree; stack S of them for `Agent.train_batch`)."""
+
+    ppo: PPOState
+    tracker: EpisodeTracker
+    """Return and length of every training env's episode in progress."""
+    env_state: Any
+    """The training envs' states (None on the gymnasium backend: they live on the host)."""
+    obs: Obs
+    """The training envs' current observations."""
+    key: jax.Array
+    """The rollout's key (actions, PPO minibatch permutations)."""
+    steps: jax.Array
+    """int32: env steps trained since `Agent.start` (all envs together)."""
+
+
+def stack_states(states: Sequence[Any]) -> Any:
+    """S pytrees of the same structure -> one pytree with a leading axis S."""
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *states)
+
+
+def unstack_states(stacked: Any) -> list[Any]:
+    """Inverse of `stack_states`."""
+    size = len(jax.tree.leaves(stacked)[0])
+    return [jax.tree.map(lambda x, i=i: x[i], stacked) for i in range(size)]
+
+
+def episodes_key(key: jax.Array) -> jax.Array:
+    """The key of fresh training episodes drawn from a visit's (or a probe's) key:
+    ``split(split(key)[0])[1]``. This is the derivation of the stateful trainer that the
+    continual runner used before its state became explicit (reseed, then reset the
+    rollout), kept so that runs reproduce the results of earlier versions bit for bit."""
+    return jax.random.split(jax.random.split(key)[0])[1]
+
+
+def _host_metrics(stacked: dict[str, Any]) -> list[Metrics]:
+    """(K,)-stacked metrics -> K host dicts."""
+    host = jax.device_get(stacked)
+    k = len(next(iter(host.values())))
+    return [{name: float(v[i]) for name, v in host.items()} for i in range(k)]
+
+
+def _shape_key(tree: Any) -> tuple:
+    leaves, treedef = jax.tree.flatten(tree)
+    return treedef, tuple((np.shape(x), str(getattr(x, "dtype", type(x)))) for x in leaves)
+
+
+class Agent:
+    """PPO on one environment, without state; see the module docstring.
+
+    Args:
+        env: an env id (created on ``backend``), a `JaxEnv`, or a `GymVectorEnv` (its
+            ``num_envs`` must equal ``config.ppo.num_envs``).
+        config: the `TrainConfig` (network, PPO, evaluation).
+        backend: ``"jax"`` or ``"gymnasium"`` when ``env`` is an id.
+        total_steps: the training horizon, needed only for ``ppo.anneal_lr``.
+        env_options: options for `telapa.envs.make` when ``env`` is an id.
+        penalty: a regulariser added to the PPO loss (`telapa.rl.ppo.make_learn`); its
+            data is ``TrainState.ppo.penalty``.
+        intrinsic_beta: adds the episodic count bonus (`telapa.envs.intrinsic`) to the
+            training rewards (never to evaluation); training-episode returns then
+            include the bonus.
+        gym_seed: the seed a gymnasium vector env is created with (every training reset
+            reseeds it from the state's key, so results do not depend on it).
+    """
+
+    def __init__(
+        self,
+        env: str | JaxEnv | GymVectorEnv,
+        config: TrainConfig,
+        *,
+        backend: Backend = "jax",
+        total_steps: int | None = None,
+        env_options: dict[str, Any] | None = None,
+        penalty: Penalty | None = None,
+        intrinsic_beta: float | None = None,
+        gym_seed: int = 0,
+    ):
+        self.config = config
+        ppo = config.ppo
+        self.env_options = dict(env_options or {})
+        train_env = None
+        if isinstance(env, str):
+            if backend == "gymnasium":
+                bonus = intrinsic_beta and partial(episodic_count_bonus_gym, beta=intrinsic_beta)
+                env = make(env, "gymnasium", num_envs=ppo.num_envs, seed=gym_seed,
+                           wrapper=bonus or None, **self.env_options)
+            else:
+                env = make(env, backend, **self.env_options)
+                if intrinsic_beta:
+                    train_env = EpisodicCountBonus(env, intrinsic_beta)
+        elif intrinsic_beta:
+            raise ValueError("intrinsic_beta needs an env id (the agent wraps the env)")
+        self.backend: Backend = "gymnasium" if isinstance(env, GymVectorEnv) else "jax"
+        if self.backend == "gymnasium" and env.num_envs != ppo.num_envs:
+            raise ValueError(f"env has {env.num_envs} copies but ppo.num_envs={ppo.num_envs}")
+        self.env = env
+        self.spec: EnvSpec = env.spec
+        self.family = family_of(self.spec.env_id)
+        """The env family (`telapa.envs.family`): competence, sketch, trajectory codec."""
+        self.competence = self.family.competence(self.spec.env_id)
+        self.policy = Policy.create(self.spec, config.network)
+        total_updates = math.ceil(total_steps / ppo.rollout_size) if total_steps else None
+        self.optimizer = make_optimizer(ppo, total_updates)
+        self.penalty = penalty
+        self._learn = make_learn(self.policy, ppo, self.optimizer, penalty)
+        self.iterations_per_call = ppo.iterations_per_call if self.backend == "jax" else 1
+        self.steps_per_call = ppo.rollout_size * self.iterations_per_call
+        """Env steps of one training call (`train` trains whole calls)."""
+        self.compile_s = 0.0
+        """Seconds spent compiling training calls (excluded from throughput)."""
+        self._compiled: dict[tuple, Callable] = {}
+        self._jax_evaluators: dict[tuple[int, bool, int], Callable] = {}
+        self._gym_acts: dict[bool, Callable] = {}
+        self._gym_eval_env: GymVectorEnv | None = None
+        self._samplers: dict[int, Callable] = {}
+        if self.backend == "jax":
+            self._train_env = AutoReset(train_env or env, ppo.num_envs)
+            self._rollout = make_jax_rollout(self._train_env, self.policy, ppo.n_steps)
+            self._reset = jax.jit(self._train_env.reset)
+
+    # --- state ----------------------------------------------------------------------
+
+    def init_ppo(self, key: jax.Array, penalty: Any = None) -> PPOState:
+        """Fresh random parameters, fresh optimizer state and the regulariser ``penalty``."""
+        return self.fresh_ppo(self.policy.init(key), penalty)
+
+    def fresh_ppo(self, params: Params, penalty: Any = None) -> PPOState:
+        """``params`` with fresh Adam moments (and lr schedule) and ``penalty`` data."""
+        return PPOState(params, self.optimizer.init(params), penalty)
+
+    def start(self, ppo: PPOState, key: jax.Array, *, steps: int = 0) -> TrainState:
+        """A state that trains ``ppo`` from new episodes in every training env: ``key,
+        reset_key = split(key)`` on jax (``reset_key, key`` on gymnasium, whose envs are
+        reset here, on the host); the tracker starts empty and the step count at
+        ``steps``."""
+        steps = jnp.asarray(steps, jnp.int32)
+        tracker = EpisodeTracker.zeros(self.config.ppo.num_envs)
+        if self.backend == "jax":
+            key, reset_key = jax.random.split(key)
+            env_state, obs = self._reset(reset_key)
+            return TrainState(ppo, tracker, env_state, obs, key, steps)
+        reset_key, key = jax.random.split(key)
+        _, obs = self.env.reset(reset_key)
+        return TrainState(ppo, tracker, None, obs, key, steps)
+
+    # --- training -------------------------------------------------------------------
+
+    def _iteration(self, state: TrainState, _) -> tuple[TrainState, dict[str, jax.Array]]:
+        """One rollout of ``n_steps`` steps in every env, then one PPO update (pure)."""
+        env_state, obs, key, traj = self._rollout(
+            state.ppo.params, state.env_state, state.obs, state.key
+        )
+        key, learn_key = jax.random.split(key)
+        ppo, tracker, metrics = self._learn(state.ppo, state.tracker, traj, obs, learn_key)
+        steps = state.steps + self.config.ppo.rollout_size
+        return TrainState(ppo, tracker, env_state, obs, key, steps), metrics
+
+    def _call(self, state: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
+        """``iterations_per_call`` iterations as one ``lax.scan`` (pure)."""
+        return jax.lax.scan(self._iteration, state, None, self.iterations_per_call)
+
+    def _compiled_call(self, state: TrainState, batched: bool) -> Callable:
+        """The jitted (and for a batch, vmapped) training call for ``state``'s shapes,
+        compiled ahead of time once; the seconds go to `compile_s`."""
+        key = (batched, *_shape_key(state))
+        if key not in self._compiled:
+            start = time.perf_counter()
+            fn = jax.vmap(self._call) if batched else self._call
+            self._compiled[key] = jax.jit(fn).lower(state).compile()
+            self.compile_s += time.perf_counter() - start
+        return self._compiled[key]
+
+    def compile(self, state: TrainState) -> float:
+        """Compiles the training call for ``state`` now (else the first `train` does);
+        returns `compile_s`."""
+        if self.backend == "jax":
+            self._compiled_call(state, batched=False)
+        else:
+            self._gym_compile(state)
+        return self.compile_s
+
+    def train(
+        self, state: TrainState, steps: int, progress: ProgressFn | None = None
+    ) -> tuple[TrainState, list[Metrics]]:
+        """Trains ``state`` for at least ``steps`` env steps (whole calls); returns the new
+        state and one metrics dict per iteration (with ``step``, the state's step count
+        after the iteration). ``progress(steps, metrics)`` is called after every call.
+        Raises FloatingPointError on a non-finite loss or gradient."""
+        if self.backend == "gymnasium":
+            return self._gym_train(state, steps, progress)
+        call = self._compiled_call(state, batched=False)
+        done = int(state.steps)
+        target = done + steps
+        history: list[Metrics] = []
+        while done < target:
+            state, metrics = call(state)
+            metrics = self._finish(_host_metrics(metrics), done)
+            done = metrics[-1]["step"]
+            history.extend(metrics)
+            if progress is not None:
+                progress(done, metrics)
+        return state, history
+
+    def train_batch(
+        self, states: TrainState, steps: int, progress: BatchProgressFn | None = None
+    ) -> tuple[TrainState, list[list[Metrics]]]:
+        """`train` for S states stacked on a leading axis (`stack_states`), as one jitted
+        ``vmap`` per call; every state must have trained the same number of steps. Returns
+        the stacked states and each member's metrics. Member i's results equal ``train``
+        of member i alone up to float reassociation (XLA may order the reductions of a
+        batched matmul differently). jax backend only; a non-finite loss raises
+        `BatchMemberError` naming the first such member."""
+        if self.backend != "jax":
+            raise ValueError(
+                f"{self.spec.env_id}: the gymnasium backend steps its envs on the host and "
+                "cannot train a batch of states; train them one after the other"
+            )
+        counts = np.asarray(jax.device_get(states.steps))
+        if counts.ndim != 1 or len(set(counts.tolist())) != 1:
+            raise ValueError(f"train_batch needs states at the same step, got {counts}")
+        call = self._compiled_call(states, batched=True)
+        done = int(counts[0])
+        target = done + steps
+        histories: list[list[Metrics]] = [[] for _ in counts]
+        while done < target:
+            states, metrics = call(states)
+            per_member = []
+            for i, history in enumerate(histories):
+                try:
+                    rows = self._finish(_host_metrics({k: v[i] for k, v in metrics.items()}),
+                                        done)
+                except FloatingPointError as err:
+                    raise BatchMemberError(i, err) from None
+                history.extend(rows)
+                per_member.append(rows)
+            done = per_member[0][-1]["step"]
+            if progress is not None:
+                progress(done, per_member)
+        return states, histories
+
+    def _finish(self, metrics: list[Metrics], done: int) -> list[Metrics]:
+        """Adds ``step`` and the env family's competence to one call's metrics; raises
+        FloatingPointError on non-finite losses."""
+        per_iteration = self.config.ppo.rollout_size
+        for m in metrics:
+            done += per_iteration
+            m["step"] = done
+            if m["episodes"] > 0:
+                m["success_rate"] = self.competence.of_stats(
+                    m["episode_return"], m["success_rate"])
+            bad = [k for k in ("loss", "pg_loss", "v_loss", "grad_norm")
+                   if not np.isfinite(m[k])]
+            if bad:
+                raise FloatingPointError(
+                    f"PPO on {self.spec.env_id}: non-finite {', '.join(bad)} at step {done}"
+                )
+        return metrics
+
+    # --- gymnasium backend ------------------------------------------------------------
+
+    def _gym_compile(self, state: TrainState) -> None:
+        """Compiles ``act`` and ``learn`` for the shapes a rollout produces."""
+        if "gym" in self._compiled:
+            return
+        start = time.perf_counter()
+        obs = jax.tree.map(jnp.asarray, state.obs)
+        act = jax.jit(make_act(self.policy))
+        action, key = jax.eval_shape(act, state.ppo.params, obs, state.key)
+        n, n_steps = self.config.ppo.num_envs, self.config.ppo.n_steps
+        step = (obs, action.action, action.log_prob, action.value,
+                jax.ShapeDtypeStruct((n,), jnp.float32), jax.ShapeDtypeStruct((n,), bool),
+                jax.ShapeDtypeStruct((n,), bool), obs)
+        traj = jax.tree.map(lambda x: jax.ShapeDtypeStruct((n_steps, *x.shape), x.dtype), step)
+        learn = jax.jit(self._learn).lower(
+            state.ppo, state.tracker, Trajectory(*traj), obs, key).compile()
+        self._compiled["gym"] = (act.lower(state.ppo.params, obs, state.key).compile(), learn)
+        self.compile_s += time.perf_counter() - start
+
+    def _gym_train(
+        self, state: TrainState, steps: int, progress: ProgressFn | None
+    ) -> tuple[TrainState, list[Metrics]]:
+        self._gym_compile(state)
+        act, learn = self._compiled["gym"]
+        ppo, tracker, obs, key = state.ppo, state.tracker, state.obs, state.key
+        done = int(state.steps)
+        target = done + steps
+        history: list[Metrics] = []
+        while done < target:
+            obs, key, traj = gym_rollout(self.env, act, ppo.params, obs, key,
+                                         self.config.ppo.n_steps)
+            key, learn_key = jax.random.split(key)
+            ppo, tracker, metrics = learn(ppo, tracker, traj, obs, learn_key)
+            metrics = self._finish(_host_metrics(jax.tree.map(lambda x: x[None], metrics)), done)
+            done = metrics[-1]["step"]
+            history.extend(metrics)
+            if progress is not None:
+                progress(done, metrics)
+        steps_ = jnp.asarray(done, jnp.int32)
+        return TrainState(ppo, tracker, None, obs, key, steps_), history
+
+    # --- evaluation -----------------------------------------------------------------
+
+    def evaluate(
+        self,
+        params: Params,
+        episodes: int | None,
+        key: int | jax.Array,
+        *,
+        deterministic: bool | None = None,
+        max_steps: int | None = None,
+    ) -> EvalResult:
+        """Evaluates ``params`` on fresh episodes drawn from ``key``.
+
+        ``episodes`` (when None) and ``deterministic`` default to ``config.eval``;
+        ``max_steps`` defaults to the env's time limit.
+        """
+        episodes = episodes or self.config.eval.episodes
+        key = jax.random.key(key) if isinstance(key, (int, np.integer)) else key
+        if deterministic is None:
+            deterministic = self.config.eval.deterministic
+        max_steps = max_steps or self.spec.max_steps
+        if not max_steps:
+            raise ValueError(f"{self.spec.env_id} has no time limit; pass max_steps")
+        if self.backend == "jax":
+            shape = (episodes, deterministic, max_steps)
+            if shape not in self._jax_evaluators:
+                self._jax_evaluators[shape] = jax.jit(
+                    make_jax_evaluator(self.env, self.policy, episodes, max_steps, deterministic)
+                )
+            returns, lengths, feats = jax.device_get(self._jax_evaluators[shape](params, key))
+            return EvalResult(returns, lengths, feats, self.competence)
+        if self._gym_eval_env is None:
+            n = self.config.eval.num_envs or min(self.config.eval.episodes, MAX_GYM_EVAL_ENVS)
+            self._gym_eval_env = GymVectorEnv(self.spec.env_id, n, **self.env_options)
+        result = evaluate_gym(self._gym_eval_env, self.gym_act(deterministic), params,
+                              episodes, key, max_steps)
+        return dataclasses.replace(result, competence=self.competence)
+
+    def gym_act(self, deterministic: bool) -> Callable:
+        """The jitted ``act(params, obs, key)`` host rollouts use."""
+        if deterministic not in self._gym_acts:
+            self._gym_acts[deterministic] = jax.jit(make_act(self.policy, deterministic))
+        return self._gym_acts[deterministic]
+
+    def sample_observations(self, params: Params, steps: int, key: jax.Array) -> Obs:
+        """Observations of ``steps`` env steps taken by ``params`` (sampled actions) in
+        fresh episodes, e.g. for a Fisher estimate."""
+        n = self.config.ppo.num_envs
+        n_steps = math.ceil(steps / n)
+        if self.backend == "jax":
+            if n_steps not in self._samplers:
+                env = AutoReset(self.env, n)
+                rollout = make_jax_rollout(env, self.policy, n_steps)
+
+                def sample(params: Params, key: jax.Array) -> Obs:
+                    reset_key, key = jax.random.split(key)
+                    env_state, obs = env.reset(reset_key)
+                    return rollout(params, env_state, obs, key)[3].obs
+
+                self._samplers[n_steps] = jax.jit(sample)
+            obs = self._samplers[n_steps](params, key)
+        else:
+            reset_key, key = jax.random.split(key)
+            seed = int(jax.random.randint(reset_key, (), 0, 2**31 - 1))
+            env = GymVectorEnv(self.spec.env_id, n, seed=seed, **self.env_options)
+            _, first = env.reset(reset_key)
+            obs = gym_rollout(env, self.gym_act(False), params, first, key, n_steps)[2].obs
+            env.close()
+        return jax.tree.map(lambda x: jnp.reshape(x, (-1, *x.shape[2:]))[:steps], obs)
+
+
+__all__ = ["Agent", "BatchMemberError", "TrainState", "episodes_key", "stack_states",
+           "unstack_states"]
