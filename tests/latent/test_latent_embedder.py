@@ -153,7 +153,7 @@ class _FullLengthEncoder(nn.Module):
         return z_e, steps
 
 
-@pytest.mark.parametrize(("group", "block"), [(32, 8), (7, 5), (100, 1)])
+@pytest.mark.parametrize(("group", "block"), [(32, 8), (7, 5)])
 def test_length_grouped_encoder_equals_the_full_length_gru(params, group, block):
     """`encode` skips padding blocks per length group: latents, per-step projections and
     parameter gradients equal the GRU run over every step (lengths 0, 1, T and T not a

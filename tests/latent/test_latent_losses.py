@@ -183,13 +183,15 @@ def test_boundary_update_equals_a_step_by_step_update():
     new, metrics = boundary_update(student, teacher, bank, jax.random.key(3), cfg)
 
     opt = optax.adam(cfg.lr)
+    loss_and_grad = jax.jit(jax.value_and_grad(boundary_loss, has_aux=True),
+                            static_argnames="config")
     params, state = student, opt.init(student)
     for k, step_key in enumerate(jax.random.split(jax.random.key(3), cfg.steps)):
         k_batch, k_views = jax.random.split(step_key)
         feats, lengths, anchor = sample_batch(k_batch, bank, cfg)
-        z_teacher = encode(teacher, feats, lengths)
-        (loss, _), grads = jax.value_and_grad(boundary_loss, has_aux=True)(
-            params, z_teacher, feats, lengths, anchor, k_views, cfg)
+        z_teacher = jax.jit(encode)(teacher, feats, lengths)
+        (loss, _), grads = loss_and_grad(params, z_teacher, feats, lengths, anchor, k_views,
+                                         config=cfg)
         np.testing.assert_allclose(metrics["loss"][k], loss, rtol=1e-5)
         updates, state = opt.update(grads, state, params)
         params = optax.apply_updates(params, updates)
