@@ -191,3 +191,10 @@ def test_policy_summary_of_many_policies_equals_one_at_a_time(params):
     for i in range(3):
         np.testing.assert_allclose(many.raw[i], policy_summary(params, feats[i], lengths[i],
                                                                CFG).raw, rtol=1e-5, atol=1e-6)
+
+
+def test_encode_of_no_episodes_has_the_right_shapes(params):
+    assert encode(params, jnp.zeros((0, 20, 11)), jnp.zeros((0,), jnp.int32)).shape == (0, 8)
+    z_e, z_steps = encode(params, jnp.zeros((2, 0, 20, 11)), jnp.zeros((2, 0), jnp.int32),
+                          steps=True)
+    assert z_e.shape == (2, 0, 8) and z_steps.shape == (2, 0, 20, 8)

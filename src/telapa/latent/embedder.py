@@ -303,6 +303,7 @@ def encode(
     generic rules, correctly but without the skipping).
     """
     w = _weights(params)
+    hid, latent = w.wh.shape[0], w.w4.shape[1]
     features = jnp.asarray(features)
     lead, (t, dim) = features.shape[:-2], features.shape[-2:]
     lengths = jnp.broadcast_to(jnp.asarray(lengths, jnp.int32), lead)
@@ -319,18 +320,18 @@ def encode(
     back = jnp.argsort(order)
     if not steps:
         h = jax.lax.map(lambda a: _final_state(w, a[0], a[1], block), groups)
-        return _project(w, h.reshape(n_groups * g, -1)[back]).reshape(*lead, -1)
+        return _project(w, h.reshape(n_groups * g, hid)[back]).reshape(*lead, latent)
 
     def emit(hs: jax.Array, valid: jax.Array) -> jax.Array:
         return jnp.where(valid[..., None], _project(w, hs), 0.0)
 
     def run(a: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
         h, zs = _forward(w, a[0], a[1], block, emit)  # zs (nb, g, k, d)
-        return h, zs.swapaxes(0, 1).reshape(g, t_pad, -1)
+        return h, zs.swapaxes(0, 1).reshape(g, t_pad, latent)
 
     h, zs = jax.lax.map(run, groups)
-    z_e = _project(w, h.reshape(n_groups * g, -1)[back]).reshape(*lead, -1)
-    return z_e, zs.reshape(n_groups * g, t_pad, -1)[back, :t].reshape(*lead, t, -1)
+    z_e = _project(w, h.reshape(n_groups * g, hid)[back]).reshape(*lead, latent)
+    return z_e, zs.reshape(n_groups * g, t_pad, latent)[back, :t].reshape(*lead, t, latent)
 
 
 def make_encoder(config: LatentConfig) -> EpisodeEncoder:
