@@ -10,19 +10,24 @@ throughput against Farama MiniGrid stepped in Python (the DESIGN bar: >= 100x).
    Farama stepped alone with random actions (no policy at all: an upper bound for any
    evaluator that steps Farama in Python). Env steps/s.
 3. Illumination (BuildArchive, paper settings: 1000 candidates x 50 episodes, T 256) at
-   batch size 1 (the paper's sequential loop) and at a larger batch.
+   batch size 1 (the paper's sequential loop) and at a larger batch, under the encoder
+   with N_0 fit first on one visit's banked evaluations, as TeLAPA does before its first
+   archive (`maintenance.fit_initial_normalizer`; timed as ``normalizer_fit``).
 4. Few-shot origin selection over a library of five archives (the illuminated archive
    under five tags, as at the last boundary of the primary curriculum): K_pool 8 probes
    of 200k PPO steps with 5 evaluation points of 20 episodes.
 5. Maintenance: banks holding 220 episode sets (about 22 evaluations per visit over ten
-   visits), 700 Adam steps, normalizer refit and re-embedding of the five archives.
+   visits), 700 Adam steps, normalizer refit and re-embedding of five full archives: the
+   archive target size (256) of elites, each with its 50 stored episodes (mutants of the
+   policy evaluated as in 2), as TeLAPA's archives hold late in a run (``--quick``: 64
+   elites, 32 distinct mutants repeated, 50 Adam steps).
 
 Paper (App. "Compute and Memory Overhead", Table "Breakdown of TeLAPA's runtime"): per
 seed of ten visits, illumination 2.99 h, few-shot selection 2.23 h, maintenance 2.57 h,
 i.e. 1076 s, 803 s and 925 s per visit; 53.33 GB peak RAM for the whole run.
 
-    python benchmarks/telapa_phases.py            # paper settings (about 15 min on 2 cores)
-    python benchmarks/telapa_phases.py --quick    # smoke run (about 2 min)
+    python benchmarks/telapa_phases.py            # paper settings (about 20 min on 2 cores)
+    python benchmarks/telapa_phases.py --quick    # smoke run (a few minutes)
 """
 
 from __future__ import annotations
@@ -35,16 +40,19 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 from env_throughput import FULL, QUICK, farama_throughput, machine_info
 
 from telapa.continual.preset import load_run_config
-from telapa.continual.telapa.banks import EpisodeBanks, store
+from telapa.continual.telapa.banks import EpisodeBanks, fit_episodes, store
 from telapa.continual.telapa.embedding import EmbeddingState
-from telapa.continual.telapa.illumination import evaluate_population, illuminate
-from telapa.continual.telapa.maintenance import maintain
+from telapa.continual.telapa.illumination import PopulationEval, evaluate_population, illuminate
+from telapa.continual.telapa.maintenance import fit_initial_normalizer, maintain
 from telapa.continual.telapa.transfer import select_transfer_origin
 from telapa.io import MemoryMonitor, write_json_atomic
 from telapa.qd import float16_codec
+from telapa.qd.archive import Archive
+from telapa.qd.trajectories import Trajectories
 from telapa.rl import PPOTrainer
 from telapa.rl.networks import flatten_params
 
@@ -54,6 +62,8 @@ PAPER_PER_VISIT_S = {"illumination": 2.99 * 3600 / 10, "few_shot": 2.23 * 3600 /
 LIBRARY = 5
 """Archives in the library at the last boundary of the primary curriculum (A..E)."""
 BANK_SETS = 220
+VISITS = 10
+"""Visits of the primary curriculum (the bank holds about BANK_SETS / VISITS sets each)."""
 
 
 def measured(fn: Callable[[], Any]) -> tuple[Any, dict[str, float]]:
@@ -69,6 +79,31 @@ def measured(fn: Callable[[], Any]) -> tuple[Any, dict[str, float]]:
 
 def log(text: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+def filled(archive: Archive, population: jax.Array, ev: PopulationEval, elites: int,
+           key: jax.Array) -> Archive:
+    """``archive`` with its first ``elites`` slots holding the members of ``population``
+    (B, P), repeated in order when B < elites, with their evaluations ``ev`` (fitness,
+    SR and stored episodes) and random descriptors (maintenance re-embeds them)."""
+    idx = jnp.arange(elites) % population.shape[0]
+    traj = archive.traj
+    m, t = traj.lengths.shape[1], traj.u8.shape[2]
+    f, n = jax.vmap(lambda f, n: fit_episodes(f, n, m, t))(ev.features[idx], ev.lengths[idx])
+    slots = jnp.arange(elites)
+    rows = Trajectories.encode(traj.codec, f, n)
+    el = archive.elites
+    el = el.replace(
+        params=el.params.at[slots].set(population[idx]),
+        fitness=el.fitness.at[slots].set(ev.fitness[idx]),
+        sr=el.sr.at[slots].set(ev.sr[idx]),
+        descriptor=el.descriptor.at[slots].set(
+            jax.random.normal(key, (elites, el.descriptor.shape[1]))),
+        elite_id=el.elite_id.at[slots].set(slots),
+    )
+    return archive.replace(
+        elites=el, valid=archive.valid.at[slots].set(True),
+        traj=jax.tree.map(lambda a, r: a.at[slots].set(r), traj, rows))
 
 
 def candidate_throughput(agent, params, unravel, batch: int, episodes: int, t_max: int,
@@ -167,7 +202,26 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['candidates_per_s']:.1f} candidates/s)")
         save()
 
+    log(f"banks: {BANK_SETS} episode sets of mutants")
+    banks = EpisodeBanks.create(float16_codec(latent.feature_dim), episodes=16,
+                                t_max=latent.t_max)
+    noise = jax.random.normal(jax.random.key(5), (BANK_SETS // 10, flat.shape[0]))
+    sets = evaluate_population(
+        trainer.agent, flat[None] + 0.02 * noise, unravel, episodes=ill.eval_episodes,
+        key=jax.random.key(6), t_max=latent.t_max)
+    first_visit = None
+    for i in range(BANK_SETS):
+        j = i % sets.sr.shape[0]
+        banks = store(banks, sets.features[j], sets.lengths[j], float(sets.sr[j]), i // 22,
+                      anchor_threshold=latent.anchor_sr_threshold)
+        if i + 1 == BANK_SETS // VISITS:
+            first_visit = banks
+
     embedding = EmbeddingState.create(jax.random.key(0), latent)
+    embedding, cost = measured(lambda: fit_initial_normalizer(
+        embedding, first_visit, config=latent, key=jax.random.key(8)))
+    results["phases"]["normalizer_fit"] = {**cost, "bank_sets": BANK_SETS // VISITS}
+    log(f"N_0 fit on {BANK_SETS // VISITS} sets: {cost['wall_s']:.1f} s")
     archive = None
     for batch in sorted({1, args.illumination_batch}):
         log(f"illumination: {ill.iterations} candidates at batch {batch}")
@@ -198,25 +252,33 @@ def main(argv: list[str] | None = None) -> int:
     log(f"  {cost['wall_s']:.0f} s, {choice.env_steps:,} env steps")
     save()
 
-    log(f"maintenance: {BANK_SETS} bank sets, {latent.steps} steps, {LIBRARY} archives")
-    banks = EpisodeBanks.create(float16_codec(latent.feature_dim), episodes=16,
-                                t_max=latent.t_max)
-    noise = jax.random.normal(jax.random.key(5), (BANK_SETS // 10, flat.shape[0]))
-    sets = evaluate_population(
-        trainer.agent, flat[None] + 0.02 * noise,
-        unravel, episodes=ill.eval_episodes, key=jax.random.key(6), t_max=latent.t_max)
-    for i in range(BANK_SETS):
-        j = i % sets.sr.shape[0]
-        banks = store(banks, sets.features[j], sets.lengths[j], float(sets.sr[j]), i // 22,
-                      anchor_threshold=latent.anchor_sr_threshold)
-    named = {f"task-{i}": a for i, a in enumerate(library)}
+    elites = 64 if args.quick else qd.archive.target_size
+    mutants = 32 if args.quick else elites
+    log(f"full archives: {elites} elites ({mutants} distinct mutants) x "
+        f"{ill.eval_episodes} episodes")
+    population = flat[None] + 0.02 * jax.random.normal(jax.random.key(9),
+                                                       (mutants, flat.shape[0]))
+    ev = evaluate_population(trainer.agent, population, unravel, episodes=ill.eval_episodes,
+                             key=jax.random.key(10), t_max=latent.t_max)
+    named = {f"task-{i}": filled(a, population, ev, elites, jax.random.key(11 + i))
+             for i, a in enumerate(library)}
+    results["maintenance_archives"] = {
+        "archives": LIBRARY, "elites": elites, "distinct_mutants": mutants,
+        "episodes": ill.eval_episodes,
+        "mean_episode_length": float(jnp.mean(ev.lengths)),
+        "bank_mean_episode_length": float(jnp.mean(sets.lengths))}
+    log(f"maintenance: {BANK_SETS} bank sets, {latent.steps} steps, {LIBRARY} archives "
+        f"of {elites} elites")
     for run in ("cold", "warm"):  # the first call compiles; later boundaries reuse it
         (_, _, mlog), cost = measured(lambda: maintain(embedding, banks, named, config=latent,
                                                        key=jax.random.key(7)))
         results["phases"][f"maintenance_{run}"] = {
             **cost, "updated": mlog.updated, "bank_sets": mlog.bank_sets,
-            "paper_s": PAPER_PER_VISIT_S["maintenance"]}
-        log(f"  {run}: {cost['wall_s']:.0f} s, peak RSS {cost['peak_rss_GB']:.2f} GB")
+            "reembedded": sum(a.reembedded for a in mlog.archives.values()),
+            "seconds": mlog.seconds, "paper_s": PAPER_PER_VISIT_S["maintenance"]}
+        parts = ", ".join(f"{k} {v:.1f} s" for k, v in mlog.seconds.items())
+        log(f"  {run}: {cost['wall_s']:.0f} s ({parts}), peak RSS "
+            f"{cost['peak_rss_GB']:.2f} GB")
         save()
 
     log(f"wrote {args.out}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -19,6 +20,7 @@ from telapa.latent import (
     policy_summary,
     summarize,
 )
+from telapa.latent.embedder import encode, valid_mask
 
 CFG = LatentConfig()
 
@@ -133,3 +135,66 @@ def test_policy_summary_jit_vmap_smoke(params):
     np.testing.assert_allclose(one.z_mean, z.mean(0), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(one.z_std_ep, z.std(0), rtol=1e-4, atol=1e-6)
     assert np.all(np.asarray(one.z_std_time) > 0)
+
+
+class _FullLengthEncoder(nn.Module):
+    """Reference phi: Flax's GRU cell stepped over all T steps (padding included), then
+    h_E gathered at the valid length; same parameter names as `EpisodeEncoder`."""
+
+    @nn.compact
+    def __call__(self, features, lengths):
+        x = jnp.where(valid_mask(lengths, features.shape[-2])[..., None], features, 0.0)
+        x = nn.relu(nn.Dense(64, name="step_2")(nn.relu(nn.Dense(64, name="step_1")(x))))
+        h = nn.RNN(nn.GRUCell(64, parent=None), name="gru")(x)
+        proj_1, proj_2 = nn.Dense(64, name="proj_1"), nn.Dense(8, name="proj_2")
+        steps = proj_2(nn.relu(proj_1(h)))
+        last = jnp.take_along_axis(h, jnp.clip(lengths - 1, 0, None)[:, None, None], axis=1)
+        z_e = proj_2(nn.relu(proj_1(jnp.where((lengths > 0)[:, None], last[:, 0], 0.0))))
+        return z_e, steps
+
+
+@pytest.mark.parametrize(("group", "block"), [(32, 8), (7, 5)])
+def test_length_grouped_encoder_equals_the_full_length_gru(params, group, block):
+    """`encode` skips padding blocks per length group: latents, per-step projections and
+    parameter gradients equal the GRU run over every step (lengths 0, 1, T and T not a
+    multiple of the block included)."""
+    rng = np.random.default_rng(9)
+    t = 45
+    lengths = jnp.asarray(np.r_[0, 1, t, rng.integers(0, t + 1, 57)], jnp.int32)
+    feats = jnp.asarray(rng.normal(size=(lengths.size, t, 11)), jnp.float32)
+    z_ref, steps_ref = _FullLengthEncoder().apply(params, feats, lengths)
+    z_e, z_steps = encode(params, feats, lengths, steps=True, group=group, block=block)
+    mask = np.asarray(valid_mask(lengths, t))[..., None]
+    np.testing.assert_allclose(encode(params, feats, lengths, group=group, block=block), z_ref,
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(z_e, z_ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(z_steps, np.where(mask, steps_ref, 0.0), rtol=1e-5, atol=1e-6)
+
+    def loss(encoder):
+        return lambda p: jnp.sum(jnp.sin(3.0 * encoder(p)))
+
+    g_ref = jax.grad(loss(lambda p: _FullLengthEncoder().apply(p, feats, lengths)[0]))(params)
+    g = jax.grad(loss(lambda p: encode(p, feats, lengths, group=group, block=block)))(params)
+    jax.tree_util.tree_map_with_path(
+        lambda path, a, b: np.testing.assert_allclose(
+            b, a, rtol=1e-4, atol=1e-5 * float(np.abs(a).max()),
+            err_msg=jax.tree_util.keystr(path)),
+        g_ref, g)
+
+
+def test_policy_summary_of_many_policies_equals_one_at_a_time(params):
+    rng = np.random.default_rng(10)
+    feats = rng.uniform(size=(3, 4, 16, 11)).astype(np.float32)
+    lengths = rng.integers(0, 17, size=(3, 4))
+    lengths[:, 0] = 16
+    many = policy_summary(params, feats, lengths, CFG)
+    for i in range(3):
+        np.testing.assert_allclose(many.raw[i], policy_summary(params, feats[i], lengths[i],
+                                                               CFG).raw, rtol=1e-5, atol=1e-6)
+
+
+def test_encode_of_no_episodes_has_the_right_shapes(params):
+    assert encode(params, jnp.zeros((0, 20, 11)), jnp.zeros((0,), jnp.int32)).shape == (0, 8)
+    z_e, z_steps = encode(params, jnp.zeros((2, 0, 20, 11)), jnp.zeros((2, 0), jnp.int32),
+                          steps=True)
+    assert z_e.shape == (2, 0, 8) and z_steps.shape == (2, 0, 20, 8)

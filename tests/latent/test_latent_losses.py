@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from telapa.latent import (
@@ -17,6 +18,8 @@ from telapa.latent import (
     init_encoder,
     sample_batch,
 )
+from telapa.latent.embedder import encode
+from telapa.latent.losses import boundary_loss, pad_bank, padded_size, sample_rows
 
 
 def test_info_nce_by_hand_two_pairs():
@@ -151,3 +154,46 @@ def test_bank_checks():
     with pytest.raises(ValueError, match="bank must be"):
         boundary_update(params, params, Bank(bank.features, bank.lengths[:, 0], bank.is_anchor),
                         jax.random.key(0), SMALL)
+
+
+def test_a_padded_bank_gives_the_same_batches():
+    """`pad_bank` appends empty sets; `sample_rows` never draws them and draws the real
+    sets exactly as `sample_batch` does on the unpadded bank."""
+    cfg = LatentConfig(batch_size=8, min_anchors=2)
+    bank = _id_bank(10, 4)
+    padded = pad_bank(bank)
+    assert padded.num_sets == padded_size(10) == 64 and padded_size(65) == 128
+    assert not np.any(np.asarray(padded.is_anchor[10:]))
+    assert np.all(np.asarray(padded.lengths[10:]) == 0)
+    for i in range(10):
+        feats, lengths, anchor = sample_batch(jax.random.key(i), bank, cfg)
+        sets, eps = sample_rows(jax.random.key(i), padded, 10, 8, cfg)
+        assert np.all(np.asarray(sets) < 10)
+        np.testing.assert_array_equal(padded.features[sets, eps], feats)
+        np.testing.assert_array_equal(padded.lengths[sets, eps], lengths)
+
+
+def test_boundary_update_equals_a_step_by_step_update():
+    """The jitted scan (padded bank, teacher latents of the whole bank computed once)
+    equals K plain steps: `sample_batch`, the teacher embedding the batch, Adam."""
+    cfg = SMALL.model_copy(update={"steps": 4})
+    bank = _synthetic_bank(8)
+    teacher = init_encoder(jax.random.key(0), cfg)
+    student = jax.tree.map(lambda a: a * 1.1, teacher)
+    new, metrics = boundary_update(student, teacher, bank, jax.random.key(3), cfg)
+
+    opt = optax.adam(cfg.lr)
+    loss_and_grad = jax.jit(jax.value_and_grad(boundary_loss, has_aux=True),
+                            static_argnames="config")
+    params, state = student, opt.init(student)
+    for k, step_key in enumerate(jax.random.split(jax.random.key(3), cfg.steps)):
+        k_batch, k_views = jax.random.split(step_key)
+        feats, lengths, anchor = sample_batch(k_batch, bank, cfg)
+        z_teacher = jax.jit(encode)(teacher, feats, lengths)
+        (loss, _), grads = loss_and_grad(params, z_teacher, feats, lengths, anchor, k_views,
+                                         config=cfg)
+        np.testing.assert_allclose(metrics["loss"][k], loss, rtol=1e-5)
+        updates, state = opt.update(grads, state, params)
+        params = optax.apply_updates(params, updates)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6),
+                 new, params)

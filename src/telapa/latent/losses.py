@@ -32,7 +32,7 @@ import optax
 from flax import struct
 
 from telapa.latent.config import LatentConfig
-from telapa.latent.embedder import Params, make_encoder
+from telapa.latent.embedder import Params, encode
 from telapa.latent.views import batch_views
 
 NORM_EPS = 1e-8
@@ -119,14 +119,29 @@ def sample_batch(
     replay sets), the rest replay; then one episode uniformly among each set's non-empty
     slots.
     """
+    sets, eps = sample_rows(key, bank, bank.num_sets, batch_size(bank.num_sets, config), config)
+    return bank.features[sets, eps], bank.lengths[sets, eps], bank.is_anchor.astype(bool)[sets]
+
+
+def sample_rows(
+    key: jax.Array, bank: Bank, num_sets: jax.Array | int, b: int, config: LatentConfig
+) -> tuple[jax.Array, jax.Array]:
+    """The ``(set, episode)`` indices (B,), (B,) of `sample_batch`, for a bank whose first
+    ``num_sets`` sets are real and the rest padding (never drawn; `pad_bank`).
+
+    The sets are ordered by u_i + 2 [replay] + 4 [padding], u ~ U[0, 1)^S drawn in one
+    call over all S rows: with JAX's partitionable threefry (the default) the first rows'
+    u do not depend on S, so padding a bank leaves the batches of the real sets unchanged.
+    """
     s = bank.num_sets
-    b = batch_size(s, config)
     k_sets, k_eps = jax.random.split(key)
-    is_anchor = bank.is_anchor.astype(bool)
+    real = jnp.arange(s) < num_sets
+    is_anchor = bank.is_anchor.astype(bool) & real
     n_avail = jnp.sum(is_anchor).astype(jnp.int32)
-    n_anc = jnp.minimum(n_avail, jnp.maximum(target_anchors(b, config), b - (s - n_avail)))
-    # Anchors first in random order, then replay sets in random order.
-    order = jnp.argsort(jax.random.uniform(k_sets, (s,)) + jnp.where(is_anchor, 0.0, 2.0))
+    n_anc = jnp.minimum(n_avail, jnp.maximum(target_anchors(b, config), b - (num_sets - n_avail)))
+    # Anchors first in random order, then replay sets in random order, then padding.
+    u = jax.random.uniform(k_sets, (s,))
+    order = jnp.argsort(u + jnp.where(is_anchor, 0.0, 2.0) + jnp.where(real, 0.0, 4.0))
     pos = jnp.arange(b)
     sets = order[jnp.where(pos < n_anc, pos, n_avail + pos - n_anc)]
 
@@ -136,12 +151,28 @@ def sample_batch(
     n_valid = valid.sum(-1)
     r = jnp.minimum(jnp.floor(jax.random.uniform(k_eps, (b,)) * n_valid), n_valid - 1)
     eps = jnp.argmax(jnp.cumsum(valid, axis=-1) > r[:, None], axis=-1)
-    return bank.features[sets, eps], bank.lengths[sets, eps], is_anchor[sets]
+    return sets, eps
+
+
+def padded_size(num_sets: int) -> int:
+    """Rows of the padded bank: the next power of two >= ``num_sets`` (at least 64), so
+    that the banks of successive boundaries share a few compiled programs."""
+    return max(64, 1 << max(num_sets - 1, 0).bit_length())
+
+
+def pad_bank(bank: Bank) -> Bank:
+    """``bank`` with `padded_size` sets: empty (length 0), non-anchor sets appended."""
+    pad = padded_size(bank.num_sets) - bank.num_sets
+    return Bank(
+        features=jnp.pad(bank.features, ((0, pad), (0, 0), (0, 0), (0, 0))),
+        lengths=jnp.pad(bank.lengths, ((0, pad), (0, 0))),
+        is_anchor=jnp.pad(bank.is_anchor.astype(bool), (0, pad)),
+    )
 
 
 def boundary_loss(
     params: Params,
-    teacher_params: Params,
+    z_teacher: jax.Array,
     features: jax.Array,
     lengths: jax.Array,
     is_anchor: jax.Array,
@@ -149,16 +180,15 @@ def boundary_loss(
     config: LatentConfig,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """L_emb = w_contrast L_contrast(views) + w_distill L_distill(originals, anchors) of one
-    batch (B, T, D), (B,), (B,); returns ``(loss, metrics)``. Gradients flow to ``params``
-    only (the teacher is frozen)."""
-    enc = make_encoder(config)
+    batch (B, T, D), (B,), (B,) whose originals the frozen teacher embeds as ``z_teacher``
+    (B, d); returns ``(loss, metrics)``. Gradients flow to ``params`` only."""
     b = features.shape[0]
     views, view_len = batch_views(key, features, lengths, config)
     x = jnp.concatenate([views[:, 0], views[:, 1], features.astype(jnp.float32)])
     lens = jnp.concatenate([view_len[:, 0], view_len[:, 1], lengths])
-    z = enc.apply(params, x, lens)
+    z = encode(params, x, lens)
     z1, z2, z_student = z[:b], z[b : 2 * b], z[2 * b :]
-    z_teacher = jax.lax.stop_gradient(enc.apply(teacher_params, features, lengths))
+    z_teacher = jax.lax.stop_gradient(z_teacher)
 
     contrast = info_nce(z1, z2, config.temperature)
     n_anchors = jnp.sum(is_anchor.astype(jnp.int32))
@@ -192,9 +222,14 @@ def boundary_update(
     config: LatentConfig,
 ) -> tuple[Params, dict[str, jax.Array]]:
     """K = ``config.steps`` Adam steps (lr ``config.lr``) of L_emb on fresh mixed batches,
-    as one jitted `lax.scan`. Returns the new student parameters and per-step metrics
-    (each (K,), evaluated before that step's update: ``loss``, ``contrast``, ``distill``,
-    ``distill_dir``, ``distill_scale``, ``n_anchors``, ``distill_active``).
+    as one jitted `lax.scan` (batches and views drawn on the device). The bank is padded
+    to `padded_size` sets first (`pad_bank`; same batches, see `sample_rows`), so
+    boundaries with similar bank sizes reuse one compiled program; the frozen teacher
+    embeds every bank episode once, and each step gathers its batch's teacher latents
+    (the same values as embedding the batch; only float rounding can differ). Returns the
+    new student parameters and per-step metrics (each (K,), evaluated before that step's
+    update: ``loss``, ``contrast``, ``distill``, ``distill_dir``, ``distill_scale``,
+    ``n_anchors``, ``distill_active``).
 
     Raises ValueError when the bank is malformed or smaller than ``min_bank_sets``
     (check `bank_ready` first to skip the update, as the paper's algorithm does).
@@ -211,26 +246,33 @@ def boundary_update(
     if not bank_ready(bank, config):
         raise ValueError(f"bank holds {bank.num_sets} episode sets < min_bank_sets="
                          f"{config.min_bank_sets}")
-    return _boundary_update(student_params, teacher_params, bank, key, config)
+    b = batch_size(bank.num_sets, config)
+    return _boundary_update(student_params, teacher_params, pad_bank(bank),
+                            jnp.int32(bank.num_sets), key, config, b)
 
 
-@partial(jax.jit, static_argnames="config")
+@partial(jax.jit, static_argnames=("config", "b"))
 def _boundary_update(
     student_params: Params,
     teacher_params: Params,
     bank: Bank,
+    num_sets: jax.Array,
     key: jax.Array,
     config: LatentConfig,
+    b: int,
 ) -> tuple[Params, dict[str, jax.Array]]:
     opt = optax.adam(config.lr)
-    teacher = jax.lax.stop_gradient(teacher_params)
     grad_fn = jax.value_and_grad(boundary_loss, has_aux=True)
+    z_teacher = jax.lax.stop_gradient(encode(teacher_params, bank.features, bank.lengths))
+    is_anchor = bank.is_anchor.astype(bool)
 
     def step(carry, step_key):
         params, opt_state = carry
         k_batch, k_views = jax.random.split(step_key)
-        feats, lens, anchor = sample_batch(k_batch, bank, config)
-        (_, metrics), grads = grad_fn(params, teacher, feats, lens, anchor, k_views, config)
+        sets, eps = sample_rows(k_batch, bank, num_sets, b, config)
+        feats, lens, anchor = bank.features[sets, eps], bank.lengths[sets, eps], is_anchor[sets]
+        (_, metrics), grads = grad_fn(params, z_teacher[sets, eps], feats, lens, anchor, k_views,
+                                      config)
         updates, opt_state = opt.update(grads, opt_state, params)
         return (optax.apply_updates(params, updates), opt_state), metrics
 

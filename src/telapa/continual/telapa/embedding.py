@@ -47,7 +47,5 @@ def describe(
 ) -> tuple[jax.Array, jax.Array]:
     """``(raw, descriptor)`` of B policies from their episodes (B, M, T, D), (B, M):
     raw = [z_mean, z_std_ep, z_std_time] (B, 3d); descriptor = N_t(z_mean) (B, d)."""
-    summary = jax.vmap(lambda f, n: policy_summary(state.encoder, f, n, config))(
-        features, lengths
-    )
+    summary = policy_summary(state.encoder, features, lengths, config)
     return summary.raw, latent_normalizer.apply(state.normalizer, summary.z_mean)
