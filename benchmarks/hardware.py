@@ -113,9 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=2.0, help="per matmul shape")
     parser.add_argument("--json", nargs="?", const=RESULTS / "hardware.json", type=Path)
     args = parser.parse_args(argv)
-    for path, flag in ((args.env_json, "--env-json"),):
-        if not path.exists():
-            parser.error(f"{flag}: {path} does not exist")
+    if not args.env_json.exists():
+        parser.error(f"--env-json: {args.env_json} does not exist")
 
     matmul = {"square_2048": matmul_rate(2048, 2048, 2048, seconds=args.seconds),
               "ppo_minibatch_256x168x64": matmul_rate(256, 168, 64, seconds=args.seconds)}

@@ -61,8 +61,7 @@ def run_dir_of(runs: Path, method: str, seed: int, preset: str) -> Path:
 
 
 def is_complete(run: Path) -> bool:
-    spec = run / "run.json"
-    return spec.exists() and json.loads(spec.read_text()).get("status") == "complete"
+    return (run / "run.json").exists() and RunDir(run).spec().get("status") == "complete"
 
 
 def run_segment(run: Path, args: argparse.Namespace, hours: float | None) -> int:
@@ -99,9 +98,10 @@ def run_segment(run: Path, args: argparse.Namespace, hours: float | None) -> int
 
 def summarise(run: Path, method: str) -> dict:
     """The benchmark entry of one run directory (finished or not)."""
-    accounting = json.loads((run / "accounting.json").read_text())
+    run_dir = RunDir(run)
+    accounting = run_dir.accounting()
     visits = pd.read_csv(run / "visits.csv")
-    n_visits = len(RunDir(run).curriculum().visits())
+    n_visits = len(run_dir.curriculum().visits())
     done = int(visits["post_sr"].notna().sum()) if "post_sr" in visits else 0
     complete = is_complete(run)
     phases = {**accounting.get("phase_s", {}), **accounting.get("method_phase_s", {})}
@@ -123,12 +123,10 @@ def summarise(run: Path, method: str) -> dict:
     }
     if not complete and done:
         entry["projected_wall_s"] = accounting["wall_s"] * entry["visits"] / done
-    elites = run / "elites.csv"
-    if elites.exists():
-        sizes = pd.read_csv(elites).groupby("task").size()
+    if run_dir.has_elites():
+        sizes = run_dir.elites().groupby("task").size()
         entry["archive_sizes"] = {str(k): int(v) for k, v in sizes.items()}
-    log_path = run / "method_log.json"
-    events = json.loads(log_path.read_text()) if log_path.exists() else []
+    events = run_dir.method_log() if (run / "method_log.json").exists() else []
     phase_of = {"illumination": "illumination", "transfer": "few_shot"}
     steps: dict[str, int] = {}
     for e in events:
@@ -139,7 +137,7 @@ def summarise(run: Path, method: str) -> dict:
     entry["archive_after_visit"] = {e["visit_tag"]: e["archive_size"] for e in events
                                     if e.get("event") == "illumination"}
     if (run / "metrics.json").exists():
-        metrics = json.loads((run / "metrics.json").read_text())
+        metrics = run_dir.metrics()
         entry["metrics"] = {k: metrics[k] for k in ("mean_sr", "ttt", "coverage", "tr", "nbwt")
                             if k in metrics}
     return entry
