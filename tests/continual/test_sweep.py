@@ -22,7 +22,7 @@ from telapa.cli import main
 from telapa.config import CONFIG_DIR, ConfigError
 from telapa.continual.batch import SeedBatch
 from telapa.continual.runner import RunSpec
-from telapa.continual.sweep import load_sweep, read_status, run_sweep, seed_jobs
+from telapa.continual.sweep import export_sweep, load_sweep, read_status, run_sweep, seed_jobs
 
 HERE = Path(__file__).parent
 TINY_SWEEP = HERE / "sweep_tiny" / "sweep.yaml"
@@ -226,6 +226,74 @@ def test_metrics_take_a_sweep_directory(local_sweep, capsys):
     with pytest.raises(SystemExit):
         main(["metrics", str(local_sweep), str(cell)])
     assert f"{cell} and {cell} are the same run" in capsys.readouterr().err
+
+
+def _finish(cell: Path, seed: int) -> None:
+    """Makes ``cell`` a complete run with small outputs and a checkpoint."""
+    (cell / "run.json").write_text(json.dumps(
+        {"format": "telapa-run", "version": 1, "status": "complete", "seed": seed}))
+    (cell / "curve.csv").write_text(f"visit,sr\n0,0.{seed}\n")
+    (cell / "metrics.json").write_text(json.dumps({"mean_sr": seed}))
+    (cell / "ckpt-000001").mkdir()
+    (cell / "ckpt-000001" / "learner.npz").write_bytes(b"weights")
+    (cell / "checkpoint.json").write_text("{}")
+
+
+def test_export_copies_finished_cells_small_outputs_only(tmp_path, capsys):
+    """`telapa sweep export`: done cells only, no checkpoints; a second export adds the
+    cells finished since and keeps the others; nothing in the destination is overwritten."""
+    sweep = load_sweep(_write(tmp_path, BASE))
+    out, dest = tmp_path / "out", tmp_path / "results"
+    run_sweep(sweep, out, FlakyBackend(0))
+    s0, s1 = out / "cells" / "smoke-ewc-s0", out / "cells" / "smoke-ewc-s1"
+    _finish(s0, 0)
+    (s1 / "run.json").unlink()  # s1 not started yet
+    assert main(["sweep", "export", str(out), str(dest)]) == 0
+    assert "exported 1 new cell(s)" in capsys.readouterr().out
+    assert sorted(p.name for p in (dest / "cells").iterdir()) == ["smoke-ewc-s0"]
+    assert sorted(p.name for p in (dest / "cells" / "smoke-ewc-s0").iterdir()) == [
+        "curve.csv", "metrics.json", "run.json"]
+    assert [c["name"] for c in json.loads((dest / "cells.json").read_text())["cells"]] == [
+        "smoke-ewc-s0"]
+    assert main(["sweep", "status", str(dest)]) == 0
+    assert "1 done" in capsys.readouterr().out
+    _finish(s1, 1)
+    summary = export_sweep(out, dest)
+    assert (summary.added, summary.kept, summary.left) == (["smoke-ewc-s1"], ["smoke-ewc-s0"], [])
+    assert (dest / "cells" / "smoke-ewc-s1" / "curve.csv").read_text() == "visit,sr\n0,0.1\n"
+    # an exported file that differs from its source stops the export before any write
+    (dest / "cells" / "smoke-ewc-s0" / "curve.csv").write_text("mine")
+    (s0 / "curve.csv").write_text("visit,sr\n0,0.5\n")
+    with pytest.raises(ValueError, match="curve.csv differs from"):
+        export_sweep(out, dest)
+    assert (dest / "cells" / "smoke-ewc-s0" / "curve.csv").read_text() == "mine"
+    # a destination that is not an export of this sweep is refused
+    with pytest.raises(ValueError, match="into itself"):
+        export_sweep(out, out)
+    other = tmp_path / "other"
+    run_sweep(load_sweep(_write(tmp_path, BASE, "o.yaml")), other, FlakyBackend(0))
+    with pytest.raises(ValueError, match="is not an export of sweep 'o'"):
+        export_sweep(other, dest)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    with pytest.raises(SystemExit):
+        main(["sweep", "export", str(out), str(mine)])
+    assert "is not empty" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["sweep", "export", str(mine), str(dest)])
+    assert "is not a sweep directory" in capsys.readouterr().err
+
+
+def test_an_exported_sweep_is_scored_like_the_sweep(local_sweep, tmp_path, capsys):
+    dest = tmp_path / "results"
+    assert main(["sweep", "export", str(local_sweep), str(dest)]) == 0
+    assert not list(dest.rglob("ckpt-*"))
+    capsys.readouterr()
+    assert main(["metrics", str(dest), "--json"]) == 0
+    exported = json.loads(capsys.readouterr().out)
+    assert main(["metrics", str(local_sweep), "--json"]) == 0
+    assert exported == json.loads(capsys.readouterr().out)
 
 
 def _free_port() -> int:

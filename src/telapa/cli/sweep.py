@@ -3,6 +3,7 @@
     telapa sweep FILE --out DIR [--workers N] [--threads T] [--retries R]
                  [--backend local|ray] [--address ADDR] [--batch-seeds]
     telapa sweep status DIR
+    telapa sweep export DIR DEST
 
 Re-running the same command resumes the sweep: finished cells are skipped, partial ones
 resume from their checkpoints, failed ones are tried again. ``telapa metrics DIR`` and
@@ -34,6 +35,11 @@ def _cmd_sweep(ns: argparse.Namespace) -> None:
             raise CLIError("usage: telapa sweep status DIR")
         _status(Path(ns.args[1]))
         return
+    if ns.args[0] == "export":
+        if len(ns.args) != 3:
+            raise CLIError("usage: telapa sweep export DIR DEST")
+        _export(Path(ns.args[1]), Path(ns.args[2]))
+        return
     if len(ns.args) != 1:
         raise CLIError("usage: telapa sweep FILE --out DIR (or telapa sweep status DIR)")
     if ns.out is None:
@@ -64,6 +70,19 @@ def _cmd_sweep(ns: argparse.Namespace) -> None:
                        "shows their errors; run the same command again to retry them")
 
 
+def _export(sweep_dir: Path, dest: Path) -> None:
+    from telapa.continual.sweep import export_sweep
+
+    try:
+        summary = export_sweep(sweep_dir, dest)
+    except (RunDirError, ValueError, OSError) as err:
+        raise CLIError(str(err)) from None
+    stdout_console().print(
+        f"exported {len(summary.added)} new cell(s) to {dest} ({len(summary.kept)} already "
+        f"there, {len(summary.left)} not done yet; {summary.bytes / 1e6:.2f} MB)",
+        markup=False)
+
+
 def _status(path: Path) -> None:
     from telapa.continual.sweep import STATES, cell_progress, cell_state, stored_cells
 
@@ -91,8 +110,9 @@ def _status(path: Path) -> None:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     sweep = sub.add_parser("sweep", help="run a sweep file's cells (local processes or Ray); "
-                                         "`telapa sweep status DIR` shows progress")
-    sweep.add_argument("args", nargs="+", metavar="FILE | status DIR")
+                                         "`telapa sweep status DIR` shows progress; `telapa sweep "
+                                         "export DIR DEST` copies finished cells' results")
+    sweep.add_argument("args", nargs="+", metavar="FILE | status DIR | export DIR DEST")
     sweep.add_argument("--out", help="sweep directory (re-running the command resumes it)")
     sweep.add_argument("--backend", choices=["local", "ray"], default="local")
     sweep.add_argument("--address", help="Ray cluster address (default: a local Ray instance)")

@@ -30,6 +30,10 @@ The sweep directory::
     DIR/status/NAME.log     the cell's progress lines (every $TELAPA_LOG_INTERVAL s, 30)
     DIR/.lock               held by the process that runs the sweep
 
+`export_sweep` (``telapa sweep export DIR DEST``) copies the small outputs of the finished
+cells (no checkpoints) into a sweep directory of their own, e.g. to commit a study's
+results while it still runs.
+
 `run_sweep` runs every cell that is not done, on local worker processes
 (`LocalBackend`) or a Ray cluster (`RayBackend`); a cell with a run directory resumes
 from its checkpoint, a failed one is tried up to ``retries`` more times.
@@ -639,12 +643,116 @@ def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
     return counts
 
 
+EXPORT_FILES = ("run.json", "config.yaml", "curriculum.yaml", "visits.csv", "curve.csv",
+                "final.csv", "metrics.json", "accounting.json", "method_log.json", "elites.csv")
+"""What `export_sweep` keeps of a finished cell: everything `telapa report` and `telapa
+metrics` read, never checkpoints or per-update training logs."""
+
+
+@dataclass(frozen=True)
+class ExportSummary:
+    """What one `export_sweep` call did."""
+
+    added: list[str]
+    """Cells copied by this call."""
+    kept: list[str]
+    """Cells the destination already held (identical files)."""
+    left: list[str]
+    """Cells of the sweep not done yet (not exported)."""
+    bytes: int
+    """Size of the destination's files after the export."""
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    return a.is_file() and b.is_file() and a.read_bytes() == b.read_bytes()
+
+
+def export_sweep(sweep_dir: str | Path, dest: str | Path) -> ExportSummary:
+    """Copies the small outputs (`EXPORT_FILES`) of every done cell of ``sweep_dir`` into
+    ``dest``: a sweep directory of its own that holds only those cells, so that ``telapa
+    report DEST``, ``telapa metrics DEST`` and ``telapa sweep status DEST`` read it.
+
+    Re-exporting into the same ``dest`` adds the cells finished since (for a study that
+    runs over several sessions). Nothing in ``dest`` is overwritten: a cell ``dest``
+    already holds must be byte-identical to the source, and a ``dest`` that is not an
+    export of the same sweep is refused, both before anything is written. Each cell is
+    written to a temporary folder and renamed into place; ``cells.json`` (the exported
+    cells, in sweep order) is written last.
+    """
+    sweep_dir, dest = Path(sweep_dir), Path(dest)
+    cells = stored_cells(sweep_dir)
+    if cells is None:
+        raise RunDirError(f"{sweep_dir} is not a sweep directory (no {CELLS_FILE})")
+    if dest.resolve() == sweep_dir.resolve():
+        raise RunDirError(f"cannot export {sweep_dir} into itself")
+    done = [c for c in cells if cell_state(sweep_dir, c["name"])[0] == "done"]
+    source = read_json(sweep_dir / CELLS_FILE, "sweep cells")
+    existing = stored_cells(dest) if dest.is_dir() else None
+    if existing is None:
+        claim_new_dir(dest, what="export directory")
+        existing = []
+    else:
+        meta = read_json(dest / CELLS_FILE, "sweep cells")
+        if meta.get("name") != source.get("name") or "exported_from" not in meta:
+            raise RunDirError(f"{dest} is not an export of sweep {source.get('name')!r}; "
+                              "choose another destination")
+        by_name = {c["name"]: c for c in cells}
+        for cell in existing:
+            if json.loads(json.dumps(by_name.get(cell["name"]))) != cell:
+                raise RunDirError(f"{dest} holds cell {cell['name']} with other settings than "
+                                  f"{sweep_dir}; choose another destination")
+    have = {c["name"] for c in existing}
+    for cell in done:
+        if cell["name"] not in have:
+            continue
+        for name in EXPORT_FILES:
+            src = sweep_dir / "cells" / cell["name"] / name
+            dst = dest / "cells" / cell["name"] / name
+            if src.is_file() != dst.is_file() or (src.is_file() and not _same_file(src, dst)):
+                raise RunDirError(f"{dst} differs from {src}; nothing was exported (move "
+                                  f"{dest} aside to export afresh)")
+    (dest / "cells").mkdir(exist_ok=True)
+    (dest / "status").mkdir(exist_ok=True)
+    if not (dest / SWEEP_FILE).exists():
+        write_text_atomic(dest / SWEEP_FILE, (sweep_dir / SWEEP_FILE).read_text())
+    added = []
+    for cell in done:
+        if cell["name"] in have:
+            continue
+        final = dest / "cells" / cell["name"]
+        if final.exists():
+            raise RunDirError(f"{final} exists but is not listed in {dest / CELLS_FILE}; move "
+                              "it aside")
+        tmp = dest / "cells" / f".{cell['name']}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        for name in EXPORT_FILES:
+            src = sweep_dir / "cells" / cell["name"] / name
+            if src.is_file():
+                shutil.copy2(src, tmp / name)
+        os.replace(tmp, final)
+        status = read_status(sweep_dir, cell["name"])
+        _write_status(dest, cell["name"], {k: status[k] for k in ("state", "attempts",
+                                                                  "started", "finished")
+                                           if k in status})
+        added.append(cell["name"])
+    exported = have | set(added)
+    write_json_atomic(dest / CELLS_FILE, {
+        "format": "telapa-sweep", "name": source.get("name"),
+        "exported_from": str(sweep_dir), "of_cells": len(cells),
+        "cells": [c for c in cells if c["name"] in exported]})
+    size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
+    return ExportSummary(added=added, kept=sorted(have),
+                         left=[c["name"] for c in cells if c["name"] not in exported],
+                         bytes=size)
+
+
 def sweep_cells_dirs(path: str | Path) -> list[Path] | None:
     """The run directories of the sweep directory ``path`` (None if it is not one)."""
     cells = stored_cells(path)
     return None if cells is None else [Path(path) / "cells" / c["name"] for c in cells]
 
 
-__all__ = ["Cell", "LocalBackend", "RayBackend", "Sweep", "SweepFile", "cell_state",
-           "load_sweep", "run_cell", "run_job", "run_sweep", "seed_jobs", "sweep_cells_dirs",
-           "thread_env"]
+__all__ = ["EXPORT_FILES", "Cell", "ExportSummary", "LocalBackend", "RayBackend", "Sweep",
+           "SweepFile", "cell_state", "export_sweep", "load_sweep", "run_cell", "run_job",
+           "run_sweep", "seed_jobs", "sweep_cells_dirs", "thread_env"]
