@@ -88,6 +88,13 @@ def test_shipped_sweeps_are_valid():
     assert {c.method for c in table1.cells} == {
         "scratch", "scratch-reuse", "finetune", "finetune-reset", "ewc", "l2init", "dff",
         "shrink-perturb", "telapa-static", "telapa"}
+    study = sweeps["table1-study"]
+    assert len(study.cells) == 10 * 5 and study.cells[9].name == "primary-telapa-s0"
+    assert {c.method for c in study.cells} == {c.method for c in table1.cells}
+    telapa = study.cells[9].config
+    assert (telapa.steps_per_visit, telapa.train.network.activation) == (1_474_560, "relu")
+    assert telapa.methods.telapa.qd.illumination.iterations == 64
+    assert telapa.methods.telapa.qd.transfer.probe_steps == 30_720
     assert len(sweeps["appb-ewc"].cells) == 7 * 4 * 20
     assert len(sweeps["appb-shrink-perturb"].cells) == 6 * 5 * 20
     assert len(sweeps["appb-l2init"].cells) == 8 * 20
@@ -145,6 +152,19 @@ def test_batch_seeds_groups_the_seeds_of_each_cell(tmp_path):
         ["smoke-finetune-s0", "smoke-finetune-s1"],
     ]
     assert seed_jobs(sweep.cells, False) == [[c] for c in sweep.cells]
+
+
+def test_seed_order_runs_whole_seeds_first(tmp_path):
+    text = BASE.replace("[ewc]", "[ewc, finetune]")
+    assert [c.name for c in load_sweep(_write(tmp_path, text)).cells] == [
+        "smoke-ewc-s0", "smoke-ewc-s1", "smoke-finetune-s0", "smoke-finetune-s1"]
+    seed_major = load_sweep(_write(tmp_path, text + "order: seed\n", "seed.yaml"))
+    assert [c.name for c in seed_major.cells] == [
+        "smoke-ewc-s0", "smoke-finetune-s0", "smoke-ewc-s1", "smoke-finetune-s1"]
+    assert [[c.name for c in job] for job in seed_jobs(seed_major.cells, True)] == [
+        ["smoke-ewc-s0", "smoke-ewc-s1"], ["smoke-finetune-s0", "smoke-finetune-s1"]]
+    with pytest.raises(ConfigError, match="order"):
+        load_sweep(_write(tmp_path, text + "order: random\n", "bad.yaml"))
 
 
 def test_batched_sweep_cells_equal_a_seed_batch(tmp_path, capsys):

@@ -12,8 +12,11 @@ A sweep file (YAML)::
       methods.ewc.decay: [0.8, 0.9, 0.95, 0.99]
     overrides:                     # dotted keys -> one value, for every cell
       eval_episodes: 50
+    order: seed                    # optional: run every cell of seed 0 before seed 1, ...
 
-Cells are the product of the four lists. A grid or override key under ``methods.X``
+Cells are the product of the four lists, in file order with the seed varying fastest, or
+(``order: seed``) seed-major: a study that stops early then holds whole seeds of every
+method. A grid or override key under ``methods.X``
 only applies to the methods that read section X (`continual.results.METHOD_SECTIONS`):
 ``methods.ewc.lam`` does not multiply the Finetune cells of the same sweep. Relative
 paths in the file are relative to the file. Unknown keys, empty lists, unknown methods or
@@ -57,7 +60,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PositiveInt, field_validator
 
@@ -88,6 +91,7 @@ class SweepFile(StrictModel):
     seeds: PositiveInt | list[int] = 1
     grid: dict[str, list[Any]] = Field(default_factory=dict)
     overrides: dict[str, Any] = Field(default_factory=dict)
+    order: Literal["method", "seed"] = "method"
 
     @field_validator("seeds")
     @classmethod
@@ -269,7 +273,10 @@ def load_sweep(path: str | Path) -> Sweep:
                 name_ = cell_name(curriculum.name, method, seed, overrides, grid_keys)
                 cell = Cell(name_, curriculum, method, seed, overrides, config, spec.preset)
                 cells[name_] = cell  # a methods.X key that does not apply: same cell
-    sweep = Sweep(path, name, spec, list(cells.values()))
+    ordered = list(cells.values())
+    if spec.order == "seed":  # stable: file order within each seed
+        ordered.sort(key=lambda c: spec.seed_list.index(c.seed))
+    sweep = Sweep(path, name, spec, ordered)
     from telapa.continual.runner import RunSpec
 
     for cell in sweep.cells:  # budgets in whole PPO calls, seeds in range
