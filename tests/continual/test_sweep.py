@@ -229,11 +229,22 @@ def test_local_sweep_runs_every_cell_and_resumes(local_sweep, capsys):
     assert CELL in status and "done" in status and "1 done" in status
 
 
-def test_report_takes_a_sweep_directory(local_sweep, tmp_path):
-    out = tmp_path / "report"
-    assert main(["report", str(local_sweep), "--out", str(out)]) == 0
+def test_report_takes_a_sweep_directory(local_sweep, tmp_path, capsys):
+    """... and fills a document's table and figure blocks (--doc)."""
+    out, doc = tmp_path / "report", tmp_path / "study.md"
+    doc.write_text("# Ours\n<!-- telapa:table tiny-main -->\nold\n<!-- /telapa:table -->\n"
+                   "text\n<!-- telapa:figure tiny-curves -->\n<!-- /telapa:figure -->\n")
+    assert main(["report", str(local_sweep), "--out", str(out), "--doc", str(doc)]) == 0
     page = (out / "index.html").read_text()
     assert "Curriculum tiny" in page and "from 1 scratch run(s)" in page
+    assert "updated 2 blocks of" in capsys.readouterr().out
+    table = (out / "tables" / "tiny-main.md").read_text()
+    assert doc.read_text() == (
+        f"# Ours\n<!-- telapa:table tiny-main -->\n{table}<!-- /telapa:table -->\ntext\n"
+        "<!-- telapa:figure tiny-curves -->\n![tiny-curves](study/tiny-curves.png)\n"
+        "<!-- /telapa:figure -->\n")
+    assert (tmp_path / "study" / "tiny-curves.png").read_bytes() == \
+        (out / "figures" / "tiny-curves.png").read_bytes()
 
 
 def test_metrics_take_a_sweep_directory(local_sweep, capsys):

@@ -2,6 +2,7 @@
 ``telapa inspect`` (one run's policy archives).
 
     telapa report RUN_DIR... --out DIR [--skip-incomplete] [--gamma 0.9] [--tau 0.5]
+                  [--doc FILE.md]
     telapa inspect RUN_DIR [--task TAG]
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -28,19 +30,30 @@ def _unit_interval(text: str) -> float:
 def _cmd_report(ns: argparse.Namespace) -> None:
     # imported here: matplotlib and the archive analysis are slow to import for other commands
     from telapa.report.build import ReportError, build_document, load_archives, write_report
+    from telapa.report.docsync import DocSyncError, blocks, sync_document
 
     console = Console(stderr=True)
+    if ns.doc is not None:
+        try:
+            if not blocks(ns.doc.read_text()):
+                raise CLIError(f"--doc {ns.doc} has no telapa:table or telapa:figure blocks "
+                               "(see telapa/report/docsync.py)")
+        except OSError as err:
+            raise CLIError(f"--doc {ns.doc}: {err.strerror}") from None
     records = load_runs(ns.runs, skip_incomplete=ns.skip_incomplete, console=console)
     try:
         archives = load_archives(records, track=tracker(console, "loading archives"))
         doc = build_document(records, archives, gamma=ns.gamma, tau=ns.tau,
                              track=tracker(console, "plotting"))
         out = write_report(doc, ns.out, sources=[r.path for r in records])
-    except (RunDirError, ReportError, FileNotFoundError, ValueError) as err:
+        filled = sync_document(ns.doc, out) if ns.doc is not None else []
+    except (RunDirError, ReportError, DocSyncError, FileNotFoundError, ValueError) as err:
         raise CLIError(str(err)) from None
     stdout_console().print(
         f"report of {len(records)} runs: {out / 'index.html'} ({len(doc.tables())} tables, "
         f"{len(doc.figures())} figures; Markdown and CSV in {out / 'tables'})", markup=False)
+    if ns.doc is not None:
+        stdout_console().print(f"updated {len(filled)} blocks of {ns.doc}", markup=False)
 
 
 def _cmd_inspect(ns: argparse.Namespace) -> None:
@@ -102,6 +115,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                         help="source-competence threshold of the archive analysis")
     report.add_argument("--tau", type=_unit_interval, default=0.5,
                         help="target competence threshold of the archive analysis")
+    report.add_argument("--doc", type=Path, metavar="FILE.md",
+                        help="also fill this Markdown document's telapa:table and "
+                             "telapa:figure blocks from the report")
     report.set_defaults(func=_cmd_report)
 
     inspect = sub.add_parser("inspect", help="a run's policy archives and transfer lineages")

@@ -101,6 +101,15 @@ def build_document(
     return Document("telapa report", notes, sections)
 
 
+def curriculum_tables(result: CurriculumResults, *, prefix: str) -> list[ReportTable]:
+    """A curriculum's tables: main, revisit, compute and (TeLAPA runs) runtime; ids start
+    with ``prefix`` (the report uses the curriculum's `slug`)."""
+    tables = [main_table(result, prefix=prefix), revisit_table(result, prefix=prefix),
+              compute_table(result, prefix=prefix)]
+    runtime = runtime_table(result, prefix=prefix)
+    return tables if runtime is None else [*tables, runtime]
+
+
 def _curriculum_section(
     result: CurriculumResults, archives: Mapping[Path, TeLAPARun], *, prefix: str,
     gamma: float, tau: float,
@@ -111,11 +120,7 @@ def _curriculum_section(
     section = Section(prefix, f"Curriculum {result.curriculum}",
                       notes=[seeds + ".", f"Competence targets tau_T: {taus} "
                                           f"(from {result.tau_source})."])
-    section.tables = [main_table(result, prefix=prefix), revisit_table(result, prefix=prefix),
-                      compute_table(result, prefix=prefix)]
-    runtime = runtime_table(result, prefix=prefix)
-    if runtime is not None:
-        section.tables.append(runtime)
+    section.tables = curriculum_tables(result, prefix=prefix)
 
     def curves() -> None:
         fig = learning_curves(result.runs, title=f"{result.curriculum}: success rate")
