@@ -89,9 +89,10 @@ def test_shipped_sweeps_are_valid():
         "scratch", "scratch-reuse", "finetune", "finetune-reset", "ewc", "l2init", "dff",
         "shrink-perturb", "telapa-static", "telapa"}
     study = sweeps["table1-study"]
-    assert len(study.cells) == 10 * 5 and study.cells[9].name == "primary-telapa-s0"
+    assert len(study.cells) == 10 * 5 and study.cells[1].name == "primary-telapa-s0"
+    assert [c.seed for c in study.cells[:10]] == [0] * 10  # whole seeds first
     assert {c.method for c in study.cells} == {c.method for c in table1.cells}
-    telapa = study.cells[9].config
+    telapa = study.cells[1].config
     assert (telapa.steps_per_visit, telapa.train.network.activation) == (1_474_560, "relu")
     assert telapa.methods.telapa.qd.illumination.iterations == 64
     assert telapa.methods.telapa.qd.transfer.probe_steps == 30_720
