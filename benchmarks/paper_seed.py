@@ -46,6 +46,7 @@ PAPER = {
     "telapa_wall_h": 20.07,
     "finetune_wall_h": 15.43,
     "telapa_peak_rss_GB": 53.33,
+    "finetune_peak_rss_GB": 10.02,
     "telapa_phase_h": {"illumination": 2.99, "few_shot": 2.23, "maintenance": 2.57},
 }
 """The paper's compute table (wall hours of one seed and TeLAPA's three extra phases)."""
@@ -174,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     entry = summarise(run, args.method)
     report = (json.loads(args.json.read_text()) if args.json.exists()
               else {"benchmark": "paper_seed", "paper": PAPER, "runs": {}})
+    report["paper"] = PAPER
     report["machine"] = machine_info()
     report["runs"][f"{args.method}-s{args.seed}"] = {
         **entry, "preset": args.preset, "curriculum": args.curriculum, "seed": args.seed,

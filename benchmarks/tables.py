@@ -114,7 +114,8 @@ def paper_seed_table(report: dict) -> str:
                          + (f" (paper {theirs:.2f})" if theirs else ""))
         cells += [f"{r['ppo_env_steps']:,}", f"{r['extra_env_steps']:,}",
                   f"{r['peak_rss_GB']:.2f}",
-                  f"{paper['telapa_peak_rss_GB']:.2f}" if r["method"] == "telapa" else ""]
+                  f"{paper[peak]:.2f}" if (peak := f"{r['method']}_peak_rss_GB") in paper
+                  else ""]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
