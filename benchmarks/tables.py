@@ -120,8 +120,20 @@ def paper_seed_table(report: dict) -> str:
     return "\n".join(lines)
 
 
+def seed_batch_table(report: dict) -> str:
+    """Seeds per hour of one ``telapa run --seeds`` batch against separate processes."""
+    lines = ["| seeds S | batch s | separate s | batch seeds/h | separate seeds/h | speed-up |",
+             "|---|---|---|---|---|---|"]
+    for r in report["results"]:
+        lines.append(f"| {r['seeds']} | {r['batch_s']:.1f} | {r['separate_s']:.1f} | "
+                     f"{r['batch_seeds_per_hour']:.0f} | {r['separate_seeds_per_hour']:.0f} | "
+                     f"{r['speedup']:.2f}x |")
+    return "\n".join(lines)
+
+
 TABLES = {"env_throughput": env_table, "ppo_throughput": ppo_table,
-          "telapa_phases": phases_table, "paper_seed": paper_seed_table}
+          "telapa_phases": phases_table, "paper_seed": paper_seed_table,
+          "seed_batch": seed_batch_table}
 
 
 def main(paths: list[str]) -> int:
