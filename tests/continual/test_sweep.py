@@ -93,7 +93,7 @@ def test_shipped_sweeps_are_valid():
     assert [c.seed for c in study.cells[:10]] == [0] * 10  # whole seeds first
     assert {c.method for c in study.cells} == {c.method for c in table1.cells}
     telapa = study.cells[1].config
-    assert (telapa.steps_per_visit, telapa.train.network.activation) == (1_474_560, "relu")
+    assert (telapa.steps_per_visit, telapa.train.network.activation) == (1_474_560, "tanh")
     assert telapa.methods.telapa.qd.illumination.iterations == 64
     assert telapa.methods.telapa.qd.transfer.probe_steps == 30_720
     assert len(sweeps["appb-ewc"].cells) == 7 * 4 * 20
