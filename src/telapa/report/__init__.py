@@ -6,6 +6,8 @@ PNG and SVG; and a run's policy archives as summary tables.
     tables.py       table values plus how to show them; Markdown (best in bold) and CSV
     scores.py       main metrics table and revisit table
     compute.py      compute and memory table, TeLAPA's runtime breakdown
+    claims.py       the paper's Table 1 claims checked on the runs (Welch t-tests)
+    docsync.py      a Markdown document's table and figure blocks filled from a report
     curves.py       learning curves across a curriculum (mean and 95% CI over seeds)
     figures.py      a figure rendered to PNG and SVG
     document.py     sections of tables and figures as HTML and Markdown

@@ -1,8 +1,8 @@
 """``telapa report``: every table and figure of the paper from a set of runs.
 
 Runs are grouped by curriculum (one section each) and method. A section holds the main
-table, the revisit table, the compute table, TeLAPA's runtime breakdown, the learning
-curves and, for each method with policy archives, the archive analysis of
+table, the revisit table, the compute table, TeLAPA's runtime breakdown, the paper's
+Table 1 claims checked on the runs (`telapa.report.claims`), the learning curves and, for each method with policy archives, the archive analysis of
 `telapa.analysis.panels`. `write_report` lays out
 
     OUT/index.html     one self-contained page (inline CSS, figures as data URIs)
@@ -28,6 +28,7 @@ from telapa.analysis.data import TeLAPARun, load_telapa_run
 from telapa.analysis.panels import analysis_panels
 from telapa.continual.results import CurriculumResults, RunRecord, score
 from telapa.io import read_json, write_json_atomic
+from telapa.report.claims import claims_table
 from telapa.report.compute import compute_table, runtime_table
 from telapa.report.curves import learning_curves
 from telapa.report.document import Document, Section, to_html, to_markdown
@@ -102,12 +103,13 @@ def build_document(
 
 
 def curriculum_tables(result: CurriculumResults, *, prefix: str) -> list[ReportTable]:
-    """A curriculum's tables: main, revisit, compute and (TeLAPA runs) runtime; ids start
-    with ``prefix`` (the report uses the curriculum's `slug`)."""
+    """A curriculum's tables: main, revisit, compute and, with TeLAPA runs, runtime and the
+    paper's claims checked; ids start with ``prefix`` (the report uses the curriculum's
+    `slug`)."""
     tables = [main_table(result, prefix=prefix), revisit_table(result, prefix=prefix),
-              compute_table(result, prefix=prefix)]
-    runtime = runtime_table(result, prefix=prefix)
-    return tables if runtime is None else [*tables, runtime]
+              compute_table(result, prefix=prefix), runtime_table(result, prefix=prefix),
+              claims_table(result, prefix=prefix)]
+    return [t for t in tables if t is not None]
 
 
 def _curriculum_section(
