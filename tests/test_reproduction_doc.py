@@ -28,7 +28,7 @@ def test_the_documents_tables_are_the_reports_of_the_committed_results():
     assert {"primary-main", "primary-revisits", "primary-compute"} <= set(shown)
     assert stale_tables(text, tables) == [], (
         "docs/reproduction.md is out of date with results/table1: run `telapa report "
-        "results/table1 --out report/table1 --doc docs/reproduction.md`")
+        "results/table1 --out out/table1-report --doc docs/reproduction.md`")
     for kind, id_, _ in blocks(text):
         if kind == "figure":
             assert (figure_folder(DOC) / f"{id_}.png").is_file(), id_
