@@ -36,13 +36,22 @@ def test_fill_replaces_only_the_blocks():
                 figures={"p-curves": "![c](study/p-curves.png)"}) == text
 
 
-def test_unknown_ids_are_named_and_nothing_is_written(tmp_path):
+def _setup(tmp_path, tables: dict[str, str], figures: dict[str, bytes]):
+    """The document ``DOC`` and a report folder with ``tables`` and ``figures``."""
     doc = tmp_path / "study.md"
     doc.write_text(DOC)
     report = tmp_path / "report"
     (report / "tables").mkdir(parents=True)
     (report / "figures").mkdir()
-    (report / "tables" / "p-main.md").write_text("| a |\n")
+    for name, text in tables.items():
+        (report / "tables" / f"{name}.md").write_text(text)
+    for name, data in figures.items():
+        (report / "figures" / f"{name}.png").write_bytes(data)
+    return doc, report
+
+
+def test_unknown_ids_are_named_and_nothing_is_written(tmp_path):
+    doc, report = _setup(tmp_path, {"p-main": "| a |\n"}, {})
     with pytest.raises(DocSyncError, match=r"names figure p-curves, table p-revisit, which"):
         sync_document(doc, report)
     assert doc.read_text() == DOC
@@ -50,14 +59,8 @@ def test_unknown_ids_are_named_and_nothing_is_written(tmp_path):
 
 
 def test_sync_copies_figures_and_stale_tables_are_found(tmp_path):
-    doc = tmp_path / "study.md"
-    doc.write_text(DOC)
-    report = tmp_path / "report"
-    (report / "tables").mkdir(parents=True)
-    (report / "figures").mkdir()
-    for name in ("p-main", "p-revisit"):
-        (report / "tables" / f"{name}.md").write_text(f"| {name} |\n")
-    (report / "figures" / "p-curves.png").write_bytes(b"png")
+    doc, report = _setup(tmp_path, {n: f"| {n} |\n" for n in ("p-main", "p-revisit")},
+                         {"p-curves": b"png"})
     assert sync_document(doc, report) == ["p-main", "p-curves", "p-revisit"]
     assert (tmp_path / "study" / "p-curves.png").read_bytes() == b"png"
     text = doc.read_text()
