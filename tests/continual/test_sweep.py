@@ -317,6 +317,28 @@ def test_export_copies_finished_cells_small_outputs_only(tmp_path, capsys):
     assert "is not a sweep directory" in capsys.readouterr().err
 
 
+def test_sweep_exports_each_cell_as_it_finishes(tmp_path):
+    """run_sweep(export=DEST): every done cell is in DEST when the sweep returns, exported
+    one by one; a DEST that is not an export of this sweep is refused before any job."""
+    events: list[str] = []
+    sweep = load_sweep(_write(tmp_path, BASE))
+    out, dest = tmp_path / "out", tmp_path / "results"
+    counts = run_sweep(sweep, out, FlakyBackend(0), export=dest, on_event=events.append)
+    assert counts["done"] == 2
+    assert [e for e in events if e.startswith("exported")] == [
+        f"exported smoke-ewc-s0 to {dest}", f"exported smoke-ewc-s1 to {dest}"]
+    assert [c["name"] for c in json.loads((dest / "cells.json").read_text())["cells"]] == [
+        "smoke-ewc-s0", "smoke-ewc-s1"]
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    other = load_sweep(_write(tmp_path, BASE.replace("[ewc]", "[finetune]"), "o.yaml"))
+    flaky = FlakyBackend(0)
+    with pytest.raises(ValueError, match="is not empty"):
+        run_sweep(other, tmp_path / "other", flaky, export=mine)
+    assert flaky.calls == []
+
+
 def test_an_exported_sweep_is_scored_like_the_sweep(local_sweep, tmp_path, capsys):
     dest = tmp_path / "results"
     assert main(["sweep", "export", str(local_sweep), str(dest)]) == 0

@@ -1,7 +1,7 @@
 """``telapa sweep``: every cell of a sweep file, on local processes or a Ray cluster.
 
     telapa sweep FILE --out DIR [--workers N] [--threads T] [--retries R]
-                 [--backend local|ray] [--address ADDR] [--batch-seeds]
+                 [--backend local|ray] [--address ADDR] [--batch-seeds] [--export DEST]
     telapa sweep status DIR
     telapa sweep export DIR DEST
 
@@ -58,7 +58,7 @@ def _cmd_sweep(ns: argparse.Namespace) -> None:
         backend = LocalBackend(ns.workers, ns.threads)
     try:
         counts = run_sweep(sweep, ns.out, backend, retries=ns.retries,
-                           batch_seeds=ns.batch_seeds, on_event=_log)
+                           batch_seeds=ns.batch_seeds, export=ns.export, on_event=_log)
     except (RunDirError, ConfigError) as err:
         raise CLIError(str(err)) from None
     except KeyboardInterrupt:
@@ -125,4 +125,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     sweep.add_argument("--batch-seeds", action="store_true",
                        help="run the seeds of each cell together in one worker (PPO of the "
                             "seeds as one vmapped batch on the jax backend)")
+    sweep.add_argument("--export", metavar="DEST",
+                       help="export each finished cell's small outputs to DEST as it "
+                            "finishes (as `telapa sweep export DIR DEST`)")
     sweep.set_defaults(func=_cmd_sweep)

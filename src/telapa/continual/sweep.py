@@ -597,17 +597,22 @@ def seed_jobs(cells: list[Cell], batch_seeds: bool) -> list[list[Cell]]:
 
 
 def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
-              batch_seeds: bool = False,
+              batch_seeds: bool = False, export: str | Path | None = None,
               on_event: Callable[[str], None] = lambda text: None) -> dict[str, int]:
     """Runs every cell of ``sweep`` that is not done under ``out`` on ``backend``; a
     failed cell is tried up to ``retries`` more times (each error recorded in its status
-    file). With ``batch_seeds`` the seeds of a cell run as one job (`seed_jobs`).
+    file). With ``batch_seeds`` the seeds of a cell run as one job (`seed_jobs`). With
+    ``export``, the done cells are exported there (`export_sweep`) before the first job,
+    which also checks the destination, and again as each cell finishes; an export that
+    fails then is reported through ``on_event`` and does not stop the sweep.
     Returns the count of cells per state at the end."""
     out = Path(out)
     prepare_sweep_dir(sweep, out)
     lock = RunDir(out)
     lock.lock()
     try:
+        if export is not None:
+            export_sweep(out, export)
         todo = []
         for cell in sweep.cells:
             state, status = cell_state(out, cell.name)
@@ -641,6 +646,12 @@ def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
                     if tries[name] <= retries:
                         failed.append(sweep.cell(name))
                 _write_status(out, name, status)
+                if export is not None and result.get("ok"):
+                    try:
+                        added = export_sweep(out, export).added
+                        on_event(f"exported {', '.join(added) or 'nothing new'} to {export}")
+                    except (RunDirError, ValueError, OSError) as err:
+                        on_event(f"export to {export} failed: {err}")
             todo = failed
     finally:
         lock.unlock()

@@ -2,8 +2,9 @@
 
 Runs are grouped by curriculum (one section each) and method. A section holds the main
 table, the revisit table, the compute table, TeLAPA's runtime breakdown, the paper's
-Table 1 claims checked on the runs (`telapa.report.claims`), the learning curves and, for each method with policy archives, the archive analysis of
-`telapa.analysis.panels`. `write_report` lays out
+Table 1 claims checked on the runs (`telapa.report.claims`), the learning curves and,
+for each method with policy archives, the archive analysis of `telapa.analysis.panels`.
+`write_report` lays out
 
     OUT/index.html     one self-contained page (inline CSS, figures as data URIs)
     OUT/report.md      the same tables as Markdown, figures linked
