@@ -209,7 +209,7 @@ def test_another_sweep_or_a_foreign_directory_is_refused(tmp_path):
 def local_sweep(tmp_path_factory):
     out = tmp_path_factory.mktemp("sweep") / "local"
     assert main(["sweep", str(TINY_SWEEP), "--out", str(out), "--workers", "1",
-                 "--threads", "1"]) == 0
+                 "--threads", "1", "--export", str(out.parent / "exported")]) == 0
     return out
 
 
@@ -340,9 +340,12 @@ def test_sweep_exports_each_cell_as_it_finishes(tmp_path):
 
 
 def test_an_exported_sweep_is_scored_like_the_sweep(local_sweep, tmp_path, capsys):
+    """... whether exported by `telapa sweep export` or by the sweep (--export)."""
     dest = tmp_path / "results"
     assert main(["sweep", "export", str(local_sweep), str(dest)]) == 0
     assert not list(dest.rglob("ckpt-*"))
+    assert (local_sweep.parent / "exported" / "cells" / CELL / "metrics.json").read_bytes() \
+        == (dest / "cells" / CELL / "metrics.json").read_bytes()
     capsys.readouterr()
     assert main(["metrics", str(dest), "--json"]) == 0
     exported = json.loads(capsys.readouterr().out)
