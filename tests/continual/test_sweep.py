@@ -317,6 +317,31 @@ def test_export_copies_finished_cells_small_outputs_only(tmp_path, capsys):
     assert "is not a sweep directory" in capsys.readouterr().err
 
 
+def test_export_refuses_an_unlisted_cell_folder_before_copying_any_cell(tmp_path):
+    """A `cells/NAME` folder in the destination that its cells.json does not list (a
+    hand-made or half-deleted one) stops the export before any cell is copied, even when
+    it belongs to a cell later in sweep order than one that would be exported."""
+    sweep = load_sweep(_write(tmp_path, BASE))
+    out, dest = tmp_path / "out", tmp_path / "results"
+    run_sweep(sweep, out, FlakyBackend(0))
+    _finish(out / "cells" / "smoke-ewc-s0", 0)
+    (out / "cells" / "smoke-ewc-s1" / "run.json").unlink()
+    export_sweep(out, dest)
+    cells_json = (dest / "cells.json").read_text()
+    shutil.rmtree(dest / "cells" / "smoke-ewc-s0")  # listed but lost: would be re-copied
+    cells = json.loads(cells_json)
+    cells["cells"] = []
+    (dest / "cells.json").write_text(json.dumps(cells))
+    (dest / "cells" / "smoke-ewc-s1").mkdir()
+    (dest / "cells" / "smoke-ewc-s1" / "mine.txt").write_text("mine")
+    _finish(out / "cells" / "smoke-ewc-s1", 1)
+    with pytest.raises(ValueError, match="smoke-ewc-s1 exists but is not listed"):
+        export_sweep(out, dest)
+    assert sorted(p.name for p in (dest / "cells").iterdir()) == ["smoke-ewc-s1"]
+    assert (dest / "cells" / "smoke-ewc-s1" / "mine.txt").read_text() == "mine"
+    assert json.loads((dest / "cells.json").read_text())["cells"] == []
+
+
 def test_sweep_exports_each_cell_as_it_finishes(tmp_path):
     """run_sweep(export=DEST): every done cell is in DEST when the sweep returns, exported
     one by one; a DEST that is not an export of this sweep is refused before any job."""

@@ -522,15 +522,22 @@ def _write_status(sweep_dir: Path, name: str, status: dict[str, Any]) -> None:
     write_json_atomic(_status_path(sweep_dir, name), status)
 
 
-def stored_cells(sweep_dir: str | Path) -> list[dict[str, Any]] | None:
-    """The cells recorded in a sweep directory (None if ``sweep_dir`` is not one)."""
+def stored_sweep(sweep_dir: str | Path) -> dict[str, Any] | None:
+    """The whole ``cells.json`` of a sweep directory: its name, its ``cells`` and, for an
+    export, ``exported_from`` and ``of_cells`` (None if ``sweep_dir`` is not one)."""
     path = Path(sweep_dir) / CELLS_FILE
     if not path.is_file():
         return None
     data = read_json(path, "sweep cells")
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
         raise RunDirError(f"{path} is not a telapa sweep's cell list")
-    return data["cells"]
+    return data
+
+
+def stored_cells(sweep_dir: str | Path) -> list[dict[str, Any]] | None:
+    """The cells recorded in a sweep directory (None if ``sweep_dir`` is not one)."""
+    data = stored_sweep(sweep_dir)
+    return None if data is None else data["cells"]
 
 
 def prepare_sweep_dir(sweep: Sweep, out: Path) -> None:
@@ -698,22 +705,22 @@ def export_sweep(sweep_dir: str | Path, dest: str | Path) -> ExportSummary:
     cells, in sweep order) is written last.
     """
     sweep_dir, dest = Path(sweep_dir), Path(dest)
-    cells = stored_cells(sweep_dir)
-    if cells is None:
+    source = stored_sweep(sweep_dir)
+    if source is None:
         raise RunDirError(f"{sweep_dir} is not a sweep directory (no {CELLS_FILE})")
     if dest.resolve() == sweep_dir.resolve():
         raise RunDirError(f"cannot export {sweep_dir} into itself")
+    cells = source["cells"]
     done = [c for c in cells if cell_state(sweep_dir, c["name"])[0] == "done"]
-    source = read_json(sweep_dir / CELLS_FILE, "sweep cells")
-    existing = stored_cells(dest) if dest.is_dir() else None
-    if existing is None:
+    meta = stored_sweep(dest) if dest.is_dir() else None
+    if meta is None:
         claim_new_dir(dest, what="export directory")
         existing = []
     else:
-        meta = read_json(dest / CELLS_FILE, "sweep cells")
         if meta.get("name") != source.get("name") or "exported_from" not in meta:
             raise RunDirError(f"{dest} is not an export of sweep {source.get('name')!r}; "
                               "choose another destination")
+        existing = meta["cells"]
         by_name = {c["name"]: c for c in cells}
         for cell in existing:
             if json.loads(json.dumps(by_name.get(cell["name"]))) != cell:
@@ -722,6 +729,10 @@ def export_sweep(sweep_dir: str | Path, dest: str | Path) -> ExportSummary:
     have = {c["name"] for c in existing}
     for cell in done:
         if cell["name"] not in have:
+            final = dest / "cells" / cell["name"]
+            if final.exists():
+                raise RunDirError(f"{final} exists but is not listed in {dest / CELLS_FILE}; "
+                                  "nothing was exported (move it aside)")
             continue
         for name in EXPORT_FILES:
             src = sweep_dir / "cells" / cell["name"] / name
@@ -738,9 +749,6 @@ def export_sweep(sweep_dir: str | Path, dest: str | Path) -> ExportSummary:
         if cell["name"] in have:
             continue
         final = dest / "cells" / cell["name"]
-        if final.exists():
-            raise RunDirError(f"{final} exists but is not listed in {dest / CELLS_FILE}; move "
-                              "it aside")
         tmp = dest / "cells" / f".{cell['name']}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
