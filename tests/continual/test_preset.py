@@ -70,3 +70,31 @@ def test_every_shipped_preset_starts_on_its_curricula(preset, curricula):
         spec = build_spec(curriculum, "telapa", 0, preset, None)
         assert spec.config.steps_per_visit % spec.config.call_steps == 0
         assert spec.config.eval_every % spec.config.call_steps == 0
+
+
+@pytest.mark.parametrize("curriculum, default", [("primary", "quick"),
+                                                 ("hopper", "mujoco-quick")])
+def test_a_run_without_preset_takes_its_env_familys_quick_preset(curriculum, default):
+    """`telapa run` / `telapa demo` without --preset: MuJoCo curricula train with the
+    MuJoCo PPO settings (tanh, lr 3e-4, no entropy bonus), never MiniGrid's."""
+    from telapa.cli.run import build_spec
+
+    spec = build_spec(curriculum, "finetune", 0, None)
+    assert spec.preset == default
+    assert spec.config == build_spec(curriculum, "finetune", 0, default).config
+    if curriculum == "hopper":
+        assert spec.config.train.ppo.ent_coef == 0.0
+        assert spec.config.train != load_run_config("quick").train
+
+
+def test_a_curriculum_mixing_env_families_is_refused_naming_them(tmp_path):
+    from telapa.cli.common import CLIError
+    from telapa.cli.run import build_spec
+
+    path = tmp_path / "mixed.yaml"
+    path.write_text("name: mixed\nbackend: gymnasium\n"
+                    "tasks: {A: MiniGrid-Empty-5x5-v0, H: {env_id: Hopper-v5}}\n"
+                    "order: [A, H]\n")
+    with pytest.raises(CLIError, match="mixes env families") as err:
+        build_spec(str(path), "finetune", 0, None)
+    assert "MiniGrid-Empty-5x5-v0 (minigrid), Hopper-v5 (mujoco)" in str(err.value)

@@ -35,7 +35,7 @@ def _cmd_demo(ns: argparse.Namespace) -> None:
             raise CLIError(str(err)) from None
     paths = []
     for method, spec in specs.items():
-        console.rule(f"{method} on {spec.curriculum.name} ({ns.preset} preset)")
+        console.rule(f"{method} on {spec.curriculum.name} ({spec.preset} preset)")
         path = out / method
         run = execute(lambda p, spec=spec, path=path: ContinualRun.start(spec, path, p),
                       console, path)
@@ -52,7 +52,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "demo", help="Finetune, Scratch-Reuse and TeLAPA on the primary curriculum (quick)"
     )
     demo.add_argument("--curriculum", default="primary")
-    demo.add_argument("--preset", default="quick")
+    demo.add_argument("--preset", help="run preset (default: the curriculum's env "
+                                           "family's quick preset)")
     demo.add_argument("--seed", type=seed_int, default=0, help="0 <= S < 2^32")
     demo.add_argument("--out", help="folder for the runs (default: runs/demo-<time>)")
     demo.set_defaults(func=_cmd_demo)

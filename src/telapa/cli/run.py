@@ -40,6 +40,7 @@ from telapa.continual.registry import METHODS
 from telapa.continual.results import COMPUTE_LABELS, CurriculumResults, score
 from telapa.continual.rundir import RunDirError, claim_new_dir
 from telapa.continual.runner import SEED_LIMIT, ContinualRun, RunError, RunSpec
+from telapa.envs.family import common_family
 from telapa.io import CheckpointError
 from telapa.metrics import format_cell
 from telapa.metrics.summary import METRIC_LABELS, SUMMARY_METRICS
@@ -197,20 +198,28 @@ def batch_outs(curriculum: str, method: str, seeds: list[int], parent: str | Non
 
 
 def build_spec(
-    curriculum: str, method: str, seed: int, preset: str, intrinsic_beta: float | None = None
+    curriculum: str, method: str, seed: int, preset: str | None,
+    intrinsic_beta: float | None = None
 ) -> RunSpec:
-    """Validates everything a run needs before any work starts."""
+    """Validates everything a run needs before any work starts. ``preset`` None: the run
+    preset of the curriculum's env family (``quick`` for MiniGrid, ``mujoco-quick`` for
+    MuJoCo), so that no family trains with another family's PPO settings by default."""
     if method not in METHODS:
         raise CLIError(f"unknown method {method!r}; available: {', '.join(METHODS)}")
     if not 0 <= seed < SEED_LIMIT:
         raise CLIError(f"seed {seed} is out of range: use 0 <= seed < 2^32")
     try:
+        cur = load_curriculum(curriculum)
+        if preset is None:
+            try:
+                preset = common_family(list(cur.task_ids().values())).run_preset
+            except ValueError as err:
+                raise ConfigError(f"curriculum {cur.name!r}: {err}") from None
         config = load_run_config(preset)
         if intrinsic_beta is not None:
             data = config.model_dump()
             data["intrinsic_beta"] = intrinsic_beta
             config = parse_run_config(data, source="--intrinsic-beta")
-        cur = load_curriculum(curriculum)
         # the env family's latent D, and options it rejects, are checked before any work
         bind_env_family(config, list(cur.task_ids().values()), f"curriculum {cur.name!r}")
         spec = RunSpec(cur, method, seed, config, preset)
@@ -329,8 +338,7 @@ def _cmd_run(ns: argparse.Namespace) -> None:
         if missing:
             raise CLIError(f"{' and '.join(missing)} required (or --resume RUN_DIR)")
         seed = 0 if ns.seed is None else ns.seed
-        spec = build_spec(ns.curriculum, ns.method, seed, ns.preset or "quick",
-                          ns.intrinsic_beta)
+        spec = build_spec(ns.curriculum, ns.method, seed, ns.preset, ns.intrinsic_beta)
         out = Path(ns.out) if ns.out else _default_out(spec.curriculum.name, ns.method, seed)
         try:
             claim_new_dir(out, resume_hint=f"resume it with `telapa run --resume {out}`")
@@ -356,8 +364,7 @@ def _run_seeds(ns: argparse.Namespace, console: Console) -> None:
     for seed in seeds:
         if not 0 <= seed < SEED_LIMIT:
             raise CLIError(f"--seeds: seed {seed} is out of range: use 0 <= seed < 2^32")
-    spec = build_spec(ns.curriculum, ns.method, seeds[0], ns.preset or "quick",
-                      ns.intrinsic_beta)
+    spec = build_spec(ns.curriculum, ns.method, seeds[0], ns.preset, ns.intrinsic_beta)
     outs = batch_outs(spec.curriculum.name, ns.method, seeds, ns.out)
     for out in outs:
         try:
@@ -449,7 +456,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                      help="several seeds in one process, e.g. 0-7 or 0,2,5 (one run "
                           "directory each; PPO of the seeds batched on the jax backend)")
     run.add_argument("--preset",
-                     help="quick (default), paper, mujoco, mujoco-quick, or a YAML file")
+                     help="a run preset (configs/runs: quick, paper, study, mujoco, mujoco-quick) "
+                          "or a YAML file; default: the curriculum's env family's quick "
+                          "preset (quick for MiniGrid, mujoco-quick for MuJoCo)")
     run.add_argument("--out", help="run directory (default: under runs/); with --seeds "
                                    "the directory that holds the seeds' run directories")
     run.add_argument("--intrinsic-beta", type=float, metavar="BETA",

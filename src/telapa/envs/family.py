@@ -11,6 +11,8 @@ A family answers, for the ids it `matches`:
   gates, anchors, few-shot selection and every metric (the return stays the fitness);
 * ``codec(agent)``: how stored trajectories are compressed;
 * ``train_preset``: the default PPO preset, ``configs/ppo/<train_preset>.yaml``;
+* ``run_preset``: the run preset ``telapa run`` and ``telapa demo`` use when none is
+  given, ``configs/runs/<run_preset>.yaml`` (quick budgets for trying the pipeline);
 * ``count_bonus``: whether the episodic count bonus (`telapa.envs.intrinsic`, which hashes
   MiniGrid states) applies.
 
@@ -92,6 +94,7 @@ class EnvFamily(Protocol):
 
     name: str
     train_preset: str
+    run_preset: str
     count_bonus: bool
 
     def matches(self, env_id: str) -> bool: ...
@@ -108,6 +111,7 @@ class GenericFamily:
 
     name = "generic"
     train_preset = "mujoco"
+    run_preset = "mujoco-quick"
     count_bonus = False
 
     def matches(self, env_id: str) -> bool:

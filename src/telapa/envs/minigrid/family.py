@@ -27,6 +27,7 @@ OPTIONS = ("observe_mission",)
 class MiniGridFamily:
     name = "minigrid"
     train_preset = "minigrid"
+    run_preset = "quick"
     count_bonus = True
 
     def matches(self, env_id: str) -> bool:

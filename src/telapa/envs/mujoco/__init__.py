@@ -67,6 +67,7 @@ def reference_return(env_id: str) -> float:
 class MujocoFamily:
     name = "mujoco"
     train_preset = "mujoco"
+    run_preset = "mujoco-quick"
     count_bonus = False
 
     def matches(self, env_id: str) -> bool:
