@@ -4,6 +4,7 @@ Ray head on the loopback address (identical results to the local processes)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -22,7 +23,14 @@ from telapa.cli import main
 from telapa.config import CONFIG_DIR, ConfigError
 from telapa.continual.batch import SeedBatch
 from telapa.continual.runner import RunSpec
-from telapa.continual.sweep import export_sweep, load_sweep, read_status, run_sweep, seed_jobs
+from telapa.continual.sweep import (
+    export_sweep,
+    load_sweep,
+    read_status,
+    run_job,
+    run_sweep,
+    seed_jobs,
+)
 
 HERE = Path(__file__).parent
 TINY_SWEEP = HERE / "sweep_tiny" / "sweep.yaml"
@@ -142,6 +150,33 @@ def test_failures_are_recorded_and_retried(tmp_path):
     assert read_status(out, "smoke-ewc-s0")["attempts"] == 3
     run_sweep(sweep, out, flaky)
     assert flaky.calls.count("smoke-ewc-s0") == 3
+
+
+class KilledBackend(FlakyBackend):
+    """Finishes the first cell, then the sweep process is killed (Ctrl-C)."""
+
+    def run(self, sweep_dir, jobs):
+        yield from itertools.islice(super().run(sweep_dir, jobs), 1)
+        raise KeyboardInterrupt
+
+
+def test_attempts_count_tries_that_ended_not_sweep_starts(tmp_path):
+    """A cell still queued when the sweep is killed has had no attempt, however often
+    the sweep was started; the worker stamps the start of the cells it runs."""
+    sweep = load_sweep(_write(tmp_path, BASE))
+    out = tmp_path / "out"
+    for _ in range(2):
+        with pytest.raises(KeyboardInterrupt):
+            run_sweep(sweep, out, KilledBackend(0))
+        shutil.rmtree(out / "cells" / "smoke-ewc-s0")  # as if it had not finished
+    status = read_status(out, "smoke-ewc-s1")
+    assert status["attempts"] == 0 and "started" not in status
+    assert read_status(out, "smoke-ewc-s0")["attempts"] == 2
+    assert main(["sweep", "status", str(out)]) == 0
+    before = time.time()
+    run_job(str(out), [json.loads((out / "cells.json").read_text())["cells"][1] | {
+        "curriculum": {"broken": True}}])
+    assert read_status(out, "smoke-ewc-s1")["started"] >= before
 
 
 def test_batch_seeds_groups_the_seeds_of_each_cell(tmp_path):

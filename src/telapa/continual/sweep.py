@@ -29,7 +29,8 @@ The sweep directory::
     DIR/cells.json          every cell's resolved spec (a re-run must give the same cells)
     DIR/cells/NAME/         one run directory per cell, NAME from the cell
                             (``primary-ewc-lam=10-decay=0.8-s3``)
-    DIR/status/NAME.json    attempts, state (done / failed / running) and every error
+    DIR/status/NAME.json    state (queued / done / failed), attempts (tries that ended, done
+                            or failed), when the latest try started, and every error
     DIR/status/NAME.log     the cell's progress lines (every $TELAPA_LOG_INTERVAL s, 30)
     DIR/.lock               held by the process that runs the sweep
 
@@ -50,6 +51,7 @@ log; when a batch fails, each of its cells that is not complete is failed with t
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -308,7 +310,11 @@ def thread_env(threads: int) -> dict[str, str]:
 def run_job(sweep_dir: str, cells: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     """Runs (or resumes) the cells of one job to the end in this process: `run_cell` for
     one cell, a `SeedBatch` for several (seeds of one cell); returns ``(name, result)``
-    per cell (never raises)."""
+    per cell (never raises). Each cell's status file records when it started."""
+    with contextlib.suppress(OSError, ValueError):  # a status file is no reason to fail
+        for cell in cells:
+            _write_status(Path(sweep_dir), cell["name"],
+                          read_status(Path(sweep_dir), cell["name"]) | {"started": time.time()})
     if len(cells) == 1:
         return [(cells[0]["name"], run_cell(sweep_dir, cells[0]))]
     logs = []
@@ -632,14 +638,12 @@ def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
                  + (f" in {len(seed_jobs(todo, True))} seed batches" if batch_seeds else ""))
         tries = dict.fromkeys((c.name for c in todo), 0)
         while todo:
-            for cell in todo:
-                status = read_status(out, cell.name)
-                status.update(state="running", attempts=status.get("attempts", 0) + 1,
-                              started=time.time())
-                _write_status(out, cell.name, status)
+            for cell in todo:  # the worker records when a cell really starts (run_job)
+                _write_status(out, cell.name, read_status(out, cell.name) | {"state": "queued"})
             failed = []
             for name, result in backend.run(out, seed_jobs(todo, batch_seeds)):
                 status = read_status(out, name)
+                status["attempts"] = status.get("attempts", 0) + 1
                 if result.get("ok"):
                     status.update(state="done", finished=time.time())
                     on_event(f"done {name}")
