@@ -11,7 +11,7 @@ from scipy import stats
 
 from telapa.continual.results import CurriculumResults
 from telapa.metrics.continual import RunMetrics
-from telapa.report.claims import CLAIMS, Claim, check, claims_table, welch_p
+from telapa.report.claims import CLAIMS, Claim, check, claims_table, seeds_to_decide, welch_p
 
 
 def _run(mean_sr: float, *, d: float = 0.0, ttt: float = 1e6) -> RunMetrics:
@@ -86,3 +86,36 @@ def test_claims_table_only_with_telapa():
                                  finetune=[_run(0.1), _run(0.2)]), prefix="toy")
     assert table.id == "toy-claims" and len(table.values) == len(CLAIMS)
     assert table.values["verdict"].tolist()[4:] == ["not measurable"] * 3
+
+
+def test_seeds_to_decide_matches_the_power_tables():
+    """Unit-variance samples a shift d apart: the runs per method a one-sided t-test at
+    0.05 needs for power 0.8 (G*Power, exact noncentral t: d = 0.5 -> 51, 0.8 -> 21,
+    1 -> 14)."""
+    base = np.array([-1.0, 0.0, 1.0])  # sample SD 1
+    assert seeds_to_decide(base + 0.5, base) == 51
+    assert seeds_to_decide(base, base + 0.8) == 21
+    assert seeds_to_decide(base + 1.0, base) == 14
+    # by hand for n = 2 (df = 2): d = 10 gives delta = 10, far beyond t_0.95,2 = 2.92
+    assert seeds_to_decide(base + 10.0, base) == 2
+    assert seeds_to_decide(base, base) is None                 # no difference: never
+    assert seeds_to_decide(np.ones(3), np.zeros(3)) == 2       # no spread at all
+    assert seeds_to_decide(base + 1e-3, base) is None          # more than 10,000
+
+
+def test_inconclusive_claims_say_how_many_seeds_would_decide_them():
+    close = _result(telapa=[_run(0.5), _run(0.9), _run(0.3)],
+                    finetune=[_run(0.4), _run(0.8), _run(0.2)],
+                    scratch=[_run(0.1), _run(0.0), _run(0.05)])
+    row = check(BEST_SR, close)
+    # TeLAPA leads; the open comparison is against its closest rival, Finetune
+    expected = seeds_to_decide(np.array([0.5, 0.9, 0.3]), np.array([0.4, 0.8, 0.2]))
+    assert row["verdict"] == "inconclusive" and row["seeds to decide"] == str(expected)
+    # d = 0.1 / sqrt(0.0933) = 0.327; normal approximation 2 (1.645 + 0.842)^2 / d^2 = 116,
+    # one more for the t distribution's heavier tails
+    assert expected == 117
+    decided = _result(telapa=[_run(0.9), _run(0.85), _run(0.8)],
+                      finetune=[_run(0.2), _run(0.25), _run(0.3)])
+    assert check(BEST_SR, decided)["seeds to decide"] == ""
+    tied = _result(telapa=[_run(0)] * 3, telapa_static=[_run(0)] * 3)
+    assert check(CLAIMS[5], tied)["seeds to decide"] == "never"

@@ -12,6 +12,21 @@ Each claim compares the per-run values of methods with Welch's one-sided t-test
 - *pair* ("TeLAPA beats TeLAPA-Static on D'"): holds when p < alpha, does not hold when
   the reverse test has p < alpha, else inconclusive.
 
+An inconclusive claim also gets *seeds to decide*: the runs per method at which the
+comparison that left it open (the leader against its closest rival, or the best other
+method against the claimed one) would be detected with power 0.8 at ``alpha``, if the
+observed difference and spread are the true ones. With Cohen's
+
+    d = |mean_a - mean_b| / s_p,    s_p = sqrt((s_a^2 + s_b^2) / 2)    (s: sample SD),
+
+it is the smallest n >= 2 with
+
+    1 - F_{t(2n - 2, delta)}(t_{1 - alpha, 2n - 2}) >= 0.8,    delta = d sqrt(n / 2),
+
+the one-sided two-sample t-test's power under the noncentral t, equal n (the exact
+computation G*Power makes: d = 0.5 needs 51 runs a method, d = 0.8 needs 21, d = 1
+needs 14). No difference at all gives "never".
+
 A claim whose methods have fewer than two runs with a value each is "not measurable".
 Runs without a value (a NaN TTT: no revisit reached its threshold) are left out, as in
 the main table.
@@ -87,6 +102,36 @@ def welch_p(a: np.ndarray, b: np.ndarray, better: str) -> float:
     return float(stats.ttest_ind(a, b, equal_var=False, alternative=alternative).pvalue)
 
 
+POWER = 0.8
+MAX_SEEDS = 10_000
+
+
+def seeds_to_decide(a: np.ndarray, b: np.ndarray, *, alpha: float = 0.05,
+                    power: float = POWER) -> int | None:
+    """Runs per method for a one-sided two-sample t-test at ``alpha`` to detect the
+    difference between ``a`` and ``b`` with ``power`` (module docstring); None when the
+    means are equal, or more than `MAX_SEEDS` would be needed. Two constant samples with
+    different means need the minimum, 2."""
+    diff = abs(float(a.mean() - b.mean()))
+    if diff == 0:
+        return None
+    spread = math.sqrt((np.var(a, ddof=1) + np.var(b, ddof=1)) / 2)
+    if spread == 0:
+        return 2
+    d = diff / spread
+    for n in range(2, MAX_SEEDS + 1):
+        df = 2 * n - 2
+        critical = stats.t.ppf(1 - alpha, df)
+        if stats.nct.sf(critical, df, d * math.sqrt(n / 2)) >= power:
+            return n
+    return None
+
+
+def _seeds_cell(a: np.ndarray, b: np.ndarray, alpha: float) -> str:
+    n = seeds_to_decide(a, b, alpha=alpha)
+    return "never" if n is None else str(n)
+
+
 def _fmt(values: np.ndarray) -> str:
     return f"{values.mean():.3f} (n={len(values)})"
 
@@ -95,7 +140,7 @@ def check(claim: Claim, result: CurriculumResults, *, alpha: float = 0.05) -> di
     """The row of ``claim``: what it compares, our numbers, p and the verdict."""
     values = {m: run_values(runs, claim.value) for m, runs in result.metrics.items()}
     row: dict[str, object] = {"claim": claim.text, "ours": "", "p": math.nan,
-                              "verdict": "not measurable"}
+                              "verdict": "not measurable", "seeds to decide": ""}
     mine = values.get(claim.method, np.array([]))
     if claim.kind == "pair":
         theirs = values.get(claim.other or "", np.array([]))
@@ -107,6 +152,8 @@ def check(claim: Claim, result: CurriculumResults, *, alpha: float = 0.05) -> di
         row["p"] = forward
         row["verdict"] = ("holds" if forward < alpha else
                           "does not hold" if backward < alpha else "inconclusive")
+        if row["verdict"] == "inconclusive":
+            row["seeds to decide"] = _seeds_cell(mine, theirs, alpha)
         return row
     others = {m: v for m, v in values.items() if m != claim.method and len(v) >= 2}
     if len(mine) < 2 or not others:
@@ -121,11 +168,18 @@ def check(claim: Claim, result: CurriculumResults, *, alpha: float = 0.05) -> di
         row["p"] = min(significant.values())
         row["verdict"] = "does not hold"
     elif sign * mine.mean() > sign * others[best_other].mean():
-        row["p"] = max(welch_p(mine, v, claim.better) for v in others.values())
-        row["verdict"] = "holds" if row["p"] < alpha else "inconclusive"
+        leads = {m: welch_p(mine, v, claim.better) for m, v in others.items()}
+        rival = max(leads, key=leads.__getitem__)
+        row["p"] = leads[rival]
+        if row["p"] < alpha:
+            row["verdict"] = "holds"
+        else:
+            row["verdict"] = "inconclusive"
+            row["seeds to decide"] = _seeds_cell(mine, others[rival], alpha)
     else:
         row["p"] = beaten_by[best_other]
         row["verdict"] = "inconclusive"
+        row["seeds to decide"] = _seeds_cell(mine, others[best_other], alpha)
     return row
 
 
@@ -140,7 +194,10 @@ def claims_table(result: CurriculumResults, *, prefix: str, alpha: float = 0.05
         f"Welch's one-sided t-test over runs at alpha = {alpha} (telapa.report.claims): "
         "holds = better than every other method with p < alpha; does not hold = another "
         "method is better with p < alpha; inconclusive = neither. Values: mean over runs "
-        "(n runs); TTT in millions of env steps.", frame)
+        "(n runs); TTT in millions of env steps. Seeds to decide: runs per method at which "
+        f"the open comparison would reach power {POWER} if the observed difference and "
+        "spread held (Cohen's d, noncentral t).", frame)
 
 
-__all__ = ["CLAIMS", "Claim", "check", "claims_table", "run_values", "welch_p"]
+__all__ = ["CLAIMS", "POWER", "Claim", "check", "claims_table", "run_values",
+           "seeds_to_decide", "welch_p"]
