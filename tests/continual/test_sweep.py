@@ -24,12 +24,17 @@ from telapa.config import CONFIG_DIR, ConfigError
 from telapa.continual.batch import SeedBatch
 from telapa.continual.runner import RunSpec
 from telapa.continual.sweep import (
+    CellTime,
+    cell_time,
     export_sweep,
     load_sweep,
+    prepare_sweep_dir,
     read_status,
     run_job,
     run_sweep,
     seed_jobs,
+    stored_cells,
+    time_left,
 )
 
 HERE = Path(__file__).parent
@@ -177,6 +182,39 @@ def test_attempts_count_tries_that_ended_not_sweep_starts(tmp_path):
     run_job(str(out), [json.loads((out / "cells.json").read_text())["cells"][1] | {
         "curriculum": {"broken": True}}])
     assert read_status(out, "smoke-ewc-s1")["started"] >= before
+
+
+def test_status_estimates_the_cell_time_left(tmp_path, capsys):
+    """Started cells: wall so far x phases left / phases done; cells not started: the mean
+    wall clock of finished cells that differ only in their seed; others are counted as
+    not estimated."""
+    sweep = load_sweep(_write(tmp_path, BASE.replace("seeds: 2", "seeds: 3")
+                              .replace("[ewc]", "[ewc, finetune]")))
+    out = tmp_path / "out"
+    prepare_sweep_dir(sweep, out)
+    cells = out / "cells"
+    for seed, wall in ((0, 100.0), (1, 140.0)):  # finished: 120 s on average
+        (cells / f"smoke-ewc-s{seed}").mkdir()
+        _finish(cells / f"smoke-ewc-s{seed}", seed)
+        (cells / f"smoke-ewc-s{seed}" / "accounting.json").write_text(
+            json.dumps({"wall_s": wall}))
+    started = cells / "smoke-finetune-s0"  # 3 of 12 phases in 60 s: 180 s to go
+    (started / "ckpt-000002").mkdir(parents=True)
+    (started / "run.json").write_text(json.dumps(
+        {"format": "telapa-run", "version": 1, "status": "running", "seed": 0}))
+    (started / "accounting.json").write_text(json.dumps({"wall_s": 5.0}))  # a past segment
+    (started / "ckpt-000002" / "state.json").write_text(json.dumps(
+        {"next_phase": 3, "phases": 12, "wall_s": 60.0}))
+    (started / "checkpoint.json").write_text(json.dumps({"latest": "ckpt-000002"}))
+    assert cell_time(out, "smoke-finetune-s0") == CellTime(60.0, 3, 12)
+    assert cell_time(out, "smoke-ewc-s1") == CellTime(140.0, 1, 1)
+    assert cell_time(out, "smoke-ewc-s2") is None
+    left, unknown = time_left(out, stored_cells(out))
+    assert left == pytest.approx(180.0 + 120.0)  # finetune-s0, then ewc-s2
+    assert unknown == ["smoke-finetune-s1", "smoke-finetune-s2"]
+    assert main(["sweep", "status", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "about 0.1 h of cell time left" in text and "2 cell(s) not estimated" in text
 
 
 def test_batch_seeds_groups_the_seeds_of_each_cell(tmp_path):

@@ -13,6 +13,7 @@ resume from their checkpoints, failed ones are tried again. ``telapa metrics DIR
 from __future__ import annotations
 
 import argparse
+import math
 from datetime import datetime
 from pathlib import Path
 
@@ -83,8 +84,19 @@ def _export(sweep_dir: Path, dest: Path) -> None:
         markup=False)
 
 
+def _hours(seconds: float) -> str:
+    return "" if not math.isfinite(seconds) else f"{seconds / 3600:.2f} h"
+
+
 def _status(path: Path) -> None:
-    from telapa.continual.sweep import STATES, cell_progress, cell_state, stored_cells
+    from telapa.continual.sweep import (
+        STATES,
+        cell_progress,
+        cell_state,
+        cell_time,
+        stored_cells,
+        time_left,
+    )
 
     try:
         cells = stored_cells(path)
@@ -93,19 +105,28 @@ def _status(path: Path) -> None:
     if cells is None:
         raise CLIError(f"{path} is not a sweep directory (no cells.json)")
     table = Table(title=f"sweep {path}")
-    for name in ("cell", "state", "progress", "attempts", "last error"):
+    for name in ("cell", "state", "progress", "wall", "attempts", "last error"):
         table.add_column(name, overflow="fold")
     counts = dict.fromkeys(STATES, 0)
     for cell in cells:
         state, status = cell_state(path, cell["name"])
         counts[state] += 1
         errors = status.get("errors") or []
+        spent = cell_time(path, cell["name"])
         table.add_row(cell["name"], state,
                       "complete" if state == "done" else cell_progress(path, cell["name"]),
+                      _hours(spent.wall_s) if spent else "",
                       str(status.get("attempts", 0)), errors[-1]["error"] if errors else "")
     console = stdout_console()
     console.print(table)
     console.print(", ".join(f"{n} {state}" for state, n in counts.items()), markup=False)
+    if counts["done"] < len(cells):
+        left, unknown = time_left(path, cells)
+        console.print(
+            f"about {left / 3600:.1f} h of cell time left at the pace so far (cells one after "
+            "another: divide by the workers that run them"
+            + (f"; {len(unknown)} cell(s) not estimated: none like them has finished)"
+               if unknown else ")"), markup=False, soft_wrap=True)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

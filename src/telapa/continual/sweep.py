@@ -54,6 +54,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import math
 import os
 import re
 import shutil
@@ -596,6 +597,78 @@ def cell_progress(sweep_dir: Path, name: str) -> str:
         return "?"
 
 
+@dataclass(frozen=True)
+class CellTime:
+    """How long a cell has run and how far it got (`cell_time`)."""
+
+    wall_s: float
+    """Wall clock of the run so far (a seed batch's runs each count their share)."""
+    phases_done: int
+    phases: int
+
+    @property
+    def left_s(self) -> float:
+        """Wall clock still to go at the pace so far: ``wall_s (phases - done) / done``
+        (the first visits of an archive method are cheaper than the later ones, so this
+        runs low for them)."""
+        if self.phases_done >= self.phases:
+            return 0.0
+        if self.phases_done == 0:
+            return math.nan
+        return self.wall_s * (self.phases - self.phases_done) / self.phases_done
+
+
+def cell_time(sweep_dir: Path, name: str) -> CellTime | None:
+    """A finished cell's wall clock (``accounting.json``) or a started one's, from its
+    latest checkpoint; None before the first checkpoint or when the files are unreadable."""
+    path = Path(sweep_dir) / "cells" / name
+    try:
+        if not (path / "run.json").exists():
+            return None
+        if RunDir(path).spec().get("status") == "complete":
+            wall = float(read_json(path / "accounting.json", "accounting")["wall_s"])
+            return CellTime(wall, 1, 1)
+        ckpt = RunDir(path).latest_checkpoint()
+        if ckpt is None:
+            return None
+        state = read_json(ckpt / "state.json", "checkpoint state")
+        return CellTime(float(state.get("wall_s", math.nan)), int(state["next_phase"]),
+                        int(state["phases"]))
+    except (RunDirError, ValueError, KeyError, TypeError, OSError):
+        return None
+
+
+def time_left(sweep_dir: Path, cells: list[dict[str, Any]]) -> tuple[float, list[str]]:
+    """Cell time still to go for the sweep (seconds, one cell after another) and the cells
+    it cannot estimate. A started cell: `CellTime.left_s`; a cell not started: the mean
+    wall clock of the finished cells that differ from it only in their seed, else unknown."""
+    times = {c["name"]: cell_time(sweep_dir, c["name"]) for c in cells}
+
+    def kind(cell: dict[str, Any]) -> tuple:
+        return (cell.get("method"), json.dumps([cell.get("curriculum"), cell.get("config")],
+                                               sort_keys=True, default=str))
+
+    finished: dict[tuple, list[float]] = {}
+    for cell in cells:
+        t = times[cell["name"]]
+        if t is not None and t.phases_done >= t.phases and math.isfinite(t.wall_s):
+            finished.setdefault(kind(cell), []).append(t.wall_s)
+    total, unknown = 0.0, []
+    for cell in cells:
+        t = times[cell["name"]]
+        if t is not None and t.phases_done > 0:
+            left = t.left_s
+        elif kind(cell) in finished:
+            left = sum(finished[kind(cell)]) / len(finished[kind(cell)])
+        else:
+            left = math.nan
+        if math.isfinite(left):
+            total += left
+        else:
+            unknown.append(cell["name"])
+    return total, unknown
+
+
 def seed_jobs(cells: list[Cell], batch_seeds: bool) -> list[list[Cell]]:
     """The jobs of ``cells``: one cell each, or (``batch_seeds``) the cells that differ
     only in their seed together, in sweep order."""
@@ -783,6 +856,7 @@ def sweep_cells_dirs(path: str | Path) -> list[Path] | None:
     return None if cells is None else [Path(path) / "cells" / c["name"] for c in cells]
 
 
-__all__ = ["EXPORT_FILES", "Cell", "ExportSummary", "LocalBackend", "RayBackend", "Sweep",
-           "SweepFile", "cell_state", "export_sweep", "load_sweep", "run_cell", "run_job",
-           "run_sweep", "seed_jobs", "sweep_cells_dirs", "thread_env"]
+__all__ = ["EXPORT_FILES", "Cell", "CellTime", "ExportSummary", "LocalBackend", "RayBackend",
+           "Sweep", "SweepFile", "cell_state", "cell_time", "export_sweep", "load_sweep",
+           "run_cell", "run_job", "run_sweep", "seed_jobs", "sweep_cells_dirs", "thread_env",
+           "time_left"]
