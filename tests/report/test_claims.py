@@ -86,6 +86,8 @@ def test_claims_table_only_with_telapa():
                                  finetune=[_run(0.1), _run(0.2)]), prefix="toy")
     assert table.id == "toy-claims" and len(table.values) == len(CLAIMS)
     assert table.values["verdict"].tolist()[4:] == ["not measurable"] * 3
+    # claim, ours, verdict and seeds are text (left-aligned); p is a number
+    assert table.to_markdown().splitlines()[1] == "|:---|:---|---:|:---|:---|"
 
 
 def test_seeds_to_decide_matches_the_power_tables():

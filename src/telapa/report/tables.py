@@ -83,9 +83,12 @@ class ReportTable:
                 for i, label in enumerate(self.values.index)]
 
     def to_markdown(self) -> str:
-        """A GitHub Markdown table; best cells in bold."""
+        """A GitHub Markdown table; best cells in bold; numbers right-aligned, text
+        left-aligned."""
         lead = [self.index_label] if self.show_index else []
-        align = [":---"] * len(lead) + ["---:"] * len(self.columns)
+        align = [":---"] * len(lead) + [
+            "---:" if pd.api.types.is_numeric_dtype(self.values[c.key]) else ":---"
+            for c in self.columns]
         lines = [_md_row([*lead, *(c.label for c in self.columns)]), f"|{'|'.join(align)}|"]
         for label, cells, best in self.rows():
             shown = [f"**{v}**" if b else v for v, b in zip(cells, best, strict=True)]
