@@ -59,3 +59,18 @@ def test_figure_marks_task_boundaries_and_visit_tags():
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["finetune", "telapa"]
     shown = render(fig, figure_id="toy-curves", title="curves")
     assert shown.png.startswith(b"\x89PNG") and b"<svg" in shown.svg
+
+
+def test_rendered_tick_labels_carry_no_additive_offset():
+    """Near-constant data (every elite of an archive at novelty 1.0) keeps plain tick
+    labels instead of matplotlib's "1e-8 + 9.99999e-1"."""
+    from matplotlib.figure import Figure
+
+    fig = Figure()
+    ax = fig.subplots()
+    ax.plot([1 - 1e-9, 1.0, 1 + 1e-9], [0.0, 0.5, 1.0])
+    formatter = ax.xaxis.get_major_formatter()
+    formatter.set_locs([1 - 1e-9, 1 + 1e-9])
+    assert formatter.get_offset() != ""  # what matplotlib would label
+    render(fig, figure_id="flat", title="flat")
+    assert formatter.get_useOffset() is False
