@@ -25,7 +25,8 @@ def test_the_documents_tables_are_the_reports_of_the_committed_results():
               for t in curriculum_tables(r, prefix=slug(r.curriculum))}
     text = DOC.read_text()
     shown = [id_ for kind, id_, _ in blocks(text) if kind == "table"]
-    assert {"primary-main", "primary-revisits", "primary-compute"} <= set(shown)
+    assert {"primary-main", "primary-revisits", "primary-compute", "primary-runtime",
+            "primary-claims"} <= set(shown)
     assert stale_tables(text, tables) == [], (
         "docs/reproduction.md is out of date with results/table1: run `telapa report "
         "results/table1 --out out/table1-report --doc docs/reproduction.md`")
