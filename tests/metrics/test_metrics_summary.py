@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from telapa.metrics import RunMetrics, format_cell, revisit_table, summarize
+from telapa.metrics import RunMetrics, format_cell, revisit_summary, revisit_table, summarize
 
 T975_DF1 = math.tan(math.pi * 0.475)  # 12.706204736...
 T975_DF2 = 0.95 / math.sqrt(2 * 0.975 * 0.025)  # 4.302652729...
@@ -87,6 +88,23 @@ def test_revisit_table_by_hand():
     assert math.isnan(table.loc["TeLAPA", "C'"])
     assert table.loc["EWC", "C'"] == pytest.approx(0.2)
     assert table.loc[:, "A'"].isna().tolist() == [False, True]
+
+
+def test_revisit_summary_by_hand():
+    runs = {"TeLAPA": [rm(revisit_sr={"A'": 0.2, "B'": 1.0}), rm(revisit_sr={"A'": 0.6})],
+            "EWC": [rm(revisit_sr={"B'": 0.3})]}
+    table = revisit_summary(runs)
+    # A' over two runs: mean 0.4, s = sqrt(0.08) = 0.2828, se = 0.2, t_{0.975, 1} = 12.706
+    assert table.loc["TeLAPA", "A'"] == pytest.approx(0.4)
+    assert table.loc["TeLAPA", "A'_ci"] == pytest.approx(12.7062 * 0.2, rel=1e-4)
+    assert table.loc["TeLAPA", "A'_n"] == 2
+    # one run: a mean without a half width; no run: NaN, n = 0
+    assert table.loc["TeLAPA", "B'"] == 1.0 and math.isnan(table.loc["TeLAPA", "B'_ci"])
+    assert math.isnan(table.loc["EWC", "A'"]) and table.loc["EWC", "A'_n"] == 0
+    assert list(table.columns) == ["A'", "A'_ci", "A'_n", "B'", "B'_ci", "B'_n"]
+    plain = revisit_table(runs)  # the same means
+    assert np.allclose(table[list(plain.columns)].to_numpy(), plain.to_numpy(),
+                       equal_nan=True)
 
 
 def test_revisit_table_without_revisits():

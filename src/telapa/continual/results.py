@@ -30,6 +30,7 @@ from telapa.metrics import (
     best_sr,
     competence_targets,
     mean_ci,
+    revisit_summary,
     revisit_table,
     run_metrics,
     summarize,
@@ -171,6 +172,10 @@ class CurriculumResults:
     def revisits(self) -> pd.DataFrame:
         """Methods x revisit tags: mean post-training SR (paper Table "Revisit Mean SR")."""
         return revisit_table(self.metrics)
+
+    def revisit_summary(self) -> pd.DataFrame:
+        """`revisits` with 95% CIs over seeds (columns ``T``, ``T_ci``, ``T_n``)."""
+        return revisit_summary(self.metrics)
 
     def compute(self) -> pd.DataFrame:
         """Methods x compute columns (paper Table "Compute and memory overhead")."""

@@ -9,7 +9,7 @@ from telapa.metrics.continual import (
     time_to_threshold,
 )
 from telapa.metrics.stats import mean_ci, t_cdf, t_quantile
-from telapa.metrics.summary import format_cell, revisit_table, summarize
+from telapa.metrics.summary import format_cell, revisit_summary, revisit_table, summarize
 
 __all__ = [
     "RunMetrics",
@@ -17,6 +17,7 @@ __all__ = [
     "competence_targets",
     "format_cell",
     "mean_ci",
+    "revisit_summary",
     "revisit_table",
     "run_metrics",
     "summarize",

@@ -5,7 +5,8 @@ Choices where the paper is silent:
 - Each cell is `mean_ci` over the method's runs: NaN runs (e.g. undefined nBWT) are dropped
   and the count actually used is the ``<m>_n`` column.
 - TTT is reported in millions of env steps (column ``ttt``), as in the paper's table.
-- Revisit table cells are plain means over the runs that have that tag (NaN ignored).
+- Revisit table cells are plain means over the runs that have that tag (NaN ignored);
+  `revisit_summary` adds their 95% CIs (the paper's revisit table gives means only).
 """
 
 from __future__ import annotations
@@ -59,6 +60,28 @@ def revisit_table(runs: Mapping[str, Sequence[RunMetrics]]) -> pd.DataFrame:
         dict.fromkeys(t for results in runs.values() for r in results for t in r.revisit_sr)
     )
     table = pd.DataFrame(means).T.reindex(index=list(runs), columns=tags)
+    table.index.name = "method"
+    return table
+
+
+def revisit_summary(
+    runs: Mapping[str, Sequence[RunMetrics]], *, confidence: float = 0.95
+) -> pd.DataFrame:
+    """`revisit_table` with its spread: per revisit tag ``T`` the columns ``T`` (mean over
+    the runs that have it), ``T_ci`` (t half width) and ``T_n`` (those runs)."""
+    tags = list(
+        dict.fromkeys(t for results in runs.values() for r in results for t in r.revisit_sr)
+    )
+    rows = {}
+    for method, results in runs.items():
+        row: dict[str, float | int] = {}
+        for tag in tags:
+            mean, ci, n = mean_ci([r.revisit_sr.get(tag, math.nan) for r in results],
+                                  confidence)
+            row.update({tag: mean, f"{tag}_ci": ci, f"{tag}_n": n})
+        rows[method] = row
+    columns = [f"{t}{s}" for t in tags for s in ("", "_ci", "_n")]
+    table = pd.DataFrame.from_dict(rows, orient="index", columns=columns)
     table.index.name = "method"
     return table
 
