@@ -232,3 +232,31 @@ def test_methods_see_every_evaluation(tmp_path, monkeypatch):
     assert seen[: CHUNKS + 1] == first_visit
     assert len(seen) == 4 * (CHUNKS + 1)
     assert [s for s in seen if s[1] == "post"] == [(t, "post", 8) for t in ("A", "B", "A'", "B'")]
+
+
+def test_run_json_records_the_code_of_each_segment(finished, tmp_path, monkeypatch):
+    """``code`` in run.json: the commit a run started on, and each other commit a later
+    segment resumed on; a complete run is left as it is."""
+    import telapa.continual.runner as runner
+    from telapa.provenance import UNRECORDED, current_code
+
+    path, _ = finished
+    assert json.loads((path / "run.json").read_text())["code"] == [current_code()]
+    crashed = tmp_path / "crashed"
+    with pytest.raises(Crash):
+        ContinualRun.start(_spec(), crashed, CrashAfter(2)).run()
+    monkeypatch.setattr(runner, "current_code", lambda: "feedbeef")
+    ContinualRun.resume(crashed).dir.unlock()
+    assert json.loads((crashed / "run.json").read_text())["code"] == [current_code(),
+                                                                     "feedbeef"]
+    ContinualRun.resume(crashed).dir.unlock()  # the same code again: nothing added
+    assert json.loads((crashed / "run.json").read_text())["code"] == [current_code(),
+                                                                     "feedbeef"]
+    manifest = json.loads((crashed / "run.json").read_text())  # a run from before `code`
+    del manifest["code"]
+    (crashed / "run.json").write_text(json.dumps(manifest))
+    ContinualRun.resume(crashed).dir.unlock()
+    assert json.loads((crashed / "run.json").read_text())["code"] == [UNRECORDED, "feedbeef"]
+    before = (path / "run.json").read_bytes()
+    ContinualRun.resume(path).dir.unlock()
+    assert (path / "run.json").read_bytes() == before

@@ -84,3 +84,15 @@ def test_plain_frames_show_their_values_and_hide_a_bare_range_index():
                           columns=pd.Index(["B", "A'"], name="target"))
     shown = _markdown_cells(frame_table("m", "m", "", matrix).to_markdown())
     assert shown[0] == ["source \\ target", "B", "A'"] and shown[2] == ["B", "2", "3"]
+
+
+def test_code_note_counts_the_code_versions_of_the_runs():
+    from types import SimpleNamespace
+
+    from telapa.report.build import code_note
+
+    a, b = "a" * 40, "b" * 40
+    runs = [SimpleNamespace(code=(a,)), SimpleNamespace(code=(a,)),
+            SimpleNamespace(code=("unrecorded", f"{b}+dirty")), SimpleNamespace(code=(None,))]
+    assert code_note(runs) == (f"Code: {a[:12]} (2 runs); not a git tree (1 run); "
+                               f"unrecorded -> {b[:12]}+dirty (1 run).")

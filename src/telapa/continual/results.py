@@ -35,6 +35,7 @@ from telapa.metrics import (
     run_metrics,
     summarize,
 )
+from telapa.provenance import UNRECORDED
 
 SCRATCH = "scratch"
 COMPUTE_LABELS = {"extra_env_steps_M": "extra env steps (M)", "wall_h": "wall clock (h)",
@@ -58,6 +59,9 @@ class RunRecord:
     settings: dict[str, str] = field(default_factory=dict)
     """The resolved ``config.yaml`` and curriculum as dotted key -> JSON text of the value
     (``methods.ewc.lam`` -> ``"10.0"``), for grouping runs by their settings."""
+    code: tuple[str | None, ...] = ()
+    """The code versions its segments ran with (``run.json`` ``code``, `telapa.provenance`);
+    ``("unrecorded",)`` for a run made before runs recorded them."""
 
 
 METHOD_SECTIONS = {"ewc": "ewc", "l2init": "l2init", "shrink-perturb": "shrink_perturb",
@@ -94,6 +98,7 @@ def load_run(path: str | Path) -> RunRecord:
         tables=run_dir.tables(),
         accounting=run_dir.accounting(),
         settings=settings,
+        code=tuple(spec.get("code") or (UNRECORDED,)),
     )
 
 

@@ -64,6 +64,7 @@ from telapa.io import (
     write_json_atomic,
 )
 from telapa.metrics import best_sr, competence_targets, run_metrics
+from telapa.provenance import current_code, extend_code
 from telapa.rl.agent import Agent, Metrics, TrainState, episodes_key
 from telapa.rl.ppo import PPOState
 
@@ -214,7 +215,8 @@ class ContinualRun:
         run_dir.create(
             {"curriculum": spec.curriculum.name, "method": spec.method, "seed": spec.seed,
              "preset": spec.preset, "backend": spec.curriculum.backend,
-             "telapa": __version__, "jax": jax.__version__},
+             "telapa": __version__, "jax": jax.__version__,
+             "code": extend_code(None, current_code(), resumed=False)},
             {"config.yaml": yaml.safe_dump(spec.config.model_dump(mode="json"), sort_keys=False),
              "curriculum.yaml": yaml.safe_dump(
                  spec.curriculum.model_dump(mode="json"), sort_keys=False)},
@@ -241,6 +243,10 @@ class ContinualRun:
         spec = cls.stored_spec(path)
         run_dir = RunDir(path)
         run_dir.lock()
+        manifest = run_dir.spec()
+        codes = extend_code(manifest.get("code"), current_code(), resumed=True)
+        if manifest.get("status") != "complete" and codes != manifest.get("code"):
+            run_dir.set_status(manifest["status"], code=codes)  # the code of this segment
         run = cls(spec, run_dir, progress, agents=agents)
         checkpoints = run_dir.checkpoints()
         for i, ckpt in enumerate(checkpoints):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -103,6 +104,19 @@ def build_document(
     return Document("telapa report", notes, sections)
 
 
+def code_note(records: Iterable[RunRecord]) -> str:
+    """Which code the runs ran with (`telapa.provenance`): each distinct list of commits
+    (12 characters each, ``->`` where a run was resumed on another) and its run count."""
+    def short(code: str | None) -> str:
+        if code is None:
+            return "not a git tree"
+        return code[:12] + ("+dirty" if code.endswith("+dirty") else "")
+
+    counts = Counter(" -> ".join(short(c) for c in r.code) for r in records)
+    return "Code: " + "; ".join(f"{k} ({n} run{'s' if n > 1 else ''})"
+                                for k, n in sorted(counts.items())) + "."
+
+
 def curriculum_tables(result: CurriculumResults, *, prefix: str) -> list[ReportTable]:
     """A curriculum's tables: main, revisit, compute and, with TeLAPA runs, runtime and the
     paper's claims checked; ids start with ``prefix`` (the report uses the curriculum's
@@ -122,7 +136,8 @@ def _curriculum_section(
     taus = ", ".join(f"{t} {v:.3f}" for t, v in result.tau.items())
     section = Section(prefix, f"Curriculum {result.curriculum}",
                       notes=[seeds + ".", f"Competence targets tau_T: {taus} "
-                                          f"(from {result.tau_source})."])
+                                          f"(from {result.tau_source}).",
+                             code_note(r for rs in result.runs.values() for r in rs)])
     section.tables = curriculum_tables(result, prefix=prefix)
 
     def curves() -> None:
