@@ -437,6 +437,25 @@ def test_sweep_exports_each_cell_as_it_finishes(tmp_path):
     assert flaky.calls == []
 
 
+class BatchBackend(FlakyBackend):
+    """Finishes every cell of a job before reporting any (as a seed batch does)."""
+
+    def run(self, sweep_dir, jobs):
+        for job in jobs:
+            outcomes = [super(BatchBackend, self).run(sweep_dir, [[c]]) for c in job]
+            yield from [next(o) for o in outcomes]
+
+
+def test_a_batchs_cells_are_exported_once_without_empty_messages(tmp_path):
+    events: list[str] = []
+    sweep = load_sweep(_write(tmp_path, BASE))
+    dest = tmp_path / "results"
+    run_sweep(sweep, tmp_path / "out", BatchBackend(0), batch_seeds=True, export=dest,
+              on_event=events.append)
+    assert [e for e in events if e.startswith("export")] == [
+        f"exported smoke-ewc-s0, smoke-ewc-s1 to {dest}"]
+
+
 def test_an_exported_sweep_is_scored_like_the_sweep(local_sweep, tmp_path, capsys):
     """... whether exported by `telapa sweep export` or by the sweep (--export)."""
     dest = tmp_path / "results"

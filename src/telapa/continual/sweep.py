@@ -733,7 +733,8 @@ def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
                 if export is not None and result.get("ok"):
                     try:
                         added = export_sweep(out, export).added
-                        on_event(f"exported {', '.join(added) or 'nothing new'} to {export}")
+                        if added:  # a batch's first finished cell exports the others too
+                            on_event(f"exported {', '.join(added)} to {export}")
                     except (RunDirError, ValueError, OSError) as err:
                         on_event(f"export to {export} failed: {err}")
             todo = failed
