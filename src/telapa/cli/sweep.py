@@ -108,11 +108,12 @@ def _status(path: Path) -> None:
     for name in ("cell", "state", "progress", "wall", "attempts", "last error"):
         table.add_column(name, overflow="fold")
     counts = dict.fromkeys(STATES, 0)
+    times = {c["name"]: cell_time(path, c["name"]) for c in cells}
     for cell in cells:
         state, status = cell_state(path, cell["name"])
         counts[state] += 1
         errors = status.get("errors") or []
-        spent = cell_time(path, cell["name"])
+        spent = times[cell["name"]]
         table.add_row(cell["name"], state,
                       "complete" if state == "done" else cell_progress(path, cell["name"]),
                       _hours(spent.wall_s) if spent else "",
@@ -121,7 +122,7 @@ def _status(path: Path) -> None:
     console.print(table)
     console.print(", ".join(f"{n} {state}" for state, n in counts.items()), markup=False)
     if counts["done"] < len(cells):
-        left, unknown = time_left(path, cells)
+        left, unknown = time_left(path, cells, times=times)
         console.print(
             f"about {left / 3600:.1f} h of cell time left at the pace so far (cells one after "
             "another: divide by the workers that run them"

@@ -638,11 +638,14 @@ def cell_time(sweep_dir: Path, name: str) -> CellTime | None:
         return None
 
 
-def time_left(sweep_dir: Path, cells: list[dict[str, Any]]) -> tuple[float, list[str]]:
+def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
+              times: dict[str, CellTime | None] | None = None) -> tuple[float, list[str]]:
     """Cell time still to go for the sweep (seconds, one cell after another) and the cells
     it cannot estimate. A started cell: `CellTime.left_s`; a cell not started: the mean
-    wall clock of the finished cells that differ from it only in their seed, else unknown."""
-    times = {c["name"]: cell_time(sweep_dir, c["name"]) for c in cells}
+    wall clock of the finished cells that differ from it only in their seed, else unknown.
+    ``times``: each cell's `cell_time`, when the caller has read them already."""
+    if times is None:
+        times = {c["name"]: cell_time(sweep_dir, c["name"]) for c in cells}
 
     def kind(cell: dict[str, Any]) -> tuple:
         return (cell.get("method"), json.dumps([cell.get("curriculum"), cell.get("config")],
