@@ -92,3 +92,14 @@ def test_seed_batch_quick(tmp_path: Path) -> None:
     assert row["seeds"] == 2 and row["batch_s"] > 0
     assert row["separate_s"] == sum(report["separate_s"])
     assert row["speedup"] == row["separate_s"] / row["batch_s"]
+
+
+def test_separate_seconds_counts_unmeasured_seeds_at_the_warm_mean(monkeypatch) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    from seed_batch import separate_seconds
+
+    measured = [40.0, 28.0, 30.0]  # seed 0 compiled with a cold cache
+    assert separate_seconds(measured, 2) == 68.0
+    assert separate_seconds(measured, 3) == 98.0
+    assert separate_seconds(measured, 8) == 98.0 + 5 * (28.0 + 30.0) / 2
+    assert separate_seconds([40.0], 3) == 120.0  # nothing warm: seed 0 stands for all
