@@ -186,8 +186,8 @@ def test_attempts_count_tries_that_ended_not_sweep_starts(tmp_path):
 
 def test_status_estimates_the_cell_time_left(tmp_path, capsys):
     """Started cells: wall so far x phases left / phases done; cells not started: the mean
-    wall clock of finished cells that differ only in their seed; others are counted as
-    not estimated."""
+    wall clock of finished cells that differ only in their seed, else of the finished
+    cells of other methods; with nothing finished, not estimated."""
     sweep = load_sweep(_write(tmp_path, BASE.replace("seeds: 2", "seeds: 3")
                               .replace("[ewc]", "[ewc, finetune]")))
     out = tmp_path / "out"
@@ -209,12 +209,21 @@ def test_status_estimates_the_cell_time_left(tmp_path, capsys):
     assert cell_time(out, "smoke-finetune-s0") == CellTime(60.0, 3, 12)
     assert cell_time(out, "smoke-ewc-s1") == CellTime(140.0, 1, 1)
     assert cell_time(out, "smoke-ewc-s2") is None
-    left, unknown = time_left(out, stored_cells(out))
-    assert left == pytest.approx(180.0 + 120.0)  # finetune-s0, then ewc-s2
-    assert unknown == ["smoke-finetune-s1", "smoke-finetune-s2"]
+    left, borrowed, unknown = time_left(out, stored_cells(out))
+    # finetune-s0 (started), ewc-s2 (its method's mean), finetune-s1 and -s2 (no finetune
+    # cell finished: the mean of every finished cell, 120 s)
+    assert left == pytest.approx(180.0 + 120.0 + 2 * 120.0)
+    assert borrowed == ["smoke-finetune-s1", "smoke-finetune-s2"] and unknown == []
     assert main(["sweep", "status", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "about 0.1 h of cell time left" in text and "2 cell(s) not estimated" in text
+    assert "about 9 min of cell time left" in text
+    assert "2 cell(s) of methods none of whose cells has finished" in text
+    nothing_finished = {c["name"]: None for c in stored_cells(out)}
+    nothing_finished["smoke-finetune-s0"] = CellTime(60.0, 3, 12)
+    left, borrowed, unknown = time_left(out, stored_cells(out), times=nothing_finished)
+    assert left == pytest.approx(180.0) and borrowed == []
+    assert unknown == ["smoke-ewc-s0", "smoke-ewc-s1", "smoke-ewc-s2",
+                       "smoke-finetune-s1", "smoke-finetune-s2"]
 
 
 def test_batch_seeds_groups_the_seeds_of_each_cell(tmp_path):

@@ -122,12 +122,17 @@ def _status(path: Path) -> None:
     console.print(table)
     console.print(", ".join(f"{n} {state}" for state, n in counts.items()), markup=False)
     if counts["done"] < len(cells):
-        left, unknown = time_left(path, cells, times=times)
-        console.print(
-            f"about {left / 3600:.1f} h of cell time left at the pace so far (cells one after "
-            "another: divide by the workers that run them"
-            + (f"; {len(unknown)} cell(s) not estimated: none like them has finished)"
-               if unknown else ")"), markup=False, soft_wrap=True)
+        left, borrowed, unknown = time_left(path, cells, times=times)
+        notes = ["cells one after another: divide by the workers that run them"]
+        if borrowed:
+            notes.append(f"{len(borrowed)} cell(s) of methods none of whose cells has finished "
+                         "counted at the mean of the other methods' cells")
+        if unknown:
+            notes.append(f"{len(unknown)} cell(s) not estimated: nothing like them has "
+                         "finished")
+        amount = f"{left / 60:.0f} min" if left < 3600 else f"{left / 3600:.1f} h"
+        console.print(f"about {amount} of cell time left at the pace so far "
+                      f"({'; '.join(notes)})", markup=False, soft_wrap=True)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

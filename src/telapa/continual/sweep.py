@@ -639,37 +639,49 @@ def cell_time(sweep_dir: Path, name: str) -> CellTime | None:
 
 
 def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
-              times: dict[str, CellTime | None] | None = None) -> tuple[float, list[str]]:
-    """Cell time still to go for the sweep (seconds, one cell after another) and the cells
-    it cannot estimate. A started cell: `CellTime.left_s`; a cell not started: the mean
-    wall clock of the finished cells that differ from it only in their seed, else unknown.
-    ``times``: each cell's `cell_time`, when the caller has read them already."""
+              times: dict[str, CellTime | None] | None = None
+              ) -> tuple[float, list[str], list[str]]:
+    """Cell time still to go for the sweep (seconds, one cell after another), the cells
+    estimated from other methods' cells, and the cells it cannot estimate.
+
+    A started cell counts `CellTime.left_s`. A cell not started counts the mean wall
+    clock of the finished cells that differ from it only in their seed; with none, the
+    mean of the finished cells of its curriculum and settings under any method (listed
+    second: methods differ in cost, TeLAPA's cells several times a baseline's); with
+    none of those either, it is not estimated (listed third). ``times``: each cell's
+    `cell_time`, when the caller has read them already."""
     if times is None:
         times = {c["name"]: cell_time(sweep_dir, c["name"]) for c in cells}
 
-    def kind(cell: dict[str, Any]) -> tuple:
-        return (cell.get("method"), json.dumps([cell.get("curriculum"), cell.get("config")],
-                                               sort_keys=True, default=str))
+    def setting(cell: dict[str, Any]) -> str:
+        return json.dumps([cell.get("curriculum"), cell.get("config")], sort_keys=True,
+                          default=str)
 
-    finished: dict[tuple, list[float]] = {}
+    same_method: dict[tuple, list[float]] = {}
+    same_setting: dict[str, list[float]] = {}
     for cell in cells:
         t = times[cell["name"]]
         if t is not None and t.phases_done >= t.phases and math.isfinite(t.wall_s):
-            finished.setdefault(kind(cell), []).append(t.wall_s)
-    total, unknown = 0.0, []
+            same_method.setdefault((cell.get("method"), setting(cell)), []).append(t.wall_s)
+            same_setting.setdefault(setting(cell), []).append(t.wall_s)
+    total, borrowed, unknown = 0.0, [], []
     for cell in cells:
         t = times[cell["name"]]
+        walls = same_method.get((cell.get("method"), setting(cell)))
         if t is not None and t.phases_done > 0:
             left = t.left_s
-        elif kind(cell) in finished:
-            left = sum(finished[kind(cell)]) / len(finished[kind(cell)])
+        elif walls:
+            left = sum(walls) / len(walls)
+        elif walls := same_setting.get(setting(cell)):
+            left = sum(walls) / len(walls)
+            borrowed.append(cell["name"])
         else:
             left = math.nan
         if math.isfinite(left):
             total += left
         else:
             unknown.append(cell["name"])
-    return total, unknown
+    return total, borrowed, unknown
 
 
 def seed_jobs(cells: list[Cell], batch_seeds: bool) -> list[list[Cell]]:
