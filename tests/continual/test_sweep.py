@@ -217,6 +217,7 @@ def test_status_estimates_the_cell_time_left(tmp_path, capsys):
     assert main(["sweep", "status", str(out)]) == 0
     text = capsys.readouterr().out
     assert "about 9 min of cell time left" in text
+    assert "3/12 phases" in text and CellTime(60.0, 3, 12).progress == "3/12 phases"
     assert "2 cell(s) of methods none of whose cells has finished" in text
     nothing_finished = {c["name"]: None for c in stored_cells(out)}
     nothing_finished["smoke-finetune-s0"] = CellTime(60.0, 3, 12)

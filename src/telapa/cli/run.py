@@ -210,9 +210,10 @@ def build_spec(
         raise CLIError(f"seed {seed} is out of range: use 0 <= seed < 2^32")
     try:
         cur = load_curriculum(curriculum)
+        env_ids = list(cur.task_ids().values())
         if preset is None:
             try:
-                preset = common_family(list(cur.task_ids().values())).run_preset
+                preset = common_family(env_ids).run_preset
             except ValueError as err:
                 raise ConfigError(f"curriculum {cur.name!r}: {err}") from None
         config = load_run_config(preset)
@@ -221,7 +222,7 @@ def build_spec(
             data["intrinsic_beta"] = intrinsic_beta
             config = parse_run_config(data, source="--intrinsic-beta")
         # the env family's latent D, and options it rejects, are checked before any work
-        bind_env_family(config, list(cur.task_ids().values()), f"curriculum {cur.name!r}")
+        bind_env_family(config, env_ids, f"curriculum {cur.name!r}")
         spec = RunSpec(cur, method, seed, config, preset)
         spec.check_budgets()
         return spec

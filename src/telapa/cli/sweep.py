@@ -91,7 +91,6 @@ def _hours(seconds: float) -> str:
 def _status(path: Path) -> None:
     from telapa.continual.sweep import (
         STATES,
-        cell_progress,
         cell_state,
         cell_time,
         stored_cells,
@@ -115,7 +114,7 @@ def _status(path: Path) -> None:
         errors = status.get("errors") or []
         spent = times[cell["name"]]
         table.add_row(cell["name"], state,
-                      "complete" if state == "done" else cell_progress(path, cell["name"]),
+                      "complete" if state == "done" else spent.progress if spent else "",
                       _hours(spent.wall_s) if spent else "",
                       str(status.get("attempts", 0)), errors[-1]["error"] if errors else "")
     console = stdout_console()

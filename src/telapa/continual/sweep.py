@@ -585,18 +585,6 @@ def cell_state(sweep_dir: Path, name: str) -> tuple[str, dict[str, Any]]:
     return ("failed" if status.get("state") == "failed" else "left"), status
 
 
-def cell_progress(sweep_dir: Path, name: str) -> str:
-    """``next phase / phases`` of the cell's latest checkpoint ('' if none)."""
-    try:
-        ckpt = RunDir(sweep_dir / "cells" / name).latest_checkpoint()
-        if ckpt is None:
-            return ""
-        state = read_json(ckpt / "state.json", "checkpoint state")
-        return f"{state['next_phase']}/{state['phases']} phases"
-    except (RunDirError, ValueError, KeyError, OSError):
-        return "?"
-
-
 @dataclass(frozen=True)
 class CellTime:
     """How long a cell has run and how far it got (`cell_time`)."""
@@ -605,6 +593,13 @@ class CellTime:
     """Wall clock of the run so far (a seed batch's runs each count their share)."""
     phases_done: int
     phases: int
+
+    @property
+    def progress(self) -> str:
+        """``phases done/phases`` for a started cell, ``complete`` for a finished one."""
+        if self.phases_done >= self.phases:
+            return "complete"
+        return f"{self.phases_done}/{self.phases} phases"
 
     @property
     def left_s(self) -> float:
