@@ -31,7 +31,7 @@ browser:
 	fi
 
 test: $(STAMP) browser
-	$(BIN)/python -m pytest -n 2 --dist loadfile --durations=15
+	$(BIN)/python -m pytest -n 2 --dist loadfile --durations=40
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -44,11 +44,16 @@ QUICK_PRESET = Path(__file__).resolve().parents[1] / "configs" / "runs" / "quick
 VERSIONS = ("jax", "jaxlib", "flax", "optax", "numpy")
 
 
-def preset(steps_per_visit: int, eval_episodes: int) -> dict:
-    """The quick run preset (MiniGrid PPO shapes) with a small visit budget."""
+def preset(steps_per_visit: int, eval_episodes: int, iterations_per_call: int = 1) -> dict:
+    """The quick run preset (MiniGrid PPO shapes) with a small visit budget; with
+    ``iterations_per_call`` K > 1, K PPO iterations per jitted call (the same updates,
+    one host round trip per K iterations)."""
     settings = yaml.safe_load(QUICK_PRESET.read_text())
     settings.update(steps_per_visit=steps_per_visit, eval_every=steps_per_visit,
                     eval_episodes=eval_episodes, final_eval_episodes=eval_episodes)
+    if iterations_per_call > 1:
+        settings["train"] = {"preset": settings["train"],
+                             "ppo": {"iterations_per_call": iterations_per_call}}
     return settings
 
 
@@ -79,6 +84,9 @@ def main(argv: list[str] | None = None) -> int:
                         "--quick: 1 2)")
     parser.add_argument("--curriculum", default="smoke", help="default: smoke (4 visits)")
     parser.add_argument("--method", default="finetune")
+    parser.add_argument("--iterations-per-call", type=int, default=1, metavar="K",
+                        help="PPO iterations per jitted call (default 1, the presets'); "
+                             "the visit budget must be a whole number of calls")
     parser.add_argument("--steps-per-visit", type=int,
                         help="PPO steps per visit, whole calls of 2048 (default 16384; "
                              "--quick: 2048)")
@@ -95,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     if measured < min(2, max(sizes)):
         parser.error(f"--separate {args.separate}: needs at least 2 separate seeds to "
                      "estimate the others (seed 0 compiles with a cold cache)")
-    settings = preset(steps, 8 if args.quick else 20)
+    settings = preset(steps, 8 if args.quick else 20, args.iterations_per_call)
 
     separate: list[float] = []
     results: list[dict] = []

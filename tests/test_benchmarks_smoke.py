@@ -80,13 +80,14 @@ def test_seed_batch_quick(tmp_path: Path) -> None:
     out = tmp_path / "seed_batch.json"
     subprocess.run(
         [sys.executable, str(BENCHMARKS / "seed_batch.py"), "--quick", "--sizes", "2",
-         "--out", str(out)],
+         "--steps-per-visit", "4096", "--iterations-per-call", "2", "--out", str(out)],
         check=True,
         timeout=900,
     )
     report = json.loads(out.read_text())
     assert report["benchmark"] == "seed_batch" and report["quick"] is True
-    assert report["preset"]["steps_per_visit"] == 2048
+    assert report["preset"]["steps_per_visit"] == 4096
+    assert report["preset"]["train"] == {"preset": "minigrid", "ppo": {"iterations_per_call": 2}}
     assert len(report["separate_s"]) == 2 and all(s > 0 for s in report["separate_s"])
     (row,) = report["results"]
     assert row["seeds"] == 2 and row["batch_s"] > 0
