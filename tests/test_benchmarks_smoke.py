@@ -79,7 +79,7 @@ def test_paper_seed_stops_at_a_checkpoint_and_resumes(tmp_path: Path) -> None:
 def test_seed_batch_quick(tmp_path: Path) -> None:
     out = tmp_path / "seed_batch.json"
     subprocess.run(
-        [sys.executable, str(BENCHMARKS / "seed_batch.py"), "--quick", "--sizes", "2",
+        [sys.executable, str(BENCHMARKS / "seed_batch.py"), "--quick", "--sizes", "1",
          "--steps-per-visit", "4096", "--iterations-per-call", "2", "--out", str(out)],
         check=True,
         timeout=900,
@@ -88,9 +88,9 @@ def test_seed_batch_quick(tmp_path: Path) -> None:
     assert report["benchmark"] == "seed_batch" and report["quick"] is True
     assert report["preset"]["steps_per_visit"] == 4096
     assert report["preset"]["train"] == {"preset": "minigrid", "ppo": {"iterations_per_call": 2}}
-    assert len(report["separate_s"]) == 2 and all(s > 0 for s in report["separate_s"])
+    assert len(report["separate_s"]) == 1 and report["separate_s"][0] > 0
     (row,) = report["results"]
-    assert row["seeds"] == 2 and row["batch_s"] > 0
+    assert row["seeds"] == 1 and row["batch_s"] > 0 and not row["separate_estimated"]
     assert row["separate_s"] == sum(report["separate_s"])
     assert row["speedup"] == row["separate_s"] / row["batch_s"]
 
