@@ -22,10 +22,12 @@ import pytest
 from telapa.cli import main
 from telapa.config import CONFIG_DIR, ConfigError
 from telapa.continual.batch import SeedBatch
+from telapa.continual.rundir import RunDirError
 from telapa.continual.runner import RunSpec
 from telapa.continual.sweep import (
     CellTime,
     cell_time,
+    cell_times,
     export_sweep,
     load_sweep,
     prepare_sweep_dir,
@@ -225,6 +227,31 @@ def test_status_estimates_the_cell_time_left(tmp_path, capsys):
     assert left == pytest.approx(180.0) and borrowed == []
     assert unknown == ["smoke-ewc-s0", "smoke-ewc-s1", "smoke-ewc-s2",
                        "smoke-finetune-s1", "smoke-finetune-s2"]
+
+
+def test_status_marks_a_cell_with_unreadable_progress(tmp_path, capsys):
+    """A started cell whose checkpoint state is corrupt is "?" in the status table, with the
+    file named, not shown as a cell that has not started; the estimate counts it unknown."""
+    sweep = load_sweep(_write(tmp_path, BASE))
+    out = tmp_path / "out"
+    prepare_sweep_dir(sweep, out)
+    started = out / "cells" / "smoke-ewc-s0"
+    (started / "ckpt-000002").mkdir(parents=True)
+    (started / "run.json").write_text(json.dumps(
+        {"format": "telapa-run", "version": 1, "status": "running", "seed": 0}))
+    (started / "ckpt-000002" / "state.json").write_text("{ not json")
+    (started / "checkpoint.json").write_text(json.dumps({"latest": "ckpt-000002"}))
+    with pytest.raises(RunDirError, match=r"smoke-ewc-s0.*state\.json"):
+        cell_time(out, "smoke-ewc-s0")
+    times, unreadable = cell_times(out, stored_cells(out))
+    assert times == {"smoke-ewc-s0": None, "smoke-ewc-s1": None}
+    assert list(unreadable) == ["smoke-ewc-s0"]
+    assert time_left(out, stored_cells(out))[2] == ["smoke-ewc-s0", "smoke-ewc-s1"]
+    assert main(["sweep", "status", str(out)]) == 0
+    text = capsys.readouterr().out
+    row = next(line for line in text.splitlines() if "smoke-ewc-s0" in line)
+    assert "?" in row
+    assert "progress unknown (shown as ?)" in text and "state.json" in text
 
 
 def test_batch_seeds_groups_the_seeds_of_each_cell(tmp_path):

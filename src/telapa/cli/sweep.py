@@ -92,7 +92,7 @@ def _status(path: Path) -> None:
     from telapa.continual.sweep import (
         STATES,
         cell_state,
-        cell_time,
+        cell_times,
         stored_cells,
         time_left,
     )
@@ -107,19 +107,24 @@ def _status(path: Path) -> None:
     for name in ("cell", "state", "progress", "wall", "attempts", "last error"):
         table.add_column(name, overflow="fold")
     counts = dict.fromkeys(STATES, 0)
-    times = {c["name"]: cell_time(path, c["name"]) for c in cells}
+    times, unreadable = cell_times(path, cells)
     for cell in cells:
         state, status = cell_state(path, cell["name"])
         counts[state] += 1
         errors = status.get("errors") or []
         spent = times[cell["name"]]
-        table.add_row(cell["name"], state,
-                      "complete" if state == "done" else spent.progress if spent else "",
-                      _hours(spent.wall_s) if spent else "",
+        if cell["name"] in unreadable:  # files there but unreadable: "?", not "not started"
+            progress = wall = "?"
+        else:  # a finished cell's CellTime reads "complete"
+            progress = spent.progress if spent else ""
+            wall = _hours(spent.wall_s) if spent else ""
+        table.add_row(cell["name"], state, progress, wall,
                       str(status.get("attempts", 0)), errors[-1]["error"] if errors else "")
     console = stdout_console()
     console.print(table)
     console.print(", ".join(f"{n} {state}" for state, n in counts.items()), markup=False)
+    for error in unreadable.values():
+        console.print(f"progress unknown (shown as ?): {error}", markup=False, soft_wrap=True)
     if counts["done"] < len(cells):
         left, borrowed, unknown = time_left(path, cells, times=times)
         notes = ["cells one after another: divide by the workers that run them"]

@@ -615,22 +615,45 @@ class CellTime:
 
 def cell_time(sweep_dir: Path, name: str) -> CellTime | None:
     """A finished cell's wall clock (``accounting.json``) or a started one's, from its
-    latest checkpoint; None before the first checkpoint or when the files are unreadable."""
+    latest checkpoint; None before the first checkpoint.
+
+    Raises `RunDirError` naming the file when the cell's files are there but unreadable
+    (`cell_times` maps such cells to None for the callers that only estimate)."""
     path = Path(sweep_dir) / "cells" / name
+    file = path / "run.json"
+    if not file.exists():
+        return None
     try:
-        if not (path / "run.json").exists():
-            return None
         if RunDir(path).spec().get("status") == "complete":
-            wall = float(read_json(path / "accounting.json", "accounting")["wall_s"])
+            file = path / "accounting.json"
+            wall = float(read_json(file, "accounting")["wall_s"])
             return CellTime(wall, 1, 1)
         ckpt = RunDir(path).latest_checkpoint()
         if ckpt is None:
             return None
-        state = read_json(ckpt / "state.json", "checkpoint state")
+        file = ckpt / "state.json"
+        state = read_json(file, "checkpoint state")
         return CellTime(float(state.get("wall_s", math.nan)), int(state["next_phase"]),
                         int(state["phases"]))
-    except (RunDirError, ValueError, KeyError, TypeError, OSError):
-        return None
+    except RunDirError:
+        raise
+    except (ValueError, KeyError, TypeError, OSError) as err:
+        raise RunDirError(f"cell {name}: cannot read its progress from {file}: "
+                          f"{type(err).__name__}: {err}") from None
+
+
+def cell_times(sweep_dir: Path, cells: list[dict[str, Any]]
+               ) -> tuple[dict[str, CellTime | None], dict[str, str]]:
+    """`cell_time` of every cell, and the cells whose files are unreadable (name -> the
+    error; their time is None, as for a cell not started)."""
+    times: dict[str, CellTime | None] = {}
+    unreadable: dict[str, str] = {}
+    for cell in cells:
+        try:
+            times[cell["name"]] = cell_time(sweep_dir, cell["name"])
+        except RunDirError as err:
+            times[cell["name"]], unreadable[cell["name"]] = None, str(err)
+    return times, unreadable
 
 
 def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
@@ -646,7 +669,7 @@ def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
     none of those either, it is not estimated (listed third). ``times``: each cell's
     `cell_time`, when the caller has read them already."""
     if times is None:
-        times = {c["name"]: cell_time(sweep_dir, c["name"]) for c in cells}
+        times, _ = cell_times(sweep_dir, cells)
 
     def setting(cell: dict[str, Any]) -> str:
         return json.dumps([cell.get("curriculum"), cell.get("config")], sort_keys=True,
@@ -868,6 +891,6 @@ def sweep_cells_dirs(path: str | Path) -> list[Path] | None:
 
 
 __all__ = ["EXPORT_FILES", "Cell", "CellTime", "ExportSummary", "LocalBackend", "RayBackend",
-           "Sweep", "SweepFile", "cell_state", "cell_time", "export_sweep", "load_sweep",
-           "run_cell", "run_job", "run_sweep", "seed_jobs", "sweep_cells_dirs", "thread_env",
-           "time_left"]
+           "Sweep", "SweepFile", "cell_state", "cell_time", "cell_times", "export_sweep",
+           "load_sweep", "run_cell", "run_job", "run_sweep", "seed_jobs", "sweep_cells_dirs",
+           "thread_env", "time_left"]
