@@ -299,6 +299,7 @@ class Agent:
         histories: list[list[Metrics]] = [[] for _ in counts]
         while done < target:
             states, metrics = call(states)
+            metrics = jax.device_get(metrics)  # one transfer, then member rows on the host
             per_member = []
             for i, history in enumerate(histories):
                 try:
