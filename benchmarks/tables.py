@@ -133,9 +133,25 @@ def seed_batch_table(report: dict) -> str:
     return "\n".join(lines)
 
 
-TABLES = {"env_throughput": env_table, "ppo_throughput": ppo_table,
-          "telapa_phases": phases_table, "paper_seed": paper_seed_table,
-          "seed_batch": seed_batch_table}
+def activations_table(report: dict) -> str:
+    """ns per element of each activation (forward; forward + backward) against relu, then
+    PPO steps/s per activation (medians) against tanh."""
+    lines = ["| activation | forward ns/element | vs relu | forward+backward ns/element | "
+             "vs relu | PPO steps/s | vs tanh |", "|---|---|---|---|---|---|---|"]
+    ppo = report.get("ppo_summary", {})
+    for r in report["elementwise"]:
+        run = ppo.get(r["name"])
+        rate = (f"{run['median_steps_per_s']:,.0f} | {run['vs_tanh']:.2f}x" if run
+                else " | ")
+        lines.append(f"| {r['name']} | {r['forward_ns_per_element']:.2f} | "
+                     f"{r['forward_vs_relu']:.1f}x | {r['forward_backward_ns_per_element']:.2f} "
+                     f"| {r['forward_backward_vs_relu']:.1f}x | {rate} |")
+    return "\n".join(lines)
+
+
+TABLES = {"activations": activations_table, "env_throughput": env_table,
+          "ppo_throughput": ppo_table, "telapa_phases": phases_table,
+          "paper_seed": paper_seed_table, "seed_batch": seed_batch_table}
 
 
 def main(paths: list[str]) -> int:

@@ -104,3 +104,21 @@ def test_separate_seconds_counts_unmeasured_seeds_at_the_warm_mean(monkeypatch) 
     assert separate_seconds(measured, 3) == 98.0
     assert separate_seconds(measured, 8) == 98.0 + 5 * (28.0 + 30.0) / 2
     assert separate_seconds([40.0], 3) == 120.0  # nothing warm: seed 0 stands for all
+
+
+def test_activations_quick(tmp_path: Path) -> None:
+    out = tmp_path / "activations.json"
+    subprocess.run(
+        [sys.executable, str(BENCHMARKS / "activations.py"), "--quick", "--elementwise-only",
+         "--out", str(out)],
+        check=True,
+        timeout=600,
+    )
+    report = json.loads(out.read_text())
+    assert report["benchmark"] == "activations" and report["ppo"] == []
+    rows = {r["name"]: r for r in report["elementwise"]}
+    assert set(rows) == {"relu", "tanh", "dff-xla", "dff", "sincos"}
+    assert rows["relu"]["forward_vs_relu"] == 1.0
+    for row in rows.values():
+        assert row["elements"] == 4096 * 64
+        assert row["forward_ns_per_element"] > 0 and row["forward_backward_ns_per_element"] > 0
