@@ -10,17 +10,20 @@ from pathlib import Path
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
+def _quick_report(script: str, out: Path, *args: str, timeout: int = 600) -> dict:
+    """Runs ``benchmarks/<script> --quick <args> --out <out>``; returns the JSON it wrote,
+    after checking its name and quick flag."""
+    subprocess.run([sys.executable, str(BENCHMARKS / script), "--quick", *args,
+                    "--out", str(out)], check=True, timeout=timeout)
+    report = json.loads(out.read_text())
+    assert report["benchmark"] == Path(script).stem and report["quick"] is True
+    return report
+
+
 def test_env_throughput_quick(tmp_path: Path) -> None:
     out = tmp_path / "env_throughput.json"
     env_id = "MiniGrid-Empty-5x5-v0"
-    subprocess.run(
-        [sys.executable, str(BENCHMARKS / "env_throughput.py"), "--quick", "--ids", env_id]
-        + ["--out", str(out)],
-        check=True,
-        timeout=600,
-    )
-    report = json.loads(out.read_text())
-    assert report["benchmark"] == "env_throughput" and report["quick"] is True
+    report = _quick_report("env_throughput.py", out, "--ids", env_id)
     machine = report["machine"]
     assert machine["cpu_model"] and machine["logical_cores"] >= 1
     assert {"python", "jax", "minigrid"} <= set(machine["versions"])
@@ -35,14 +38,7 @@ def test_env_throughput_quick(tmp_path: Path) -> None:
 
 def test_mujoco_throughput_quick(tmp_path: Path) -> None:
     out = tmp_path / "mujoco_throughput.json"
-    subprocess.run(
-        [sys.executable, str(BENCHMARKS / "mujoco_throughput.py"), "--quick", "--skip-sb3",
-         "--out", str(out)],
-        check=True,
-        timeout=600,
-    )
-    report = json.loads(out.read_text())
-    assert report["benchmark"] == "mujoco_throughput" and report["quick"] is True
+    report = _quick_report("mujoco_throughput.py", out, "--skip-sb3")
     names = {r["name"] for r in report["results"]}
     assert {"telapa", "gymnasium-sync8", "family-sync8", "family-async8", "GymVectorEnv-sync8",
             "candidates"} <= names
@@ -78,14 +74,11 @@ def test_paper_seed_stops_at_a_checkpoint_and_resumes(tmp_path: Path) -> None:
 
 def test_seed_batch_quick(tmp_path: Path) -> None:
     out = tmp_path / "seed_batch.json"
-    subprocess.run(
-        [sys.executable, str(BENCHMARKS / "seed_batch.py"), "--quick", "--sizes", "1",
-         "--steps-per-visit", "4096", "--iterations-per-call", "2", "--out", str(out)],
-        check=True,
-        timeout=900,
-    )
-    report = json.loads(out.read_text())
-    assert report["benchmark"] == "seed_batch" and report["quick"] is True
+    curriculum = Path(__file__).parent / "continual" / "one_task_curriculum.yaml"
+    report = _quick_report("seed_batch.py", out, "--sizes", "1", "--steps-per-visit", "4096",
+                           "--iterations-per-call", "2", "--curriculum", str(curriculum),
+                           timeout=900)
+    assert report["curriculum"] == str(curriculum)
     assert report["preset"]["steps_per_visit"] == 4096
     assert report["preset"]["train"] == {"preset": "minigrid", "ppo": {"iterations_per_call": 2}}
     assert len(report["separate_s"]) == 1 and report["separate_s"][0] > 0
@@ -108,14 +101,8 @@ def test_separate_seconds_counts_unmeasured_seeds_at_the_warm_mean(monkeypatch) 
 
 def test_activations_quick(tmp_path: Path) -> None:
     out = tmp_path / "activations.json"
-    subprocess.run(
-        [sys.executable, str(BENCHMARKS / "activations.py"), "--quick", "--elementwise-only",
-         "--out", str(out)],
-        check=True,
-        timeout=600,
-    )
-    report = json.loads(out.read_text())
-    assert report["benchmark"] == "activations" and report["ppo"] == []
+    report = _quick_report("activations.py", out, "--elementwise-only")
+    assert report["ppo"] == []
     rows = {r["name"]: r for r in report["elementwise"]}
     assert set(rows) == {"relu", "tanh", "dff-xla", "dff", "sincos"}
     assert rows["relu"]["forward_vs_relu"] == 1.0

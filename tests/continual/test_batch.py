@@ -23,13 +23,14 @@ from telapa.continual.runner import ContinualRun, RunSpec, load_run_tables
 from .crash import kill_at_checkpoint, telapa_process
 
 TINY = Path(__file__).with_name("tiny_run.yaml")
-RUN = ["--curriculum", "smoke", "--method", "ewc", "--preset", str(TINY)]
+ONE_TASK = Path(__file__).with_name("one_task_curriculum.yaml")  # A, A': one env to compile
+RUN = ["--curriculum", str(ONE_TASK), "--method", "ewc", "--preset", str(TINY)]
 SEEDS = (1, 2)
 RESULTS = ("metrics.json", "visits.csv", "curve.csv", "final.csv", "method_log.json")
 
 
 def _dirs(parent: Path) -> list[Path]:
-    return [parent / f"smoke-ewc-s{seed}" for seed in SEEDS]
+    return [parent / f"one-task-ewc-s{seed}" for seed in SEEDS]
 
 
 def _same_results(a: Path, b: Path) -> None:
@@ -61,14 +62,14 @@ def test_every_seed_is_an_ordinary_run_directory(batch, capsys):
         spec = json.loads((path / "run.json").read_text())
         assert (spec["status"], spec["seed"], spec["method"]) == ("complete", seed, "ewc")
         tables = load_run_tables(path)
-        assert list(tables["visits"]["train_steps"]) == [4096] * 4
+        assert list(tables["visits"]["train_steps"]) == [4096] * 2
         accounting = json.loads((path / "accounting.json").read_text())
-        assert accounting["segments"] == 1 and accounting["ppo_env_steps"] == 4 * 4096
+        assert accounting["segments"] == 1 and accounting["ppo_env_steps"] == 2 * 4096
         assert accounting["phase_s"]["train"] > 0
     a, b = (load_run_tables(p)["curve"]["sr"] for p in _dirs(batch))
     assert not a.equals(b)  # two seeds, two runs
     assert main(["metrics", *map(str, _dirs(batch)), "--json"]) == 0
-    summary = json.loads(capsys.readouterr().out)["smoke"]["summary"]["ewc"]
+    summary = json.loads(capsys.readouterr().out)["one-task"]["summary"]["ewc"]
     assert summary["runs"] == 2
 
 
@@ -89,7 +90,7 @@ def test_resuming_a_complete_batch_changes_nothing(batch):
 def test_first_chunk_matches_the_separate_run(tmp_path):
     """After the first chunk (2 PPO iterations) a batch member's parameters and metrics
     equal its separate run's to float tolerance."""
-    spec = RunSpec(load_curriculum("smoke"), "ewc", SEEDS[0], load_run_config(TINY), "tiny")
+    spec = RunSpec(load_curriculum(ONE_TASK), "ewc", SEEDS[0], load_run_config(TINY), "tiny")
     both = SeedBatch.start(spec, list(SEEDS), [tmp_path / "b1", tmp_path / "b2"])
     alone = ContinualRun.start(spec, tmp_path / "alone")
     try:
@@ -117,14 +118,14 @@ def test_first_chunk_matches_the_separate_run(tmp_path):
 def test_sigkill_then_resume_gives_the_uninterrupted_results(batch, tmp_path):
     parent = tmp_path / "killed"
     proc = telapa_process("run", *RUN, "--seeds", "1-2", "--out", str(parent))
-    # phases 10-19 are visit 1 (B); kill once seed 2 has a checkpoint inside its training
+    # phases 10-19 are visit 1 (A'); kill once seed 2 has a checkpoint inside its training
     # (seed 1 may then stand one phase further)
     killed_at = kill_at_checkpoint(proc, _dirs(parent)[1], 12)
     assert 12 <= killed_at < 19, killed_at
     resume = telapa_process("run", "--resume", *map(str, _dirs(parent)))
     _, err = resume.communicate(timeout=600)
     assert resume.returncode == 0, err
-    assert "seed 2: resumed at visit 1 (B, MiniGrid-DoorKey-5x5-v0)" in err
+    assert "seed 2: resumed at visit 1 (A', MiniGrid-Empty-5x5-v0)" in err
     for a, b in zip(_dirs(batch), _dirs(parent), strict=True):
         _same_results(a, b)
         assert json.loads((b / "accounting.json").read_text())["segments"] == 2

@@ -98,13 +98,15 @@ def test_bad_arguments_are_rejected_before_any_work(args, message, capsys, tmp_p
 
 
 def test_demo_runs_its_three_methods_and_scores_them(tmp_path, capsys):
-    """`telapa demo` (the README's first command) end to end on the smoke curriculum with
-    the tiny preset; it refuses an output that already holds something, before any work."""
+    """`telapa demo` (the README's first command) end to end with the tiny preset, on one
+    task and its revisit (`make demo` itself runs the smoke curriculum); it refuses an
+    output that already holds something, before any work."""
     from telapa.cli import main
 
     tiny = Path(__file__).with_name("tiny_run.yaml")
+    one_task = Path(__file__).with_name("one_task_curriculum.yaml")
     out = tmp_path / "demo"
-    assert main(["demo", "--curriculum", "smoke", "--preset", str(tiny), "--out",
+    assert main(["demo", "--curriculum", str(one_task), "--preset", str(tiny), "--out",
                  str(out)]) == 0
     for method in ("finetune", "scratch-reuse", "telapa"):
         assert json.loads((out / method / "run.json").read_text())["status"] == "complete"
