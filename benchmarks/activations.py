@@ -34,6 +34,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -81,7 +82,7 @@ def bench_elementwise(repeats: int) -> list[dict]:
         w = jax.tree.map(lambda a: jax.random.normal(jax.random.key(1), a.shape, a.dtype),
                          jax.eval_shape(act, x))
 
-        def weighted(v: jax.Array, act: Callable = act, w: jax.Array = w) -> jax.Array:
+        def weighted(v: jax.Array, act: Callable = act, w: Any = w) -> jax.Array:
             return sum(jax.tree.leaves(jax.tree.map(lambda a, b: (a * b).sum(), act(v), w)))
 
         forward = jax.jit(act)
