@@ -52,6 +52,10 @@ class NetworkConfig(StrictModel):
     encoder: Literal["flat", "cnn"] = "flat"
     hidden: tuple[PositiveInt, ...] = (64, 64)
     activation: Literal["tanh", "relu", "dff"] = "tanh"
+    grid_codes: Literal["raw", "unit", "onehot"] = "raw"
+    """How a grid of integer codes (MiniGrid's ``image``) enters the flat encoder: the raw
+    codes as floats (rl-starter-files), each code ``c`` of a channel with ``L`` levels as
+    ``c / (L - 1)`` in [0, 1] (as SB3 scales uint8 images), or one-hot per channel."""
 
 
 class PPOConfig(StrictModel):

@@ -16,7 +16,7 @@ OBS = {"x": jnp.array([[1.0, 0.0], [0.0, 1.0]])}
 
 
 def _network(activation: str) -> tuple[ActorCritic, dict]:
-    net = ActorCritic(obs_spec=(("x", (2,)),), n_out=2, continuous=False, hidden=(3,),
+    net = ActorCritic(obs_spec=(("x", (2,), None),), n_out=2, continuous=False, hidden=(3,),
                       activation=activation)
     params = jax.tree.map(jnp.zeros_like, net.init(jax.random.key(0), OBS))
     p = params["params"]
@@ -51,7 +51,7 @@ def test_checkpoint_params_reads_the_policy_back(tmp_path):
     like = net.init(jax.random.key(1), OBS)
     loaded = checkpoint_params(tmp_path / "learner.npz", like)
     assert jax.tree.all(jax.tree.map(lambda a, b: bool((a == b).all()), loaded, params))
-    wider = ActorCritic(obs_spec=(("x", (2,)),), n_out=2, continuous=False, hidden=(4,))
+    wider = ActorCritic(obs_spec=(("x", (2,), None),), n_out=2, continuous=False, hidden=(4,))
     with pytest.raises(ValueError, match=r"learner.npz: no policy parameter .params\["):
         checkpoint_params(tmp_path / "learner.npz", wider.init(jax.random.key(1), OBS))
 

@@ -9,16 +9,13 @@ import pytest
 
 from telapa.config import NetworkConfig
 from telapa.envs.base import ArraySpec, EnvSpec
+from telapa.envs.minigrid.observation import observation_specs
 from telapa.rl.networks import Encoder, dff, flatten_params, num_params, sincos
 from telapa.rl.policy import Categorical, DiagGaussian, Policy
 
 MINIGRID_SPEC = EnvSpec(
     env_id="MiniGrid-Fake-v0",
-    observation={
-        "image": ArraySpec((7, 7, 3), jnp.uint8),
-        "direction": ArraySpec((), jnp.int32),
-        "mission": ArraySpec((2,), jnp.int32),
-    },
+    observation=observation_specs(),
     n_actions=7,
     max_steps=10,
     feature_dim=11,
@@ -97,9 +94,12 @@ def test_sincos_derivative_is_cos_and_minus_sin():
     assert np.isnan(sincos(jnp.float32(jnp.inf))[0]) and np.isnan(sincos(jnp.nan)[1])
 
 
+def _obs_spec():
+    return tuple((k, s.shape, s.levels) for k, s in sorted(MINIGRID_SPEC.observation.items()))
+
+
 def test_encoder_one_hots_and_no_mission():
-    spec = tuple((k, s.shape) for k, s in sorted(MINIGRID_SPEC.observation.items()))
-    enc = Encoder(spec, "flat", "tanh")
+    enc = Encoder(_obs_spec(), "flat", "tanh")
     obs = {
         "image": jnp.ones((7, 7, 3), jnp.uint8),
         "direction": jnp.int32(2),
@@ -114,6 +114,30 @@ def test_encoder_one_hots_and_no_mission():
     np.testing.assert_array_equal(out[157:], np.eye(11)[5])
     none = enc.apply({}, {**obs, "mission": jnp.array([-1, -1], jnp.int32)})
     np.testing.assert_array_equal(none[151:], 0.0)
+
+
+def test_encoder_grid_codes_unit_and_onehot():
+    # one view cell holds a locked (2) yellow (4) door (4); the rest (0, 0, 0)
+    image = jnp.zeros((7, 7, 3), jnp.uint8).at[0, 1].set(jnp.array([4, 4, 2], jnp.uint8))
+    obs = {"image": image, "direction": jnp.int32(0), "mission": jnp.array([-1, -1])}
+    unit = Encoder(_obs_spec(), "flat", "tanh", "unit").apply({}, obs)
+    assert unit.shape == (4 + 147 + 17,)
+    grid = np.asarray(unit[4:151]).reshape(7, 7, 3)
+    # object codes /10, colours /5, states /2 (levels 11, 6, 3)
+    np.testing.assert_allclose(grid[0, 1], [0.4, 0.8, 1.0], rtol=1e-6)
+    assert np.count_nonzero(grid) == 3
+    onehot = Encoder(_obs_spec(), "flat", "tanh", "onehot").apply({}, obs)
+    assert onehot.shape == (4 + 49 * (11 + 6 + 3) + 17,)
+    cells = np.asarray(onehot[4:4 + 49 * 20]).reshape(7, 7, 20)
+    np.testing.assert_array_equal(cells[0, 1], np.concatenate(
+        [np.eye(11)[4], np.eye(6)[4], np.eye(3)[2]]))
+    np.testing.assert_array_equal(cells[3, 3], np.concatenate(
+        [np.eye(11)[0], np.eye(6)[0], np.eye(3)[0]]))
+
+
+def test_levels_must_fit_the_shape():
+    with pytest.raises(ValueError, match="levels"):
+        ArraySpec((7, 7, 3), np.uint8, levels=(11, 6))
 
 
 def test_flat_params_roundtrip():

@@ -151,7 +151,10 @@ class Sweep:
 
 
 def _schema_has(model: type[BaseModel], parts: list[str]) -> bool:
-    """Whether ``parts`` (a dotted key split) names a setting of ``model``."""
+    """Whether ``parts`` (a dotted key split) names a setting of ``model``;
+    ``train.preset`` (the PPO preset a run preset's ``train`` builds on) is one."""
+    if model is RunConfig and parts == ["train", "preset"]:
+        return True
     info = model.model_fields.get(parts[0])
     if info is None:
         return False
@@ -264,6 +267,8 @@ def load_sweep(path: str | Path) -> Sweep:
             overrides = {k: v for k, v in spec.overrides.items() if _applies(k, method)}
             overrides.update(zip(keys, values, strict=True))
             data = json.loads(json.dumps(preset_data))
+            if isinstance(data, dict) and isinstance(data.get("train"), str):
+                data["train"] = {"preset": data["train"]}  # so train.* keys merge over it
             for key, value in overrides.items():
                 _set_dotted(data, key, value)
             label = ", ".join(f"{k}={v!r}" for k, v in overrides.items())

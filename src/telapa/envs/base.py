@@ -26,10 +26,23 @@ Obs = dict[str, jax.Array]
 
 @dataclass(frozen=True)
 class ArraySpec:
-    """Shape and dtype of one observation entry (without batch dimensions)."""
+    """Shape and dtype of one observation entry (without batch dimensions).
+
+    ``levels`` marks an entry of integer codes: element ``i`` along the last axis takes
+    values ``0 .. levels[i] - 1`` (a scalar entry has one level count), and ``-1`` means
+    "none". Networks one-hot small code entries and feed grids of codes as the network
+    config says (`telapa.rl.networks.Encoder`); ``None``: real-valued."""
 
     shape: tuple[int, ...]
     dtype: Any
+    levels: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.levels is not None:
+            width = self.shape[-1] if self.shape else 1
+            if len(self.levels) != width or min(self.levels) < 1:
+                raise ValueError(f"levels {self.levels} do not fit shape {self.shape}: one "
+                                 "positive count per element of the last axis")
 
 
 @dataclass(frozen=True)

@@ -105,7 +105,10 @@ class GymVectorEnv:
         max_steps = (first.spec.max_episode_steps if first.spec else None) or getattr(
             first.unwrapped, "max_steps", 0
         )
-        observation = {k: ArraySpec(s.shape, s.dtype) for k, s in obs_space.spaces.items()}
+        try:  # a wrapper that knows its entries' code levels (MiniGrid's) gives its specs
+            observation = dict(first.get_wrapper_attr("telapa_observation"))
+        except AttributeError:
+            observation = {k: ArraySpec(s.shape, s.dtype) for k, s in obs_space.spaces.items()}
         common = dict(
             env_id=env_id,
             observation=observation,

@@ -1,11 +1,13 @@
 """Actor-critic networks (Flax linen) and flat parameter vectors.
 
-Observations are dicts of arrays (`telapa.envs.Obs`). The encoder turns one into a
-float vector: MiniGrid's ``image`` is flattened (``encoder="flat"``) or passed through
-the rl-starter-files / BabyAI conv stack (``encoder="cnn"``); ``direction`` becomes a
-one-hot of 4; ``mission`` = (colour, type) becomes one-hots of 6 and 11 (index -1 gives
-zeros); any other entry is flattened as float. Actor and critic are separate MLP towers
-on top (SB3's MlpPolicy when the encoder is flat).
+Observations are dicts of arrays (`telapa.envs.Obs`); the encoder is built from the env
+spec's `ArraySpec`s, with nothing family-specific here. An entry of integer codes (its
+spec has ``levels``) of rank <= 1 (MiniGrid's ``direction`` and ``mission``) becomes
+one-hots of its level counts (code -1 gives zeros); a grid of codes (rank >= 2, MiniGrid's
+``image``) is fed as the network config's ``grid_codes`` says (raw codes, codes scaled to
+[0, 1], or one-hots), or through the rl-starter-files / BabyAI conv stack
+(``encoder="cnn"``, rank-3 grids); any other entry is flattened as float. Actor and critic
+are separate MLP towers on top (SB3's MlpPolicy when the encoder is flat).
 
 ``activation="dff"`` is Deep Fourier Features (Lewandowski et al. 2024): every unit
 outputs ``[sin(z), cos(z)]`` of its pre-activation ``z``, doubling the layer's width.
@@ -27,11 +29,6 @@ from telapa.envs.base import ArraySpec, EnvSpec, Obs
 
 Params = Any
 """A parameter pytree (nested dict of arrays)."""
-
-N_DIRECTIONS = 4
-N_MISSION_COLOURS = 6
-N_MISSION_TYPES = 11
-
 
 # Cody-Waite split of pi/2 (the leading parts have few significant bits, so q * part is
 # exact in float32 for the quadrants of |z| < 1e5) and the minimax polynomials of Cephes'
@@ -145,29 +142,48 @@ class MiniGridCNN(nn.Module):
         return x.reshape(x.shape[:-3] + (-1,))
 
 
-class Encoder(nn.Module):
-    """Observation dict -> feature vector; ``obs_spec`` fixes each entry's own rank."""
+def one_hot_codes(x: jax.Array, levels: Sequence[int]) -> jax.Array:
+    """``x`` (..., len(levels)) of codes -> the concatenated one-hots of each last-axis
+    element, ``sum(levels)`` wide; a code of -1 gives zeros (`jax.nn.one_hot`)."""
+    return jnp.concatenate(
+        [jax.nn.one_hot(x[..., i], n) for i, n in enumerate(levels)], axis=-1
+    )
 
-    obs_spec: tuple[tuple[str, tuple[int, ...]], ...]
+
+class Encoder(nn.Module):
+    """Observation dict -> feature vector.
+
+    ``obs_spec`` holds ``(name, shape, levels)`` per entry (`ArraySpec`). With ``x`` an
+    entry and ``L`` its levels along the last axis:
+
+    - codes of rank <= 1: ``one_hot(x_i, L_i)`` concatenated over ``i``;
+    - a grid of codes (rank >= 2): ``grid_codes="raw"``: ``x`` as float;
+      ``"unit"``: ``x_i / (L_i - 1)`` in [0, 1]; ``"onehot"``: as rank <= 1; or the conv
+      stack for a rank-3 grid when ``kind="cnn"`` (raw codes, as rl-starter-files);
+    - real values: ``x`` as float;
+
+    each flattened over its own axes, concatenated in ``obs_spec`` order."""
+
+    obs_spec: tuple[tuple[str, tuple[int, ...], tuple[int, ...] | None], ...]
     kind: str
     activation: str
+    grid_codes: str = "raw"
 
     @nn.compact
     def __call__(self, obs: Obs) -> jax.Array:
         parts = []
-        for name, shape in self.obs_spec:
+        for name, shape, levels in self.obs_spec:
             x = obs[name]
             batch = x.shape[: x.ndim - len(shape)]
-            if name == "image" and self.kind == "cnn":
-                parts.append(MiniGridCNN(self.activation)(x.astype(jnp.float32)))
-            elif name == "direction":
-                parts.append(jax.nn.one_hot(x, N_DIRECTIONS))
-            elif name == "mission":
-                # jax.nn.one_hot maps the "no mission" index -1 to all zeros.
-                parts.append(jax.nn.one_hot(x[..., 0], N_MISSION_COLOURS))
-                parts.append(jax.nn.one_hot(x[..., 1], N_MISSION_TYPES))
-            else:
-                parts.append(x.reshape(batch + (-1,)).astype(jnp.float32))
+            grid = len(shape) >= 2
+            if grid and self.kind == "cnn" and len(shape) == 3:
+                x = MiniGridCNN(self.activation)(x.astype(jnp.float32))
+            elif levels is not None and (not grid or self.grid_codes == "onehot"):
+                x = one_hot_codes(x[..., None] if not shape else x, levels)
+            elif levels is not None and self.grid_codes == "unit":
+                top = np.maximum(np.asarray(levels, np.float32) - 1, 1)
+                x = x.astype(jnp.float32) / top
+            parts.append(x.reshape(batch + (-1,)).astype(jnp.float32))
         return jnp.concatenate(parts, axis=-1)
 
 
@@ -177,16 +193,18 @@ class ActorCritic(nn.Module):
     For continuous actions a state-independent ``log_std`` parameter (init 0) is kept.
     """
 
-    obs_spec: tuple[tuple[str, tuple[int, ...]], ...]
+    obs_spec: tuple[tuple[str, tuple[int, ...], tuple[int, ...] | None], ...]
     n_out: int
     continuous: bool
     encoder: str = "flat"
     hidden: tuple[int, ...] = (64, 64)
     activation: str = "tanh"
+    grid_codes: str = "raw"
 
     @nn.compact
     def __call__(self, obs: Obs) -> tuple[jax.Array, jax.Array]:
-        feats = Encoder(self.obs_spec, self.encoder, self.activation, name="encoder")(obs)
+        feats = Encoder(self.obs_spec, self.encoder, self.activation, self.grid_codes,
+                        name="encoder")(obs)
         actor = MLP(self.hidden, self.activation, name="actor")(feats)
         policy_out = _dense(self.n_out, 0.01)(actor)
         critic = MLP(self.hidden, self.activation, name="critic")(feats)
@@ -198,10 +216,12 @@ class ActorCritic(nn.Module):
 
 def make_network(spec: EnvSpec, config: NetworkConfig) -> ActorCritic:
     """The actor-critic for ``spec``'s observations and actions."""
-    if config.encoder == "cnn" and "image" not in spec.observation:
-        raise ValueError(f"encoder='cnn' needs an 'image' observation; {spec.env_id} has "
-                         f"{sorted(spec.observation)}")
-    obs_spec = tuple((k, tuple(s.shape)) for k, s in sorted(spec.observation.items()))
+    if config.encoder == "cnn" and not any(len(s.shape) == 3
+                                           for s in spec.observation.values()):
+        raise ValueError(f"encoder='cnn' needs a grid observation (rank 3); {spec.env_id} "
+                         f"has {({k: s.shape for k, s in spec.observation.items()})}")
+    obs_spec = tuple((k, tuple(s.shape), s.levels)
+                     for k, s in sorted(spec.observation.items()))
     return ActorCritic(
         obs_spec=obs_spec,
         n_out=spec.n_actions if spec.discrete else spec.action_dim,
@@ -209,6 +229,7 @@ def make_network(spec: EnvSpec, config: NetworkConfig) -> ActorCritic:
         encoder=config.encoder,
         hidden=tuple(config.hidden),
         activation=config.activation,
+        grid_codes=config.grid_codes,
     )
 
 

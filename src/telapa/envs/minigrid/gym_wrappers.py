@@ -46,6 +46,8 @@ class MiniGridFeatures(gym.Wrapper):
         super().__init__(env)
         self.observe_mission = observe_mission
         specs = observation_specs(observe_mission)
+        self.telapa_observation = specs
+        """The port's observation specs (with their code ``levels``) for `GymVectorEnv`."""
         self.observation_space = gym.spaces.Dict(
             {name: _space(spec, name) for name, spec in specs.items()}
         )

@@ -15,7 +15,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from telapa.envs.base import ArraySpec, Obs
-from telapa.envs.minigrid.constants import DIR_TO_VEC, VIEW_SIZE
+from telapa.envs.minigrid.constants import (
+    COLOR_TO_IDX,
+    DIR_TO_VEC,
+    OBJECT_TO_IDX,
+    STATE_TO_IDX,
+    VIEW_SIZE,
+)
 from telapa.envs.minigrid.objects import WALL_CELL, is_opaque
 from telapa.envs.minigrid.state import State
 
@@ -113,9 +119,11 @@ def observe(state: State, see_through_walls: bool, observe_mission: bool = True)
 def observation_specs(observe_mission: bool = True) -> dict[str, ArraySpec]:
     """Shapes and dtypes of `observe`'s entries, shared by both backends."""
     specs = {
-        "image": ArraySpec((VIEW_SIZE, VIEW_SIZE, 3), np.uint8),
-        "direction": ArraySpec((), np.int32),
+        "image": ArraySpec((VIEW_SIZE, VIEW_SIZE, 3), np.uint8,
+                           levels=(len(OBJECT_TO_IDX), len(COLOR_TO_IDX), len(STATE_TO_IDX))),
+        "direction": ArraySpec((), np.int32, levels=(len(DIR_TO_VEC),)),
     }
-    if observe_mission:
-        specs["mission"] = ArraySpec((2,), np.int32)
+    if observe_mission:  # (colour, object type); -1 where the mission names none
+        specs["mission"] = ArraySpec((2,), np.int32,
+                                     levels=(len(COLOR_TO_IDX), len(OBJECT_TO_IDX)))
     return specs
