@@ -54,6 +54,14 @@ def positive_int(text: str) -> int:
     return value
 
 
+def add_set_option(parser: argparse.ArgumentParser) -> None:
+    """``--set KEY=VALUE`` (repeatable, into ``ns.sets``): one setting of the preset,
+    validated by its model (`telapa.overrides`)."""
+    parser.add_argument("--set", dest="sets", action="append", metavar="KEY=VALUE",
+                        help="change one setting of the preset, e.g. --set train.ppo.lr=1e-3 "
+                             "(a dotted key; the value is read as YAML; repeatable)")
+
+
 def check_env_id(env_id: str, backend: str) -> None:
     """Raises `CLIError` unless ``env_id`` exists on ``backend``."""
     try:

@@ -1,7 +1,7 @@
 """``telapa run`` (one method on one curriculum, resumable) and ``telapa metrics``.
 
     telapa run --curriculum NAME|FILE --method NAME --seed S [--preset quick|paper|mujoco|FILE]
-               [--out DIR]
+               [--set KEY=VALUE ...] [--track wandb|mlflow] [--out DIR]
     telapa run --curriculum NAME|FILE --method NAME --seeds 0-7 [...] [--out PARENT]
     telapa run --resume RUN_DIR [RUN_DIR...] [options that agree with the run]
     telapa metrics RUN_DIR|SWEEP_DIR... [--skip-incomplete] [--json]
@@ -10,6 +10,9 @@
 jax backend their PPO chunks train as one vmapped batch); each seed gets the run
 directory ``--seed`` would give it (under ``runs/``, or ``PARENT/CURRICULUM-METHOD-sS``
 with ``--out``). ``--resume`` with several run directories resumes them as one batch.
+``--set train.ppo.lr=1e-3`` (repeatable) changes one setting of the preset
+(`telapa.overrides`); ``run.json`` records it, and ``--resume`` refuses one that
+contradicts the run's settings.
 
 When stderr is not a terminal (a cluster job's log), progress is printed as plain lines
 (phase, steps, steps/s, ETA) every ``--log-interval`` seconds instead of live bars.
@@ -31,11 +34,18 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from telapa.cli.common import CLIError, json_safe, load_runs, seed_int, stdout_console
+from telapa.cli.common import (
+    CLIError,
+    add_set_option,
+    json_safe,
+    load_runs,
+    seed_int,
+    stdout_console,
+)
 from telapa.config import ConfigError
 from telapa.continual.batch import SeedBatch, parse_seeds
 from telapa.continual.curriculum import Visit, load_curriculum
-from telapa.continual.preset import bind_env_family, load_run_config, parse_run_config
+from telapa.continual.preset import bind_env_family, load_run_config
 from telapa.continual.registry import METHODS
 from telapa.continual.results import COMPUTE_LABELS, CurriculumResults, score
 from telapa.continual.rundir import RunDirError, claim_new_dir
@@ -44,6 +54,7 @@ from telapa.envs.family import common_family
 from telapa.io import CheckpointError
 from telapa.metrics import format_cell
 from telapa.metrics.summary import METRIC_LABELS, SUMMARY_METRICS
+from telapa.overrides import differences, override, parse_sets
 
 
 class RichProgress:
@@ -199,11 +210,12 @@ def batch_outs(curriculum: str, method: str, seeds: list[int], parent: str | Non
 
 def build_spec(
     curriculum: str, method: str, seed: int, preset: str | None,
-    intrinsic_beta: float | None = None
+    intrinsic_beta: float | None = None, sets: list[str] | None = None
 ) -> RunSpec:
     """Validates everything a run needs before any work starts. ``preset`` None: the run
     preset of the curriculum's env family (``quick`` for MiniGrid, ``mujoco-quick`` for
-    MuJoCo), so that no family trains with another family's PPO settings by default."""
+    MuJoCo), so that no family trains with another family's PPO settings by default.
+    ``sets``: ``--set KEY=VALUE`` items, applied over the preset (`telapa.overrides`)."""
     if method not in METHODS:
         raise CLIError(f"unknown method {method!r}; available: {', '.join(METHODS)}")
     if not 0 <= seed < SEED_LIMIT:
@@ -216,14 +228,14 @@ def build_spec(
                 preset = common_family(env_ids).run_preset
             except ValueError as err:
                 raise ConfigError(f"curriculum {cur.name!r}: {err}") from None
+        overrides = parse_sets(sets or [])
         config = load_run_config(preset)
         if intrinsic_beta is not None:
-            data = config.model_dump()
-            data["intrinsic_beta"] = intrinsic_beta
-            config = parse_run_config(data, source="--intrinsic-beta")
+            config = override(config, {"intrinsic_beta": intrinsic_beta}, "--intrinsic-beta")
+        config = override(config, overrides)
         # the env family's latent D, and options it rejects, are checked before any work
         bind_env_family(config, env_ids, f"curriculum {cur.name!r}")
-        spec = RunSpec(cur, method, seed, config, preset)
+        spec = RunSpec(cur, method, seed, config, preset, overrides)
         spec.check_budgets()
         return spec
     except ConfigError as err:
@@ -253,7 +265,7 @@ def execute(run_factory, console: Console, out: str | Path, interval_s: float = 
     return run
 
 
-RESUME_OPTIONS = ("curriculum", "method", "seed", "preset", "intrinsic_beta")
+RESUME_OPTIONS = ("curriculum", "method", "seed", "preset", "intrinsic_beta", "sets")
 
 
 def check_resume_options(ns: argparse.Namespace, stored: RunSpec, path: str,
@@ -282,16 +294,25 @@ def check_resume_options(ns: argparse.Namespace, stored: RunSpec, path: str,
         if curriculum != stored.curriculum:
             wrong.append(f"--curriculum {given['curriculum']} (the run's curriculum is "
                          f"{stored.curriculum.name!r}, as stored in its curriculum.yaml)")
-    if "preset" in given or "intrinsic_beta" in given:
+    if "preset" in given or "intrinsic_beta" in given or "sets" in given:
         try:
+            sets = parse_sets(given.get("sets", []))
             config = load_run_config(given.get("preset", stored.preset)) if "preset" in given \
                 else stored.config
+            if "intrinsic_beta" in given:
+                config = config.model_copy(update={"intrinsic_beta": given["intrinsic_beta"]})
+            config = override(config, sets)
+            stored_config = bind_env_family(stored.config,
+                                            list(stored.curriculum.task_ids().values()))
+            config = bind_env_family(config, list(stored.curriculum.task_ids().values()))
         except ConfigError as err:
             raise CLIError(str(err)) from None
-        if "intrinsic_beta" in given:
-            config = config.model_copy(update={"intrinsic_beta": given["intrinsic_beta"]})
+        changed = differences(stored_config, config, sets)
+        wrong.extend(f"--set {key}={json.dumps(new)} (the run's {key} is {json.dumps(old)})"
+                     for key, (old, new) in changed.items())
         if "preset" in given and config.model_copy(
-                update={"intrinsic_beta": stored.config.intrinsic_beta}) != stored.config:
+                update={"intrinsic_beta": stored.config.intrinsic_beta}) != stored_config \
+                and not changed:
             wrong.append(f"--preset {given['preset']} (the run's settings, in its config.yaml, "
                          f"differ; it was started with preset {stored.preset!r})")
         if "intrinsic_beta" in given and config.intrinsic_beta != stored.config.intrinsic_beta:
@@ -339,7 +360,8 @@ def _cmd_run(ns: argparse.Namespace) -> None:
         if missing:
             raise CLIError(f"{' and '.join(missing)} required (or --resume RUN_DIR)")
         seed = 0 if ns.seed is None else ns.seed
-        spec = build_spec(ns.curriculum, ns.method, seed, ns.preset, ns.intrinsic_beta)
+        spec = build_spec(ns.curriculum, ns.method, seed, ns.preset, ns.intrinsic_beta,
+                          ns.sets)
         out = Path(ns.out) if ns.out else _default_out(spec.curriculum.name, ns.method, seed)
         try:
             claim_new_dir(out, resume_hint=f"resume it with `telapa run --resume {out}`")
@@ -365,7 +387,8 @@ def _run_seeds(ns: argparse.Namespace, console: Console) -> None:
     for seed in seeds:
         if not 0 <= seed < SEED_LIMIT:
             raise CLIError(f"--seeds: seed {seed} is out of range: use 0 <= seed < 2^32")
-    spec = build_spec(ns.curriculum, ns.method, seeds[0], ns.preset, ns.intrinsic_beta)
+    spec = build_spec(ns.curriculum, ns.method, seeds[0], ns.preset, ns.intrinsic_beta,
+                      ns.sets)
     outs = batch_outs(spec.curriculum.name, ns.method, seeds, ns.out)
     for out in outs:
         try:
@@ -460,6 +483,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                      help="a run preset (configs/runs: quick, paper, study, mujoco, mujoco-quick) "
                           "or a YAML file; default: the curriculum's env family's quick "
                           "preset (quick for MiniGrid, mujoco-quick for MuJoCo)")
+    add_set_option(run)
     run.add_argument("--out", help="run directory (default: under runs/); with --seeds "
                                    "the directory that holds the seeds' run directories")
     run.add_argument("--intrinsic-beta", type=float, metavar="BETA",

@@ -132,6 +132,9 @@ class RunSpec:
     seed: int
     config: RunConfig
     preset: str = "custom"
+    overrides: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """The ``--set`` settings (dotted key -> value) ``config`` has over ``preset``, as
+    recorded in ``run.json`` (``config`` already holds them)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.seed, bool) or not 0 <= self.seed < SEED_LIMIT:
@@ -214,7 +217,8 @@ class ContinualRun:
         spec = run.spec  # with the env family's latent D
         run_dir.create(
             {"curriculum": spec.curriculum.name, "method": spec.method, "seed": spec.seed,
-             "preset": spec.preset, "backend": spec.curriculum.backend,
+             "preset": spec.preset, "overrides": spec.overrides,
+             "backend": spec.curriculum.backend,
              "telapa": __version__, "jax": jax.__version__,
              "code": extend_code(None, current_code(), resumed=False)},
             {"config.yaml": yaml.safe_dump(spec.config.model_dump(mode="json"), sort_keys=False),
@@ -231,7 +235,8 @@ class ContinualRun:
         try:
             return RunSpec(curriculum=run_dir.curriculum(), method=meta["method"],
                            seed=int(meta["seed"]), config=run_dir.config(),
-                           preset=meta.get("preset", "custom"))
+                           preset=meta.get("preset", "custom"),
+                           overrides=dict(meta.get("overrides") or {}))
         except ConfigError as err:
             raise RunDirError(f"{run_dir.path}: {err}") from None
 
