@@ -26,7 +26,6 @@ from pydantic import (
 )
 
 
-
 def _config_dir() -> Path:
     folder = resources.files("telapa") / "configs"
     if not isinstance(folder, Path):  # pragma: no cover - telapa is never imported from a zip

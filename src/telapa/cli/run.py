@@ -12,7 +12,9 @@ directory ``--seed`` would give it (under ``runs/``, or ``PARENT/CURRICULUM-METH
 with ``--out``). ``--resume`` with several run directories resumes them as one batch.
 ``--set train.ppo.lr=1e-3`` (repeatable) changes one setting of the preset
 (`telapa.overrides`); ``run.json`` records it, and ``--resume`` refuses one that
-contradicts the run's settings.
+contradicts the run's settings. Every run writes TensorBoard events into ``RUN_DIR/tb``;
+``--track wandb`` / ``--track mlflow`` also log to Weights & Biases / MLflow, one tracked
+run per seed (`telapa.continual.tracking`).
 
 When stderr is not a terminal (a cluster job's log), progress is printed as plain lines
 (phase, steps, steps/s, ETA) every ``--log-interval`` seconds instead of live bars.
@@ -50,6 +52,7 @@ from telapa.continual.registry import METHODS
 from telapa.continual.results import COMPUTE_LABELS, CurriculumResults, score
 from telapa.continual.rundir import RunDirError, claim_new_dir
 from telapa.continual.runner import SEED_LIMIT, ContinualRun, RunError, RunSpec
+from telapa.continual.tracking import TRACKERS, Tracking, TrackingError
 from telapa.envs.family import common_family
 from telapa.io import CheckpointError
 from telapa.metrics import format_cell
@@ -256,7 +259,7 @@ def execute(run_factory, console: Console, out: str | Path, interval_s: float = 
         try:
             run = run_factory(progress)
             run.run()
-        except (RunDirError, CheckpointError, RunError, ConfigError) as err:
+        except (RunDirError, CheckpointError, RunError, ConfigError, TrackingError) as err:
             raise CLIError(str(err)) from None
         except KeyboardInterrupt:
             raise Interrupted(
@@ -323,8 +326,19 @@ def check_resume_options(ns: argparse.Namespace, stored: RunSpec, path: str,
                        f"contradict it: {'; '.join(wrong)}. Leave them out to resume it")
 
 
+def tracking_of(ns: argparse.Namespace) -> Tracking:
+    """The ``--track`` trackers, their packages checked before any work."""
+    try:
+        tracking = Tracking(tuple(dict.fromkeys(ns.track or ())), ns.track_project)
+        tracking.check()
+    except TrackingError as err:
+        raise CLIError(str(err)) from None
+    return tracking
+
+
 def _cmd_run(ns: argparse.Namespace) -> None:
     console = Console(stderr=True)
+    tracking = tracking_of(ns)
     if ns.resume and len(ns.resume) > 1:
         if ns.seeds is not None:
             raise CLIError("--seeds cannot be combined with --resume (each run directory "
@@ -335,7 +349,7 @@ def _cmd_run(ns: argparse.Namespace) -> None:
             except RunDirError as err:
                 raise CLIError(str(err)) from None
             check_resume_options(ns, stored, path, seed=False)
-        batch = execute(lambda p: SeedBatch.resume(ns.resume, p), console,
+        batch = execute(lambda p: SeedBatch.resume(ns.resume, p, tracking=tracking), console,
                         " ".join(ns.resume), ns.log_interval)
         for run in batch.runs:
             print_run(run, stdout_console())
@@ -350,10 +364,10 @@ def _cmd_run(ns: argparse.Namespace) -> None:
         except RunDirError as err:
             raise CLIError(str(err)) from None
         check_resume_options(ns, stored, resume)
-        run = execute(lambda p: ContinualRun.resume(resume, p), console, resume,
-                      ns.log_interval)
+        run = execute(lambda p: ContinualRun.resume(resume, p, tracking=tracking), console,
+                      resume, ns.log_interval)
     elif ns.seeds is not None:
-        _run_seeds(ns, console)
+        _run_seeds(ns, console, tracking)
         return
     else:
         missing = [f"--{a}" for a in ("curriculum", "method") if getattr(ns, a) is None]
@@ -367,12 +381,12 @@ def _cmd_run(ns: argparse.Namespace) -> None:
             claim_new_dir(out, resume_hint=f"resume it with `telapa run --resume {out}`")
         except RunDirError as err:
             raise CLIError(str(err)) from None
-        run = execute(lambda p: ContinualRun.start(spec, out, p), console, out,
-                      ns.log_interval)
+        run = execute(lambda p: ContinualRun.start(spec, out, p, tracking=tracking), console,
+                      out, ns.log_interval)
     print_run(run, stdout_console())
 
 
-def _run_seeds(ns: argparse.Namespace, console: Console) -> None:
+def _run_seeds(ns: argparse.Namespace, console: Console, tracking: Tracking) -> None:
     """``telapa run --seeds``: validates everything and claims every run directory
     before any work, then runs the batch."""
     missing = [f"--{a}" for a in ("curriculum", "method") if getattr(ns, a) is None]
@@ -395,7 +409,8 @@ def _run_seeds(ns: argparse.Namespace, console: Console) -> None:
             claim_new_dir(out, resume_hint=f"resume it with `telapa run --resume {out}`")
         except RunDirError as err:
             raise CLIError(str(err)) from None
-    batch = execute(lambda p: SeedBatch.start(spec, seeds, outs, p), console,
+    batch = execute(lambda p: SeedBatch.start(spec, seeds, outs, p, tracking=tracking),
+                    console,
                     " ".join(map(str, outs)), ns.log_interval)
     for run in batch.runs:
         print_run(run, stdout_console())
@@ -491,6 +506,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--resume", metavar="RUN_DIR", nargs="+",
                      help="continue a killed run (other options must agree with it); "
                           "several run directories resume as one batch of seeds")
+    run.add_argument("--track", action="append", choices=TRACKERS,
+                     help="also log the run's curves to Weights & Biases or MLflow (one "
+                          "tracked run per seed; needs telapa[tracking]; repeatable). "
+                          "TensorBoard events are always written to RUN_DIR/tb")
+    run.add_argument("--track-project", default="telapa", metavar="NAME",
+                     help="the W&B project / MLflow experiment of --track (default telapa)")
     run.add_argument("--log-interval", type=float, default=30.0, metavar="SECONDS",
                      help="seconds between progress lines when stderr is not a terminal")
     run.set_defaults(func=_cmd_run)

@@ -9,8 +9,9 @@
 Re-running the same command resumes the sweep: finished cells are skipped, partial ones
 resume from their checkpoints, failed ones are tried again. ``--set KEY=VALUE``
 (repeatable) adds an override for every cell over the file's ``overrides``; the sweep
-directory records the cells' settings, so re-running it with another ``--set`` is refused. ``telapa metrics DIR`` and
-``telapa report DIR`` score a sweep directory's finished cells.
+directory records the cells' settings, so re-running it with another ``--set`` is
+refused. ``telapa metrics DIR`` and ``telapa report DIR`` score a sweep directory's
+finished cells.
 """
 
 from __future__ import annotations
@@ -49,7 +50,6 @@ def _cmd_sweep(ns: argparse.Namespace) -> None:
     if ns.out is None:
         raise CLIError("--out DIR is required")
     from telapa.continual.sweep import LocalBackend, RayBackend, load_sweep, run_sweep
-
     from telapa.overrides import parse_sets
 
     try:

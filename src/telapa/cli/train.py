@@ -5,11 +5,11 @@
 
 ``--set ppo.lr=1e-3`` (repeatable) changes one setting of the config (`telapa.overrides`).
 ``train`` writes a run directory: ``config.yaml`` (the resolved `TrainConfig`, loadable
-with ``--config``), ``run.json`` (arguments, ``--set`` overrides and final results), ``metrics.csv`` (one row
-per PPO iteration) and TensorBoard events under ``tb/``. With ``--json`` the last line on
-stdout is one JSON object with ``steps``, ``wall_s``, ``compile_s``, ``train_s``,
-``steps_per_s`` (training steps per second, compilation excluded), ``eval_sr``,
-``eval_return`` and ``run_dir``; the progress bar goes to stderr.
+with ``--config``), ``run.json`` (arguments, ``--set`` overrides and final results),
+``metrics.csv`` (one row per PPO iteration) and TensorBoard events under ``tb/``. With
+``--json`` the last line on stdout is one JSON object with ``steps``, ``wall_s``,
+``compile_s``, ``train_s``, ``steps_per_s`` (training steps per second, compilation
+excluded), ``eval_sr``, ``eval_return`` and ``run_dir``; the progress bar goes to stderr.
 """
 
 from __future__ import annotations
