@@ -109,7 +109,7 @@ def competence_targets(
     *,
     tasks: Sequence[str] | None = None,
 ) -> dict[str, float]:
-    """tau_T = max(factor * mean_r best_srs[r][T], tau_min), one mapping per Scratch run.
+    """``tau_T = max(factor * mean_r best_srs[r][T], tau_min)``, one mapping per Scratch run.
 
     ``tasks`` defaults to every task named by any run; each run must give each task a
     non-NaN best SR, otherwise ValueError names the task.
