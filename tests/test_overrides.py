@@ -53,6 +53,13 @@ def test_override_validates_with_the_model_and_names_the_key():
         override(base, {"ppo.lr.x": 1})
 
 
+def test_a_mapping_value_merges_into_its_section():
+    base = load_config(preset_path("minigrid"))
+    new = override(base, parse_sets(["ppo={epochs: 2, lr: 1e-3}"]))
+    assert (new.ppo.epochs, new.ppo.lr) == (2, 0.001)
+    assert new.ppo.model_copy(update={"epochs": base.ppo.epochs, "lr": base.ppo.lr}) == base.ppo
+
+
 def test_override_leaves_unset_fields_unset():
     # a run preset that does not set the latent D keeps leaving it to the env family
     quick = load_run_config("quick")

@@ -20,6 +20,7 @@ import sysconfig
 import zipfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,8 +92,10 @@ def test_the_installed_wheel_runs_a_smoke_curriculum_from_another_directory(venv
     assert Path(where[0]).is_relative_to(site), where  # the wheel's telapa, not the checkout
     assert Path(where[1]).is_relative_to(site) and not Path(where[1]).is_symlink()
     out = tmp_path / "smoke-run"
-    sets = ["steps_per_visit=2048", "eval_every=2048", "eval_episodes=4",
-            "final_eval_episodes=4"]
+    # the shapes of tests/continual/tiny_run.yaml: their programs are in the JAX cache
+    sets = ["train.ppo={num_envs: 8, n_steps: 32, batch_size: 128, epochs: 2}",
+            "train.eval.episodes=8", "steps_per_visit=512", "eval_every=512",
+            "eval_episodes=8", "final_eval_episodes=8"]
     proc = subprocess.run(
         [str(telapa), "run", "--curriculum", "smoke", "--method", "finetune", "--preset",
          "quick", *[a for s in sets for a in ("--set", s)], "--out", str(out)],
@@ -100,7 +103,8 @@ def test_the_installed_wheel_runs_a_smoke_curriculum_from_another_directory(venv
     assert proc.returncode == 0, proc.stderr[-3000:]
     manifest = json.loads((out / "run.json").read_text())
     assert manifest["status"] == "complete" and manifest["preset"] == "quick"
-    assert manifest["overrides"] == {"steps_per_visit": 2048, "eval_every": 2048,
-                                     "eval_episodes": 4, "final_eval_episodes": 4}
+    assert manifest["overrides"]["steps_per_visit"] == 512
+    assert manifest["overrides"]["train.ppo"]["num_envs"] == 8
+    assert pd.read_csv(out / "visits.csv")["train_steps"].tolist() == [512] * 4
     assert (out / "metrics.json").is_file() and list((out / "tb").glob("events.out.*"))
     assert not (ROOT / "runs" / out.name).exists()

@@ -10,7 +10,8 @@ Each value is read as YAML (`parse_value`: ``1e-3`` and ``3`` are numbers, ``tru
 boolean, ``null`` None, ``[32, 32]`` a list; anything else a string), the dotted key is
 set in the preset's mapping and the result is validated again by the same pydantic model
 (`override`), so a key that names no setting or a value a setting rejects is an error
-naming the key, before any work starts.
+naming the key, before any work starts. A mapping value merges into the section it
+names (``--set "train.ppo={epochs: 2, lr: 1e-3}"`` keeps the section's other keys).
 
 A run preset may build on another (`read_layered`)::
 
@@ -86,7 +87,9 @@ def parse_sets(items: Iterable[str], option: str = "--set") -> dict[str, Any]:
 
 def set_dotted(data: dict[str, Any], key: str, value: Any, source: str = "--set") -> None:
     """Sets ``data[a][b][c] = value`` for ``key`` ``"a.b.c"`` in place, creating missing
-    mappings; `ConfigError` when a part of the way holds something else."""
+    mappings; a mapping value merges into a mapping already there (`merge`:
+    ``train.ppo={epochs: 2}`` changes only ``epochs``). `ConfigError` when a part of the
+    way holds something else."""
     node = data
     parts = key.split(".")
     for i, part in enumerate(parts[:-1]):
@@ -96,7 +99,10 @@ def set_dotted(data: dict[str, Any], key: str, value: Any, source: str = "--set"
             raise ConfigError(f"invalid key {key!r} in {source}: {where!r} is a value "
                               f"({child!r}), not a section")
         node = child
-    node[parts[-1]] = value
+    last = parts[-1]
+    if isinstance(value, dict) and isinstance(node.get(last), dict):
+        value = merge(node[last], value)
+    node[last] = value
 
 
 def get_dotted(data: Mapping[str, Any], key: str) -> Any:
