@@ -10,7 +10,9 @@ from tensorboardX.proto import event_pb2
 
 
 def tensorboard_scalars(folder: Path) -> dict[str, list[tuple[int, float]]]:
-    """tag -> [(step, value), ...] over every event file in ``folder``, in file order."""
+    """tag -> [(step, value), ...] over every event file in ``folder``, in file order, as
+    TensorBoard shows them: a session start at step P (a writer's ``purge_step``) hides
+    the events read so far at steps >= P."""
     out: dict[str, list[tuple[int, float]]] = defaultdict(list)
     for path in sorted(folder.glob("events.out.tfevents.*")):
         data = path.read_bytes()
@@ -21,6 +23,9 @@ def tensorboard_scalars(folder: Path) -> dict[str, list[tuple[int, float]]]:
             event = event_pb2.Event()
             event.ParseFromString(data[at:at + length])
             at += length + 4  # data and its CRC
+            if event.session_log.status == event_pb2.SessionLog.START:
+                for tag, points in out.items():
+                    out[tag] = [(s, v) for s, v in points if s < event.step]
             for value in event.summary.value:
                 out[value.tag].append((event.step, value.simple_value))
     return dict(out)

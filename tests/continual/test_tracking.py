@@ -19,7 +19,7 @@ from .events import tensorboard_scalars
 
 TINY = Path(__file__).with_name("tiny_run.yaml")
 ONE_TASK = Path(__file__).with_name("one_task_curriculum.yaml")  # A, A': one env to compile
-SETS = ["--set", "steps_per_visit=1024", "--set", "train.ppo.lr=2e-3"]
+SETS = ["--set", "steps_per_visit=512", "--set", "train.ppo.lr=2e-3"]
 HAVE = {name: importlib.util.find_spec(name) is not None for name in ("wandb", "mlflow")}
 needs_wandb = pytest.mark.skipif(not HAVE["wandb"], reason="wandb is not installed "
                                  "(pip install 'telapa[tracking]')")
@@ -80,11 +80,11 @@ def test_run_json_records_the_overrides_and_config_yaml_holds_them(tracked):
     dirs, _, _ = tracked
     for run_dir in dirs:
         manifest = json.loads((run_dir / "run.json").read_text())
-        assert manifest["overrides"] == {"steps_per_visit": 1024, "train.ppo.lr": 0.002}
+        assert manifest["overrides"] == {"steps_per_visit": 512, "train.ppo.lr": 0.002}
         config = (run_dir / "config.yaml").read_text()
-        assert "steps_per_visit: 1024" in config and "lr: 0.002" in config
+        assert "steps_per_visit: 512" in config and "lr: 0.002" in config
         visits = pd.read_csv(run_dir / "visits.csv")
-        assert visits["train_steps"].tolist() == [1024, 1024]
+        assert visits["train_steps"].tolist() == [512, 512]
 
 
 def test_every_seed_writes_tensorboard_events(tracked):
@@ -94,7 +94,7 @@ def test_every_seed_writes_tensorboard_events(tracked):
         for tag in ("A", "A'"):
             rows = _sr_curve(run_dir, tag)
             assert [s for s, _ in tb[f"sr/{tracker_key(tag)}"]] == rows["global_step"].tolist()
-        assert len(tb["train/loss"]) == 2 * 1024 // 256  # tiny preset: 256 steps per call
+        assert len(tb["train/loss"]) == 2 * 512 // 256  # tiny preset: 256 steps per call
 
 
 @needs_wandb
@@ -161,6 +161,22 @@ def test_a_resumed_run_logs_to_the_same_mlflow_run(tmp_path, monkeypatch):
     assert run.info.status == "FINISHED"
 
 
+def test_a_resumed_run_hides_the_killed_segments_events_after_its_checkpoint(tmp_path):
+    spec = {"curriculum": "c", "method": "m", "seed": 0, "preset": "p", "overrides": {}}
+    first = RunTracker.open(tmp_path, spec=spec, config={}, tracking=None)
+    for step in (10, 20, 30):  # the checkpoint was at 20; 30 was logged, then a kill
+        first.log({"sr/A'": step / 100}, step)
+    first.close("stopped")
+    again = RunTracker.open(tmp_path, spec=spec, config={}, tracking=None, resume_step=20)
+    again.log({"sr/A'": 0.33}, 30)
+    again.log({"sr/A'": 0.4}, 40)
+    again.close("complete")
+    assert tensorboard_scalars(tmp_path / "tb")["sr/Ap"] == [
+        (10, pytest.approx(0.1)), (20, pytest.approx(0.2)), (30, pytest.approx(0.33)),
+        (40, pytest.approx(0.4))]
+    assert not (tmp_path / "tracking.json").exists()  # TensorBoard alone: nothing to reopen
+
+
 def test_unknown_trackers_are_refused():
     with pytest.raises(TrackingError, match=r"unknown tracker\(s\) \['neptune'\]"):
         Tracking(("neptune",))
@@ -173,7 +189,7 @@ def test_resume_refuses_a_contradicting_set_in_one_line(tracked, capsys):
     assert stop.value.code == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err
-    assert "--set steps_per_visit=2048 (the run's steps_per_visit is 1024)" in err
+    assert "--set steps_per_visit=2048 (the run's steps_per_visit is 512)" in err
     with pytest.raises(SystemExit):
         main(["run", "--resume", str(dirs[0]), "--set", "train.ppo.lr=1e-3"])
     assert "--set train.ppo.lr=0.001 (the run's train.ppo.lr is 0.002)" in \

@@ -95,7 +95,10 @@ class TensorBoardSink:
     def __init__(self, folder: Path, purge_step: int | None = None):
         from tensorboardX import SummaryWriter
 
-        self.writer = SummaryWriter(str(folder), purge_step=purge_step, flush_secs=30)
+        # a suffix that grows with time: two segments started within one second (a quick
+        # resume) neither share a file nor load in the wrong order (TensorBoard sorts names)
+        self.writer = SummaryWriter(str(folder), purge_step=purge_step, flush_secs=30,
+                                    filename_suffix=f".{time.time_ns()}")
 
     def log(self, values: Mapping[str, float], step: int) -> None:
         for key, value in values.items():
