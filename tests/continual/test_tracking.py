@@ -104,7 +104,7 @@ def test_wandb_gets_one_offline_run_per_seed_grouped_by_curriculum_and_method(tr
     for (kwargs, calls), run_dir in zip(spied, dirs, strict=True):
         assert kwargs["group"] == "one-task-finetune" and kwargs["project"] == "telapa-test"
         assert kwargs["config"]["seed"] == int(run_dir.name[-1])
-        assert kwargs["config"]["settings"]["steps_per_visit"] == 1024
+        assert kwargs["config"]["settings"]["steps_per_visit"] == 512
         logged = [(step, data["sr/Ap"]) for step, data in calls if "sr/Ap" in data]
         rows = _sr_curve(run_dir, "A'")
         assert [s for s, _ in logged] == rows["global_step"].tolist()
