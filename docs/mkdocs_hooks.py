@@ -3,18 +3,22 @@
 The guides stay where they are (README.md, BENCHMARKS.md, docs/*.md, experiments/README.md)
 and keep their repository paths in the site, so a relative link between them, or to a
 file they show (a figure, a preset), resolves on GitHub and in the site alike; every
-repository file a guide links to is copied along. The API reference gets one generated
-page per module of ``src/telapa`` (``::: telapa.x.y``, rendered by mkdocstrings), added
-to the navigation after the guides.
+repository file a guide links to is copied along. A link to a folder of the repository
+(``results/table1/``) is kept as it is (GitHub lists the folder); one to a folder that
+does not exist is a warning, so ``--strict`` fails on it as on any broken link. The API
+reference gets one generated page per module of ``src/telapa`` (``::: telapa.x.y``,
+rendered by mkdocstrings), added to the navigation after the guides.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 
 from mkdocs.structure.files import File, Files
 
+log = logging.getLogger("mkdocs.hooks.telapa")  # a warning here fails --strict
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "telapa"
 API = "api"
@@ -67,6 +71,21 @@ def _linked(page: str) -> list[str]:
             out.append(Path(page).parent.joinpath(target).as_posix() if ".." not in target
                        else rel.as_posix())
     return out
+
+
+def on_page_markdown(markdown: str, page, config, files):
+    """Warns about links to folders that do not exist (mkdocs leaves folder links alone)."""
+    where = (ROOT / page.file.src_uri).parent
+    for target in LINK.findall(markdown):
+        target = target.split("#", 1)[0]
+        if not target or re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("/"):
+            continue
+        path = where / target
+        folder = target.endswith("/") or not Path(target).suffix  # a file: mkdocs checks it
+        if folder and not path.exists():
+            log.warning("Doc file '%s' links to the folder '%s', which does not exist",
+                        page.file.src_uri, target)
+    return markdown
 
 
 def on_files(files: Files, config) -> Files:

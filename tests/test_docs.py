@@ -46,11 +46,16 @@ def _mini_site(tmp_path: Path, readme: str) -> Path:
 
 
 def test_a_broken_link_or_anchor_fails_the_build(tmp_path):
-    good = _mini_site(tmp_path / "good", "# T\n\nSee [the guide](guide.md#install).\n")
-    assert _build(good, tmp_path / "good-site").returncode == 0
+    good = _mini_site(tmp_path / "good", "# T\n\nSee [the guide](guide.md#install) and "
+                                         "[its folder](docs/).\n")
+    proc = _build(good, tmp_path / "good-site")
+    assert proc.returncode == 0, proc.stderr
     missing = _mini_site(tmp_path / "missing", "# T\n\nSee [the guide](docs/nope.md).\n")
     proc = _build(missing, tmp_path / "missing-site")
     assert proc.returncode != 0 and "docs/nope.md" in proc.stderr
     anchor = _mini_site(tmp_path / "anchor", "# T\n\nSee [the guide](guide.md#nope).\n")
     proc = _build(anchor, tmp_path / "anchor-site")
     assert proc.returncode != 0 and "#nope" in proc.stderr
+    folder = _mini_site(tmp_path / "folder", "# T\n\nSee [the results](results/table1/).\n")
+    proc = _build(folder, tmp_path / "folder-site")
+    assert proc.returncode != 0 and "'results/table1/', which does not exist" in proc.stderr
