@@ -48,7 +48,23 @@ def _nav_paths(nav) -> list[str]:
 
 
 def on_config(config):
-    config.nav = [*(config.nav or []),
+    """Heading anchors as GitHub makes them (so ``README.md#some-heading`` works in both);
+    every guide the navigation's guides link to, not listed there itself, appended to it;
+    then the API reference."""
+    from pymdownx.slugs import slugify
+
+    config.mdx_configs.setdefault("toc", {})["slugify"] = slugify(case="lower")
+    listed = _nav_paths(config.nav)
+    queue, found = list(listed), []
+    while queue:
+        path = queue.pop(0)
+        if not path.endswith(".md") or not (ROOT / path).is_file():
+            continue
+        for target in _linked(path):
+            if target.endswith(".md") and target not in listed and target not in found:
+                found.append(target)
+                queue.append(target)
+    config.nav = [*(config.nav or []), *found,
                   {"API reference": [f"{API}/{name}.md" for name in modules()]}]
     return config
 

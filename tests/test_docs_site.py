@@ -41,13 +41,16 @@ def _mini_site(tmp_path: Path, readme: str) -> Path:
     config["nav"] = ["README.md", "guide.md"]
     (tmp_path / "mkdocs.yml").write_text(yaml.safe_dump(config))
     (tmp_path / "README.md").write_text(readme)
-    (tmp_path / "guide.md").write_text("# Guide\n\n## Install\n")
+    (tmp_path / "guide.md").write_text("# Guide\n\n## Install\n\n## A -> B (`x.py`)\n\n"
+                                       "Also [more](more.md).\n")
+    (tmp_path / "more.md").write_text("# More\n")  # linked, not in the nav: added to it
     return tmp_path / "mkdocs.yml"
 
 
 def test_a_broken_link_or_anchor_fails_the_build(tmp_path):
-    good = _mini_site(tmp_path / "good", "# T\n\nSee [the guide](guide.md#install) and "
-                                         "[its folder](docs/).\n")
+    good = _mini_site(tmp_path / "good", "# T\n\nSee [the guide](guide.md#install), "
+                                         "[as GitHub spells anchors](guide.md#a---b-xpy) "
+                                         "and [its folder](docs/).\n")
     proc = _build(good, tmp_path / "good-site")
     assert proc.returncode == 0, proc.stderr
     missing = _mini_site(tmp_path / "missing", "# T\n\nSee [the guide](docs/nope.md).\n")
