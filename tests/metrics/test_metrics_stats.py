@@ -68,17 +68,33 @@ def test_bootstrap_interval_of_success_rates_stays_in_the_unit_interval():
     assert bootstrap_interval(sr, n_resamples=2_000) == (lo, hi)  # seeded: the same twice
 
 
-def test_stratified_bootstrap_resamples_within_each_task():
-    # Task 1 always 0, task 2 always 1: every stratified resample keeps both tasks, so the
-    # mean is 0.5 in every resample; resampling the eight values as one stratum would not.
-    scores = np.array([[0.0, 1.0]] * 4)
-    assert bootstrap_interval(scores, n_resamples=1_000) == (0.5, 0.5)
-    lo, hi = bootstrap_interval(scores.ravel(), n_resamples=1_000)
+def test_bootstrap_resamples_whole_runs_or_each_tasks_runs():
+    # Four runs of two tasks, a seed good or bad on both (positively correlated tasks).
+    # Whole runs: a resample's mean is Binomial(4, 1/2) / 4, P(0) = 1/16 > 2.5%, so the
+    # interval is [0, 1]. Each task's runs apart (rliable's stratified bootstrap): the
+    # mean is Binomial(8, 1/2) / 8 as in the known case above, [0.125, 0.875]: narrower
+    # than the data allow, because it treats a seed's two tasks as independent runs.
+    together = np.array([[0.0, 0.0], [1.0, 1.0], [0.0, 0.0], [1.0, 1.0]])
+    assert bootstrap_interval(together, n_resamples=20_000) == (0.0, 1.0)
+    assert bootstrap_interval(together, resample="tasks", n_resamples=20_000) == (0.125, 0.875)
+    # Negatively correlated tasks: every run's mean is 1/2, so is every whole-run resample
+    opposed = np.array([[0.0, 1.0], [1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])
+    assert bootstrap_interval(opposed, n_resamples=1_000) == (0.5, 0.5)
+    lo, hi = bootstrap_interval(opposed, resample="tasks", n_resamples=1_000)
     assert lo < 0.5 < hi
+    # Missing scores: whole runs refuse them, naming the run; stratified drops them, and
     # a task with a single run cannot be resampled
-    assert all(math.isnan(v) for v in bootstrap_interval([[0.1, 0.2], [0.3, math.nan]]))
+    partial = [[0.1, 0.2], [0.3, math.nan], [0.5, 0.6]]
+    with pytest.raises(ValueError, match=r"run\(s\) \[1\]"):
+        bootstrap_interval(partial)
+    assert bootstrap_interval(partial, resample="tasks", n_resamples=500)[0] >= 0.1
+    assert all(math.isnan(v) for v in bootstrap_interval([[0.1, 0.2], [0.3, math.nan]],
+                                                         resample="tasks"))
+    assert all(math.isnan(v) for v in bootstrap_interval([[0.1, 0.2]]))  # one run
     with pytest.raises(ValueError, match="1-D .* or 2-D"):
         bootstrap_interval(np.zeros((2, 2, 2)))
+    with pytest.raises(ValueError, match="resample"):
+        bootstrap_interval(together, resample="seeds")
 
 
 X = np.array([[0.1, 0.5], [0.9, 0.6], [0.3, 0.2]])  # 3 runs x 2 tasks
@@ -90,10 +106,17 @@ def test_performance_profile_by_hand():
     # {0.5, 0.6} 2/3 -> 2/3; tau 0.5: task 1 {0.9} 1/3, task 2 {0.6} (0.5 is not above) 1/3
     assert performance_profile(X, taus=[0.0, 0.25, 0.5, 1.0]) == pytest.approx(
         [1.0, 2 / 3, 1 / 3, 0.0])
-    lo, hi = performance_profile_interval(X, taus=[0.0, 0.25, 0.5], n_resamples=2_000)
-    assert lo.shape == hi.shape == (3,)
-    assert np.all((0 <= lo) & (lo <= hi) & (hi <= 1))
-    assert lo[0] == hi[0] == 1.0  # every value is above 0 in every resample
+    for resample in ("runs", "tasks"):
+        lo, hi = performance_profile_interval(X, taus=[0.0, 0.25, 0.5], resample=resample,
+                                              n_resamples=2_000)
+        assert lo.shape == hi.shape == (3,)
+        assert np.all((0 <= lo) & (lo <= hi) & (hi <= 1))
+        assert lo[0] == hi[0] == 1.0  # every value is above 0 in every resample
+    # whole runs of the correlated example: a resample's F(0.5) is that of its runs,
+    # Binomial(4, 1/2) / 4 again -> [0, 1]
+    lo, hi = performance_profile_interval([[0.0, 0.0], [1.0, 1.0]] * 2, taus=[0.5],
+                                          n_resamples=20_000)
+    assert (lo[0], hi[0]) == (0.0, 1.0)
     with pytest.raises(ValueError, match="taus"):
         performance_profile(X, taus=[])
 
@@ -107,8 +130,12 @@ def test_probability_of_improvement_by_hand():
     # each task's term is the Mann-Whitney U statistic over N K pairs
     u = stats.mannwhitneyu(X[:, 0], Y[:, 0]).statistic
     assert u / 6 == pytest.approx(5 / 6)
-    lo, hi = probability_of_improvement_interval(X, Y, n_resamples=2_000)
-    assert 0.0 <= lo <= 9.5 / 12 <= hi <= 1.0
+    for resample in ("runs", "tasks"):
+        lo, hi = probability_of_improvement_interval(X, Y, resample=resample,
+                                                     n_resamples=2_000)
+        assert 0.0 <= lo <= 9.5 / 12 <= hi <= 1.0
+    # X always above Y: every resample gives 1
+    assert probability_of_improvement_interval(X + 1, Y, n_resamples=200) == (1.0, 1.0)
     assert probability_of_improvement(X[:, 0], X[:, 0]) == 0.5
     with pytest.raises(ValueError, match="same"):
         probability_of_improvement(X, Y[:, :1])

@@ -138,15 +138,17 @@ def test_format_cell():
     assert format_cell(math.nan, math.nan) == "n/a"
 
 
-def test_summary_bootstrap_is_stratified_over_each_runs_task_terms():
-    # Two tasks, four runs: task X always scores 0, task Y always 1. Each run's Mean SR is
-    # 0.5, and so is every stratified resample; the censored revisits are summed.
-    runs = [RunMetrics(mean_sr=0.5, ttt=2e6, ttt_censored=1, revisits=2, bwt=0.0,
-                       coverage=0.5, nbwt=math.nan, tr=0.0, revisit_sr={"X": 0.0, "Y": 1.0},
-                       task_terms={"mean_sr": {"X": 0.0, "Y": 1.0},
-                                   "ttt": {"X": 1e6, "Y": 3e6}})
-            for _ in range(4)]
-    assert metric_scores(runs, "mean_sr").tolist() == [[0.0, 1.0]] * 4
+def test_summary_bootstrap_resamples_runs_or_stratifies_over_task_terms():
+    # Four runs of two revisits X, Y; runs 0 and 2 score (0, 1), runs 1 and 3 (1, 0): each
+    # run's Mean SR is 0.5, and so is every whole-run resample. Stratified (rliable) it
+    # resamples X's and Y's runs apart and varies. The censored revisits are summed.
+    def run(x: float, y: float) -> RunMetrics:
+        return RunMetrics(mean_sr=0.5, ttt=2e6, ttt_censored=1, revisits=2, bwt=0.0,
+                          coverage=0.5, nbwt=math.nan, tr=0.0, revisit_sr={"X": x, "Y": y},
+                          task_terms={"mean_sr": {"X": x, "Y": y},
+                                      "ttt": {"X": 1e6, "Y": 3e6}})
+    runs = [run(0.0, 1.0), run(1.0, 0.0), run(0.0, 1.0), run(1.0, 0.0)]
+    assert metric_scores(runs, "mean_sr").tolist() == [[0.0, 1.0], [1.0, 0.0]] * 2
     assert metric_scores(runs, "ttt").tolist() == [[1.0, 3.0]] * 4  # millions of steps
     assert metric_scores(runs, "bwt").tolist() == [0.0] * 4  # no terms: per run
     assert metric_scores(runs, "nbwt").size == 0  # undefined on every run
@@ -154,6 +156,9 @@ def test_summary_bootstrap_is_stratified_over_each_runs_task_terms():
     assert (row["mean_sr_lo"], row["mean_sr_hi"]) == (0.5, 0.5)
     assert (row["ttt_lo"], row["ttt_hi"]) == (2.0, 2.0)
     assert (row["ttt_censored"], row["revisits"]) == (4, 8)
+    stratified = summarize({"m": runs}, n_resamples=500, resample="tasks").loc["m"]
+    assert stratified["mean_sr_lo"] < 0.5 < stratified["mean_sr_hi"]
+    assert (stratified["ttt_lo"], stratified["ttt_hi"]) == (2.0, 2.0)
 
 
 def test_format_cell_with_an_interval():

@@ -3,7 +3,7 @@ Metrics"): per-run metrics, competence targets, across-seed tables with t and bo
 intervals, rliable's aggregates, and comparisons of methods over seeds.
 
     continual.py     per-run metrics (Mean SR, TTT, BWT, Coverage, nBWT, TR)
-    stats.py         t interval, IQM, (stratified) percentile bootstrap interval
+    stats.py         t interval, IQM, percentile bootstrap (whole runs or stratified)
     aggregates.py    performance profiles, probability of improvement
     comparisons.py   paired sign-flip and Welch tests, Holm, seeds to decide
     summary.py       the main and revisit tables

@@ -28,7 +28,8 @@ Choices where the paper is silent:
 - ``task_terms[m]`` holds the per-task terms that metric m averages (Mean SR and TTT: one
   per revisit tag; Coverage, coverage_last, TR: 0/1 per task; BWT: one per task of
   T_prev), so that m == mean(task_terms[m].values()); nBWT has none (its tasks differ
-  from run to run). They are the strata of the stratified bootstrap.
+  from run to run). They are the strata of rliable's stratified bootstrap
+  (`telapa.metrics.summary`, ``resample="tasks"``).
 - nBWT is NaN (never 0) when no task of T_prev has SR_post >= tau_T; eps = 1e-8.
 - Competence comparisons sr >= tau allow an absolute slack of 1e-12 (float round-off in
   0.9 * mean), far below one episode's worth of success rate.

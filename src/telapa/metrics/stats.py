@@ -5,27 +5,39 @@ Two kinds of interval sit side by side in the tables:
 - the **Student-t interval** of a mean over n runs (`mean_ci`), the paper's "mean ± 95% CI":
   half width t_{(1+c)/2, n-1} s / sqrt(n) (s the sample SD, ddof = 1). It is symmetric and
   unbounded, so on a success rate with five seeds it can leave [0, 1] (0.600 ± 0.680);
-- the **percentile bootstrap interval** (`bootstrap_interval`, Efron & Tibshirani 1993;
-  stratified as in rliable, Agarwal et al. 2021): the (1 - c)/2 and (1 + c)/2 quantiles of
-  the statistic over resamples of the data. Every resample holds observed values only, so
-  the interval of a mean (or IQM) of values in [0, 1] stays in [0, 1]. With few runs it is
-  too narrow (a five-seed bootstrap cannot see spread it did not sample); read it beside
-  the t interval, not instead of it.
+- the **percentile bootstrap interval** (`bootstrap_interval`, Efron & Tibshirani 1993):
+  the (1 - c)/2 and (1 + c)/2 quantiles of the statistic over resamples of the data.
+  Every resample holds observed values only, so the interval of a mean (or IQM) of values
+  in [0, 1] stays in [0, 1]. With few runs it is too narrow (a five-seed bootstrap cannot
+  see spread it did not sample); read it beside the t interval, not instead of it.
 
-Scores come as a 1-D array (one value per run: resampled over runs) or a 2-D array
-``runs x tasks`` (one column per task: each column resampled over its runs independently,
-the stratified bootstrap, so every resample keeps every task). NaN marks a missing value
-and is dropped first, per column.
+Scores come as a 1-D array (one value per run) or a 2-D ``runs x tasks`` array (one
+column per task, e.g. the success rate after each revisit). A 2-D array is resampled in
+one of two ways (``resample``):
+
+- ``"runs"`` (the default): whole rows, each resample drawing n runs with replacement
+  and keeping every task of each. This is the bootstrap the continual design calls for:
+  one seed's run produces all of its tasks' scores (the same network carried from task to
+  task), so the run is the independent unit and its tasks move together;
+- ``"tasks"``: each column's runs independently, rliable's stratified bootstrap (Agarwal
+  et al. 2021), right when every (task, run) cell is a separate training run, as in the
+  Atari benchmarks it was made for. On a continual run it ignores how a seed's tasks
+  hang together: positively correlated tasks make it too narrow, negatively correlated
+  ones (a seed fast on one revisit, censored on another) too wide.
+
+NaN marks a missing value: a 1-D array drops it, stratified resampling drops it per
+column, and resampling whole runs refuses it (a run without a task's score is not a run
+of the same design).
 
 The **IQM** (interquartile mean, rliable's headline aggregate) is the mean of the middle
-50% of all the values: ``scipy.stats.trim_mean(x, 0.25)``, which cuts
-floor(0.25 n) values at each end (IQM of 0..7 is mean(2, 3, 4, 5) = 3.5).
+50% of all the values: ``scipy.stats.trim_mean(x, 0.25)``, which cuts floor(0.25 n)
+values at each end (IQM of 0..7 is mean(2, 3, 4, 5) = 3.5).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
 import numpy as np
@@ -33,9 +45,10 @@ from numpy.typing import ArrayLike
 from scipy import stats
 
 Statistic = Literal["mean", "iqm"]
+Resample = Literal["runs", "tasks"]
 
 BOOTSTRAP_RESAMPLES = 10_000
-"""Default resamples of `bootstrap_interval`: the endpoints' Monte Carlo error is then
+"""Default resamples of a bootstrap interval: the endpoints' Monte Carlo error is then
 about 0.005 on a [0, 1] scale for five seeds."""
 
 BOOTSTRAP_SEED = 0
@@ -43,7 +56,7 @@ BOOTSTRAP_SEED = 0
 
 
 def _finite(values: Iterable[float]) -> np.ndarray:
-    x = np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=float)
+    x = np.asarray(values if isinstance(values, np.ndarray) else list(values), dtype=float)
     return x[~np.isnan(x)]
 
 
@@ -54,8 +67,7 @@ def mean_ci(values: Iterable[float], confidence: float = 0.95) -> tuple[float, f
 
     n == 1 gives half width NaN; n == 0 gives (NaN, NaN, 0).
     """
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    _check_confidence(confidence)
     x = _finite(values)
     n = int(x.size)
     if n == 0:
@@ -67,6 +79,28 @@ def mean_ci(values: Iterable[float], confidence: float = 0.95) -> tuple[float, f
     return mean, float(stats.t.ppf(0.5 * (1.0 + confidence), n - 1)) * s / math.sqrt(n), n
 
 
+def _check_confidence(confidence: float) -> None:
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+
+
+def _reduce(statistic: Statistic) -> Callable[[np.ndarray], np.ndarray]:
+    """``statistic`` over the last axis (the mean, or scipy's 25% trimmed mean)."""
+    if statistic == "mean":
+        return lambda x: np.mean(x, axis=-1)
+    if statistic == "iqm":
+        return lambda x: stats.trim_mean(x, 0.25, axis=-1)
+    raise ValueError(f"statistic must be 'mean' or 'iqm', got {statistic!r}")
+
+
+def aggregate(scores: ArrayLike, statistic: Statistic = "mean") -> float:
+    """``statistic`` ("mean" or "iqm") over every non-NaN value of ``scores`` (any shape,
+    flattened); NaN when there is none."""
+    reduce = _reduce(statistic)
+    x = _finite(np.asarray(scores, dtype=float).ravel())
+    return float(reduce(x)) if x.size else math.nan
+
+
 def iqm(scores: ArrayLike) -> float:
     """Interquartile mean of every non-NaN value of ``scores`` (any shape, flattened):
     ``scipy.stats.trim_mean(x, 0.25)``, the mean after cutting floor(n / 4) values at each
@@ -75,8 +109,8 @@ def iqm(scores: ArrayLike) -> float:
 
 
 def strata(scores: ArrayLike) -> list[np.ndarray]:
-    """The resampling strata of ``scores``: a 1-D array is one stratum (its runs), a 2-D
-    ``runs x tasks`` array one stratum per column (task); NaN dropped in each."""
+    """The strata of rliable's stratified bootstrap: a 1-D array is one stratum (its
+    runs), a 2-D ``runs x tasks`` array one stratum per column (task); NaN dropped."""
     array = np.asarray(scores, dtype=float)
     if array.ndim == 1:
         return [_finite(array)]
@@ -85,29 +119,24 @@ def strata(scores: ArrayLike) -> list[np.ndarray]:
     raise ValueError(f"scores must be 1-D (runs) or 2-D (runs x tasks), got shape {array.shape}")
 
 
-def _pooled(statistic: Statistic) -> Callable[..., np.ndarray]:
-    """A vectorized statistic of several strata: ``statistic`` over their union."""
-    if statistic not in ("mean", "iqm"):
-        raise ValueError(f"statistic must be 'mean' or 'iqm', got {statistic!r}")
-
-    def pooled(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
-        union = np.concatenate(samples, axis=axis)
-        if statistic == "mean":
-            return np.mean(union, axis=axis)
-        return stats.trim_mean(union, 0.25, axis=axis)
-    return pooled
-
-
-def aggregate(scores: ArrayLike, statistic: Statistic = "mean") -> float:
-    """``statistic`` ("mean" or "iqm") over every non-NaN value of ``scores`` (any shape,
-    flattened); NaN when there is none."""
-    pooled = _pooled(statistic)
-    x = _finite(np.asarray(scores, dtype=float).ravel())
-    return float(pooled(x, axis=-1)) if x.size else math.nan
+def run_matrix(scores: ArrayLike, name: str = "scores") -> np.ndarray:
+    """``scores`` as a ``runs x tasks`` matrix whose runs can be resampled whole: a 1-D
+    array is one task (NaN runs dropped); a 2-D one must have no NaN."""
+    array = np.asarray(scores, dtype=float)
+    if array.ndim == 1:
+        return _finite(array)[:, None]
+    if array.ndim != 2:
+        raise ValueError(f"{name} must be 1-D (runs) or 2-D (runs x tasks), got shape "
+                         f"{array.shape}")
+    if np.isnan(array).any():
+        rows = sorted(set(np.argwhere(np.isnan(array))[:, 0].tolist()))
+        raise ValueError(f"{name} has no value for some task in run(s) {rows}; resampling "
+                         "whole runs needs every run's every task")
+    return array
 
 
 def percentile_bootstrap(
-    samples: tuple[np.ndarray, ...],
+    samples: Sequence[np.ndarray],
     statistic: Callable[..., np.ndarray],
     *,
     confidence: float = 0.95,
@@ -115,51 +144,88 @@ def percentile_bootstrap(
     seed: int = BOOTSTRAP_SEED,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(lo, hi) percentile interval of a vectorized ``statistic(*samples, axis=-1)`` when
-    every sample is resampled with replacement, independently of the others
-    (``scipy.stats.bootstrap``, method "percentile", ``paired=False``, seeded by ``seed``):
+    every sample is resampled with replacement along its last axis, independently of the
+    others (``scipy.stats.bootstrap``, method "percentile", ``paired=False``, seeded by
+    ``seed``):
 
         lo, hi = q_{(1-c)/2}, q_{(1+c)/2}    of the statistic over ``n_resamples`` resamples.
 
     A statistic with several outputs returns them along its first axis; lo and hi have its
-    shape. NaN when a sample has fewer than two values (nothing to resample).
+    shape. Each sample must hold at least two values (`enough_to_resample`).
     """
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    _check_confidence(confidence)
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
-    if not samples:
-        raise ValueError("percentile_bootstrap needs at least one sample")
-    if min(s.size for s in samples) < 2:
-        shape = np.shape(statistic(*(np.zeros(2),) * len(samples), axis=-1))
-        return np.full(shape, math.nan), np.full(shape, math.nan)
-    result = stats.bootstrap(samples, statistic, vectorized=True, paired=False,
+    if not enough_to_resample(samples):
+        raise ValueError("percentile_bootstrap needs at least one sample, each of at least "
+                         f"two values; got sizes {[s.shape[-1] for s in samples]}")
+    result = stats.bootstrap(tuple(samples), statistic, vectorized=True, paired=False,
                              confidence_level=confidence, n_resamples=n_resamples,
                              method="percentile", rng=np.random.default_rng(seed))
     return (np.asarray(result.confidence_interval.low, dtype=float),
             np.asarray(result.confidence_interval.high, dtype=float))
 
 
+def enough_to_resample(samples: Sequence[np.ndarray]) -> bool:
+    """True when there is a sample and each has two values or more along its last axis."""
+    return bool(samples) and min(s.shape[-1] for s in samples) >= 2
+
+
+def bootstrap_runs(
+    matrices: Sequence[np.ndarray],
+    statistic: Callable[..., np.ndarray],
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> tuple[np.ndarray, np.ndarray]:
+    """`percentile_bootstrap` resampling whole runs: the rows of each ``runs x tasks``
+    matrix with replacement (each matrix independently of the others), every task of a
+    drawn run kept. ``statistic(*resampled)`` gets arrays of shape (..., runs, tasks) and
+    returns the statistic over the last two axes (several outputs along a new first
+    axis)."""
+    def on_rows(*rows: np.ndarray, axis: int = -1) -> np.ndarray:
+        return statistic(*(m[np.moveaxis(r, axis, -1).astype(np.intp)]
+                           for m, r in zip(matrices, rows, strict=True)))
+    return percentile_bootstrap([np.arange(len(m)) for m in matrices], on_rows,
+                                confidence=confidence, n_resamples=n_resamples, seed=seed)
+
+
 def bootstrap_interval(
     scores: ArrayLike,
     *,
     statistic: Statistic = "mean",
+    resample: Resample = "runs",
     confidence: float = 0.95,
     n_resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval (lo, hi) of ``statistic`` ("mean" or "iqm") over
-    ``scores``: each resample draws, with replacement, as many runs as each stratum has
-    (`strata`: the runs of a 1-D array, or each task's runs of a 2-D one, independently),
-    takes the statistic over the union of the resampled strata, and
+    """Percentile bootstrap interval (lo, hi) of ``statistic`` ("mean" or "iqm") over all
+    the values of ``scores``: each of ``n_resamples`` resamples redraws the data with
+    replacement (``resample``: whole runs, or each task's runs independently; module
+    docstring), takes the statistic over every value of the resample, and
 
-        lo, hi = q_{(1-c)/2}, q_{(1+c)/2}    of those ``n_resamples`` statistics
+        lo, hi = q_{(1-c)/2}, q_{(1+c)/2}    of those statistics
 
     (`percentile_bootstrap`). The interval lies within [min, max] of the values, so in
-    [0, 1] for success rates. (NaN, NaN) when a stratum has fewer than two values.
+    [0, 1] for success rates. (NaN, NaN) with fewer than two runs (or, stratified, when a
+    task has fewer than two).
     """
-    samples = tuple(strata(scores))
-    if not samples:
-        return math.nan, math.nan
-    lo, hi = percentile_bootstrap(samples, _pooled(statistic),
-                                  confidence=confidence, n_resamples=n_resamples, seed=seed)
+    reduce = _reduce(statistic)
+    if resample == "tasks":
+        samples = strata(scores)
+        if not enough_to_resample(samples):
+            return math.nan, math.nan
+        lo, hi = percentile_bootstrap(
+            samples, lambda *s, axis=-1: reduce(np.concatenate(s, axis=axis)),
+            confidence=confidence, n_resamples=n_resamples, seed=seed)
+    elif resample == "runs":
+        matrix = run_matrix(scores)
+        if matrix.shape[1] == 0 or len(matrix) < 2:
+            return math.nan, math.nan
+        lo, hi = bootstrap_runs(
+            [matrix], lambda m: reduce(m.reshape(*m.shape[:-2], -1)),
+            confidence=confidence, n_resamples=n_resamples, seed=seed)
+    else:
+        raise ValueError(f"resample must be 'runs' or 'tasks', got {resample!r}")
     return float(lo), float(hi)

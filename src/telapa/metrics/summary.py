@@ -5,10 +5,12 @@ Choices where the paper is silent:
 - Each cell is `mean_ci` over the method's runs: NaN runs (e.g. undefined nBWT) are dropped
   and the count actually used is the ``<m>_n`` column.
 - Beside it, ``<m>_lo`` and ``<m>_hi`` are the 95% percentile bootstrap interval of the
-  same mean (`telapa.metrics.stats.bootstrap_interval`), stratified over tasks where the
-  metric averages per-task terms (`metric_scores`: Mean SR, TTT, BWT, Coverage, TR), over
-  runs otherwise (nBWT, whose tasks differ from run to run). It stays within the values'
-  range, so in [0, 1] for success rates and fractions.
+  same mean (`telapa.metrics.stats.bootstrap_interval`), resampling whole runs (seeds:
+  the runs are the independent units of a continual study). ``resample="tasks"`` gives
+  rliable's stratified bootstrap instead, each task's terms resampled over runs
+  independently, where the metric averages per-task terms (`metric_scores`: Mean SR, TTT,
+  BWT, Coverage, TR; nBWT, whose tasks differ from run to run, is resampled by runs). It
+  stays within the values' range, so in [0, 1] for success rates and fractions.
 - TTT is reported in millions of env steps (column ``ttt``), as in the paper's table;
   ``ttt_censored`` and ``revisits`` count, over all runs, the revisits that never reached
   tau_T (their TTT is the whole budget) and all revisits.
@@ -26,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from telapa.metrics.continual import RunMetrics
-from telapa.metrics.stats import BOOTSTRAP_RESAMPLES, bootstrap_interval, mean_ci
+from telapa.metrics.stats import BOOTSTRAP_RESAMPLES, Resample, bootstrap_interval, mean_ci
 
 SUMMARY_METRICS = ("mean_sr", "ttt", "bwt", "coverage", "nbwt", "tr")
 """The paper's Table 1 metrics; each gives columns <m>, <m>_ci, <m>_n, <m>_lo, <m>_hi."""
@@ -55,15 +57,16 @@ def metric_scores(results: Sequence[RunMetrics], metric: str) -> np.ndarray:
 
 
 def _interval_row(values: Sequence[float], scores: np.ndarray, *, confidence: float,
-                  n_resamples: int, key: str) -> dict[str, float | int]:
+                  n_resamples: int, resample: Resample, key: str) -> dict[str, float | int]:
     mean, ci, n = mean_ci(values, confidence)
-    lo, hi = bootstrap_interval(scores, confidence=confidence, n_resamples=n_resamples)
+    lo, hi = bootstrap_interval(scores, resample=resample, confidence=confidence,
+                                n_resamples=n_resamples)
     return {key: mean, f"{key}_ci": ci, f"{key}_n": n, f"{key}_lo": lo, f"{key}_hi": hi}
 
 
 def summarize(
     runs: Mapping[str, Sequence[RunMetrics]], *, confidence: float = 0.95,
-    n_resamples: int = BOOTSTRAP_RESAMPLES,
+    n_resamples: int = BOOTSTRAP_RESAMPLES, resample: Resample = "runs",
 ) -> pd.DataFrame:
     """One row per method: <m> = mean over runs, <m>_ci = t half width, <m>_n = runs used,
     <m>_lo and <m>_hi = percentile bootstrap interval (module docstring), for the metrics
@@ -80,7 +83,7 @@ def summarize(
             scale = TTT_UNIT if m == "ttt" else 1.0
             row.update(_interval_row([getattr(r, m) / scale for r in results],
                                      metric_scores(results, m), confidence=confidence,
-                                     n_resamples=n_resamples, key=m))
+                                     n_resamples=n_resamples, resample=resample, key=m))
         row["ttt_censored"] = sum(r.ttt_censored for r in results)
         row["revisits"] = sum(r.revisits for r in results)
         rows[method] = row
@@ -121,7 +124,7 @@ def revisit_summary(
         for tag in tags:
             values = np.array([r.revisit_sr.get(tag, math.nan) for r in results], dtype=float)
             row.update(_interval_row(values, values, confidence=confidence,
-                                     n_resamples=n_resamples, key=tag))
+                                     n_resamples=n_resamples, resample="runs", key=tag))
         rows[method] = row
     columns = [f"{t}{s}" for t in tags for s in ("", "_ci", "_n", "_lo", "_hi")]
     table = pd.DataFrame.from_dict(rows, orient="index", columns=columns)
