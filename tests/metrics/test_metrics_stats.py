@@ -43,7 +43,7 @@ def test_iqm_of_eight_numbers_by_hand():
     assert iqm([9, 1, 7, 3, 100, 5, 2, 8]) == pytest.approx(5.75)
     # a runs x tasks matrix is flattened; NaN dropped: the same eight values
     assert iqm([[9, 1, 7], [3, 100, 5], [2, 8, math.nan]]) == pytest.approx(5.75)
-    assert aggregate([[9, 1], [3, math.nan]], "mean") == pytest.approx(13 / 3)
+    assert aggregate([[9, 1], [3, math.nan]], statistic="mean") == pytest.approx(13 / 3)
     assert math.isnan(iqm([math.nan]))
 
 

@@ -434,7 +434,8 @@ def _cmd_metrics(ns: argparse.Namespace) -> None:
         for name, r in results.items():
             tables = {t.id.removeprefix(f"{r.curriculum}-"): t for t in metrics_report_tables(r)}
             payload[name] = {
-                "tau": r.tau, "tau_source": r.tau_source, "summary": _records(r.summary()),
+                "tau": r.tau, "tau_source": r.tau_source,
+                "summary": _records(tables["main"].values.select_dtypes("number")),
                 "revisits": _records(r.revisits()), "compute": _records(r.compute()),
                 **{key: _records(tables[key].values)
                    for key in ("aggregates", "profile", "improvement") if key in tables}}

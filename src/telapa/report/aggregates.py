@@ -69,7 +69,7 @@ def aggregates_table(result: CurriculumResults, *, prefix: str,
         row: dict[str, float] = {"scores": float(np.count_nonzero(~np.isnan(s)))}
         for statistic in ("mean", "iqm"):
             lo, hi = bootstrap_interval(s, statistic=statistic, n_resamples=n_resamples)
-            row.update({statistic: aggregate(s, statistic), f"{statistic}_lo": lo,
+            row.update({statistic: aggregate(s, statistic=statistic), f"{statistic}_lo": lo,
                         f"{statistic}_hi": hi})
         rows[method] = row
     values = pd.DataFrame.from_dict(rows, orient="index").rename_axis("method")
