@@ -41,6 +41,7 @@ from telapa.cli.common import (
     add_set_option,
     json_safe,
     load_runs,
+    rich_table,
     seed_int,
     stdout_console,
 )
@@ -49,15 +50,17 @@ from telapa.continual.batch import SeedBatch, parse_seeds
 from telapa.continual.curriculum import Visit, load_curriculum
 from telapa.continual.preset import bind_env_family, load_run_config
 from telapa.continual.registry import METHODS
-from telapa.continual.results import COMPUTE_LABELS, CurriculumResults, score
+from telapa.continual.results import CurriculumResults, score
 from telapa.continual.rundir import RunDirError, claim_new_dir
 from telapa.continual.runner import SEED_LIMIT, ContinualRun, RunError, RunSpec
 from telapa.continual.tracking import TRACKERS, Tracking, TrackingError
 from telapa.envs.family import common_family
 from telapa.io import CheckpointError
-from telapa.metrics import format_cell
-from telapa.metrics.summary import METRIC_LABELS, SUMMARY_METRICS
 from telapa.overrides import differences, override, parse_sets
+from telapa.report.aggregates import aggregates_table, improvement_table, profile_table
+from telapa.report.compute import compute_table
+from telapa.report.scores import main_table, revisit_table
+from telapa.report.tables import ReportTable
 
 
 class RichProgress:
@@ -434,33 +437,21 @@ def print_run(run: ContinualRun, console: Console) -> None:
 
 
 def metrics_tables(result: CurriculumResults) -> list[Table]:
-    """Rich tables: the main metrics table and the revisit table of one curriculum."""
-    summary = result.summary()
-    main = Table(title=f"{result.curriculum}: mean ± 95% CI over seeds "
-                       f"(tau_T from {result.tau_source})")
-    main.add_column("method")
-    main.add_column("runs", justify="right")
-    for m in SUMMARY_METRICS:
-        main.add_column(METRIC_LABELS[m], justify="right")
-    for method, row in summary.iterrows():
-        main.add_row(method, str(int(row["runs"])),
-                     *(format_cell(row[m], row[f"{m}_ci"], digits=3) for m in SUMMARY_METRICS))
-    revisits = result.revisits()
-    rev = Table(title="Revisit mean SR (post-training)")
-    rev.add_column("method")
-    for tag in revisits.columns:
-        rev.add_column(tag, justify="right")
-    for method, row in revisits.iterrows():
-        rev.add_row(method, *("n/a" if math.isnan(v) else f"{v:.3f}" for v in row))
-    compute = result.compute()
-    cost = Table(title="Compute and memory (mean ± 95% CI)")
-    cost.add_column("method")
-    for label in COMPUTE_LABELS.values():
-        cost.add_column(label, justify="right")
-    for method, row in compute.iterrows():
-        cost.add_row(method, *(format_cell(row[c], row[f"{c}_ci"], digits=2)
-                               for c in COMPUTE_LABELS))
-    return [main, rev, cost]
+    """Rich tables of one curriculum: the main metrics table (mean ± t half width
+    [bootstrap interval]), the revisit table, rliable's aggregates of the revisit scores
+    (mean and IQM, performance profile, probability of improvement) and the compute
+    table, as ``telapa report`` makes them."""
+    return [rich_table(t, title=f"{result.curriculum}: {t.title}")
+            for t in metrics_report_tables(result)]
+
+
+def metrics_report_tables(result: CurriculumResults) -> list[ReportTable]:
+    """The report tables `metrics_tables` shows (those that apply to ``result``)."""
+    prefix = result.curriculum
+    tables = [main_table(result, prefix=prefix), revisit_table(result, prefix=prefix),
+              aggregates_table(result, prefix=prefix), profile_table(result, prefix=prefix),
+              improvement_table(result, prefix=prefix), compute_table(result, prefix=prefix)]
+    return [t for t in tables if t is not None]
 
 
 def _cmd_metrics(ns: argparse.Namespace) -> None:
@@ -471,10 +462,15 @@ def _cmd_metrics(ns: argparse.Namespace) -> None:
     except RunDirError as err:
         raise CLIError(str(err)) from None
     if ns.json:
-        payload = {name: {"tau": r.tau, "tau_source": r.tau_source,
-                          "summary": _records(r.summary()), "revisits": _records(r.revisits()),
-                          "compute": _records(r.compute())}
-                   for name, r in results.items()}
+        payload = {}
+        for name, r in results.items():
+            tables = {t.id.removeprefix(f"{r.curriculum}-"): t for t in metrics_report_tables(r)}
+            payload[name] = {
+                "tau": r.tau, "tau_source": r.tau_source,
+                "summary": _records(tables["main"].values.select_dtypes("number")),
+                "revisits": _records(r.revisits()), "compute": _records(r.compute()),
+                **{key: _records(tables[key].values)
+                   for key in ("aggregates", "profile", "improvement") if key in tables}}
         print(json.dumps(json_safe(payload), allow_nan=False))
         return
     for result in results.values():
@@ -483,7 +479,7 @@ def _cmd_metrics(ns: argparse.Namespace) -> None:
 
 
 def _records(frame: pd.DataFrame) -> dict[str, dict[str, float]]:
-    return {str(k): {c: float(v) for c, v in row.items()} for k, row in frame.iterrows()}
+    return {str(k): {str(c): float(v) for c, v in row.items()} for k, row in frame.iterrows()}
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -516,7 +512,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                      help="seconds between progress lines when stderr is not a terminal")
     run.set_defaults(func=_cmd_run)
 
-    metrics = sub.add_parser("metrics", help="score finished runs together (tables with 95%% CIs)")
+    metrics = sub.add_parser("metrics", help="score finished runs together (tables with 95%% "
+                                             "t and bootstrap intervals, IQM, performance "
+                                             "profiles, probability of improvement)")
     metrics.add_argument("runs", nargs="+", metavar="RUN_DIR|SWEEP_DIR")
     metrics.add_argument("--skip-incomplete", action="store_true")
     metrics.add_argument("--json", action="store_true", help="print the tables as JSON")
