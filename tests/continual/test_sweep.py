@@ -186,6 +186,11 @@ def test_attempts_count_tries_that_ended_not_sweep_starts(tmp_path):
     assert read_status(out, "smoke-ewc-s1")["started"] >= before
 
 
+def _accounting(wall_s: float) -> dict[str, float]:
+    return {"wall_s": wall_s, "extra_env_steps": 0, "peak_rss_bytes": 0,
+            "method_state_bytes": 0, "run_dir_bytes": 0}
+
+
 def test_status_estimates_the_cell_time_left(tmp_path, capsys):
     """Started cells: wall so far x phases left / phases done; cells not started: the mean
     wall clock of finished cells that differ only in their seed, else of the finished
@@ -199,12 +204,12 @@ def test_status_estimates_the_cell_time_left(tmp_path, capsys):
         (cells / f"smoke-ewc-s{seed}").mkdir()
         _finish(cells / f"smoke-ewc-s{seed}", seed)
         (cells / f"smoke-ewc-s{seed}" / "accounting.json").write_text(
-            json.dumps({"wall_s": wall}))
+            json.dumps(_accounting(wall)))
     started = cells / "smoke-finetune-s0"  # 3 of 12 phases in 60 s: 180 s to go
     (started / "ckpt-000002").mkdir(parents=True)
     (started / "run.json").write_text(json.dumps(
         {"format": "telapa-run", "version": 1, "status": "running", "seed": 0}))
-    (started / "accounting.json").write_text(json.dumps({"wall_s": 5.0}))  # a past segment
+    (started / "accounting.json").write_text(json.dumps(_accounting(5.0)))  # a past segment
     (started / "ckpt-000002" / "state.json").write_text(json.dumps(
         {"next_phase": 3, "phases": 12, "wall_s": 60.0}))
     (started / "checkpoint.json").write_text(json.dumps({"latest": "ckpt-000002"}))

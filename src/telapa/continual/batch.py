@@ -42,15 +42,9 @@ from pathlib import Path
 from typing import Any
 
 from telapa.continual.preset import bind_env_family
+from telapa.continual.progress import Progress, SilentProgress
 from telapa.continual.rundir import RunDirError
-from telapa.continual.runner import (
-    ContinualRun,
-    Phase,
-    Progress,
-    RunError,
-    RunSpec,
-    SilentProgress,
-)
+from telapa.continual.runner import ContinualRun, Phase, RunError, RunSpec
 from telapa.io import MemoryMonitor
 from telapa.rl.agent import Agent, BatchMemberError, stack_states, unstack_states
 

@@ -39,6 +39,7 @@ import os
 import re
 import shutil
 import socket
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -61,9 +62,26 @@ VISIT_COLUMNS = [
 CURVE_COLUMNS = ["visit", "tag", "task", "step", "global_step", "sr", "mean_return"]
 FINAL_COLUMNS = ["task", "env_id", "sr", "mean_return"]
 TABLE_COLUMNS = {"visits": VISIT_COLUMNS, "curve": CURVE_COLUMNS, "final": FINAL_COLUMNS}
+RESULT_FILES = ("run.json", "config.yaml", "curriculum.yaml", "visits.csv", "curve.csv",
+                "final.csv", "metrics.json", "accounting.json", "method_log.json", "elites.csv")
+"""A run's small outputs (`RunDir.result_files`): everything `telapa report` and `telapa
+metrics` read; a sweep export copies these."""
 ELITE_REQUIRED = ("task", "archive_tag", "slot", "elite_id", "parent_id", "visit", "fitness",
                   "sr", "sigma", "lineage", "embedding_version", "d_min")
 """Leading columns of ``elites.csv`` (`telapa.qd.export.ELITE_COLUMNS`), then d_0.."""
+
+
+def _flock_exclusive(handle: IO[str], tries: int = 5, wait_s: float = 0.02) -> None:
+    """``flock(LOCK_EX | LOCK_NB)``, tried again a few times over ~0.1 s: a reader's
+    probe (`RunDir.is_locked`) holds a shared lock for a moment and is not a holder."""
+    for attempt in range(tries):
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except OSError as err:
+            if err.errno not in (errno.EAGAIN, errno.EACCES) or attempt == tries - 1:
+                raise
+            time.sleep(wait_s)
 
 
 class RunDirError(ValueError):
@@ -205,7 +223,7 @@ class RunDir:
         except OSError as err:
             raise RunDirError(f"cannot lock run directory {self.path}: {err.strerror}") from None
         try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _flock_exclusive(handle)
         except OSError as err:
             if err.errno not in (errno.EAGAIN, errno.EACCES):
                 handle.close()
@@ -408,6 +426,68 @@ class RunDir:
         for other in self.path.iterdir():
             if _CKPT.match(other.name) and other.name not in keep:
                 shutil.rmtree(other, ignore_errors=True)
+
+
+    # --- what a sweep asks of a cell's run directory (reads only) ---------------------
+
+    def has_run(self) -> bool:
+        """Whether a run was started here (its ``run.json`` exists)."""
+        return (self.path / "run.json").is_file()
+
+    def is_complete(self) -> bool:
+        """Whether the run here has finished; False for a missing, unreadable or foreign
+        ``run.json``."""
+        try:
+            return self.spec().get("status") == "complete"
+        except RunDirError:
+            return False
+
+    def discard_unstarted(self) -> None:
+        """Removes the directory of a start that died before it wrote ``run.json`` (a
+        sweep clears its own cells' leftovers this way, under the sweep's lock)."""
+        if self.path.is_dir() and not self.has_run():
+            shutil.rmtree(self.path)
+
+    def is_locked(self) -> bool:
+        """Whether another process holds this run directory's lock. Writes nothing: no
+        lock file is created, and a read-only run directory is read correctly (a shared
+        lock is tried and dropped at once; `lock` retries over such a probe)."""
+        try:
+            handle = open(self.path / LOCK_NAME, "rb")  # noqa: SIM115 - closed below
+        except FileNotFoundError:
+            return False
+        except OSError as err:
+            raise RunDirError(f"cannot read the lock of {self.path}: {err.strerror}") from None
+        with handle:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except OSError as err:
+                if err.errno in (errno.EAGAIN, errno.EACCES):
+                    return True
+                raise RunDirError(f"cannot read the lock of {self.path}: {err}") from None
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        return False
+
+    def checkpoint_state(self, folder: Path | None = None) -> dict[str, Any] | None:
+        """``state.json`` of checkpoint ``folder`` (default: the latest; None when there
+        is none yet): ``next_phase``, ``phases``, ``wall_s``, the records, ... `RunDirError`
+        names the file when it is unreadable or not a checkpoint state."""
+        folder = self.latest_checkpoint() if folder is None else folder
+        if folder is None:
+            return None
+        path = folder / "state.json"
+        try:
+            state = read_json(path, "checkpoint state")
+        except (FileNotFoundError, ValueError) as err:
+            raise RunDirError(str(err)) from None
+        if not isinstance(state, dict) or any(k not in state for k in ("phases", "next_phase")):
+            raise RunDirError(f"{path} is not a checkpoint state")
+        return state
+
+    def result_files(self) -> list[Path]:
+        """The run's small outputs that exist (`RESULT_FILES`, in that order): what
+        `telapa report` and `telapa metrics` read, never checkpoints or training logs."""
+        return [self.path / name for name in RESULT_FILES if (self.path / name).is_file()]
 
 
 def dump_yaml(data: Any) -> str:
