@@ -29,6 +29,33 @@ CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
 M = TypeVar("M", bound=BaseModel)
 UnitInterval = Annotated[float, Field(ge=0.0, le=1.0)]
 
+# --- upper bounds: absurd sizes are refused when a config is read, before any work ------
+# (docs/design.md, "Reliability"). Each is far above what the paper or a study uses, and
+# low enough that no loop over it hangs and no list of it exhausts memory.
+MAX_ENV_STEPS = 10**10
+"""Env steps of one visit, one task, one probe or one `telapa train` run (1000x the
+paper's 1e7 per visit)."""
+MAX_EPISODES = 100_000
+"""Episodes of one evaluation (the paper: 50 MiniGrid, 5 MuJoCo)."""
+MAX_ENVS = 65_536
+"""Parallel envs of PPO or an evaluation (the paper: 16 MiniGrid, 8 MuJoCo)."""
+MAX_WIDTH = 65_536
+"""Width of a network layer (the paper: 64)."""
+MAX_ITERATIONS = 1_000_000
+"""PPO epochs, fused iterations, illumination candidates, latent update steps, rollout
+length per env (the paper: at most 2048)."""
+
+EnvSteps = Annotated[int, Field(gt=0, le=MAX_ENV_STEPS)]
+"""A positive number of env steps, at most `MAX_ENV_STEPS`."""
+Episodes = Annotated[int, Field(gt=0, le=MAX_EPISODES)]
+"""A positive number of episodes, at most `MAX_EPISODES`."""
+Envs = Annotated[int, Field(gt=0, le=MAX_ENVS)]
+"""A positive number of parallel envs, at most `MAX_ENVS`."""
+Width = Annotated[int, Field(gt=0, le=MAX_WIDTH)]
+"""A positive layer width, at most `MAX_WIDTH`."""
+Iterations = Annotated[int, Field(gt=0, le=MAX_ITERATIONS)]
+"""A positive count of iterations, at most `MAX_ITERATIONS`."""
+
 
 class ConfigError(ValueError):
     """A configuration file or value is invalid; the message names the field and file."""
@@ -50,7 +77,8 @@ class NetworkConfig(StrictModel):
     """
 
     encoder: Literal["flat", "cnn"] = "flat"
-    hidden: tuple[PositiveInt, ...] = (64, 64)
+    hidden: tuple[Width, ...] = Field(default=(64, 64), max_length=64)
+    """Hidden layer widths (each at most `MAX_WIDTH`, at most 64 layers)."""
     activation: Literal["tanh", "relu", "dff"] = "tanh"
     grid_codes: Literal["raw", "unit", "onehot"] = "raw"
     """How a grid of integer codes (MiniGrid's ``image``) enters the flat encoder: the raw
@@ -61,10 +89,13 @@ class NetworkConfig(StrictModel):
 class PPOConfig(StrictModel):
     """PPO hyperparameters (CleanRL names; ``batch_size`` is the minibatch size, as SB3)."""
 
-    num_envs: PositiveInt = 16
-    n_steps: PositiveInt = 128
+    num_envs: Envs = 16
+    """Parallel envs (at most `MAX_ENVS`)."""
+    n_steps: Iterations = 128
+    """Rollout length per env (at most `MAX_ITERATIONS`)."""
     batch_size: PositiveInt = 512
-    epochs: PositiveInt = 4
+    epochs: Iterations = 4
+    """Update epochs per rollout (at most `MAX_ITERATIONS`)."""
     lr: PositiveFloat = 5e-4
     anneal_lr: bool = False
     adam_eps: PositiveFloat = 1e-5
@@ -77,8 +108,9 @@ class PPOConfig(StrictModel):
     max_grad_norm: PositiveFloat = 0.5
     norm_adv: bool = True
     reward_scale: PositiveFloat = 1.0
-    iterations_per_call: PositiveInt = 1
-    """jax backend: rollout+update iterations fused in one ``lax.scan`` per host call."""
+    iterations_per_call: Iterations = 1
+    """jax backend: rollout+update iterations fused in one ``lax.scan`` per host call (at
+    most `MAX_ITERATIONS`)."""
 
     @property
     def rollout_size(self) -> int:
@@ -95,10 +127,11 @@ class PPOConfig(StrictModel):
 
 
 class EvalConfig(StrictModel):
-    episodes: PositiveInt = 50
+    episodes: Episodes = 50
+    """Episodes of one evaluation (at most `MAX_EPISODES`)."""
     deterministic: bool = False
     """False: sample actions from the policy (default); True: argmax / Gaussian mean."""
-    num_envs: PositiveInt | None = None
+    num_envs: Envs | None = None
     """gymnasium backend: env copies the episodes are split over (None: min(episodes,
     16)); the paper's MuJoCo setting evaluates 5 episodes on 4 envs."""
 
@@ -193,9 +226,12 @@ def read_yaml(path: str | Path, what: str = "config") -> Any:
     """The parsed content of a YAML file; a missing or malformed file is a `ConfigError`."""
     path = Path(path)
     try:
-        return yaml.safe_load(path.read_text())
+        return yaml.safe_load(path.read_bytes().decode("utf-8"))
     except OSError as err:
         raise ConfigError(f"cannot read {what} file {path}: {err.strerror}") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{what} file {path} is not UTF-8 text (byte {err.start}: "
+                          f"{err.reason})") from None
     except yaml.YAMLError as err:
         raise ConfigError(f"{path} is not valid YAML: {err}") from None
 

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import track
 
 from telapa import envs
+from telapa.config import MAX_ENV_STEPS
 from telapa.continual.results import RunRecord
 from telapa.continual.rundir import RunDirError
 from telapa.report.load import load_records
@@ -48,9 +49,21 @@ def json_safe(value: Any) -> Any:
 
 
 def positive_int(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def env_steps(text: str) -> int:
+    """A positive number of env steps, at most `telapa.config.MAX_ENV_STEPS`."""
+    value = positive_int(text)
+    if value > MAX_ENV_STEPS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_ENV_STEPS:.0e} env steps, "
+                                         f"got {text}")
     return value
 
 

@@ -89,6 +89,13 @@ def _hours(seconds: float) -> str:
 
 
 def _status(path: Path) -> None:
+    try:
+        _print_status(path)
+    except (RunDirError, ValueError) as err:  # a status or lock file that cannot be read
+        raise CLIError(str(err)) from None
+
+
+def _print_status(path: Path) -> None:
     from telapa.continual.sweep import (
         STATES,
         cell_state,
@@ -97,10 +104,7 @@ def _status(path: Path) -> None:
         time_left,
     )
 
-    try:
-        cells = stored_cells(path)
-    except (RunDirError, ValueError) as err:
-        raise CLIError(str(err)) from None
+    cells = stored_cells(path)
     if cells is None:
         raise CLIError(f"{path} is not a sweep directory (no cells.json)")
     table = Table(title=f"sweep {path}")

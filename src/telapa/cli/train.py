@@ -24,7 +24,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from telapa.cli.common import CLIError, check_env_id, positive_int, seed_int
+from telapa.cli.common import CLIError, check_env_id, env_steps, seed_int
 from telapa.config import ConfigError, TrainConfig, default_config, dump_config, load_config
 from telapa.continual.rundir import RunDirError, claim_new_dir
 
@@ -153,7 +153,8 @@ def _cmd_train(ns: argparse.Namespace) -> None:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     train = sub.add_parser("train", help="train PPO on one environment")
     train.add_argument("--env", required=True, help="env id, e.g. MiniGrid-DoorKey-8x8-v0")
-    train.add_argument("--steps", required=True, type=positive_int, help="env steps")
+    train.add_argument("--steps", required=True, type=env_steps,
+                       help="env steps (at most 1e10)")
     train.add_argument("--seed", type=seed_int, default=0, help="0 <= S < 2^32")
     train.add_argument("--backend", choices=["jax", "gymnasium"], default="jax")
     train.add_argument("--config", help="YAML config (default: configs/ppo preset)")

@@ -20,7 +20,7 @@ from telapa.continual.sweep.layout import (
     write_status,
 )
 from telapa.continual.sweep.status import cell_state
-from telapa.io import write_json_atomic, write_text_atomic
+from telapa.io import write_bytes_atomic, write_json_atomic
 
 EXPORT_FILES = RESULT_FILES
 """What `export_sweep` keeps of a finished cell (`RunDir.result_files`): everything
@@ -47,7 +47,8 @@ def _same_file(a: Path, b: Path) -> bool:
 
 def export_sweep(sweep_dir: str | Path, dest: str | Path) -> ExportSummary:
     """Copies the small outputs (`EXPORT_FILES`) of every done cell of ``sweep_dir`` into
-    ``dest``: a sweep directory of its own that holds only those cells, so that ``telapa
+    ``dest`` (outside ``sweep_dir``): a sweep directory of its own that holds only those
+    cells, so that ``telapa
     report DEST``, ``telapa metrics DEST`` and ``telapa sweep status DEST`` read it.
 
     Re-exporting into the same ``dest`` adds the cells finished since (for a study that
@@ -63,6 +64,9 @@ def export_sweep(sweep_dir: str | Path, dest: str | Path) -> ExportSummary:
         raise RunDirError(f"{sweep_dir} is not a sweep directory (no {CELLS_FILE})")
     if dest.resolve() == sweep_dir.resolve():
         raise RunDirError(f"cannot export {sweep_dir} into itself")
+    if dest.resolve().is_relative_to(sweep_dir.resolve()):
+        raise RunDirError(f"cannot export {sweep_dir} into {dest}, which is inside it; "
+                          "choose a destination outside the sweep directory")
     cells = source["cells"]
     done = [c for c in cells if cell_state(sweep_dir, c["name"])[0] == "done"]
     meta = stored_sweep(dest) if dest.is_dir() else None
@@ -95,7 +99,7 @@ def export_sweep(sweep_dir: str | Path, dest: str | Path) -> ExportSummary:
     (dest / "cells").mkdir(exist_ok=True)
     (dest / "status").mkdir(exist_ok=True)
     if not (dest / SWEEP_FILE).exists():
-        write_text_atomic(dest / SWEEP_FILE, (sweep_dir / SWEEP_FILE).read_text())
+        write_bytes_atomic(dest / SWEEP_FILE, (sweep_dir / SWEEP_FILE).read_bytes())
     added = []
     for cell in done:
         if cell["name"] in have:

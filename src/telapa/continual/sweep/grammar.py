@@ -9,17 +9,23 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, PositiveInt, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from telapa.config import ConfigError, StrictModel, read_yaml, resolve_named, validate
 from telapa.continual.curriculum import CURRICULUM_DIR, SAFE_NAME, Curriculum, load_curriculum
 from telapa.continual.preset import RUN_PRESET_DIR, RunConfig, parse_run_config
 from telapa.continual.results import METHOD_SECTIONS
+
+MAX_SEEDS = 10_000
+"""Seeds of one sweep (the paper: 20)."""
+MAX_CELLS = 100_000
+"""Cells of one sweep (the paper's largest grid: 7 x 4 x 20 = 560)."""
 
 
 class SweepFile(StrictModel):
@@ -29,7 +35,9 @@ class SweepFile(StrictModel):
     preset: str = "quick"
     curricula: list[str] = Field(min_length=1)
     methods: list[str] = Field(min_length=1)
-    seeds: PositiveInt | list[int] = 1
+    seeds: Annotated[int, Field(gt=0, le=MAX_SEEDS)] | Annotated[
+        list[int], Field(max_length=MAX_SEEDS)] = 1
+    """A count (seeds 0..N-1) or a list of distinct seeds; at most `MAX_SEEDS`."""
     grid: dict[str, list[Any]] = Field(default_factory=dict)
     overrides: dict[str, Any] = Field(default_factory=dict)
     order: Literal["method", "seed"] = "method"
@@ -204,6 +212,11 @@ def load_sweep(path: str | Path) -> Sweep:
         raise ConfigError(f"invalid value for 'curricula' in {source}: two curricula share "
                           "a name")
     grid_keys = list(spec.grid)
+    count = len(curricula) * len(spec.methods) * len(spec.seed_list) * math.prod(
+        len(v) for v in spec.grid.values())
+    if count > MAX_CELLS:
+        raise ConfigError(f"{source}: curricula x methods x grid x seeds makes {count:,} "
+                          f"cells; at most {MAX_CELLS:,}")
     cells: dict[str, Cell] = {}
     for curriculum, method in itertools.product(curricula, spec.methods):
         keys = [k for k in grid_keys if _applies(k, method)]
@@ -253,4 +266,5 @@ def seed_jobs(cells: list[Cell], batch_seeds: bool) -> list[list[Cell]]:
     return list(jobs.values())
 
 
-__all__ = ["Cell", "Sweep", "SweepFile", "cell_name", "load_sweep", "seed_jobs"]
+__all__ = ["MAX_CELLS", "MAX_SEEDS", "Cell", "Sweep", "SweepFile", "cell_name", "load_sweep",
+           "seed_jobs"]

@@ -47,11 +47,14 @@ def _failure(err: BaseException) -> dict[str, Any]:
 def run_job(sweep_dir: str, cells: list[dict[str, Any]]) -> list[Outcome]:
     """Runs (or resumes) the cells of one job to the end in this process: `run_cell` for
     one cell, a `SeedBatch` for several (seeds of one cell); returns ``(name, result)``
-    per cell (never raises). Each cell's status file records when it started."""
+    per cell (never raises). Each cell's status file records when it started, and the
+    sweep's round it started in (``started_try``: its ``queued_try``), so that a cell
+    reported failed without having started is not charged a try."""
     with contextlib.suppress(OSError, ValueError):  # a status file is no reason to fail
         for cell in cells:
-            write_status(sweep_dir, cell["name"],
-                         read_status(sweep_dir, cell["name"]) | {"started": time.time()})
+            status = read_status(sweep_dir, cell["name"])
+            write_status(sweep_dir, cell["name"], status | {
+                "started": time.time(), "started_try": status.get("queued_try")})
     if len(cells) == 1:
         return [(cells[0]["name"], run_cell(sweep_dir, cells[0]))]
     logs = []

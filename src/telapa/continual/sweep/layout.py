@@ -10,13 +10,17 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import secrets
+import shutil
 from pathlib import Path
 from typing import Any
 
-from telapa.continual.rundir import RunDir, RunDirError, claim_new_dir
+from telapa.continual.rundir import RunDir, RunDirError
 from telapa.continual.sweep.grammar import Sweep
-from telapa.io import read_json, write_json_atomic, write_text_atomic
+from telapa.io import read_json, write_bytes_atomic, write_json_atomic
 
 SWEEP_FILE = "sweep.yaml"
 CELLS_FILE = "cells.json"
@@ -41,7 +45,14 @@ def read_status(sweep_dir: str | Path, name: str) -> dict[str, Any]:
     path = _status_path(Path(sweep_dir), name)
     if not path.exists():
         return {"state": "left", "attempts": 0, "errors": []}
-    return read_json(path, "cell status")
+    try:
+        status = read_json(path, "cell status")
+    except (OSError, ValueError) as err:
+        raise RunDirError(f"{err} (remove it to start the cell's record afresh)") from None
+    if not isinstance(status, dict):
+        raise RunDirError(f"{path} is not a cell status (remove it to start the cell's "
+                          "record afresh)")
+    return status
 
 
 def write_status(sweep_dir: str | Path, name: str, status: dict[str, Any]) -> None:
@@ -54,7 +65,10 @@ def stored_sweep(sweep_dir: str | Path) -> dict[str, Any] | None:
     path = Path(sweep_dir) / CELLS_FILE
     if not path.is_file():
         return None
-    data = read_json(path, "sweep cells")
+    try:
+        data = read_json(path, "sweep cells")
+    except (OSError, ValueError) as err:
+        raise RunDirError(str(err)) from None
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
         raise RunDirError(f"{path} is not a telapa sweep's cell list")
     return data
@@ -74,20 +88,55 @@ def sweep_cells_dirs(path: str | Path) -> list[Path] | None:
 
 def prepare_sweep_dir(sweep: Sweep, out: Path) -> None:
     """Creates ``out`` for ``sweep`` or checks that it holds the same sweep (re-running
-    resumes it); refuses any other non-empty directory."""
-    payloads = [c.payload() for c in sweep.cells]
+    resumes it); refuses any other non-empty directory.
+
+    Creation is atomic: the directory is built under a temporary name next to ``out`` and
+    renamed into place, so a reader (or a second process starting the same sweep) sees no
+    sweep directory or a whole one. Of two processes creating ``out`` at once, the one
+    whose rename comes second finds the other's sweep (the same: it goes on, and the
+    sweep's lock decides which runs) or is told another process is creating it."""
+    out = Path(out)
+    payloads = json.loads(json.dumps([c.payload() for c in sweep.cells]))
     stored = stored_cells(out)
-    if stored is not None:
-        if json.loads(json.dumps(payloads)) != stored:
-            raise RunDirError(f"{out} holds another sweep (its {CELLS_FILE} differs from the "
-                              f"cells of {sweep.path}); choose another --out")
-        return
-    claim_new_dir(out, what="sweep directory")
-    (out / "cells").mkdir()
-    (out / "status").mkdir()
-    write_text_atomic(out / SWEEP_FILE, sweep.path.read_text())
-    write_json_atomic(out / CELLS_FILE, {"format": "telapa-sweep", "name": sweep.name,
-                                         "cells": payloads})
+    if stored is None:
+        _create_sweep_dir(sweep, out, payloads)
+        stored = stored_cells(out)
+    if payloads != stored:
+        raise RunDirError(f"{out} holds another sweep (its {CELLS_FILE} differs from the "
+                          f"cells of {sweep.path}); choose another --out")
+
+
+def _create_sweep_dir(sweep: Sweep, out: Path, payloads: list[dict[str, Any]]) -> None:
+    if out.exists() and not out.is_dir():
+        raise RunDirError(f"sweep directory {out} exists and is not a directory; choose "
+                          "another --out")
+    if out.is_dir() and (entries := sorted(os.listdir(out))):
+        shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
+        raise RunDirError(f"sweep directory {out} is not empty (holds {shown}); choose "
+                          "another --out")
+    tmp = out.parent / f".{out.name}.{os.getpid()}.{secrets.token_hex(4)}.new"
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp.mkdir()
+        (tmp / "cells").mkdir()
+        (tmp / "status").mkdir()
+        write_bytes_atomic(tmp / SWEEP_FILE, sweep.path.read_bytes())
+        write_json_atomic(tmp / CELLS_FILE, {"format": "telapa-sweep", "name": sweep.name,
+                                             "cells": payloads})
+        try:
+            os.rename(tmp, out)  # replaces an empty directory, fails on a non-empty one
+        except OSError as err:
+            if err.errno not in (errno.ENOTEMPTY, errno.EEXIST) or not out.is_dir():
+                raise
+            if stored_cells(out) is None:
+                raise RunDirError(f"sweep directory {out} is being created by another "
+                                  "process; run the same command again to resume it once it "
+                                  "has started") from None
+    except OSError as err:
+        raise RunDirError(f"cannot create sweep directory {out}: {err.strerror or err}"
+                          ) from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 __all__ = ["CELLS_FILE", "SWEEP_FILE", "cell_dir", "log_path", "prepare_sweep_dir",

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
+import signal
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,8 +15,32 @@ from typing import Any
 from telapa.continual.sweep.grammar import Cell
 from telapa.continual.sweep.jobs import Outcome, run_job, thread_env
 
+PARENT_CHECK_S = 1.0
+"""How often a worker checks that the sweep process that started it is alive."""
 
-def _init_worker(threads: int, cores: Any) -> None:
+
+def _die_with_parent(parent: int) -> None:
+    """Ends this worker when the sweep process ``parent`` dies, however it dies (SIGKILL
+    included): Linux sends it SIGKILL (``PR_SET_PDEATHSIG``), and everywhere a daemon
+    thread exits the process once it has been handed to another parent. A worker that
+    outlived its sweep would run cells nobody records and hold their locks."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (Linux; absent elsewhere)
+    if os.getppid() != parent:  # died before the signal was armed
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(PARENT_CHECK_S)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="telapa-parent-watch", daemon=True).start()
+
+
+def _init_worker(threads: int, cores: Any, parent: int) -> None:
+    _die_with_parent(parent)
     os.environ.update(thread_env(threads))
     if cores is not None and hasattr(os, "sched_setaffinity"):
         try:
@@ -24,7 +53,7 @@ def _init_worker(threads: int, cores: Any) -> None:
 class LocalBackend:
     """Cells in ``workers`` local processes (spawned, so each sets its thread caps before
     JAX starts); each worker gets ``threads`` threads and, where the OS allows, its own
-    ``threads`` cores."""
+    ``threads`` cores. A worker ends when the sweep process dies (`_die_with_parent`)."""
 
     def __init__(self, workers: int = 1, threads: int | None = None):
         self.workers = workers
@@ -50,7 +79,7 @@ class LocalBackend:
         os.environ.update(env)  # spawned workers inherit it before importing JAX
         try:
             with ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init_worker,
-                                     initargs=(self.threads, queue)) as pool:
+                                     initargs=(self.threads, queue, os.getpid())) as pool:
                 futures = {pool.submit(run_job, str(sweep_dir), [c.payload() for c in job]):
                            job for job in jobs}
                 for future in as_completed(futures):

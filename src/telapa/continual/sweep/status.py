@@ -17,7 +17,8 @@ STATES = ("done", "running", "partial", "failed", "left")
 
 def cell_state(sweep_dir: Path, name: str) -> tuple[str, dict[str, Any]]:
     """(state, status) of a cell: done, running (its run directory is locked by a live
-    process), partial (a run directory, not running), failed, or left."""
+    process), partial (a run directory, not running), failed, or left. Reads only: a
+    read-only sweep directory is read correctly and no lock file is created."""
     status = read_status(sweep_dir, name)
     run_dir = cell_dir(sweep_dir, name)
     failed = status.get("state") == "failed"
@@ -25,10 +26,7 @@ def cell_state(sweep_dir: Path, name: str) -> tuple[str, dict[str, Any]]:
         return ("failed" if failed else "left"), status
     if run_dir.is_complete():
         return "done", status
-    try:
-        run_dir.lock()
-        run_dir.unlock()
-    except RunDirError:
+    if run_dir.is_locked():
         return "running", status
     return ("failed" if failed else "partial"), status
 
