@@ -233,7 +233,16 @@ def read_yaml(path: str | Path, what: str = "config") -> Any:
         raise ConfigError(f"{what} file {path} is not UTF-8 text (byte {err.start}: "
                           f"{err.reason})") from None
     except yaml.YAMLError as err:
-        raise ConfigError(f"{path} is not valid YAML: {err}") from None
+        raise ConfigError(f"{path} is not valid YAML: {_yaml_problem(err)}") from None
+
+
+def _yaml_problem(err: yaml.YAMLError) -> str:
+    """PyYAML's several-line message as one line: what and where (line, column)."""
+    mark = getattr(err, "problem_mark", None)
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    context = getattr(err, "context", None)
+    return f"{where}{problem}" + (f" ({context})" if context else "")
 
 
 def resolve_named(name_or_path: str | Path, folder: Path, what: str) -> Path:

@@ -58,6 +58,20 @@ def positive_int(text: str) -> int:
     return value
 
 
+def int_in(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: an integer in ``low .. high``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be in {low} .. {high}, got {text}")
+        return value
+    parse.__name__ = "integer"
+    return parse
+
+
 def env_steps(text: str) -> int:
     """A positive number of env steps, at most `telapa.config.MAX_ENV_STEPS`."""
     value = positive_int(text)

@@ -357,6 +357,12 @@ class RunDir:
                   "run_dir_bytes")
         if not isinstance(data, dict) or any(k not in data for k in needed):
             raise RunDirError(f"{self.path / 'accounting.json'} lacks one of {list(needed)}")
+        for key in needed:
+            value = data[key]
+            if isinstance(value, bool) or not isinstance(value, int | float) or not (
+                    math.isfinite(value) and value >= 0):
+                raise RunDirError(f"{self.path / 'accounting.json'}: {key} is {value!r}, not "
+                                  "a non-negative number")
         return data
 
     def write_accounting(self, data: dict[str, Any]) -> None:

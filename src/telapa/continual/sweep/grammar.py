@@ -13,7 +13,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -35,12 +35,21 @@ class SweepFile(StrictModel):
     preset: str = "quick"
     curricula: list[str] = Field(min_length=1)
     methods: list[str] = Field(min_length=1)
-    seeds: Annotated[int, Field(gt=0, le=MAX_SEEDS)] | Annotated[
-        list[int], Field(max_length=MAX_SEEDS)] = 1
+    seeds: int | list[int] = 1
     """A count (seeds 0..N-1) or a list of distinct seeds; at most `MAX_SEEDS`."""
     grid: dict[str, list[Any]] = Field(default_factory=dict)
     overrides: dict[str, Any] = Field(default_factory=dict)
     order: Literal["method", "seed"] = "method"
+
+    @field_validator("seeds", mode="before")
+    @classmethod
+    def _seed_count(cls, seeds: Any) -> Any:
+        """At most `MAX_SEEDS`, checked before a count is expanded or a list parsed."""
+        count = seeds if isinstance(seeds, int) and not isinstance(seeds, bool) else (
+            len(seeds) if isinstance(seeds, list) else None)
+        if count is not None and not 0 < count <= MAX_SEEDS:
+            raise ValueError(f"{count:,} seeds; give 1 to {MAX_SEEDS:,}")
+        return seeds
 
     @field_validator("seeds")
     @classmethod
