@@ -57,7 +57,7 @@ directory and status files), `jobs` (what a worker runs), `local` and `ray_backe
 from telapa.continual.sweep.driver import run_sweep
 from telapa.continual.sweep.export import EXPORT_FILES, ExportSummary, export_sweep
 from telapa.continual.sweep.grammar import Cell, Sweep, SweepFile, cell_name, load_sweep, seed_jobs
-from telapa.continual.sweep.jobs import Outcome, run_cell, run_job, thread_env
+from telapa.continual.sweep.jobs import Outcome, mark_started, run_cell, run_job, thread_env
 from telapa.continual.sweep.layout import (
     CELLS_FILE,
     SWEEP_FILE,
@@ -82,6 +82,7 @@ from telapa.continual.sweep.status import (
 __all__ = ["CELLS_FILE", "EXPORT_FILES", "STATES", "SWEEP_FILE", "Cell", "CellTime",
            "ExportSummary", "LocalBackend", "Outcome", "RayBackend", "Sweep", "SweepFile",
            "cell_name", "cell_state", "cell_time", "cell_times", "export_sweep", "load_sweep",
+           "mark_started",
            "prepare_sweep_dir", "read_status", "run_cell", "run_job", "run_sweep", "seed_jobs",
            "stored_cells", "stored_sweep", "sweep_cells_dirs", "thread_env", "time_left",
            "write_status"]

@@ -44,17 +44,23 @@ def _failure(err: BaseException) -> dict[str, Any]:
             "traceback": traceback.format_exc(limit=8)}
 
 
+def mark_started(sweep_dir: str, cells: list[dict[str, Any]]) -> None:
+    """Records in each cell's status when it started and in which round of the sweep
+    (``started_try``: the ``queued_try`` the sweep wrote when it queued it)."""
+    with contextlib.suppress(OSError, ValueError):  # a status file is no reason to fail
+        for cell in cells:
+            status = read_status(sweep_dir, cell["name"])
+            write_status(sweep_dir, cell["name"], status | {
+                "started": time.time(), "started_try": status.get("queued_try")})
+
+
 def run_job(sweep_dir: str, cells: list[dict[str, Any]]) -> list[Outcome]:
     """Runs (or resumes) the cells of one job to the end in this process: `run_cell` for
     one cell, a `SeedBatch` for several (seeds of one cell); returns ``(name, result)``
     per cell (never raises). Each cell's status file records when it started, and the
     sweep's round it started in (``started_try``: its ``queued_try``), so that a cell
     reported failed without having started is not charged a try."""
-    with contextlib.suppress(OSError, ValueError):  # a status file is no reason to fail
-        for cell in cells:
-            status = read_status(sweep_dir, cell["name"])
-            write_status(sweep_dir, cell["name"], status | {
-                "started": time.time(), "started_try": status.get("queued_try")})
+    mark_started(sweep_dir, cells)
     if len(cells) == 1:
         return [(cells[0]["name"], run_cell(sweep_dir, cells[0]))]
     logs = []
@@ -127,4 +133,4 @@ def run_cell(sweep_dir: str, cell: dict[str, Any]) -> dict[str, Any]:
         return _failure(err)
 
 
-__all__ = ["Outcome", "run_cell", "run_job", "thread_env"]
+__all__ = ["Outcome", "mark_started", "run_cell", "run_job", "thread_env"]

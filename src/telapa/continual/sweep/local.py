@@ -8,7 +8,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +55,11 @@ class LocalBackend:
     JAX starts); each worker gets ``threads`` threads and, where the OS allows, its own
     ``threads`` cores. A worker ends when the sweep process dies (`_die_with_parent`)."""
 
-    def __init__(self, workers: int = 1, threads: int | None = None):
+    def __init__(self, workers: int = 1, threads: int | None = None, *,
+                 job: Callable[[str, list[dict[str, Any]]], list[Outcome]] = run_job):
         self.workers = workers
+        self.job = job
+        """What a worker calls with (sweep directory, cells of a job): `run_job`."""
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
             else os.cpu_count() or 1
         self.threads = threads or max(1, cores // workers)
@@ -80,7 +83,7 @@ class LocalBackend:
         try:
             with ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init_worker,
                                      initargs=(self.threads, queue, os.getpid())) as pool:
-                futures = {pool.submit(run_job, str(sweep_dir), [c.payload() for c in job]):
+                futures = {pool.submit(self.job, str(sweep_dir), [c.payload() for c in job]):
                            job for job in jobs}
                 for future in as_completed(futures):
                     try:
