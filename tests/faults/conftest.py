@@ -150,5 +150,87 @@ def wait_for(predicate, proc: subprocess.Popen | None = None, timeout_s: float =
 
 
 def kill(proc: subprocess.Popen) -> None:
+    """SIGKILL ``proc`` and wait for it; its pipes are closed unread (a process it
+    left behind may hold them open)."""
     os.kill(proc.pid, signal.SIGKILL)
-    proc.communicate()
+    proc.wait()
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+
+
+class Killed(BaseException):
+    """A simulated death of the process (a BaseException: nothing catches it)."""
+
+
+class KillAfter:
+    """A progress sink that kills the run after ``n`` training updates."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def visit(self, visit, budget, done):
+        pass
+
+    def advance(self, steps, metrics):
+        self.n -= 1
+        if self.n < 0:
+            raise Killed
+
+    def evaluated(self, visit, step, sr):
+        pass
+
+    def note(self, text):
+        pass
+
+    def phase(self, name, done, total):
+        pass
+
+
+class Notes(KillAfter):
+    """A progress sink that keeps the notes (warnings) the run prints."""
+
+    def __init__(self):
+        super().__init__(10**9)
+        self.notes: list[str] = []
+
+    def note(self, text):
+        self.notes.append(text)
+
+
+def spec(seed: int = 0):
+    """The suite's run as a `RunSpec`."""
+    from telapa.continual.curriculum import load_curriculum
+    from telapa.continual.preset import load_run_config
+    from telapa.continual.runner import RunSpec
+
+    return RunSpec(load_curriculum(ONE_TASK), "ewc", seed, load_run_config(FAULT_RUN),
+                   str(FAULT_RUN))
+
+
+@pytest.fixture(scope="module")
+def partial(tmp_path_factory) -> Path:
+    """The suite's run killed in its second visit, after its first chunk (updates 7 of 8):
+    two checkpoints, both holding EWC's state, the newest one mid-visit (``train_state.npz``,
+    ``train.csv``)."""
+    from telapa.continual.runner import ContinualRun
+
+    out = tmp_path_factory.mktemp("partial") / "run"
+    run = ContinualRun.start(spec(), out, KillAfter(6))
+    with pytest.raises(Killed):
+        run.run()
+    return out
+
+
+def copy_run(source: Path, dest: Path) -> Path:
+    """A copy of a run directory as ``cp -a`` makes it: files that are hard links of one
+    another in ``source`` stay so in ``dest``."""
+    subprocess.run(["cp", "-a", str(source), str(dest)], check=True)
+    return dest
+
+
+def flip_byte(path: Path, at: float = 0.5) -> None:
+    """Flips the bits of one byte of ``path`` (at the fraction ``at`` of its length)."""
+    data = bytearray(path.read_bytes())
+    data[int(len(data) * at)] ^= 0xFF
+    path.write_bytes(bytes(data))
