@@ -145,7 +145,8 @@ class TrainConfig(StrictModel):
 
 
 def format_validation_errors(err: ValidationError, source: str) -> str:
-    """One line per pydantic error: the dotted key and ``source`` (a file name)."""
+    """Every pydantic error on one line (``; `` between them): the dotted key and
+    ``source`` (a file name)."""
     lines = []
     for e in err.errors():
         loc = ".".join(str(p) for p in e["loc"]) or "<root>"
@@ -153,7 +154,7 @@ def format_validation_errors(err: ValidationError, source: str) -> str:
             lines.append(f"unknown key {loc!r} in {source}")
         else:
             lines.append(f"invalid value for {loc!r} in {source}: {e['msg']}")
-    return "\n".join(lines)
+    return "; ".join(lines)
 
 
 def _leaf_types(annotation: Any) -> list[Any]:
@@ -214,7 +215,7 @@ def validate(model: type[M], data: Any, source: str = "<dict>") -> M:
         raise ConfigError(f"{source}: expected a mapping at the top level, got {kind}")
     wrong = bool_errors(model, data)
     if wrong:
-        raise ConfigError("\n".join(f"invalid value for {loc!r} in {source}: a boolean where "
+        raise ConfigError("; ".join(f"invalid value for {loc!r} in {source}: a boolean where "
                                      "a number belongs" for loc in wrong))
     try:
         return model.model_validate(data)

@@ -85,8 +85,9 @@ def _fsync_dir(directory: Path) -> None:
 def atomic_open(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
     """Open a binary file whose content replaces ``path`` only when the block exits cleanly.
 
-    If the block raises, the temporary is deleted and ``path`` is left untouched. The
-    parent directory must exist. A new file gets the usual permissions (0o666 minus umask).
+    If the block raises, the temporary is deleted and ``path`` is left untouched (an
+    `OSError` of a write, e.g. a full disk, is raised again naming ``path``). The parent
+    directory must exist. A new file gets the usual permissions (0o666 minus umask).
     """
     target = Path(path)
     _remove_stale_temps(target)
@@ -98,11 +99,13 @@ def atomic_open(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as err:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(err, OSError) and err.filename is None:  # a write: name the file
+            raise OSError(err.errno, err.strerror, str(target)) from err
         raise
     _fsync_dir(target.parent)
 

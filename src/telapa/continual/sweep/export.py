@@ -9,12 +9,14 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from telapa.continual.rundir import RESULT_FILES, RunDirError, claim_new_dir
+from telapa.continual.rundir import RESULT_FILES, RunDirError
 from telapa.continual.sweep.layout import (
     CELLS_FILE,
     SWEEP_FILE,
     cell_dir,
+    create_dir_atomically,
     read_status,
     stored_sweep,
     write_status,
@@ -41,6 +43,13 @@ class ExportSummary:
     """Size of the destination's files after the export."""
 
 
+def _listing(source: dict[str, Any], sweep_dir: Path, cells: list[dict[str, Any]]
+             ) -> dict[str, Any]:
+    """An export's ``cells.json``: the exported cells, in sweep order."""
+    return {"format": "telapa-sweep", "name": source.get("name"),
+            "exported_from": str(sweep_dir), "of_cells": len(source["cells"]), "cells": cells}
+
+
 def _same_file(a: Path, b: Path) -> bool:
     return a.is_file() and b.is_file() and a.read_bytes() == b.read_bytes()
 
@@ -48,15 +57,16 @@ def _same_file(a: Path, b: Path) -> bool:
 def export_sweep(sweep_dir: str | Path, dest: str | Path) -> ExportSummary:
     """Copies the small outputs (`EXPORT_FILES`) of every done cell of ``sweep_dir`` into
     ``dest`` (outside ``sweep_dir``): a sweep directory of its own that holds only those
-    cells, so that ``telapa
-    report DEST``, ``telapa metrics DEST`` and ``telapa sweep status DEST`` read it.
+    cells, so that ``telapa report DEST``, ``telapa metrics DEST`` and ``telapa sweep
+    status DEST`` read it.
 
     Re-exporting into the same ``dest`` adds the cells finished since (for a study that
     runs over several sessions). Nothing in ``dest`` is overwritten: a cell ``dest``
     already holds must be byte-identical to the source, and a ``dest`` that is not an
-    export of the same sweep is refused, both before anything is written. Each cell is
-    written to a temporary folder and renamed into place; ``cells.json`` (the exported
-    cells, in sweep order) is written last.
+    export of the same sweep is refused, both before anything is written. A new ``dest``
+    is created whole, as an export of no cell yet; each cell is written to a temporary
+    folder and renamed into place; ``cells.json`` (the exported cells, in sweep order) is
+    written last. An export stopped part way (a full disk) is completed by the next.
     """
     sweep_dir, dest = Path(sweep_dir), Path(dest)
     source = stored_sweep(sweep_dir)
@@ -70,19 +80,26 @@ def export_sweep(sweep_dir: str | Path, dest: str | Path) -> ExportSummary:
     cells = source["cells"]
     done = [c for c in cells if cell_state(sweep_dir, c["name"])[0] == "done"]
     meta = stored_sweep(dest) if dest.is_dir() else None
-    if meta is None:
-        claim_new_dir(dest, what="export directory")
-        existing = []
-    else:
-        if meta.get("name") != source.get("name") or "exported_from" not in meta:
-            raise RunDirError(f"{dest} is not an export of sweep {source.get('name')!r}; "
-                              "choose another destination")
-        existing = meta["cells"]
-        by_name = {c["name"]: c for c in cells}
-        for cell in existing:
-            if json.loads(json.dumps(by_name.get(cell["name"]))) != cell:
-                raise RunDirError(f"{dest} holds cell {cell['name']} with other settings than "
-                                  f"{sweep_dir}; choose another destination")
+    if meta is None:  # a new export, created whole: an export holding no cell yet
+        def build(tmp: Path) -> None:
+            (tmp / "cells").mkdir()
+            (tmp / "status").mkdir()
+            write_bytes_atomic(tmp / SWEEP_FILE, (sweep_dir / SWEEP_FILE).read_bytes())
+            write_json_atomic(tmp / CELLS_FILE, _listing(source, sweep_dir, []))
+
+        create_dir_atomically(dest, build, what="export directory")
+        meta = stored_sweep(dest)
+        if meta is None:
+            raise RunDirError(f"export directory {dest} is being created by another process")
+    if meta.get("name") != source.get("name") or "exported_from" not in meta:
+        raise RunDirError(f"{dest} is not an export of sweep {source.get('name')!r}; "
+                          "choose another destination")
+    existing = meta["cells"]
+    by_name = {c["name"]: c for c in cells}
+    for cell in existing:
+        if json.loads(json.dumps(by_name.get(cell["name"]))) != cell:
+            raise RunDirError(f"{dest} holds cell {cell['name']} with other settings than "
+                              f"{sweep_dir}; choose another destination")
     have = {c["name"] for c in existing}
     for cell in done:
         src_dir, dst_dir = cell_dir(sweep_dir, cell["name"]), cell_dir(dest, cell["name"])
@@ -117,10 +134,8 @@ def export_sweep(sweep_dir: str | Path, dest: str | Path) -> ExportSummary:
                                           if k in status})
         added.append(cell["name"])
     exported = have | set(added)
-    write_json_atomic(dest / CELLS_FILE, {
-        "format": "telapa-sweep", "name": source.get("name"),
-        "exported_from": str(sweep_dir), "of_cells": len(cells),
-        "cells": [c for c in cells if c["name"] in exported]})
+    write_json_atomic(dest / CELLS_FILE, _listing(
+        source, sweep_dir, [c for c in cells if c["name"] in exported]))
     size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
     return ExportSummary(added=added, kept=sorted(have),
                          left=[c["name"] for c in cells if c["name"] not in exported],

@@ -15,6 +15,7 @@ import json
 import os
 import secrets
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -90,54 +91,62 @@ def prepare_sweep_dir(sweep: Sweep, out: Path) -> None:
     """Creates ``out`` for ``sweep`` or checks that it holds the same sweep (re-running
     resumes it); refuses any other non-empty directory.
 
-    Creation is atomic: the directory is built under a temporary name next to ``out`` and
-    renamed into place, so a reader (or a second process starting the same sweep) sees no
-    sweep directory or a whole one. Of two processes creating ``out`` at once, the one
-    whose rename comes second finds the other's sweep (the same: it goes on, and the
-    sweep's lock decides which runs) or is told another process is creating it."""
+    Creation is atomic (`create_dir_atomically`): a reader, or a second process starting
+    the same sweep, sees no sweep directory or a whole one. Of two processes creating
+    ``out`` at once, the one whose rename comes second finds the other's sweep (the same:
+    it goes on, and the sweep's lock decides which runs) or is told another process is
+    creating it."""
     out = Path(out)
     payloads = json.loads(json.dumps([c.payload() for c in sweep.cells]))
     stored = stored_cells(out)
     if stored is None:
-        _create_sweep_dir(sweep, out, payloads)
+        def build(tmp: Path) -> None:
+            (tmp / "cells").mkdir()
+            (tmp / "status").mkdir()
+            write_bytes_atomic(tmp / SWEEP_FILE, sweep.path.read_bytes())
+            write_json_atomic(tmp / CELLS_FILE, {"format": "telapa-sweep", "name": sweep.name,
+                                                 "cells": payloads})
+
+        if not create_dir_atomically(out, build, what="sweep directory") and \
+                stored_cells(out) is None:
+            raise RunDirError(f"sweep directory {out} is being created by another process; "
+                              "run the same command again to resume it once it has started")
         stored = stored_cells(out)
     if payloads != stored:
         raise RunDirError(f"{out} holds another sweep (its {CELLS_FILE} differs from the "
                           f"cells of {sweep.path}); choose another --out")
 
 
-def _create_sweep_dir(sweep: Sweep, out: Path, payloads: list[dict[str, Any]]) -> None:
+def create_dir_atomically(out: Path, build: Callable[[Path], None], *, what: str) -> bool:
+    """Creates the directory ``out`` whole: ``build`` fills a temporary directory next to
+    it, which is then renamed into place (replacing an empty ``out``). Refuses, naming
+    ``out``, a file and a non-empty directory; a place that cannot be written is a
+    `RunDirError` too. Returns False, with nothing written, when another process created
+    ``out`` meanwhile (the caller checks what it holds)."""
     if out.exists() and not out.is_dir():
-        raise RunDirError(f"sweep directory {out} exists and is not a directory; choose "
-                          "another --out")
+        raise RunDirError(f"{what} {out} exists and is not a directory; choose another place")
     if out.is_dir() and (entries := sorted(os.listdir(out))):
         shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
-        raise RunDirError(f"sweep directory {out} is not empty (holds {shown}); choose "
-                          "another --out")
+        raise RunDirError(f"{what} {out} is not empty (holds {shown}); choose another place")
     tmp = out.parent / f".{out.name}.{os.getpid()}.{secrets.token_hex(4)}.new"
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp.mkdir()
-        (tmp / "cells").mkdir()
-        (tmp / "status").mkdir()
-        write_bytes_atomic(tmp / SWEEP_FILE, sweep.path.read_bytes())
-        write_json_atomic(tmp / CELLS_FILE, {"format": "telapa-sweep", "name": sweep.name,
-                                             "cells": payloads})
+        build(tmp)
         try:
             os.rename(tmp, out)  # replaces an empty directory, fails on a non-empty one
         except OSError as err:
             if err.errno not in (errno.ENOTEMPTY, errno.EEXIST) or not out.is_dir():
                 raise
-            if stored_cells(out) is None:
-                raise RunDirError(f"sweep directory {out} is being created by another "
-                                  "process; run the same command again to resume it once it "
-                                  "has started") from None
+            return False
     except OSError as err:
-        raise RunDirError(f"cannot create sweep directory {out}: {err.strerror or err}"
-                          ) from None
+        raise RunDirError(f"cannot create {what} {out}: {err.strerror or err}"
+                          + (f" ({err.filename})" if err.filename else "")) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    return True
 
 
-__all__ = ["CELLS_FILE", "SWEEP_FILE", "cell_dir", "log_path", "prepare_sweep_dir",
-           "read_status", "stored_cells", "stored_sweep", "sweep_cells_dirs", "write_status"]
+__all__ = ["CELLS_FILE", "SWEEP_FILE", "cell_dir", "create_dir_atomically", "log_path",
+           "prepare_sweep_dir", "read_status", "stored_cells", "stored_sweep", "sweep_cells_dirs",
+           "write_status"]
