@@ -27,6 +27,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from telapa.cli.common import CLIError, check_env_id, env_steps, seed_int
 from telapa.config import ConfigError, TrainConfig, default_config, dump_config, load_config
 from telapa.continual.rundir import RunDirError, claim_new_dir
+from telapa.io import write_text_atomic
 
 PLAIN_INTERVAL_S = 30.0
 """Seconds between progress lines when stderr is not a terminal."""
@@ -71,7 +72,7 @@ def train_run(
         claim_new_dir(run_dir)
     except RunDirError as err:
         raise CLIError(str(err)) from None
-    (run_dir / "config.yaml").write_text(dump_config(config))
+    write_text_atomic(run_dir / "config.yaml", dump_config(config))
     args = {"env": env_id, "steps": steps, "seed": seed, "backend": backend}
 
     trainer = PPOTrainer(env_id, config, key=seed, backend=backend, total_steps=steps)
@@ -133,7 +134,7 @@ def train_run(
         "eval_episodes": len(result.returns),
         "run_dir": str(run_dir),
     }
-    (run_dir / "run.json").write_text(json.dumps(summary, indent=2) + "\n")
+    write_text_atomic(run_dir / "run.json", json.dumps(summary, indent=2) + "\n")
     return summary
 
 

@@ -17,7 +17,9 @@ and replaces an earlier report only once the new one is complete.
 
 from __future__ import annotations
 
+import os
 import re
+import secrets
 import shutil
 import tempfile
 from collections import Counter
@@ -30,6 +32,7 @@ from telapa.analysis.data import TeLAPARun, load_telapa_run
 from telapa.analysis.panels import analysis_panels
 from telapa.continual.results import CurriculumResults, RunRecord, score
 from telapa.io import read_json, write_json_atomic
+from telapa.io.atomic import remove_stale
 from telapa.report.claims import claims_table
 from telapa.report.compute import compute_table, runtime_table
 from telapa.report.curves import learning_curves
@@ -215,16 +218,20 @@ def write_report(doc: Document, out: str | Path, *, sources: Sequence[str | Path
     out = Path(out)
     check_destination(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".new", dir=out.parent))
+    remove_stale(out.parent, f".{out.name}", (".new", ".old"))  # left by a killed writer
+    staging = out.parent / f".{out.name}.{os.getpid()}.{secrets.token_hex(4)}.new"
+    old = staging.with_suffix(".old")
+    staging.mkdir()
     try:
         _write_files(doc, staging, sources)
+        if out.exists():
+            out.rename(old)
+        staging.rename(out)
     except BaseException:
+        if old.exists() and not out.exists():  # stopped between the two renames
+            old.rename(out)
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    old = staging.with_suffix(".old")
-    if out.exists():
-        out.rename(old)
-    staging.rename(out)
     shutil.rmtree(old, ignore_errors=True)
     return out
 

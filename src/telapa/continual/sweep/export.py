@@ -54,6 +54,13 @@ def _same_file(a: Path, b: Path) -> bool:
     return a.is_file() and b.is_file() and a.read_bytes() == b.read_bytes()
 
 
+def _same_cell(src: Path, dst: Path) -> bool:
+    """Whether ``dst`` holds exactly the exported files of cell ``src``, byte for byte."""
+    names = sorted(p.name for p in dst.iterdir())
+    return names == sorted(p.name for p in cell_dir(src.parent.parent, src.name).result_files()
+                           ) and all(_same_file(src / n, dst / n) for n in names)
+
+
 def export_sweep(sweep_dir: str | Path, dest: str | Path) -> ExportSummary:
     """Copies the small outputs (`EXPORT_FILES`) of every done cell of ``sweep_dir`` into
     ``dest`` (outside ``sweep_dir``): a sweep directory of its own that holds only those
@@ -101,12 +108,16 @@ def export_sweep(sweep_dir: str | Path, dest: str | Path) -> ExportSummary:
             raise RunDirError(f"{dest} holds cell {cell['name']} with other settings than "
                               f"{sweep_dir}; choose another destination")
     have = {c["name"] for c in existing}
+    adopted = []
     for cell in done:
         src_dir, dst_dir = cell_dir(sweep_dir, cell["name"]), cell_dir(dest, cell["name"])
         if cell["name"] not in have:
             if dst_dir.path.exists():
-                raise RunDirError(f"{dst_dir.path} exists but is not listed in "
-                                  f"{dest / CELLS_FILE}; nothing was exported (move it aside)")
+                if not _same_cell(src_dir.path, dst_dir.path):
+                    raise RunDirError(f"{dst_dir.path} exists but is not listed in "
+                                      f"{dest / CELLS_FILE}; nothing was exported (move it "
+                                      "aside)")
+                adopted.append(cell["name"])  # copied by an export stopped before listing it
             continue
         for name in EXPORT_FILES:
             src, dst = src_dir.path / name, dst_dir.path / name
@@ -117,9 +128,9 @@ def export_sweep(sweep_dir: str | Path, dest: str | Path) -> ExportSummary:
     (dest / "status").mkdir(exist_ok=True)
     if not (dest / SWEEP_FILE).exists():
         write_bytes_atomic(dest / SWEEP_FILE, (sweep_dir / SWEEP_FILE).read_bytes())
-    added = []
+    added = list(adopted)
     for cell in done:
-        if cell["name"] in have:
+        if cell["name"] in have or cell["name"] in adopted:
             continue
         final = cell_dir(dest, cell["name"]).path
         tmp = final.with_name(f".{cell['name']}.tmp")

@@ -22,6 +22,7 @@ from typing import Any
 from telapa.continual.rundir import RunDir, RunDirError
 from telapa.continual.sweep.grammar import Sweep
 from telapa.io import read_json, write_bytes_atomic, write_json_atomic
+from telapa.io.atomic import remove_stale
 
 SWEEP_FILE = "sweep.yaml"
 CELLS_FILE = "cells.json"
@@ -129,6 +130,7 @@ def create_dir_atomically(out: Path, build: Callable[[Path], None], *, what: str
         shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
         raise RunDirError(f"{what} {out} is not empty (holds {shown}); choose another place")
     tmp = out.parent / f".{out.name}.{os.getpid()}.{secrets.token_hex(4)}.new"
+    remove_stale(out.parent, f".{out.name}", (".new",))  # left by a killed creator
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp.mkdir()

@@ -11,11 +11,18 @@ from telapa.config import ConfigError
 from telapa.continual.sweep.grammar import Cell
 from telapa.continual.sweep.jobs import Outcome, run_job, thread_env
 
+LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+"""Set to ``0``, Ray runs single-node: the node's address is 127.0.0.1 and every socket of
+the GCS, raylet, object manager, agents and workers listens there only (without it,
+``--node-ip-address 127.0.0.1`` is replaced by the machine's address and the servers
+listen on every interface). Read when Ray is imported."""
+
 
 class RayBackend:
     """Each job a Ray task (``num_cpus=threads``) on the cluster at ``address``, or on a
-    new local Ray instance without one. The sweep directory must be on a filesystem every
-    node sees, and every node needs telapa installed (``pip install telapa[ray]``)."""
+    new local Ray instance without one (on the loopback address only: `LOOPBACK_ONLY`).
+    The sweep directory must be on a filesystem every node sees, and every node needs
+    telapa installed (``pip install telapa[ray]``)."""
 
     def __init__(self, address: str | None = None, threads: int = 1):
         self.address = address
@@ -23,6 +30,8 @@ class RayBackend:
         self.describe = f"ray ({address or 'local instance'}), {threads} thread(s) per cell"
 
     def run(self, sweep_dir: Path, jobs: list[list[Cell]]) -> Iterator[Outcome]:
+        if self.address is None:  # a local instance: every socket on the loopback address
+            os.environ.setdefault(LOOPBACK_ONLY, "0")
         try:
             import ray
         except ImportError:
@@ -53,4 +62,4 @@ class RayBackend:
                 ray.shutdown()
 
 
-__all__ = ["RayBackend"]
+__all__ = ["LOOPBACK_ONLY", "RayBackend"]
