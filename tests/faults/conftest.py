@@ -95,9 +95,10 @@ def assert_same_results(ours: Path, reference: Path) -> None:
                                       pd.read_csv(reference / f"{name}.csv"), obj=name)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def reference(tmp_path_factory) -> Path:
-    """The suite's run (seed 0), uninterrupted: what every fault must end in."""
+    """The suite's run (seed 0), uninterrupted: what every fault must end in (once per
+    test process; tests copy it before they change anything)."""
     out = tmp_path_factory.mktemp("reference") / "run"
     assert main([*RUN, "--seed", "0", "--out", str(out)]) == 0
     return out
