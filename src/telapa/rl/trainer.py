@@ -36,11 +36,9 @@ def _as_key(key: int | jax.Array) -> jax.Array:
 class PPOTrainer:
     """PPO on one environment with its state inside; see the module docstring.
 
-    Args:
-        env, config, backend, total_steps, env_options, penalty, intrinsic_beta: as for
-            `Agent`.
-        key: an int seed or a JAX key; everything random derives from it
-            (``init, env, reset, eval = split(key, 4)``).
+    ``env``, ``config``, ``backend``, ``total_steps``, ``env_options``, ``penalty`` and
+    ``intrinsic_beta`` are as for `Agent`; ``key`` is an int seed or a JAX key, from which
+    everything random derives (``init, env, reset, eval = split(key, 4)``).
     """
 
     def __init__(
