@@ -15,6 +15,7 @@ from rich.progress import track
 from rich.table import Table
 
 from telapa import envs
+from telapa.config import MAX_ENV_STEPS
 from telapa.continual.results import RunRecord
 from telapa.continual.rundir import RunDirError
 from telapa.report.load import load_records
@@ -52,7 +53,10 @@ def json_safe(value: Any) -> Any:
 
 
 def positive_int(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
     return value
@@ -64,6 +68,29 @@ def add_set_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", dest="sets", action="append", metavar="KEY=VALUE",
                         help="change one setting of the preset, e.g. --set train.ppo.lr=1e-3 "
                              "(a dotted key; the value is read as YAML; repeatable)")
+
+
+def int_in(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: an integer in ``low .. high``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be in {low} .. {high}, got {text}")
+        return value
+    parse.__name__ = "integer"
+    return parse
+
+
+def env_steps(text: str) -> int:
+    """A positive number of env steps, at most `telapa.config.MAX_ENV_STEPS`."""
+    value = positive_int(text)
+    if value > MAX_ENV_STEPS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_ENV_STEPS:.0e} env steps, "
+                                         f"got {text}")
+    return value
 
 
 def check_env_id(env_id: str, backend: str) -> None:

@@ -23,9 +23,14 @@ from pathlib import Path
 
 from rich.table import Table
 
-from telapa.cli.common import CLIError, add_set_option, positive_int, stdout_console
+from telapa.cli.common import CLIError, add_set_option, int_in, stdout_console
 from telapa.config import ConfigError
 from telapa.continual.rundir import RunDirError
+
+MAX_WORKERS = 1024
+"""Bound of ``--workers`` and ``--threads`` (each worker is a process, each thread a core)."""
+MAX_RETRIES = 100
+"""Bound of ``--retries``."""
 
 
 def _log(text: str) -> None:
@@ -94,6 +99,13 @@ def _hours(seconds: float) -> str:
 
 
 def _status(path: Path) -> None:
+    try:
+        _print_status(path)
+    except (RunDirError, ValueError) as err:  # a status or lock file that cannot be read
+        raise CLIError(str(err)) from None
+
+
+def _print_status(path: Path) -> None:
     from telapa.continual.sweep import (
         STATES,
         cell_state,
@@ -102,10 +114,7 @@ def _status(path: Path) -> None:
         time_left,
     )
 
-    try:
-        cells = stored_cells(path)
-    except (RunDirError, ValueError) as err:
-        raise CLIError(str(err)) from None
+    cells = stored_cells(path)
     if cells is None:
         raise CLIError(f"{path} is not a sweep directory (no cells.json)")
     table = Table(title=f"sweep {path}")
@@ -153,12 +162,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_set_option(sweep)
     sweep.add_argument("--backend", choices=["local", "ray"], default="local")
     sweep.add_argument("--address", help="Ray cluster address (default: a local Ray instance)")
-    sweep.add_argument("--workers", type=positive_int, default=1,
-                       help="local worker processes (default 1)")
-    sweep.add_argument("--threads", type=positive_int,
+    sweep.add_argument("--workers", type=int_in(1, MAX_WORKERS), default=1,
+                       help=f"local worker processes (default 1, at most {MAX_WORKERS})")
+    sweep.add_argument("--threads", type=int_in(1, MAX_WORKERS),
                        help="CPU threads per cell (default: cores / workers; Ray: 1)")
-    sweep.add_argument("--retries", type=int, default=0,
-                       help="times a failed cell is tried again (default 0)")
+    sweep.add_argument("--retries", type=int_in(0, MAX_RETRIES), default=0,
+                       help=f"times a failed cell is tried again (default 0, at most "
+                            f"{MAX_RETRIES})")
     sweep.add_argument("--batch-seeds", action="store_true",
                        help="run the seeds of each cell together in one worker (PPO of the "
                             "seeds as one vmapped batch on the jax backend)")

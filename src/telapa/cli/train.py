@@ -25,9 +25,10 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from telapa.cli.common import CLIError, add_set_option, check_env_id, positive_int, seed_int
+from telapa.cli.common import CLIError, add_set_option, check_env_id, env_steps, seed_int
 from telapa.config import ConfigError, TrainConfig, default_config, dump_config, load_config
 from telapa.continual.rundir import TB_DIR, RunDirError, claim_new_dir
+from telapa.io import write_text_atomic
 from telapa.overrides import override, parse_sets
 
 PLAIN_INTERVAL_S = 30.0
@@ -81,7 +82,7 @@ def train_run(
         claim_new_dir(run_dir)
     except RunDirError as err:
         raise CLIError(str(err)) from None
-    (run_dir / "config.yaml").write_text(dump_config(config))
+    write_text_atomic(run_dir / "config.yaml", dump_config(config))
     args = {"env": env_id, "steps": steps, "seed": seed, "backend": backend,
             "overrides": overrides}
 
@@ -144,7 +145,7 @@ def train_run(
         "eval_episodes": len(result.returns),
         "run_dir": str(run_dir),
     }
-    (run_dir / "run.json").write_text(json.dumps(summary, indent=2) + "\n")
+    write_text_atomic(run_dir / "run.json", json.dumps(summary, indent=2) + "\n")
     return summary
 
 
@@ -165,7 +166,8 @@ def _cmd_train(ns: argparse.Namespace) -> None:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     train = sub.add_parser("train", help="train PPO on one environment")
     train.add_argument("--env", required=True, help="env id, e.g. MiniGrid-DoorKey-8x8-v0")
-    train.add_argument("--steps", required=True, type=positive_int, help="env steps")
+    train.add_argument("--steps", required=True, type=env_steps,
+                       help="env steps (at most 1e10)")
     train.add_argument("--seed", type=seed_int, default=0, help="0 <= S < 2^32")
     train.add_argument("--backend", choices=["jax", "gymnasium"], default="jax")
     train.add_argument("--config", help="YAML config (default: configs/ppo preset)")

@@ -35,6 +35,7 @@ with its own agents, as separate runs would.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import time
 from collections.abc import Sequence
@@ -42,15 +43,9 @@ from pathlib import Path
 from typing import Any
 
 from telapa.continual.preset import bind_env_family
+from telapa.continual.progress import Progress, SilentProgress
 from telapa.continual.rundir import RunDirError
-from telapa.continual.runner import (
-    ContinualRun,
-    Phase,
-    Progress,
-    RunError,
-    RunSpec,
-    SilentProgress,
-)
+from telapa.continual.runner import ContinualRun, Phase, RunError, RunSpec
 from telapa.continual.tracking import Tracking
 from telapa.io import MemoryMonitor
 from telapa.rl.agent import Agent, BatchMemberError, stack_states, unstack_states
@@ -83,10 +78,15 @@ class _SeedProgress:
             self.sink.phase(name, done, total)
 
 
+MAX_BATCH_SEEDS = 1_024
+"""Seeds of one batch (``telapa run --seeds``): one process holds every seed's run."""
+
+
 def parse_seeds(text: str) -> list[int]:
     """``"0-7"``, ``"0,2,5"`` or a mix (``"0-3,8"``) -> the seeds in the given order;
-    ValueError for an empty, malformed, reversed or repeated entry."""
-    seeds: list[int] = []
+    ValueError for an empty, malformed, reversed or repeated entry, or for more than
+    `MAX_BATCH_SEEDS` seeds (counted before any range is expanded)."""
+    ranges: list[tuple[int, int]] = []
     for part in text.split(","):
         part = part.strip()
         low, dash, high = part.partition("-")
@@ -97,8 +97,13 @@ def parse_seeds(text: str) -> list[int]:
             raise ValueError(f"seeds {text!r}: {part!r} is not a seed or a range A-B") from None
         if last < first:
             raise ValueError(f"seeds {text!r}: range {part!r} is reversed")
-        seeds.extend(range(first, last + 1))
-    repeated = sorted({s for s in seeds if seeds.count(s) > 1})
+        ranges.append((first, last))
+    count = sum(last - first + 1 for first, last in ranges)
+    if count > MAX_BATCH_SEEDS:
+        raise ValueError(f"seeds {text!r} makes {count:,} seeds; one batch runs at most "
+                         f"{MAX_BATCH_SEEDS:,}")
+    seeds = [s for first, last in ranges for s in range(first, last + 1)]
+    repeated = sorted(s for s, n in collections.Counter(seeds).items() if n > 1)
     if repeated:
         raise ValueError(f"seeds {text!r} lists {repeated} twice")
     return seeds

@@ -23,6 +23,8 @@ from pydantic import (
 
 from telapa.config import (
     CONFIG_DIR,
+    EnvSteps,
+    Episodes,
     StrictModel,
     TrainConfig,
     UnitInterval,
@@ -85,13 +87,17 @@ class RunConfig(StrictModel):
     """Budgets, evaluation and method hyperparameters of a continual run."""
 
     train: TrainConfig
-    steps_per_visit: PositiveInt
-    """PPO env steps per task visit (a curriculum may override it per task)."""
-    eval_every: PositiveInt
-    """Env steps between evaluations during a visit (the TTT resolution)."""
-    eval_episodes: PositiveInt = 50
-    """Episodes of every pre/periodic/post evaluation, on fresh seeds each time."""
-    final_eval_episodes: PositiveInt = 50
+    steps_per_visit: EnvSteps
+    """PPO env steps per task visit (a curriculum may override it per task); at most
+    `MAX_ENV_STEPS`."""
+    eval_every: EnvSteps
+    """Env steps between evaluations during a visit (the TTT resolution); a visit holds
+    at most `MAX_EVALUATIONS_PER_VISIT` evaluations."""
+    eval_episodes: Episodes = 50
+    """Episodes of every pre/periodic/post evaluation, on fresh seeds each time; at most
+    `MAX_EPISODES`."""
+    final_eval_episodes: Episodes = 50
+    """Episodes of the end-of-sequence evaluation of each task; at most `MAX_EPISODES`."""
     tau_min: UnitInterval = 0.2
     """Floor of the competence target tau_T (paper App. C)."""
     intrinsic_beta: PositiveFloat | None = None
@@ -127,12 +133,34 @@ class RunConfig(StrictModel):
             )
         return self
 
+    @model_validator(mode="after")
+    def _evaluations_bounded(self) -> RunConfig:
+        evaluations_per_visit(self.steps_per_visit, self.eval_every, "steps_per_visit")
+        return self
+
     def check_budgets(self) -> None:
         """ValueError unless ``steps_per_visit`` and ``eval_every`` are whole PPO calls.
         Checked for every new run (`RunSpec.check_budgets`), not when an existing run
         directory is read: runs made before the rule keep loading."""
         for name in ("steps_per_visit", "eval_every"):
             check_whole_calls(name, getattr(self, name), self.call_steps)
+
+
+MAX_EVALUATIONS_PER_VISIT = 1_000
+"""Evaluations of one visit, ``ceil(budget / eval_every)`` (the paper: 20)."""
+MAX_EVALUATIONS_PER_RUN = 100_000
+"""Evaluations of a whole run, over every visit (the paper: 20 x 15 visits)."""
+
+
+def evaluations_per_visit(steps: int, eval_every: int, name: str) -> int:
+    """``ceil(steps / eval_every)``; ValueError naming ``name`` above
+    `MAX_EVALUATIONS_PER_VISIT` (each evaluation is a phase of the run)."""
+    count = -(-steps // eval_every)
+    if count > MAX_EVALUATIONS_PER_VISIT:
+        raise ValueError(f"{name}={steps} with eval_every={eval_every} makes {count:,} "
+                         f"evaluations per visit; at most {MAX_EVALUATIONS_PER_VISIT:,} "
+                         "(raise eval_every)")
+    return count
 
 
 def check_whole_calls(name: str, steps: int, call: int) -> None:

@@ -19,13 +19,17 @@
       checkpoint.json     names the latest complete checkpoint and the one before it
       ckpt-NNNNNN/        state.json (phase, records), learner.npz (PPO state),
                           train_state.npz (after a chunk: the visit's `TrainState`),
-                          method-PART.npz, train.csv (the current visit's iterations)
+                          method-PART.npz, train.csv (the current visit's iterations),
+                          files.json (the SHA-256 of each of these)
       .lock               held (``flock``) by the one process working on the run
 
 A checkpoint directory is complete before ``checkpoint.json`` names it (written
 atomically), so a kill at any moment leaves the previous checkpoint usable; leftovers
 of an interrupted write are removed on the next commit. The two newest checkpoints are
-kept: when the newest is unreadable, `checkpoints` still offers the previous one.
+kept: when the newest is unreadable, `checkpoints` still offers the previous one. They
+share no file (a part of the method state that did not change is copied, after its
+SHA-256 is checked, not hard-linked), and ``files.json`` seals each checkpoint, so a
+damaged file is found (`verify_checkpoint`) and never takes the previous checkpoint with it.
 
 `RunDir` is the one owner of this layout: the runner writes through it, and `analysis`,
 `report` and `continual.results` read through its typed readers (`tables`,
@@ -37,20 +41,23 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import math
 import os
 import re
 import shutil
 import socket
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
 import pandas as pd
 import yaml
 
-from telapa.io import read_json, write_json_atomic, write_table_atomic
+from telapa.io import atomic_open, read_json, write_json_atomic, write_table_atomic
 
 RUN_FORMAT = "telapa-run"
 RUN_VERSION = 1
@@ -69,9 +76,42 @@ VISIT_COLUMNS = [
 CURVE_COLUMNS = ["visit", "tag", "task", "step", "global_step", "sr", "mean_return"]
 FINAL_COLUMNS = ["task", "env_id", "sr", "mean_return"]
 TABLE_COLUMNS = {"visits": VISIT_COLUMNS, "curve": CURVE_COLUMNS, "final": FINAL_COLUMNS}
+SEAL_NAME = "files.json"
+"""In each checkpoint: the SHA-256 of every other file of it (`RunDir.commit_checkpoint`)."""
+
+
+class _Damaged(Exception):
+    """A file's content is not the one its seal records."""
+
+
+def _sha256(path: Path) -> str:
+    hasher = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            hasher.update(chunk)
+    return hasher.hexdigest()
+
+
+RESULT_FILES = ("run.json", "config.yaml", "curriculum.yaml", "visits.csv", "curve.csv",
+                "final.csv", "metrics.json", "accounting.json", "method_log.json", "elites.csv")
+"""A run's small outputs (`RunDir.result_files`): everything `telapa report` and `telapa
+metrics` read; a sweep export copies these."""
 ELITE_REQUIRED = ("task", "archive_tag", "slot", "elite_id", "parent_id", "visit", "fitness",
                   "sr", "sigma", "lineage", "embedding_version", "d_min")
 """Leading columns of ``elites.csv`` (`telapa.qd.export.ELITE_COLUMNS`), then d_0.."""
+
+
+def _flock_exclusive(handle: IO[str], tries: int = 5, wait_s: float = 0.02) -> None:
+    """``flock(LOCK_EX | LOCK_NB)``, tried again a few times over ~0.1 s: a reader's
+    probe (`RunDir.is_locked`) holds a shared lock for a moment and is not a holder."""
+    for attempt in range(tries):
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except OSError as err:
+            if err.errno not in (errno.EAGAIN, errno.EACCES) or attempt == tries - 1:
+                raise
+            time.sleep(wait_s)
 
 
 class RunDirError(ValueError):
@@ -213,7 +253,7 @@ class RunDir:
         except OSError as err:
             raise RunDirError(f"cannot lock run directory {self.path}: {err.strerror}") from None
         try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _flock_exclusive(handle)
         except OSError as err:
             if err.errno not in (errno.EAGAIN, errno.EACCES):
                 handle.close()
@@ -266,6 +306,7 @@ class RunDir:
         if missing:
             raise RunDirError(f"{path} is missing column(s) {missing}; it has "
                               f"{list(frame.columns)} (truncated or foreign?)")
+        check_values(frame, path)
         return frame
 
     def tables(self) -> dict[str, pd.DataFrame]:
@@ -324,6 +365,12 @@ class RunDir:
                   "run_dir_bytes")
         if not isinstance(data, dict) or any(k not in data for k in needed):
             raise RunDirError(f"{self.path / 'accounting.json'} lacks one of {list(needed)}")
+        for key in needed:
+            value = data[key]
+            if isinstance(value, bool) or not isinstance(value, int | float) or not (
+                    math.isfinite(value) and value >= 0):
+                raise RunDirError(f"{self.path / 'accounting.json'}: {key} is {value!r}, not "
+                                  "a non-negative number")
         return data
 
     def write_accounting(self, data: dict[str, Any]) -> None:
@@ -376,8 +423,15 @@ class RunDir:
 
     def checkpoints(self) -> list[Path]:
         """The committed checkpoints, newest first (at most two): the one
-        ``checkpoint.json`` names, then the one before it if it is still complete."""
-        data = self._pointer()
+        ``checkpoint.json`` names, then the one before it if it is still complete; when
+        ``checkpoint.json`` is damaged, the two newest sealed checkpoint folders."""
+        try:
+            data = self._pointer()
+        except RunDirError:  # a damaged pointer: the sealed checkpoints, newest first
+            sealed = self._sealed_checkpoints()
+            if not sealed:
+                raise
+            return sealed[:2]
         if data is None:
             return []
         pointer = self.path / "checkpoint.json"
@@ -391,6 +445,13 @@ class RunDir:
                 self.path / previous / "state.json").is_file():
             out.append(self.path / previous)
         return out
+
+    def _sealed_checkpoints(self) -> list[Path]:
+        """Checkpoint folders with a seal (complete: the seal is written last), newest
+        first."""
+        found = [p for p in self.path.iterdir() if _CKPT.match(p.name)
+                 and (p / SEAL_NAME).is_file() and (p / "state.json").is_file()]
+        return sorted(found, key=lambda p: p.name, reverse=True)
 
     def latest_checkpoint(self) -> Path | None:
         found = self.checkpoints()
@@ -408,14 +469,165 @@ class RunDir:
 
     def commit_checkpoint(self, folder: Path) -> None:
         """Makes ``folder`` the latest checkpoint, keeps the one before it as ``previous``
-        and removes the older ones."""
+        and removes the older ones. The checkpoint's files are sealed first: ``files.json``
+        records each one's SHA-256 (`verify_checkpoint`)."""
         latest = self.latest_checkpoint()
+        write_json_atomic(folder / SEAL_NAME, {
+            f.name: _sha256(f) for f in sorted(folder.iterdir())
+            if f.is_file() and f.name != SEAL_NAME and not f.name.startswith(".")})
         keep = {folder.name} | ({latest.name} if latest is not None else set())
         write_json_atomic(self.path / "checkpoint.json", {
             "latest": folder.name, "previous": latest.name if latest is not None else None})
         for other in self.path.iterdir():
             if _CKPT.match(other.name) and other.name not in keep:
                 shutil.rmtree(other, ignore_errors=True)
+
+    # --- what a sweep asks of a cell's run directory (reads only) ---------------------
+
+    def has_run(self) -> bool:
+        """Whether a run was started here (its ``run.json`` exists)."""
+        return (self.path / "run.json").is_file()
+
+    def is_complete(self) -> bool:
+        """Whether the run here has finished; False for a missing, unreadable or foreign
+        ``run.json``."""
+        try:
+            return self.spec().get("status") == "complete"
+        except RunDirError:
+            return False
+
+    def discard_unstarted(self) -> None:
+        """Removes the directory of a start that died before it wrote ``run.json`` (a
+        sweep clears its own cells' leftovers this way, under the sweep's lock)."""
+        if self.path.is_dir() and not self.has_run():
+            shutil.rmtree(self.path)
+
+    def is_locked(self) -> bool:
+        """Whether another process holds this run directory's lock. Writes nothing: no
+        lock file is created, and a read-only run directory is read correctly (a shared
+        lock is tried and dropped at once; `lock` retries over such a probe)."""
+        try:
+            handle = open(self.path / LOCK_NAME, "rb")  # noqa: SIM115 - closed below
+        except FileNotFoundError:
+            return False
+        except OSError as err:
+            raise RunDirError(f"cannot read the lock of {self.path}: {err.strerror}") from None
+        with handle:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except OSError as err:
+                if err.errno in (errno.EAGAIN, errno.EACCES):
+                    return True
+                raise RunDirError(f"cannot read the lock of {self.path}: {err}") from None
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        return False
+
+    def checkpoint_state(self, folder: Path | None = None) -> dict[str, Any] | None:
+        """``state.json`` of checkpoint ``folder`` (default: the latest; None when there
+        is none yet): ``next_phase``, ``phases``, ``wall_s``, the records, ... `RunDirError`
+        names the file when it is unreadable or not a checkpoint state."""
+        folder = self.latest_checkpoint() if folder is None else folder
+        if folder is None:
+            return None
+        path = folder / "state.json"
+        try:
+            state = read_json(path, "checkpoint state")
+        except (FileNotFoundError, ValueError) as err:
+            raise RunDirError(str(err)) from None
+        if not isinstance(state, dict) or any(k not in state for k in ("phases", "next_phase")):
+            raise RunDirError(f"{path} is not a checkpoint state")
+        return state
+
+    def result_files(self) -> list[Path]:
+        """The run's small outputs that exist (`RESULT_FILES`, in that order): what
+        `telapa report` and `telapa metrics` read, never checkpoints or training logs."""
+        return [self.path / name for name in RESULT_FILES if (self.path / name).is_file()]
+
+    # --- sealed checkpoints: no file shared by two checkpoints -------------------------
+
+    def verify_checkpoint(self, folder: Path) -> None:
+        """`RunDirError` naming the first file of checkpoint ``folder`` that is missing or
+        differs from its SHA-256 in ``files.json`` (a checkpoint written before seals
+        were kept passes: it has no ``files.json``)."""
+        seal = folder / SEAL_NAME
+        if not seal.exists():
+            return
+        try:
+            digests = read_json(seal, "checkpoint seal")
+        except ValueError as err:
+            raise RunDirError(str(err)) from None
+        if not isinstance(digests, dict):
+            raise RunDirError(f"{seal} is not a checkpoint seal")
+        for name, digest in digests.items():
+            path = folder / str(name)
+            if not path.is_file():
+                raise RunDirError(f"{path} is missing from its checkpoint")
+            if _sha256(path) != digest:
+                raise RunDirError(f"{path} is damaged (its SHA-256 differs from {seal})")
+
+    def copy_intact(self, source: Path, target: Path) -> bool:
+        """Copies ``source``, a file of a sealed checkpoint, to ``target`` if it is intact
+        (its SHA-256 is the one its seal records); False, with nothing written, when it
+        is not or cannot be told. Two checkpoints never share a file (a damaged file
+        would take both), and a damaged one is never carried forward."""
+        seal = source.parent / SEAL_NAME
+        try:
+            digest = read_json(seal, "checkpoint seal").get(source.name)
+        except (OSError, ValueError, AttributeError):
+            return False
+        if digest is None:
+            return False
+        hasher = hashlib.sha256()
+        try:
+            with source.open("rb") as src, atomic_open(target) as dst:
+                while chunk := src.read(1 << 20):
+                    hasher.update(chunk)
+                    dst.write(chunk)
+                if hasher.hexdigest() != digest:
+                    raise _Damaged
+        except (_Damaged, FileNotFoundError):
+            return False
+        return True
+
+
+# --- the values of a run's tables (checked whenever `RunDir.read_table` reads one) -------
+
+COLUMN_KINDS = {
+    "visit": "count", "cycle": "count", "budget": "count", "train_steps": "count",
+    "start_global_step": "count", "end_global_step": "count", "step": "count",
+    "global_step": "count", "pre_sr": "rate", "post_sr": "rate", "sr": "rate",
+    "pre_return": "real", "post_return": "real", "mean_return": "real",
+}
+"""What each numeric column of the run tables (and ``elites.csv``'s ``visit`` and ``sr``)
+holds: ``count`` a non-negative integer, ``rate`` a success rate in [0, 1], ``real`` a
+finite number. An empty cell (a visit still in progress) is allowed."""
+_KIND_TEXT = {"count": "a non-negative integer", "rate": "a success rate in [0, 1]",
+              "real": "a finite number"}
+
+
+def check_values(frame: pd.DataFrame, path: Path) -> None:
+    """`RunDirError` naming the file, line, column and value of the first cell of
+    ``frame`` (read from ``path``) that is not what its column holds (`COLUMN_KINDS`)."""
+    for column in frame.columns:
+        kind = COLUMN_KINDS.get(column)
+        if kind is None:
+            continue
+        raw = frame[column]
+        given = raw.notna().to_numpy()
+        values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+        with np.errstate(invalid="ignore"):
+            if kind == "count":
+                ok = (values >= 0) & (values == np.floor(values))
+            elif kind == "rate":
+                ok = (values >= 0) & (values <= 1)
+            else:
+                ok = np.isfinite(values)
+        bad = np.flatnonzero(given & ~ok)
+        if bad.size:
+            row = int(bad[0])
+            value = str(raw.iloc[row])
+            raise RunDirError(f"{path}, line {row + 2}, column {column}: {value!r} is not "
+                              f"{_KIND_TEXT[kind]}")
 
 
 def dump_yaml(data: Any) -> str:

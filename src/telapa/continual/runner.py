@@ -28,12 +28,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import jax
 import pandas as pd
@@ -43,7 +42,14 @@ from telapa import __version__
 from telapa.config import ConfigError
 from telapa.continual.curriculum import Curriculum, Visit
 from telapa.continual.methods import Method, TaskContext
-from telapa.continual.preset import RunConfig, bind_env_family, check_whole_calls
+from telapa.continual.preset import (
+    MAX_EVALUATIONS_PER_RUN,
+    RunConfig,
+    bind_env_family,
+    check_whole_calls,
+    evaluations_per_visit,
+)
+from telapa.continual.progress import Progress, SilentProgress
 from telapa.continual.registry import make_method
 from telapa.continual.rundir import (
     CURVE_COLUMNS,
@@ -90,35 +96,6 @@ class RunError(RuntimeError):
     """A run stopped (NaN, env failure): the message names the phase, task and step."""
 
 
-class Progress(Protocol):
-    """What the runner reports while it works (the CLI draws it with rich)."""
-
-    def visit(self, visit: Visit, budget: int, done: int) -> None: ...
-    def advance(self, steps: int, metrics: dict[str, float]) -> None: ...
-    def evaluated(self, visit: Visit, step: int, sr: float) -> None: ...
-    def note(self, text: str) -> None: ...
-    def phase(self, name: str, done: int, total: int) -> None:
-        """A method phase outside PPO (TeLAPA: ``illumination`` batches, transfer
-        ``probes``, latent ``maintenance``) has done ``done`` of ``total`` units."""
-
-
-class SilentProgress:
-    def visit(self, visit: Visit, budget: int, done: int) -> None:
-        pass
-
-    def advance(self, steps: int, metrics: dict[str, float]) -> None:
-        pass
-
-    def evaluated(self, visit: Visit, step: int, sr: float) -> None:
-        pass
-
-    def note(self, text: str) -> None:
-        pass
-
-    def phase(self, name: str, done: int, total: int) -> None:
-        pass
-
-
 SEED_LIMIT = 2**32
 """Seeds are 0 <= seed < 2^32 (`jax.random.key` takes them modulo 2^32: a negative or
 larger seed would silently collide with another one)."""
@@ -144,14 +121,23 @@ class RunSpec:
     def check_budgets(self) -> None:
         """`ConfigError` unless every budget (the preset's ``steps_per_visit`` and
         ``eval_every``, each task's ``steps``) is a whole number of PPO calls: a budget is
-        trained exactly, never rounded up. Checked before a new run starts."""
+        trained exactly, never rounded up; and unless the evaluations stay within
+        `MAX_EVALUATIONS_PER_VISIT` per visit and `MAX_EVALUATIONS_PER_RUN` in all.
+        Checked before a new run starts."""
         call = self.config.call_steps
         try:
             self.config.check_budgets()
+            evaluations = 0
             for v in self.curriculum.visits():
+                name = f"curriculum {self.curriculum.name!r} task {v.task!r} steps"
                 if v.steps is not None:
-                    check_whole_calls(f"curriculum {self.curriculum.name!r} task {v.task!r} "
-                                      "steps", v.steps, call)
+                    check_whole_calls(name, v.steps, call)
+                evaluations += evaluations_per_visit(self.budget(v), self.config.eval_every,
+                                                     name if v.steps else "steps_per_visit")
+            if evaluations > MAX_EVALUATIONS_PER_RUN:
+                raise ValueError(f"curriculum {self.curriculum.name!r} makes {evaluations:,} "
+                                 f"evaluations in all; at most {MAX_EVALUATIONS_PER_RUN:,} "
+                                 "(raise eval_every)")
         except ValueError as err:
             raise ConfigError(str(err)) from None
 
@@ -280,6 +266,7 @@ class ContinualRun:
         checkpoints = run_dir.checkpoints()
         for i, ckpt in enumerate(checkpoints):
             try:
+                run_dir.verify_checkpoint(ckpt)
                 run._load_checkpoint(ckpt)
                 break
             except (CheckpointError, RunDirError, ValueError, KeyError, TypeError,
@@ -584,14 +571,14 @@ class ContinualRun:
 
     def _save_method_state(self, folder: Path) -> None:
         """One file per part of the method state; a part that is the same object as at
-        the previous checkpoint is hard-linked instead of written again."""
+        the previous checkpoint is copied from there if that file is intact (never
+        hard-linked: two checkpoints share no file), else written again."""
         saved = {}
         for name, tree in self.method.state().items():
             target = folder / f"method-{name}.npz"
             previous = self._saved_parts.get(name)
-            if previous is not None and previous[0] is tree and previous[1].exists():
-                os.link(previous[1], target)
-            else:
+            if not (previous is not None and previous[0] is tree
+                    and self.dir.copy_intact(previous[1], target)):
                 save_pytree(target, tree)
             saved[name] = (tree, target)
         self._saved_parts = saved
