@@ -96,7 +96,7 @@ def bench_stepping(steps: int, env_id: str = ENV_ID) -> list[dict]:
     from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
     from telapa.envs import make
-    from telapa.envs.family import family_of
+    from telapa.envs.registry import family_of
 
     family = family_of(env_id)
     n = SHAPES["num_envs"]

@@ -16,6 +16,7 @@ from telapa.continual.telapa.illumination import (
     illuminate,
     trajectory_codec,
 )
+from telapa.envs.minigrid.features import minigrid_codec
 from telapa.latent import LatentConfig, Normalizer, pad_or_truncate
 from telapa.qd import (
     ArchiveConfig,
@@ -25,7 +26,6 @@ from telapa.qd import (
     copy_archive,
     lineage_bit,
     lineage_visits,
-    minigrid_codec,
 )
 from telapa.rl.networks import flatten_params
 from telapa.rl.trainer import PPOTrainer

@@ -40,7 +40,7 @@ from telapa.continual.registry import METHODS
 from telapa.continual.results import COMPUTE_LABELS, CurriculumResults, score
 from telapa.continual.rundir import RunDirError, claim_new_dir
 from telapa.continual.runner import SEED_LIMIT, ContinualRun, RunError, RunSpec
-from telapa.envs.family import common_family
+from telapa.envs.registry import common_family
 from telapa.io import CheckpointError
 from telapa.metrics import format_cell
 from telapa.metrics.summary import METRIC_LABELS, SUMMARY_METRICS

@@ -25,8 +25,9 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from telapa.cli.common import CLIError, check_env_id, positive_int, seed_int
-from telapa.config import ConfigError, TrainConfig, default_config, dump_config, load_config
+from telapa.config import ConfigError, TrainConfig, dump_config, load_config
 from telapa.continual.rundir import RunDirError, claim_new_dir
+from telapa.envs.registry import default_config
 
 PLAIN_INTERVAL_S = 30.0
 """Seconds between progress lines when stderr is not a terminal."""
