@@ -16,10 +16,11 @@ import pytest
 from rich.console import Console
 
 from telapa.cli import main
-from telapa.cli.run import PlainProgress, progress_for
+from telapa.cli.run import progress_for
 from telapa.config import ConfigError
 from telapa.continual.curriculum import Visit, load_curriculum, parse_curriculum
 from telapa.continual.preset import load_run_config, parse_run_config
+from telapa.continual.progress import PlainProgress
 from telapa.continual.rundir import RunDir, RunDirError, claim_new_dir
 from telapa.continual.runner import ContinualRun, RunSpec
 

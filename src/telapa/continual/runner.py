@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import jax
 import pandas as pd
@@ -44,6 +44,7 @@ from telapa.config import ConfigError
 from telapa.continual.curriculum import Curriculum, Visit
 from telapa.continual.methods import Method, TaskContext
 from telapa.continual.preset import RunConfig, bind_env_family, check_whole_calls
+from telapa.continual.progress import Progress, SilentProgress
 from telapa.continual.registry import make_method
 from telapa.continual.rundir import (
     CURVE_COLUMNS,
@@ -87,35 +88,6 @@ class Phase:
 
 class RunError(RuntimeError):
     """A run stopped (NaN, env failure): the message names the phase, task and step."""
-
-
-class Progress(Protocol):
-    """What the runner reports while it works (the CLI draws it with rich)."""
-
-    def visit(self, visit: Visit, budget: int, done: int) -> None: ...
-    def advance(self, steps: int, metrics: dict[str, float]) -> None: ...
-    def evaluated(self, visit: Visit, step: int, sr: float) -> None: ...
-    def note(self, text: str) -> None: ...
-    def phase(self, name: str, done: int, total: int) -> None:
-        """A method phase outside PPO (TeLAPA: ``illumination`` batches, transfer
-        ``probes``, latent ``maintenance``) has done ``done`` of ``total`` units."""
-
-
-class SilentProgress:
-    def visit(self, visit: Visit, budget: int, done: int) -> None:
-        pass
-
-    def advance(self, steps: int, metrics: dict[str, float]) -> None:
-        pass
-
-    def evaluated(self, visit: Visit, step: int, sr: float) -> None:
-        pass
-
-    def note(self, text: str) -> None:
-        pass
-
-    def phase(self, name: str, done: int, total: int) -> None:
-        pass
 
 
 SEED_LIMIT = 2**32
