@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from telapa.continual.preset import bind_env_family
-from telapa.continual.rundir import RunDirError
+from telapa.continual.rundir import RunDir, RunDirError
 from telapa.continual.runner import (
     ContinualRun,
     Phase,
@@ -151,7 +151,7 @@ class SeedBatch:
         curriculum and settings (`RunDirError` otherwise, before any run is opened)."""
         specs = []
         for spec, path in entries:
-            if (Path(path) / "run.json").exists():
+            if RunDir(path).exists():
                 spec = ContinualRun.stored_spec(path)
             elif spec is None:
                 raise RunDirError(f"{path} holds no run to resume")
@@ -170,7 +170,7 @@ class SeedBatch:
         runs: list[ContinualRun] = []
         try:
             for (spec, path), sink in zip(entries, progress, strict=True):
-                if (Path(path) / "run.json").exists():
+                if RunDir(path).exists():
                     runs.append(ContinualRun.resume(path, sink, agents=agents))
                 else:
                     runs.append(ContinualRun.start(spec, path, sink, agents=agents))
