@@ -61,7 +61,7 @@ def library():
     teacher.train(40 * ROLLOUT)
     trained = teacher.params
     assert teacher.evaluate().sr >= 0.95
-    rand = {n: teacher.policy.init(jax.random.key(100 + i)) for i, n in enumerate("1234")}
+    rand = {n: teacher.agent.policy.init(jax.random.key(100 + i)) for i, n in enumerate("1234")}
     n_params = flatten_params(trained)[0].shape[0]
     spec = ArchiveSpec(n_params=n_params, desc_dim=2, raw_dim=0, capacity=4, target_size=3)
 
