@@ -1,12 +1,14 @@
 """Run configuration: strict pydantic models loaded from YAML presets.
 
-Presets live in ``configs/ppo/*.yaml`` at the repository root. Every field is validated;
+Presets ship with the package in ``telapa/configs/ppo/*.yaml`` (`CONFIG_DIR`; in a
+checkout, ``configs/`` at the repository root links there). Every field is validated;
 an unknown key or a bad value raises `ConfigError` naming the key (dotted path) and the
 file it came from, before any work starts.
 """
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 from types import UnionType
 from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
@@ -23,8 +25,18 @@ from pydantic import (
     model_validator,
 )
 
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
-"""The repository's ``configs/`` folder (the package is installed in editable mode)."""
+
+def _config_dir() -> Path:
+    folder = resources.files("telapa") / "configs"
+    if not isinstance(folder, Path):  # pragma: no cover - telapa is never imported from a zip
+        raise ImportError(f"telapa's configs must be files on disk, got {folder!r}")
+    return folder
+
+
+CONFIG_DIR = _config_dir()
+"""The built-in presets, curricula and sweeps: package data (``telapa/configs/``), found
+through `importlib.resources`, so names resolve from any install (editable, wheel) and
+any working directory; a path to a YAML file works as well wherever a name does."""
 
 M = TypeVar("M", bound=BaseModel)
 UnitInterval = Annotated[float, Field(ge=0.0, le=1.0)]

@@ -8,13 +8,17 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
+import pandas as pd
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import track
+from rich.table import Table
 
 from telapa import envs
 from telapa.continual.results import RunRecord
 from telapa.continual.rundir import RunDirError
 from telapa.report.load import load_records
+from telapa.report.tables import ReportTable
 
 
 class CLIError(Exception):
@@ -54,12 +58,38 @@ def positive_int(text: str) -> int:
     return value
 
 
+def add_set_option(parser: argparse.ArgumentParser) -> None:
+    """``--set KEY=VALUE`` (repeatable, into ``ns.sets``): one setting of the preset,
+    validated by its model (`telapa.overrides`)."""
+    parser.add_argument("--set", dest="sets", action="append", metavar="KEY=VALUE",
+                        help="change one setting of the preset, e.g. --set train.ppo.lr=1e-3 "
+                             "(a dotted key; the value is read as YAML; repeatable)")
+
+
 def check_env_id(env_id: str, backend: str) -> None:
     """Raises `CLIError` unless ``env_id`` exists on ``backend``."""
     try:
         envs.check_env_id(env_id, backend)
     except ValueError as err:
         raise CLIError(str(err)) from None
+
+
+def rich_table(table: ReportTable, *, title: str | None = None) -> Table:
+    """``table`` as a rich table: the same cells as its Markdown (best cells in bold),
+    numbers right-aligned, its caption below."""
+    shown = Table(title=title or table.title, caption=table.caption or None,
+                  caption_justify="left")
+    lead = [table.index_label] if table.show_index else []
+    numeric = [pd.api.types.is_numeric_dtype(table.values[c.key]) for c in table.columns]
+    for label in lead:
+        shown.add_column(label, no_wrap=True)
+    for col, right in zip(table.columns, numeric, strict=True):
+        shown.add_column(col.label, justify="right" if right else "left")
+    for label, cells, best in table.rows():
+        styled = [f"[bold]{escape(v)}[/bold]" if b else escape(v)
+                  for v, b in zip(cells, best, strict=True)]
+        shown.add_row(*([escape(label)] if table.show_index else []), *styled)
+    return shown
 
 
 def stdout_console() -> Console:

@@ -2,12 +2,16 @@
 
     telapa sweep FILE --out DIR [--workers N] [--threads T] [--retries R]
                  [--backend local|ray] [--address ADDR] [--batch-seeds] [--export DEST]
+                 [--set KEY=VALUE ...]
     telapa sweep status DIR
     telapa sweep export DIR DEST
 
 Re-running the same command resumes the sweep: finished cells are skipped, partial ones
-resume from their checkpoints, failed ones are tried again. ``telapa metrics DIR`` and
-``telapa report DIR`` score a sweep directory's finished cells.
+resume from their checkpoints, failed ones are tried again. ``--set KEY=VALUE``
+(repeatable) adds an override for every cell over the file's ``overrides``; the sweep
+directory records the cells' settings, so re-running it with another ``--set`` is
+refused. ``telapa metrics DIR`` and ``telapa report DIR`` score a sweep directory's
+finished cells.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from telapa.cli.common import CLIError, positive_int, stdout_console
+from telapa.cli.common import CLIError, add_set_option, positive_int, stdout_console
 from telapa.config import ConfigError
 from telapa.continual.rundir import RunDirError
 
@@ -46,9 +50,10 @@ def _cmd_sweep(ns: argparse.Namespace) -> None:
     if ns.out is None:
         raise CLIError("--out DIR is required")
     from telapa.continual.sweep import LocalBackend, RayBackend, load_sweep, run_sweep
+    from telapa.overrides import parse_sets
 
     try:
-        sweep = load_sweep(ns.args[0])
+        sweep = load_sweep(ns.args[0], parse_sets(ns.sets or []))
     except ConfigError as err:
         raise CLIError(str(err)) from None
     if ns.backend == "ray":
@@ -145,6 +150,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                          "export DIR DEST` copies finished cells' results")
     sweep.add_argument("args", nargs="+", metavar="FILE | status DIR | export DIR DEST")
     sweep.add_argument("--out", help="sweep directory (re-running the command resumes it)")
+    add_set_option(sweep)
     sweep.add_argument("--backend", choices=["local", "ray"], default="local")
     sweep.add_argument("--address", help="Ray cluster address (default: a local Ray instance)")
     sweep.add_argument("--workers", type=positive_int, default=1,

@@ -51,6 +51,7 @@ from telapa.continual.runner import (
     RunSpec,
     SilentProgress,
 )
+from telapa.continual.tracking import Tracking
 from telapa.io import MemoryMonitor
 from telapa.rl.agent import Agent, BatchMemberError, stack_states, unstack_states
 
@@ -118,23 +119,27 @@ class SeedBatch:
 
     @classmethod
     def start(cls, spec: RunSpec, seeds: Sequence[int], paths: Sequence[str | Path],
-              progress: Progress | None = None) -> SeedBatch:
+              progress: Progress | None = None, *, tracking: Tracking | None = None
+              ) -> SeedBatch:
         """New runs of ``spec`` with each of ``seeds`` (its own seed is ignored), seed i in
-        ``paths[i]``; ``progress`` shows the first seed (and every seed's notes)."""
+        ``paths[i]``; ``progress`` shows the first seed (and every seed's notes);
+        ``tracking``: each seed's external trackers (`telapa.continual.tracking`)."""
         if len(paths) != len(seeds):
             raise ValueError(f"a batch needs one path per seed; got seeds {list(seeds)} and "
                              f"{len(paths)} paths")
         return cls.open([(dataclasses.replace(spec, seed=s), p) for s, p in
-                         zip(seeds, paths, strict=True)], cls.shared_progress(progress, seeds))
+                         zip(seeds, paths, strict=True)], cls.shared_progress(progress, seeds),
+                        tracking=tracking)
 
     @classmethod
-    def resume(cls, paths: Sequence[str | Path], progress: Progress | None = None
-               ) -> SeedBatch:
+    def resume(cls, paths: Sequence[str | Path], progress: Progress | None = None, *,
+               tracking: Tracking | None = None) -> SeedBatch:
         """Continues the runs in ``paths`` (killed batch members, or separate runs of one
         method, curriculum and settings with different seeds), each from its own latest
         checkpoint."""
         seeds = [ContinualRun.stored_spec(p).seed for p in paths]
-        return cls.open([(None, p) for p in paths], cls.shared_progress(progress, seeds))
+        return cls.open([(None, p) for p in paths], cls.shared_progress(progress, seeds),
+                        tracking=tracking)
 
     @staticmethod
     def shared_progress(progress: Progress | None, seeds: Sequence[int]) -> list[Progress]:
@@ -144,7 +149,7 @@ class SeedBatch:
 
     @classmethod
     def open(cls, entries: Sequence[tuple[RunSpec | None, str | Path]],
-             progress: Sequence[Progress]) -> SeedBatch:
+             progress: Sequence[Progress], *, tracking: Tracking | None = None) -> SeedBatch:
         """A batch of the runs ``(spec, path)``: resumed where ``path`` holds a run (with
         its stored spec; ``spec`` may then be None), else started with ``spec``; seed i
         reports to ``progress[i]``. The runs must be distinct seeds of one method,
@@ -171,11 +176,14 @@ class SeedBatch:
         try:
             for (spec, path), sink in zip(entries, progress, strict=True):
                 if RunDir(path).exists():
-                    runs.append(ContinualRun.resume(path, sink, agents=agents))
+                    runs.append(ContinualRun.resume(path, sink, agents=agents,
+                                                    tracking=tracking))
                 else:
-                    runs.append(ContinualRun.start(spec, path, sink, agents=agents))
+                    runs.append(ContinualRun.start(spec, path, sink, agents=agents,
+                                                   tracking=tracking))
         except BaseException:
             for run in runs:
+                run.tracker.close("stopped")
                 run.dir.unlock()
             raise
         return cls(runs)
@@ -190,6 +198,7 @@ class SeedBatch:
             return self._run_batched()
         finally:
             for run in self.runs:
+                run.tracker.close("stopped")  # no-op for the runs that finished
                 run.dir.unlock()
 
     def _run_batched(self) -> list[dict[str, Any]]:

@@ -3,7 +3,8 @@
 Presets live in ``configs/runs/<name>.yaml`` (``quick``: the primary curriculum in
 minutes; ``paper``: the paper's numbers and our documented choices where it is silent,
 see docs/assumptions.md). ``train`` is a PPO preset name from ``configs/ppo/`` or an
-inline `TrainConfig` mapping.
+inline `TrainConfig` mapping. A preset may build on another with ``base: NAME`` (or a
+path) and change part of it (`telapa.overrides.read_layered`).
 """
 
 from __future__ import annotations
@@ -27,11 +28,11 @@ from telapa.config import (
     UnitInterval,
     load_config,
     preset_path,
-    read_yaml,
     resolve_named,
     validate,
 )
 from telapa.latent.config import LatentConfig
+from telapa.overrides import merge, read_layered
 from telapa.qd.config import QDConfig
 
 RUN_PRESET_DIR = CONFIG_DIR / "runs"
@@ -107,7 +108,7 @@ class RunConfig(StrictModel):
             return load_config(preset_path(value))
         if isinstance(value, dict) and "preset" in value:
             overrides = {k: v for k, v in value.items() if k != "preset"}
-            return _merged(load_config(preset_path(value["preset"])).model_dump(), overrides)
+            return merge(load_config(preset_path(value["preset"])).model_dump(), overrides)
         return value
 
     @property
@@ -145,26 +146,23 @@ def check_whole_calls(name: str, steps: int, call: int) -> None:
         )
 
 
-def _merged(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    """``base`` with ``overrides`` applied: mappings merge key by key, other values replace."""
-    out = dict(base)
-    for key, value in overrides.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merged(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
 def parse_run_config(data: dict[str, Any], source: str = "<dict>") -> RunConfig:
     """Validates a dict (as read from YAML) into a `RunConfig`."""
     return validate(RunConfig, data, source)
 
 
-def load_run_config(name_or_path: str | Path) -> RunConfig:
-    """Loads ``configs/runs/<name>.yaml`` or a YAML file given by path."""
+def read_run_preset(name_or_path: str | Path) -> Any:
+    """The mapping of ``configs/runs/<name>.yaml`` or of a YAML file given by path, merged
+    over its ``base`` preset if it names one (not validated yet)."""
     path = resolve_named(name_or_path, RUN_PRESET_DIR, "run preset")
-    return parse_run_config(read_yaml(path, "run preset"), source=str(path))
+    return read_layered(path, RUN_PRESET_DIR, "run preset")
+
+
+def load_run_config(name_or_path: str | Path) -> RunConfig:
+    """Loads ``configs/runs/<name>.yaml`` or a YAML file given by path (with its
+    ``base``, see `read_run_preset`)."""
+    path = resolve_named(name_or_path, RUN_PRESET_DIR, "run preset")
+    return parse_run_config(read_run_preset(path), source=str(path))
 
 
 def bind_env_family(config: RunConfig, env_ids: list[str], source: str = "run") -> RunConfig:

@@ -13,6 +13,9 @@
                           candidate, illuminations, maintenance updates)
       elites.csv          method tables (TeLAPA: every archived elite, no weights)
       metrics.json        the run's metrics (written when it completes)
+      tb/                 TensorBoard events (`telapa.continual.tracking`): SR curves,
+                          PPO losses, phase times, method decisions (archive sizes)
+      tracking.json       the W&B / MLflow runs it logs to (``telapa run --track``)
       checkpoint.json     names the latest complete checkpoint and the one before it
       ckpt-NNNNNN/        state.json (phase, records), learner.npz (PPO state),
                           train_state.npz (after a chunk: the visit's `TrainState`),
@@ -55,6 +58,11 @@ RUN_FORMAT = "telapa-run"
 RUN_VERSION = 1
 _CKPT = re.compile(r"^ckpt-(\d{6})$")
 LOCK_NAME = ".lock"
+TB_DIR = "tb"
+"""TensorBoard event files of a run (``telapa train`` and continual runs)."""
+TRACKING_FILE = "tracking.json"
+"""The external tracked runs (W&B run id, MLflow run id) a run logs to, kept so that a
+resumed run goes on logging to the same tracked run."""
 MANIFEST = "run.json"
 POINTER = "checkpoint.json"
 CKPT_STATE = "state.json"

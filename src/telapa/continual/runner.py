@@ -51,6 +51,7 @@ from telapa.continual.rundir import (
     RunDir,
     RunDirError,
 )
+from telapa.continual.tracking import RunTracker, Tracking
 from telapa.io import (
     CheckpointError,
     MemoryMonitor,
@@ -98,6 +99,9 @@ class RunSpec:
     seed: int
     config: RunConfig
     preset: str = "custom"
+    overrides: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """The ``--set`` settings (dotted key -> value) ``config`` has over ``preset``, as
+    recorded in ``run.json`` (``config`` already holds them)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.seed, bool) or not 0 <= self.seed < SEED_LIMIT:
@@ -167,25 +171,47 @@ class ContinualRun:
         self.wall_s = 0.0
         self.segments = 0
         self.peak_rss = 0
+        self.tracker = RunTracker()
+        """Live curves (`telapa.continual.tracking`): TensorBoard in the run directory and
+        the requested trackers, opened by `start` and `resume`."""
+        self._tracked_events = 0
 
     # --- construction ---------------------------------------------------------------
 
     @classmethod
     def start(cls, spec: RunSpec, path: str | Path, progress: Progress | None = None, *,
-              agents: dict[AgentKey, Agent] | None = None):
+              agents: dict[AgentKey, Agent] | None = None, tracking: Tracking | None = None):
+        """A new run of ``spec`` in ``path`` (see `RunDir.create`); ``tracking``: external
+        trackers besides TensorBoard (`telapa.continual.tracking`)."""
         spec.check_budgets()
         run_dir = RunDir(path)
         run = cls(spec, run_dir, progress, agents=agents)
         spec = run.spec  # with the env family's latent D
         run_dir.create(
             {"curriculum": spec.curriculum.name, "method": spec.method, "seed": spec.seed,
-             "preset": spec.preset, "backend": spec.curriculum.backend,
+             "preset": spec.preset, "overrides": spec.overrides,
+             "backend": spec.curriculum.backend,
              "telapa": __version__, "jax": jax.__version__,
              "code": extend_code(None, current_code(), resumed=False)},
             config=spec.config.model_dump(mode="json"),
             curriculum=spec.curriculum.model_dump(mode="json"),
         )
+        run._open_tracker(tracking, resume_step=None)
         return run
+
+    def _open_tracker(self, tracking: Tracking | None, resume_step: int | None) -> None:
+        spec = self.spec
+        try:
+            self.tracker = RunTracker.open(
+                self.dir.path, spec={"curriculum": spec.curriculum.name, "method": spec.method,
+                                     "seed": spec.seed, "preset": spec.preset,
+                                     "overrides": spec.overrides},
+                config=spec.config.model_dump(mode="json"), tracking=tracking,
+                resume_step=resume_step)
+        except BaseException:
+            self.dir.unlock()
+            raise
+        self._tracked_events = len(self.method.log)
 
     @staticmethod
     def stored_spec(path: str | Path) -> RunSpec:
@@ -195,15 +221,18 @@ class ContinualRun:
         try:
             return RunSpec(curriculum=run_dir.curriculum(), method=meta["method"],
                            seed=int(meta["seed"]), config=run_dir.config(),
-                           preset=meta.get("preset", "custom"))
+                           preset=meta.get("preset", "custom"),
+                           overrides=dict(meta.get("overrides") or {}))
         except ConfigError as err:
             raise RunDirError(f"{run_dir.path}: {err}") from None
 
     @classmethod
     def resume(cls, path: str | Path, progress: Progress | None = None, *,
-               agents: dict[AgentKey, Agent] | None = None) -> ContinualRun:
+               agents: dict[AgentKey, Agent] | None = None,
+               tracking: Tracking | None = None) -> ContinualRun:
         """Continues a run from its newest readable checkpoint (the previous one, with a
-        warning, when the newest cannot be read). Takes the run directory's lock."""
+        warning, when the newest cannot be read). Takes the run directory's lock. The
+        run goes on logging to the trackers it had (and those of ``tracking``)."""
         spec = cls.stored_spec(path)
         run_dir = RunDir(path)
         run_dir.lock()
@@ -225,6 +254,8 @@ class ContinualRun:
                 run.progress.note(f"warning: {ckpt} cannot be read ({err}); falling back to "
                                   f"the previous checkpoint {checkpoints[i + 1].name}")
                 run = cls(spec, run_dir, progress, agents=agents)
+        if manifest.get("status") != "complete":
+            run._open_tracker(tracking, resume_step=run.global_step)
         return run
 
     def _phases(self) -> list[Phase]:
@@ -274,6 +305,7 @@ class ContinualRun:
                 return self.metrics()
             return self._run_remaining()
         finally:
+            self.tracker.close("stopped")  # no-op after `finish`
             self.dir.unlock()
 
     def _run_remaining(self) -> dict[str, Any]:
@@ -305,6 +337,11 @@ class ContinualRun:
         if self._checkpointable(phase):
             with self.timer.phase("checkpoint"):
                 self._save_checkpoint()
+        method_times = {f"method/{k}": v for k, v in self.method.timer.totals.items()}
+        self.tracker.phase({**self.timer.totals, **method_times},
+                           self.method.log[self._tracked_events:], self.global_step)
+        self._tracked_events = len(self.method.log)
+        self.tracker.flush()
 
     def finish(self) -> dict[str, Any]:
         """Writes the metrics and accounting of a complete run and marks it complete."""
@@ -312,6 +349,8 @@ class ContinualRun:
         self.dir.write_metrics(metrics)
         self.dir.write_accounting(self.accounting())
         self.dir.set_status("complete")
+        self.tracker.log({f"metrics/{k}": v for k, v in metrics.items()}, self.global_step)
+        self.tracker.close("complete")
         return metrics
 
     def _checkpointable(self, phase: Phase) -> bool:
@@ -391,6 +430,8 @@ class ContinualRun:
             self.train_rows.append({"visit": visit.index, "tag": visit.tag,
                                     "global_step": self.global_step - steps + row["step"],
                                     **row})
+        self.tracker.training(history, [self.global_step - steps + int(row["step"])
+                                        for row in history])
         with self.timer.phase("eval"):
             result = agent.evaluate(state.ppo.params, self.spec.config.eval_episodes,
                                     self._key(visit.index, "eval", phase.chunk + 1))
@@ -413,6 +454,7 @@ class ContinualRun:
             "global_step": self.global_step, "sr": result.sr,
             "mean_return": result.mean_return,
         })
+        self.tracker.evaluation(visit.tag, result.sr, result.mean_return, self.global_step)
         self.progress.evaluated(visit, step, result.sr)
 
     def _final_evaluation(self) -> None:
@@ -428,6 +470,8 @@ class ContinualRun:
                 )
                 self.records["final"].append({"task": task, "env_id": visit.env_id,
                                               "sr": result.sr, "mean_return": result.mean_return})
+                self.tracker.log({f"final/sr/{task}": result.sr,
+                                  f"final/return/{task}": result.mean_return}, self.global_step)
         self.progress.note("final evaluation done")
 
     # --- results --------------------------------------------------------------------

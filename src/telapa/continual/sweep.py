@@ -75,7 +75,12 @@ from telapa.config import (
     validate,
 )
 from telapa.continual.curriculum import CURRICULUM_DIR, SAFE_NAME, Curriculum, load_curriculum
-from telapa.continual.preset import RUN_PRESET_DIR, RunConfig, parse_run_config
+from telapa.continual.preset import (
+    RUN_PRESET_DIR,
+    RunConfig,
+    parse_run_config,
+    read_run_preset,
+)
 from telapa.continual.results import METHOD_SECTIONS
 from telapa.continual.rundir import RunDir, RunDirError, claim_new_dir
 from telapa.io import read_json, write_json_atomic, write_text_atomic
@@ -222,14 +227,24 @@ def _resolve(name: str, base: Path, folder: Path, what: str) -> Path:
     return path
 
 
-def load_sweep(path: str | Path) -> Sweep:
+def load_sweep(path: str | Path, sets: dict[str, Any] | None = None) -> Sweep:
     """Validates a sweep file and every one of its cells (each cell's settings as a
-    `RunConfig`); `ConfigError` names the file and the key. Nothing is run."""
+    `RunConfig`); `ConfigError` names the file and the key. Nothing is run. ``sets``
+    (``telapa sweep --set``: dotted key -> value) are overrides for every cell, over the
+    file's own ``overrides``; a key of the file's ``grid`` cannot be set."""
     from telapa.continual.registry import METHODS
 
     path = Path(path)
     source = str(path)
     spec = validate(SweepFile, read_yaml(path, "sweep"), source)
+    if sets:
+        for key in sets:
+            if not _schema_has(RunConfig, key.split(".")):
+                raise ConfigError(f"unknown key {key!r} in --set: it names no setting of "
+                                  "the run preset (see continual/preset.py)")
+            if key in spec.grid:
+                raise ConfigError(f"--set {key}: {source} varies it in its grid")
+        spec = spec.model_copy(update={"overrides": {**spec.overrides, **sets}})
     name = spec.name or path.stem
     if not SAFE_NAME.fullmatch(name):
         raise ConfigError(f"invalid value for 'name' in {source}: {name!r} is not a plain "
@@ -251,7 +266,7 @@ def load_sweep(path: str | Path) -> Sweep:
     base = path.parent
     try:
         preset_file = _resolve(spec.preset, base, RUN_PRESET_DIR, "run preset")
-        preset_data = read_yaml(preset_file, "run preset")
+        preset_data = read_run_preset(preset_file)
         curricula = [load_curriculum(_resolve(c, base, CURRICULUM_DIR, "curriculum"))
                      for c in spec.curricula]
     except ConfigError as err:

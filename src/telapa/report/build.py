@@ -1,9 +1,12 @@
 """``telapa report``: every table and figure of the paper from a set of runs.
 
 Runs are grouped by curriculum (one section each) and method. A section holds the main
-table, the revisit table, the compute table, TeLAPA's runtime breakdown, the paper's
-Table 1 claims checked on the runs (`telapa.report.claims`), the learning curves and,
-for each method with policy archives, the archive analysis of `telapa.analysis.panels`.
+table, the revisit table, rliable's aggregates of the revisit scores (mean and IQM,
+performance profile, probability of improvement: `telapa.report.aggregates`), the compute
+table, TeLAPA's runtime breakdown, the paper's Table 1 claims checked on the runs and the
+comparisons behind them (`telapa.report.claims`), the learning curves, the performance
+profile figure and, for each method with policy archives, the archive analysis of
+`telapa.analysis.panels`.
 `write_report` lays out
 
     OUT/index.html     one self-contained page (inline CSS, figures as data URIs)
@@ -30,9 +33,10 @@ from telapa.analysis.data import TeLAPARun, load_telapa_run
 from telapa.analysis.panels import analysis_panels
 from telapa.continual.results import CurriculumResults, RunRecord, score
 from telapa.io import read_json, write_json_atomic
-from telapa.report.claims import claims_table
+from telapa.report.aggregates import aggregates_table, improvement_table, profile_table
+from telapa.report.claims import claims_table, comparisons_table
 from telapa.report.compute import compute_table, runtime_table
-from telapa.report.curves import learning_curves
+from telapa.report.curves import learning_curves, profile_figure
 from telapa.report.document import Document, Section, to_html, to_markdown
 from telapa.report.figures import ReportFigure, render
 from telapa.report.mujoco import mujoco_results, mujoco_table
@@ -118,12 +122,15 @@ def code_note(records: Iterable[RunRecord]) -> str:
 
 
 def curriculum_tables(result: CurriculumResults, *, prefix: str) -> list[ReportTable]:
-    """A curriculum's tables: main, revisit, compute and, with TeLAPA runs, runtime and the
-    paper's claims checked; ids start with ``prefix`` (the report uses the curriculum's
+    """A curriculum's tables: main, revisit, and with revisits the aggregates, profile and
+    improvement tables, compute and, with TeLAPA runs, runtime, the paper's claims checked
+    and their comparisons; ids start with ``prefix`` (the report uses the curriculum's
     `slug`)."""
     tables = [main_table(result, prefix=prefix), revisit_table(result, prefix=prefix),
+              aggregates_table(result, prefix=prefix), profile_table(result, prefix=prefix),
+              improvement_table(result, prefix=prefix),
               compute_table(result, prefix=prefix), runtime_table(result, prefix=prefix),
-              claims_table(result, prefix=prefix)]
+              claims_table(result, prefix=prefix), comparisons_table(result, prefix=prefix)]
     return [t for t in tables if t is not None]
 
 
@@ -149,7 +156,17 @@ def _curriculum_section(
                     "(primes: revisits).",
         ))
 
-    jobs: list[Callable[[], None]] = [curves]
+    def profile() -> None:
+        fig = profile_figure(result, title=f"{result.curriculum}: revisit success rates")
+        if fig is not None:
+            section.figures.append(render(
+                fig, figure_id=f"{prefix}-profile", title="Performance profile",
+                caption="Fraction of runs whose success rate after a revisit is above tau, "
+                        "averaged over the revisits (rliable's performance profile); "
+                        "shaded: 95% percentile bootstrap band over runs.",
+            ))
+
+    jobs: list[Callable[[], None]] = [curves, profile]
     for method, records in result.runs.items():
         runs = [archives[r.path] for r in records if r.path in archives]
         if runs:

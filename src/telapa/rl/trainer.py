@@ -35,12 +35,10 @@ def _as_key(key: int | jax.Array) -> jax.Array:
 class PPOTrainer:
     """PPO on one environment with its state inside; see the module docstring.
 
-    Args:
-        env, config, backend, total_steps, env_options, penalty, intrinsic_beta: as for
-            `Agent`.
-        key: an int seed or a JAX key; everything random derives from it: ``init, env,
-            rollout, eval = split(key, 4)``, the training episodes from
-            ``split(rollout)[1]``, the gymnasium envs' seed from ``env``.
+    ``env``, ``config``, ``backend``, ``total_steps``, ``env_options``, ``penalty`` and
+    ``intrinsic_beta`` are as for `Agent`; ``key`` is an int seed or a JAX key, from which
+    everything random derives: ``init, env, rollout, eval = split(key, 4)``, the training
+    episodes from ``split(rollout)[1]``, the gymnasium envs' seed from ``env``.
     """
 
     def __init__(
