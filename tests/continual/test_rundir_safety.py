@@ -242,7 +242,7 @@ def test_truncated_elites_csv_in_inspect_is_named(tmp_path, capsys):
 
 
 def test_ctrl_c_prints_how_to_resume(tmp_path, capsys, monkeypatch):
-    def interrupted(spec, path, progress=None):
+    def interrupted(spec, path, progress=None, **_):
         raise KeyboardInterrupt
 
     monkeypatch.setattr("telapa.cli.run.ContinualRun.start", interrupted)
