@@ -288,14 +288,6 @@ def preset_path(name: str) -> Path:
     return CONFIG_DIR / "ppo" / f"{name}.yaml"
 
 
-def default_config(env_id: str) -> TrainConfig:
-    """The PPO preset of ``env_id``'s env family (`telapa.envs.family`):
-    ``minigrid.yaml`` for MiniGrid ids, ``mujoco.yaml`` for MuJoCo and any other id."""
-    from telapa.envs.family import family_of
-
-    return load_config(preset_path(family_of(env_id).train_preset))
-
-
 def dump_config(config: TrainConfig) -> str:
     """YAML text of a config, loadable again with `load_config`."""
     return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)

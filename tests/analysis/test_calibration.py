@@ -76,7 +76,8 @@ def test_main_reads_exported_cells_and_writes_the_choice(tmp_path, capsys):
                     / f"calibration-tasks-scratch-preset={preset}-grid_codes={codes}-s{seed}")
             cell.mkdir(parents=True)
             curves[curves.seed == seed].drop(columns="seed").to_csv(cell / "curve.csv")
-            (cell / "run.json").write_text(json.dumps({"status": "complete"}))
+            (cell / "run.json").write_text(json.dumps({"format": "telapa-run", "version": 1,
+                                                    "status": "complete"}))
     assert main([str(tmp_path)]) == 0
     selection = json.loads((tmp_path / "selection.json").read_text())
     assert selection["chosen"] == {"preset": "minigrid-sb3", "grid_codes": "unit"}

@@ -34,6 +34,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from telapa.continual.rundir import RunDir
+
 SOLVED = 0.9
 """Final SR at which a visit counts as having solved its task."""
 D_MAX_MEAN = 0.2
@@ -114,11 +116,10 @@ def read_variants(results: Path, costs: Mapping[tuple[str, str], float]) -> list
     cells = results / "scratch" / "cells"
     for cell in sorted(cells.iterdir()) if cells.is_dir() else []:
         match = _CELL.search(cell.name)
-        if not match or not (cell / "curve.csv").is_file():
+        run_dir = RunDir(cell)
+        if not match or not run_dir.is_complete():
             continue
-        curve = pd.read_csv(cell / "curve.csv")
-        if json.loads((cell / "run.json").read_text()).get("status") != "complete":
-            continue
+        curve = pd.read_csv(run_dir.table_path("curve"))
         curve["seed"] = int(match["seed"])
         frames.setdefault((match["preset"], match["codes"]), []).append(curve)
     out = []

@@ -53,7 +53,7 @@ from telapa.continual.results import CurriculumResults, score
 from telapa.continual.rundir import RunDirError, claim_new_dir
 from telapa.continual.runner import SEED_LIMIT, ContinualRun, RunError, RunSpec
 from telapa.continual.tracking import TRACKERS, Tracking, TrackingError
-from telapa.envs.family import common_family
+from telapa.envs.registry import common_family
 from telapa.io import CheckpointError
 from telapa.overrides import differences, override, parse_sets
 from telapa.report.aggregates import aggregates_table, improvement_table, profile_table

@@ -25,9 +25,16 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from telapa.cli.common import CLIError, add_set_option, check_env_id, env_steps, seed_int
-from telapa.config import ConfigError, TrainConfig, default_config, dump_config, load_config
+from telapa.cli.common import (
+    CLIError,
+    add_set_option,
+    check_env_id,
+    env_steps,
+    seed_int,
+)
+from telapa.config import ConfigError, TrainConfig, dump_config, load_config
 from telapa.continual.rundir import TB_DIR, RunDirError, claim_new_dir
+from telapa.envs.registry import default_config
 from telapa.io import write_text_atomic
 from telapa.overrides import override, parse_sets
 

@@ -44,7 +44,7 @@ from typing import Any
 
 from telapa.continual.preset import bind_env_family
 from telapa.continual.progress import Progress, SilentProgress
-from telapa.continual.rundir import RunDirError
+from telapa.continual.rundir import RunDir, RunDirError
 from telapa.continual.runner import ContinualRun, Phase, RunError, RunSpec
 from telapa.continual.tracking import Tracking
 from telapa.io import MemoryMonitor
@@ -161,7 +161,7 @@ class SeedBatch:
         curriculum and settings (`RunDirError` otherwise, before any run is opened)."""
         specs = []
         for spec, path in entries:
-            if (Path(path) / "run.json").exists():
+            if RunDir(path).exists():
                 spec = ContinualRun.stored_spec(path)
             elif spec is None:
                 raise RunDirError(f"{path} holds no run to resume")
@@ -180,7 +180,7 @@ class SeedBatch:
         runs: list[ContinualRun] = []
         try:
             for (spec, path), sink in zip(entries, progress, strict=True):
-                if (Path(path) / "run.json").exists():
+                if RunDir(path).exists():
                     runs.append(ContinualRun.resume(path, sink, agents=agents,
                                                     tracking=tracking))
                 else:

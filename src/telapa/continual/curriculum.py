@@ -48,8 +48,7 @@ from telapa.config import (
     resolve_named,
     validate,
 )
-from telapa.envs import check_env_id
-from telapa.envs.family import family_of
+from telapa.envs.registry import check_env_id, family_of
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,99}")
 """Curriculum names (and other names that become one path component)."""

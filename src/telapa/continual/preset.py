@@ -200,7 +200,7 @@ def bind_env_family(config: RunConfig, env_ids: list[str], source: str = "run") 
     naming both values; the curriculum must use one family and one D, and
     ``intrinsic_beta`` needs a family with the count bonus."""
     from telapa.config import ConfigError
-    from telapa.envs.family import common_family
+    from telapa.envs.registry import common_family
 
     try:
         family = common_family(env_ids)

@@ -12,9 +12,10 @@ import math
 import sys
 import time
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from telapa.continual.curriculum import Visit
+if TYPE_CHECKING:
+    from telapa.continual.curriculum import Visit
 
 
 class Progress(Protocol):

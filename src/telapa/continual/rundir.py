@@ -31,10 +31,12 @@ share no file (a part of the method state that did not change is copied, after i
 SHA-256 is checked, not hard-linked), and ``files.json`` seals each checkpoint, so a
 damaged file is found (`verify_checkpoint`) and never takes the previous checkpoint with it.
 
-`RunDir` is the one owner of this layout: the runner writes through it, and `analysis`,
-`report` and `continual.results` read through its typed readers (`tables`,
-`accounting`, `method_log`, `elites`, `metrics`), which check every table against the
-run's curriculum and name the file that is wrong.
+`RunDir` is the one owner of this layout, checkpoints included: no other code names a
+file inside a run directory. The runner writes through it (`create`, `write_tables`,
+`save_checkpoint`, ...), and `analysis`, `report`, `continual.results` and the sweeps read
+through its typed readers (`spec`, `tables`, `accounting`, `method_log`, `elites`,
+`metrics`, `checkpoint_state`, `load_checkpoint`), which check what they read (every
+table against the run's curriculum) and name the file that is wrong.
 """
 
 from __future__ import annotations
@@ -57,7 +59,14 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from telapa.io import atomic_open, read_json, write_json_atomic, write_table_atomic
+from telapa.io import (
+    atomic_open,
+    load_pytree,
+    read_json,
+    save_pytree,
+    write_json_atomic,
+    write_table_atomic,
+)
 
 RUN_FORMAT = "telapa-run"
 RUN_VERSION = 1
@@ -68,6 +77,16 @@ TB_DIR = "tb"
 TRACKING_FILE = "tracking.json"
 """The external tracked runs (W&B run id, MLflow run id) a run logs to, kept so that a
 resumed run goes on logging to the same tracked run."""
+MANIFEST = "run.json"
+POINTER = "checkpoint.json"
+CKPT_STATE = "state.json"
+CKPT_LEARNER = "learner.npz"
+CKPT_TRAIN_STATE = "train_state.npz"
+CKPT_TRAIN_ROWS = "train.csv"
+RESULT_FILES = ("run.json", "config.yaml", "curriculum.yaml", "visits.csv", "curve.csv",
+                "final.csv", "metrics.json", "accounting.json", "method_log.json", "elites.csv")
+"""The files of a finished run that ``telapa report`` and ``telapa metrics`` read (never
+checkpoints or per-update training logs): what a sweep export keeps (`result_files`)."""
 
 VISIT_COLUMNS = [
     "visit", "tag", "task", "env_id", "cycle", "budget", "pre_sr", "pre_return", "post_sr",
@@ -132,7 +151,7 @@ def claim_new_dir(path: str | Path, *, what: str = "run directory",
             entries = sorted(e.name for e in os.scandir(path))
         except OSError as err:
             raise RunDirError(f"cannot read {what} {path}: {err.strerror}") from None
-        if entries and resume_hint and "run.json" in entries:
+        if entries and resume_hint and MANIFEST in entries:
             raise RunDirError(f"{path} already holds a run; {resume_hint} or choose another "
                               "--out")
         if entries:
@@ -156,33 +175,58 @@ class RunDir:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self._lock_file: IO[str] | None = None
+        self._saved_parts: dict[str, tuple[Any, Path]] = {}
+        """Method state parts of the last checkpoint written (see `save_checkpoint`)."""
 
     # --- spec -----------------------------------------------------------------------
 
-    def create(self, spec: dict[str, Any], files: dict[str, str]) -> None:
-        """Starts a new run here: ``path`` must not exist or be an empty directory (a
-        directory holding a run is refused with how to resume it; any other non-empty
-        one, a file, or an unwritable place is refused too). Takes the lock."""
+    def create(self, spec: dict[str, Any], *, config: dict[str, Any],
+               curriculum: dict[str, Any]) -> None:
+        """Starts a new run here with the manifest ``spec`` and the resolved ``config``
+        and ``curriculum`` (plain mappings, written as YAML). ``path`` must not exist or be
+        an empty directory (a directory holding a run is refused with how to resume it;
+        any other non-empty one, a file, or an unwritable place is refused too). Takes
+        the lock."""
         claim_new_dir(self.path, resume_hint=f"resume it with `telapa run --resume "
                                              f"{self.path}`")
         self.lock()
-        for name, text in files.items():
-            (self.path / name).write_text(text)
-        write_json_atomic(self.path / "run.json", {"format": RUN_FORMAT, "version": RUN_VERSION,
-                                                   **spec, "status": "running"})
+        (self.path / "config.yaml").write_text(dump_yaml(config))
+        (self.path / "curriculum.yaml").write_text(dump_yaml(curriculum))
+        write_json_atomic(self.path / MANIFEST, {"format": RUN_FORMAT, "version": RUN_VERSION,
+                                                 **spec, "status": "running"})
+
+    def exists(self) -> bool:
+        """Whether a run was started here (its manifest is written; it may be unreadable)."""
+        return (self.path / MANIFEST).exists()
+
+    def is_complete(self) -> bool:
+        """Whether a readable manifest here says the run is complete."""
+        try:
+            return self.spec().get("status") == "complete"
+        except RunDirError:
+            return False
+
+    def clear_unstarted(self) -> bool:
+        """Removes this directory when it holds no run manifest (what a start that died
+        before writing it leaves); True if it removed one. A started run is kept."""
+        if self.path.is_dir() and not self.exists():
+            shutil.rmtree(self.path)
+            return True
+        return False
 
     def spec(self) -> dict[str, Any]:
         if not self.path.is_dir():
             raise RunDirError(f"run directory {self.path} does not exist")
+        manifest = self.path / MANIFEST
         try:
-            spec = read_json(self.path / "run.json", "run manifest")
+            spec = read_json(manifest, "run manifest")
         except (FileNotFoundError, ValueError) as err:
             raise RunDirError(str(err)) from None
         if not isinstance(spec, dict) or spec.get("format") != RUN_FORMAT:
-            raise RunDirError(f"{self.path / 'run.json'} is not a telapa run manifest")
+            raise RunDirError(f"{manifest} is not a telapa run manifest")
         if spec.get("version") != RUN_VERSION:
             raise RunDirError(
-                f"{self.path / 'run.json'}: run format version {spec.get('version')} is not "
+                f"{manifest}: run format version {spec.get('version')} is not "
                 f"supported (expected {RUN_VERSION})"
             )
         return spec
@@ -200,7 +244,7 @@ class RunDir:
     def set_status(self, status: str, **extra: Any) -> None:
         spec = self.spec()
         spec.update(status=status, **extra)
-        write_json_atomic(self.path / "run.json", spec)
+        write_json_atomic(self.path / MANIFEST, spec)
 
     def _yaml(self, name: str) -> Any:
         from telapa.config import ConfigError, read_yaml
@@ -287,14 +331,19 @@ class RunDir:
 
     # --- tables ---------------------------------------------------------------------
 
+    def table_path(self, name: str) -> Path:
+        """Where the table ``name`` (``visits``, ``curve``, ``final``, a method table such
+        as ``elites``) is: ``NAME.csv``."""
+        return self.path / f"{name}.csv"
+
     def write_tables(self, tables: dict[str, pd.DataFrame]) -> None:
         for name, frame in tables.items():
-            write_table_atomic(self.path / f"{name}.csv", frame)
+            write_table_atomic(self.table_path(name), frame)
 
     def read_table(self, name: str, columns: Sequence[str] | None = None) -> pd.DataFrame:
         """``NAME.csv`` with its columns checked (``columns``, by default all of a run
         table's); `RunDirError` names a missing, empty or unparsable file."""
-        path = self.path / f"{name}.csv"
+        path = self.table_path(name)
         if not path.is_file():
             raise RunDirError(f"{path} is missing (incomplete run?)")
         try:
@@ -318,7 +367,7 @@ class RunDir:
         curriculum, config = self.curriculum(), self.config()
         visits = curriculum.visits()
         t = {name: self.read_table(name) for name in ("visits", "curve", "final")}
-        path = self.path / "visits.csv"
+        path = self.table_path("visits")
         tags = [v.tag for v in visits]
         got = [str(x) for x in t["visits"]["tag"]]
         if got != tags:
@@ -326,7 +375,7 @@ class RunDir:
                               f"{curriculum.name!r} has {tags} (truncated?)")
         if t["visits"][VISIT_COLUMNS].isna().any().any():
             raise RunDirError(f"{path} has missing values (truncated?)")
-        path = self.path / "curve.csv"
+        path = self.table_path("curve")
         counts = t["curve"].groupby("visit").size().to_dict()
         for v in visits:
             budget = v.steps or config.steps_per_visit
@@ -337,7 +386,7 @@ class RunDir:
                     f"({v.tag}), expected {expected} (truncated?)")
         if t["curve"][CURVE_COLUMNS].isna().any().any():
             raise RunDirError(f"{path} has missing values (truncated?)")
-        path = self.path / "final.csv"
+        path = self.table_path("final")
         tasks = list(curriculum.task_ids())
         if [str(x) for x in t["final"]["task"]] != tasks or t["final"][FINAL_COLUMNS].isna(
                 ).any().any():
@@ -376,17 +425,21 @@ class RunDir:
     def write_accounting(self, data: dict[str, Any]) -> None:
         write_json_atomic(self.path / "accounting.json", data)
 
+    @property
+    def method_log_path(self) -> Path:
+        return self.path / "method_log.json"
+
     def method_log(self) -> list[dict[str, Any]]:
         """``method_log.json``: the method's decisions, a list of event objects."""
-        log = self._json("method_log.json", "method log")
+        log = self._json(self.method_log_path.name, "method log")
         if not isinstance(log, list) or not all(isinstance(e, dict) and "event" in e
                                                 for e in log):
-            raise RunDirError(f"{self.path / 'method_log.json'} must hold a JSON list of "
+            raise RunDirError(f"{self.method_log_path} must hold a JSON list of "
                               "event objects")
         return log
 
     def write_method_log(self, log: list[dict[str, Any]]) -> None:
-        write_json_atomic(self.path / "method_log.json", log)
+        write_json_atomic(self.method_log_path, log)
 
     def metrics(self) -> dict[str, Any]:
         return self._json("metrics.json", "metrics")
@@ -395,12 +448,13 @@ class RunDir:
         write_json_atomic(self.path / "metrics.json", metrics)
 
     def has_elites(self) -> bool:
-        return (self.path / "elites.csv").is_file()
+        """Whether the run keeps policy archives and has written them (``elites.csv``)."""
+        return self.table_path("elites").is_file()
 
     def elites(self) -> pd.DataFrame:
         """``elites.csv``: every archived elite; `RunDirError` names a truncated file."""
         frame = self.read_table("elites", ELITE_REQUIRED)
-        path = self.path / "elites.csv"
+        path = self.table_path("elites")
         descriptor = [c for c in frame.columns if re.fullmatch(r"d_\d+", c)]
         if not descriptor:
             raise RunDirError(f"{path} has no descriptor columns d_0.. (truncated?)")
@@ -408,10 +462,14 @@ class RunDir:
             raise RunDirError(f"{path} has missing values (truncated?)")
         return frame
 
+    def result_files(self) -> list[Path]:
+        """The `RESULT_FILES` this run has, in that order (what a sweep export copies)."""
+        return [self.path / name for name in RESULT_FILES if (self.path / name).is_file()]
+
     # --- checkpoints ----------------------------------------------------------------
 
     def _pointer(self) -> dict[str, Any] | None:
-        pointer = self.path / "checkpoint.json"
+        pointer = self.path / POINTER
         if not pointer.exists():
             return None
         try:
@@ -434,15 +492,15 @@ class RunDir:
             return sealed[:2]
         if data is None:
             return []
-        pointer = self.path / "checkpoint.json"
+        pointer = self.path / POINTER
         name = data["latest"]
         folder = self.path / str(name)
-        if not _CKPT.match(str(name)) or not (folder / "state.json").is_file():
+        if not _CKPT.match(str(name)) or not (folder / CKPT_STATE).is_file():
             raise RunDirError(f"{pointer} names {name!r}, which is not a complete checkpoint")
         out = [folder]
         previous = data.get("previous")
         if isinstance(previous, str) and _CKPT.match(previous) and (
-                self.path / previous / "state.json").is_file():
+                self.path / previous / CKPT_STATE).is_file():
             out.append(self.path / previous)
         return out
 
@@ -476,7 +534,7 @@ class RunDir:
             f.name: _sha256(f) for f in sorted(folder.iterdir())
             if f.is_file() and f.name != SEAL_NAME and not f.name.startswith(".")})
         keep = {folder.name} | ({latest.name} if latest is not None else set())
-        write_json_atomic(self.path / "checkpoint.json", {
+        write_json_atomic(self.path / POINTER, {
             "latest": folder.name, "previous": latest.name if latest is not None else None})
         for other in self.path.iterdir():
             if _CKPT.match(other.name) and other.name not in keep:
@@ -485,16 +543,8 @@ class RunDir:
     # --- what a sweep asks of a cell's run directory (reads only) ---------------------
 
     def has_run(self) -> bool:
-        """Whether a run was started here (its ``run.json`` exists)."""
-        return (self.path / "run.json").is_file()
-
-    def is_complete(self) -> bool:
-        """Whether the run here has finished; False for a missing, unreadable or foreign
-        ``run.json``."""
-        try:
-            return self.spec().get("status") == "complete"
-        except RunDirError:
-            return False
+        """Whether a run was started here (its manifest is a file)."""
+        return (self.path / MANIFEST).is_file()
 
     def discard_unstarted(self) -> None:
         """Removes the directory of a start that died before it wrote ``run.json`` (a
@@ -534,16 +584,10 @@ class RunDir:
             state = read_json(path, "checkpoint state")
         except (FileNotFoundError, ValueError) as err:
             raise RunDirError(str(err)) from None
-        if not isinstance(state, dict) or any(k not in state for k in ("phases", "next_phase")):
+        if not isinstance(state, dict) or any(
+                k not in state for k in ("phases", "next_phase", "records")):
             raise RunDirError(f"{path} is not a checkpoint state")
         return state
-
-    def result_files(self) -> list[Path]:
-        """The run's small outputs that exist (`RESULT_FILES`, in that order): what
-        `telapa report` and `telapa metrics` read, never checkpoints or training logs."""
-        return [self.path / name for name in RESULT_FILES if (self.path / name).is_file()]
-
-    # --- sealed checkpoints: no file shared by two checkpoints -------------------------
 
     def verify_checkpoint(self, folder: Path) -> None:
         """`RunDirError` naming the first file of checkpoint ``folder`` that is missing or
@@ -588,6 +632,68 @@ class RunDir:
         except (_Damaged, FileNotFoundError):
             return False
         return True
+
+    def save_checkpoint(self, state: dict[str, Any], *, learner: Any,
+                        method: dict[str, Any], train_state: Any = None,
+                        train_rows: list[dict[str, Any]]) -> Path:
+        """Writes a new checkpoint and commits it (`commit_checkpoint`); returns its folder.
+
+        ``state`` (JSON: at least ``phases``, ``next_phase`` and ``records``) goes to
+        ``state.json``, written last, so a folder with it is complete; ``learner`` (the
+        carried `PPOState`) to ``learner.npz``; ``train_state`` (the visit's `TrainState`
+        after a chunk; None: not saved) to ``train_state.npz``; each part of the
+        ``method`` state to ``method-PART.npz``; ``train_rows`` (the current visit's PPO
+        iterations; none: not saved) to ``train.csv``. A method part that is the same
+        object as at the previous checkpoint this `RunDir` wrote is copied from there if
+        that file is intact (`copy_intact`; never hard-linked: two checkpoints share no
+        file), else written again."""
+        folder = self.new_checkpoint()
+        if train_state is not None:
+            save_pytree(folder / CKPT_TRAIN_STATE, train_state)
+        save_pytree(folder / CKPT_LEARNER, learner)
+        saved = {}
+        for name, tree in method.items():
+            target = folder / f"method-{name}.npz"
+            previous = self._saved_parts.get(name)
+            if not (previous is not None and previous[0] is tree
+                    and self.copy_intact(previous[1], target)):
+                save_pytree(target, tree)
+            saved[name] = (tree, target)
+        self._saved_parts = saved
+        if train_rows:
+            pd.DataFrame(train_rows).to_csv(folder / CKPT_TRAIN_ROWS, index=False)
+        write_json_atomic(folder / CKPT_STATE, state)
+        self.commit_checkpoint(folder)
+        return folder
+
+    def load_checkpoint(self, folder: Path, *, learner: Any, method: dict[str, Any]
+                        ) -> tuple[Any, dict[str, Any]]:
+        """(learner, method state) of the checkpoint ``folder``, read into the structure
+        of the templates ``learner`` and ``method`` (one per part) with
+        `telapa.io.load_pytree`; `CheckpointError` names a file that does not match."""
+        parts = {name: load_pytree(folder / f"method-{name}.npz", like)
+                 for name, like in method.items()}
+        return load_pytree(folder / CKPT_LEARNER, learner), parts
+
+    def checkpoint_train_state(self, folder: Path, like: Any) -> Any:
+        """The visit's `TrainState` saved with the checkpoint ``folder`` (after a chunk),
+        in the structure of ``like``; None when it holds none."""
+        path = folder / CKPT_TRAIN_STATE
+        return load_pytree(path, like) if path.exists() else None
+
+    def checkpoint_train_rows(self, folder: Path) -> list[dict[str, Any]]:
+        """The current visit's PPO iteration rows saved with the checkpoint ``folder``."""
+        path = folder / CKPT_TRAIN_ROWS
+        return pd.read_csv(path).to_dict("records") if path.exists() else []
+
+    def learner_file(self, folder: Path | None = None) -> Path:
+        """The file holding the carried `PPOState` of the checkpoint ``folder`` (default:
+        the latest one); `RunDirError` when the run has no checkpoint."""
+        if folder is None:
+            folder = self.latest_checkpoint()
+            if folder is None:
+                raise RunDirError(f"{self.path} has no checkpoint")
+        return folder / CKPT_LEARNER
 
 
 # --- the values of a run's tables (checked whenever `RunDir.read_table` reads one) -------

@@ -36,7 +36,6 @@ from typing import Any, Literal
 
 import jax
 import pandas as pd
-import yaml
 
 from telapa import __version__
 from telapa.config import ConfigError
@@ -64,11 +63,7 @@ from telapa.io import (
     MemoryMonitor,
     PhaseTimer,
     dir_size_bytes,
-    load_pytree,
-    read_json,
-    save_pytree,
     tree_nbytes,
-    write_json_atomic,
 )
 from telapa.metrics import best_sr, competence_targets, run_metrics
 from telapa.provenance import current_code, extend_code
@@ -176,7 +171,6 @@ class ContinualRun:
         )
         self.agents: dict[AgentKey, Agent] = {} if agents is None else agents
         """The static agent of each env (shared with the other runs of a batch)."""
-        self._saved_parts: dict[str, tuple[Any, Path]] = {}
         first = self.agent(self.visits[0])
         params = first.policy.init(self._init_key)
         self.learner: PPOState = first.fresh_ppo(params, self.method.initial_penalty(params))
@@ -214,9 +208,8 @@ class ContinualRun:
              "backend": spec.curriculum.backend,
              "telapa": __version__, "jax": jax.__version__,
              "code": extend_code(None, current_code(), resumed=False)},
-            {"config.yaml": yaml.safe_dump(spec.config.model_dump(mode="json"), sort_keys=False),
-             "curriculum.yaml": yaml.safe_dump(
-                 spec.curriculum.model_dump(mode="json"), sort_keys=False)},
+            config=spec.config.model_dump(mode="json"),
+            curriculum=spec.curriculum.model_dump(mode="json"),
         )
         run._open_tracker(tracking, resume_step=None)
         return run
@@ -543,58 +536,31 @@ class ContinualRun:
             else False
 
     def _save_checkpoint(self) -> None:
-        folder = self.dir.new_checkpoint()
-        if self._mid_visit() and self.phases[self.next_phase - 1].kind == "chunk":
-            save_pytree(folder / "train_state.npz", self.train_state)
-        save_pytree(folder / "learner.npz", self.learner)
-        self._save_method_state(folder)
-        if self.train_rows:
-            pd.DataFrame(self.train_rows).to_csv(folder / "train.csv", index=False)
-        write_json_atomic(folder / "state.json", {
-            "next_phase": self.next_phase,
-            "phases": len(self.phases),
-            "global_step": self.global_step,
-            "records": self.records,
-            "stored_tasks": self.method.stored_tasks(),
-            "extra_env_steps": self.method.extra_env_steps,
-            "method_log": self.method.log,
-            "timer": self.timer.totals,
-            "method_timer": self.method.timer.totals,
-            "wall_s": self.wall_s,
-            "segments": self.segments,
-            "peak_rss_bytes": self.peak_rss,
-        })
-        self.dir.commit_checkpoint(folder)
+        chunk_done = self._mid_visit() and self.phases[self.next_phase - 1].kind == "chunk"
+        self.dir.save_checkpoint(
+            {
+                "next_phase": self.next_phase,
+                "phases": len(self.phases),
+                "global_step": self.global_step,
+                "records": self.records,
+                "stored_tasks": self.method.stored_tasks(),
+                "extra_env_steps": self.method.extra_env_steps,
+                "method_log": self.method.log,
+                "timer": self.timer.totals,
+                "method_timer": self.method.timer.totals,
+                "wall_s": self.wall_s,
+                "segments": self.segments,
+                "peak_rss_bytes": self.peak_rss,
+            },
+            learner=self.learner, method=self.method.state(),
+            train_state=self.train_state if chunk_done else None, train_rows=self.train_rows,
+        )
         self.dir.write_tables({**self.tables(), **self.method.tables()})
         self.dir.write_method_log(self.method.log)
         self.dir.write_accounting(self.accounting())
 
-    def _save_method_state(self, folder: Path) -> None:
-        """One file per part of the method state; a part that is the same object as at
-        the previous checkpoint is copied from there if that file is intact (never
-        hard-linked: two checkpoints share no file), else written again."""
-        saved = {}
-        for name, tree in self.method.state().items():
-            target = folder / f"method-{name}.npz"
-            previous = self._saved_parts.get(name)
-            if not (previous is not None and previous[0] is tree
-                    and self.dir.copy_intact(previous[1], target)):
-                save_pytree(target, tree)
-            saved[name] = (tree, target)
-        self._saved_parts = saved
-
-    def _load_method_state(self, folder: Path, like: dict[str, Any]) -> dict[str, Any]:
-        return {name: load_pytree(folder / f"method-{name}.npz", part)
-                for name, part in like.items()}
-
     def _load_checkpoint(self, folder: Path) -> None:
-        try:
-            state = read_json(folder / "state.json", "checkpoint state")
-        except (FileNotFoundError, ValueError) as err:
-            raise RunDirError(str(err)) from None
-        if not isinstance(state, dict) or any(
-                k not in state for k in ("phases", "next_phase", "records")):
-            raise RunDirError(f"{folder / 'state.json'} is not a checkpoint state")
+        state = self.dir.checkpoint_state(folder)
         if state["phases"] != len(self.phases):
             raise RunDirError(f"{folder}: checkpoint does not match this run's phases")
         self.next_phase = state["next_phase"]
@@ -608,15 +574,16 @@ class ContinualRun:
         self.peak_rss = state["peak_rss_bytes"]
         like = self.method.state_like(self.learner.params, state["stored_tasks"],
                                       self._agent_for_task)
-        self.method.load_state(self._load_method_state(folder, like))
-        self.learner = load_pytree(folder / "learner.npz", self.learner)
-        train_csv = folder / "train.csv"
-        self.train_rows = pd.read_csv(train_csv).to_dict("records") if train_csv.exists() else []
+        self.learner, method_state = self.dir.load_checkpoint(folder, learner=self.learner,
+                                                              method=like)
+        self.method.load_state(method_state)
+        self.train_rows = self.dir.checkpoint_train_rows(folder)
         if self._mid_visit():
             visit = self.visits[self.phases[self.next_phase].visit]
             self.train_state = self.agent(visit).start(self.learner, self._episodes_key(visit))
-            if (folder / "train_state.npz").exists():
-                self.train_state = load_pytree(folder / "train_state.npz", self.train_state)
+            saved = self.dir.checkpoint_train_state(folder, self.train_state)
+            if saved is not None:
+                self.train_state = saved
         self.progress.note(f"resumed at {self.phases[self.next_phase].describe(self.visits)}"
                            if not self.complete else "run already complete")
 
