@@ -1,6 +1,7 @@
 """Finished runs made once per test session and shared by the xdist workers: the first
 worker that needs a folder makes it under a file lock in the session's base temp folder,
-the others wait and reuse it (the fixtures are in tests/conftest.py)."""
+the others wait and reuse it (the fixtures are in tests/conftest.py). Each run has its
+own lock, so two workers that need several runs make different ones at the same time."""
 
 from __future__ import annotations
 
@@ -63,15 +64,17 @@ class PhaseLog:
         self.seen.append((name, done, total))
 
 
-def quick_paths(folder: Path) -> dict[tuple[str, int], Path]:
-    return {(m, s): folder / f"{m}-s{s}" for m in QUICK_METHODS for s in QUICK_SEEDS}
-
-
-def make_quick_runs(folder: Path) -> None:
-    """The quick runs in ``folder``, each with the method phases it reported beside it
-    (``NAME.phases.json``)."""
-    curriculum, config = load_curriculum("smoke"), load_run_config(TINY)
-    for (method, seed), path in quick_paths(folder).items():
+def make_quick_run(method: str, seed: int) -> Callable[[Path], None]:
+    """Makes the quick run of ``method`` and ``seed`` as ``FOLDER/METHOD-sSEED`` with the
+    method phases it reported in ``FOLDER/phases.json``."""
+    def make(folder: Path) -> None:
         log = PhaseLog()
-        ContinualRun.start(RunSpec(curriculum, method, seed, config, "tiny"), path, log).run()
-        (folder / f"{path.name}.phases.json").write_text(json.dumps(log.seen))
+        spec = RunSpec(load_curriculum("smoke"), method, seed, load_run_config(TINY), "tiny")
+        ContinualRun.start(spec, folder / f"{method}-s{seed}", log).run()
+        (folder / "phases.json").write_text(json.dumps(log.seen))
+    return make
+
+
+def quick_phases(run: Path) -> list[tuple[str, int, int]]:
+    """The method phases ``(name, done, total)`` a quick run reported, in order."""
+    return [tuple(p) for p in json.loads((run.parent / "phases.json").read_text())]

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from shared_runs import quick_phases
 
 from telapa.continual.curriculum import load_curriculum
 from telapa.continual.preset import load_run_config, parse_run_config
@@ -24,15 +25,15 @@ def _spec(method: str = "telapa") -> RunSpec:
 
 
 @pytest.fixture(scope="module")
-def telapa_run(quick_runs):
-    """The shared TeLAPA smoke run of seed 1 (tests/conftest.py, `quick_runs`: the spec of
+def telapa_run(quick_run):
+    """The shared TeLAPA smoke run of seed 1 (tests/conftest.py, `quick_run`: the spec of
     `_spec`) and its metrics."""
-    path = quick_runs["telapa", 1]
+    path = quick_run("telapa", 1)
     return path, json.loads((path / "metrics.json").read_text())
 
 
-def test_telapa_phases_report_progress(quick_run_phases):
-    seen = quick_run_phases["telapa", 1]
+def test_telapa_phases_report_progress(telapa_run):
+    seen = quick_phases(telapa_run[0])
     names = [name for name, _, _ in seen]
     # illumination after every visit, probes on every visit after the first, maintenance
     assert {"illumination", "probes", "maintenance"} <= set(names)
