@@ -6,14 +6,17 @@ reports and ``--resume`` treat it as any other run). What the seeds share:
 
 * the static agents (one per env of the curriculum), so every jitted function is
   compiled once for the batch;
-* on the jax backend, the training of a chunk phase: the S seeds' `TrainState`s are
-  stacked and trained by one ``vmap``ped jitted call (`Agent.train_batch`).
+* on the jax backend, a chunk phase: the S seeds' `TrainState`s are stacked, trained and
+  evaluated by one compiled program (`telapa.continual.runner.train_chunk`: a
+  ``lax.scan`` over the chunk's PPO iterations ``vmap``ped over the seeds, then one
+  population evaluation of the S policies), whose results reach the host in one
+  transfer.
 
 Everything else runs seed after seed, in seed order: method hooks (``start_task``,
-``end_task``, ``observe``; TeLAPA's probes, illumination and maintenance), evaluations,
-the final evaluation and checkpoints. A seed's results equal those of its separate run up
-to float reassociation inside the batched PPO update (docs/assumptions.md, "Batches of
-seeds and probes").
+``end_task``, ``observe``; TeLAPA's probes, illumination and maintenance), the
+pre-evaluations, the final evaluation and checkpoints. A seed's results equal those of
+its separate run up to float reassociation inside the batched PPO update
+(docs/assumptions.md, "Batches of seeds and probes").
 
 Phases. All seeds have the same phases (one curriculum and preset). After a crash each
 seed resumes from its own latest checkpoint, so they may stand at different phases: the
@@ -50,9 +53,10 @@ from telapa.continual.runner import (
     RunError,
     RunSpec,
     SilentProgress,
+    train_chunk,
 )
 from telapa.io import MemoryMonitor
-from telapa.rl.agent import Agent, BatchMemberError, stack_states, unstack_states
+from telapa.rl.agent import Agent, BatchMemberError
 
 
 class _SeedProgress:
@@ -233,28 +237,15 @@ class SeedBatch:
         return True
 
     def _train_chunk(self, group: list[ContinualRun], phase: Phase) -> None:
-        """The chunk ``phase`` of every run in ``group``, trained as one batch padded to
-        the batch's size (see the module docstring)."""
-        lead = group[0]
-        agent = lead.agent(lead.visits[phase.visit])
-        steps = {run.chunk_steps(phase) for run in group}
-        if len(steps) != 1:  # pragma: no cover - same phase, same budget
-            raise RunError(f"{phase.describe(lead.visits)}: seeds disagree on the steps")
-        padding = [lead.train_state] * (len(self.runs) - len(group))
-        states = stack_states([run.train_state for run in group] + padding)
-        start = time.perf_counter()
+        """The chunk ``phase`` of every run in ``group`` as one program padded to the
+        batch's size (`train_chunk`, see the module docstring), then their checkpoints."""
         try:
-            states, histories = agent.train_batch(states, steps.pop(), progress=lambda done, rows: [
-                run.on_progress(done, r) for run, r in zip(group, rows, strict=False)])
+            train_chunk(group, phase, size=len(self.runs))
         except BatchMemberError as err:
             run = group[err.member]
             raise RunError(f"seed {run.spec.seed}, {phase.describe(run.visits)}: {err.error}"
                            ) from err
-        share = (time.perf_counter() - start) / len(group)
-        members = zip(group, unstack_states(states), histories, strict=False)
-        for run, state, history in members:
-            run.timer.add("train", share)
-            run.finish_chunk(phase, state, history)
+        for run in group:
             run.commit_phase(self._clock(run))
 
 

@@ -64,6 +64,9 @@ class Method:
 
     name: ClassVar[str] = "finetune"
     reset_optimizer: ClassVar[bool] = False
+    observes_features: ClassVar[bool] = False
+    """Whether `observe` reads the evaluations' per-step features (else the runner's
+    chunk evaluations keep none: they would be the largest transfer of a chunk)."""
 
     def __init__(self, config: RunConfig, *, key: jax.Array | None = None):
         self.config = config

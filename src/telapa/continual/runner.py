@@ -10,6 +10,11 @@ For every visit of the curriculum:
    post-evaluation;
 3. ``end``: the method's end-of-task hook (`Method.end_task`);
 
+On the jax backend a chunk is one compiled program (`Agent.train_and_evaluate`): the
+chunk's PPO iterations as one ``lax.scan`` and its evaluation, for one run or for the S
+seeds of a batch (`train_chunk`), with one transfer of results to the host per chunk;
+its time counts as ``train`` (``eval`` holds the pre-evaluations).
+
 and after the last visit, ``final``: every task is evaluated with
 ``method.eval_params(task)``. A checkpoint is committed after every phase (on the
 gymnasium backend, whose envs cannot be snapshotted, only after ``start`` and ``end``),
@@ -36,6 +41,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import jax
+import jax.numpy as jnp
 import pandas as pd
 import yaml
 
@@ -65,7 +71,16 @@ from telapa.io import (
 )
 from telapa.metrics import best_sr, competence_targets, run_metrics
 from telapa.provenance import current_code, extend_code
-from telapa.rl.agent import Agent, Metrics, TrainState, episodes_key
+from telapa.rl.agent import (
+    Agent,
+    BatchMemberError,
+    Metrics,
+    TrainState,
+    episodes_key,
+    stack_states,
+    unstack_states,
+)
+from telapa.rl.evaluate import EvalResult
 from telapa.rl.ppo import PPOState
 
 AgentKey = tuple[str, str]
@@ -361,12 +376,20 @@ class ContinualRun:
         agent = self.agent(visit)
         if phase.kind == "start":
             self._start_visit(visit, agent)
+        elif phase.kind == "chunk" and self.spec.curriculum.backend == "jax":
+            try:
+                train_chunk([self], phase)
+            except BatchMemberError as err:
+                raise err.error from None
         elif phase.kind == "chunk":
             steps = self.chunk_steps(phase)
             with self.timer.phase("train"):
                 state, history = agent.train(self.train_state, steps,
                                              progress=self.on_progress)
-            self.finish_chunk(phase, state, history)
+            with self.timer.phase("eval"):
+                result = agent.evaluate(state.ppo.params, self.spec.config.eval_episodes,
+                                        self.eval_key(phase))
+            self.finish_chunk(phase, state, history, result)
         else:
             self._end_visit(visit, agent)
 
@@ -399,37 +422,52 @@ class ContinualRun:
         """The key of the visit's training episodes (`episodes_key` of its trainer key)."""
         return episodes_key(self._key(visit.index, "trainer"))
 
+    def chunk_span(self, phase: Phase) -> tuple[int, int]:
+        """``(done, steps)`` of the chunk ``phase``: the visit's env steps trained before
+        it, and the steps it trains: up to ``min((chunk + 1) * eval_every, budget)``, at
+        least one PPO iteration, in whole iterations (host arithmetic: the step count of
+        the state on the device is never read)."""
+        budget = self.spec.budget(self.visits[phase.visit])
+        iteration = self.spec.config.train.ppo.rollout_size
+        done = 0
+        for chunk in range(phase.chunk + 1):
+            target = min((chunk + 1) * self.spec.config.eval_every, budget)
+            steps = -(-max(target - done, 1) // iteration) * iteration
+            if chunk == phase.chunk:
+                return done, steps
+            done += steps
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def chunk_steps(self, phase: Phase) -> int:
-        """Env steps the chunk ``phase`` trains: up to ``min((chunk + 1) * eval_every,
-        budget)`` (at least one call). Reports the chunk's start to the progress sink."""
+        """Env steps the chunk ``phase`` trains (`chunk_span`). Reports the chunk's start
+        to the progress sink."""
         visit = self.visits[phase.visit]
-        budget = self.spec.budget(visit)
-        done = int(self.train_state.steps)
-        self.progress.visit(visit, budget, done)
-        target = min((phase.chunk + 1) * self.spec.config.eval_every, budget)
-        return max(target - done, 1)
+        done, steps = self.chunk_span(phase)
+        self.progress.visit(visit, self.spec.budget(visit), done)
+        return steps
+
+    def eval_key(self, phase: Phase) -> jax.Array:
+        """The key of the evaluation that ends the chunk ``phase``."""
+        return self._key(phase.visit, "eval", phase.chunk + 1)
 
     def on_progress(self, done: int, metrics: list[Metrics]) -> None:
         """Reports a training call's progress (``done`` steps of the visit)."""
         self.progress.advance(done, metrics[-1])
 
-    def finish_chunk(self, phase: Phase, state: TrainState, history: list[Metrics]) -> None:
-        """Takes the chunk's trained state and metrics: records, evaluation, `observe`."""
+    def finish_chunk(self, phase: Phase, state: TrainState, history: list[Metrics],
+                     result: EvalResult) -> None:
+        """Takes the chunk's trained state, metrics and evaluation: records, `observe`."""
         visit = self.visits[phase.visit]
-        agent = self.agent(visit)
         budget = self.spec.budget(visit)
-        before = int(self.train_state.steps)
+        before, _ = self.chunk_span(phase)
         self.train_state = state
-        steps = int(state.steps)
+        steps = history[-1]["step"]
         self.learner = state.ppo
         self.global_step += steps - before
         for row in history:
             self.train_rows.append({"visit": visit.index, "tag": visit.tag,
                                     "global_step": self.global_step - steps + row["step"],
                                     **row})
-        with self.timer.phase("eval"):
-            result = agent.evaluate(state.ppo.params, self.spec.config.eval_episodes,
-                                    self._key(visit.index, "eval", phase.chunk + 1))
         self._add_curve_point(visit, steps, result)
         self.method.observe(visit, "post" if steps >= budget else "train", result)
         row = self.records["visits"][-1]
@@ -590,10 +628,43 @@ class ContinualRun:
                            if not self.complete else "run already complete")
 
 
+def train_chunk(runs: list[ContinualRun], phase: Phase, size: int | None = None) -> None:
+    """The chunk ``phase`` of every run in ``runs`` (seeds of one method, curriculum and
+    settings at that phase, jax backend) as one `Agent.train_and_evaluate` program:
+    their `TrainState`s stacked (padded to ``size`` with copies of the first, results
+    discarded, so that every chunk of a batch runs one compiled program), trained, and
+    evaluated with each run's evaluation key; then each run's `ContinualRun.finish_chunk`.
+    The program's time is shared equally among the runs' ``train`` phase. Raises
+    `BatchMemberError` (the position in ``runs``) on a non-finite loss."""
+    lead = runs[0]
+    visit = lead.visits[phase.visit]
+    agent = lead.agent(visit)
+    steps = {run.chunk_steps(phase) for run in runs}
+    if len(steps) != 1:  # pragma: no cover - same phase, same budget
+        raise RunError(f"{phase.describe(lead.visits)}: seeds disagree on the steps")
+    padding = (size or len(runs)) - len(runs)
+    states = stack_states([run.train_state for run in runs] + [lead.train_state] * padding)
+    keys = jnp.stack([run.eval_key(phase) for run in runs] + [lead.eval_key(phase)] * padding)
+    start = time.perf_counter()
+    states, result = agent.train_and_evaluate(
+        states, steps.pop(), episodes=lead.spec.config.eval_episodes, keys=keys,
+        features=lead.method.observes_features,
+        progress=lambda done, rows: [run.on_progress(done, r)
+                                     for run, r in zip(runs, rows, strict=False)])
+    share = (time.perf_counter() - start) / len(runs)
+    members = (unstack_states(states) if len(states.steps) > 1
+               else [jax.tree.map(lambda x: x[0], states)])
+    for run, state, history, evaluation in zip(runs, members, result.metrics,
+                                               result.evaluations, strict=False):
+        run.timer.add("train", share)
+        run.finish_chunk(phase, state, history, evaluation)
+
+
 def load_run_tables(path: str | Path) -> dict[str, pd.DataFrame]:
     """visits, curve and final tables of a finished run directory (checked against its
     curriculum, see `RunDir.tables`)."""
     return RunDir(path).tables()
 
 
-__all__ = ["ContinualRun", "Phase", "Progress", "RunError", "RunSpec", "load_run_tables"]
+__all__ = ["ContinualRun", "Phase", "Progress", "RunError", "RunSpec", "load_run_tables",
+           "train_chunk"]

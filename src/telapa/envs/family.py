@@ -50,9 +50,10 @@ class Competence:
     def __call__(self, returns: Any) -> Any:
         raise NotImplementedError
 
-    def of_stats(self, mean_return: float, success_fraction: float) -> float:
+    def of_stats(self, mean_return: Any, success_fraction: Any) -> Any:
         """The same score from a mean return and the fraction of positive returns (the
-        statistics PPO's episode tracker keeps)."""
+        statistics PPO's episode tracker keeps): floats or arrays (jax arrays inside a
+        jitted program)."""
         raise NotImplementedError
 
 
@@ -64,7 +65,7 @@ class SuccessRate(Competence):
         xp = _xp(returns)
         return xp.mean(returns > 0, axis=-1, dtype=xp.float32)
 
-    def of_stats(self, mean_return: float, success_fraction: float) -> float:
+    def of_stats(self, mean_return: Any, success_fraction: Any) -> Any:
         return success_fraction
 
 
@@ -85,8 +86,11 @@ class NormalizedReturn(Competence):
         mean = xp.mean(xp.asarray(returns, xp.float32), axis=-1)
         return xp.clip(mean / xp.float32(self.reference), 0.0, 1.0).astype(xp.float32)
 
-    def of_stats(self, mean_return: float, success_fraction: float) -> float:
-        return float(np.clip(mean_return / self.reference, 0.0, 1.0))
+    def of_stats(self, mean_return: Any, success_fraction: Any) -> Any:
+        if isinstance(mean_return, (float, int, np.floating)):
+            return float(np.clip(mean_return / self.reference, 0.0, 1.0))
+        xp = _xp(mean_return)
+        return xp.clip(mean_return / xp.float32(self.reference), 0.0, 1.0)
 
 
 class EnvFamily(Protocol):

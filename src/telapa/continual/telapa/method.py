@@ -52,6 +52,7 @@ MAX_VISITS = 64
 class TeLAPA(Method):
     name = "telapa"
     maintain_latent = True
+    observes_features = True
 
     def __init__(self, config: RunConfig, *, key: jax.Array | None = None):
         super().__init__(config, key=key)
