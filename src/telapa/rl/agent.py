@@ -220,6 +220,7 @@ class Agent:
         self._gym_acts: dict[bool, Callable] = {}
         self._gym_eval_env: GymVectorEnv | None = None
         self._samplers: dict[int, Callable] = {}
+        self._programs: dict[Any, Callable] = {}
         if self.backend == "jax":
             self._train_env = AutoReset(train_env or env, ppo.num_envs)
             self._reset = jax.jit(self._train_env.reset)
@@ -556,6 +557,51 @@ class Agent:
                               episodes, key, max_steps)
         return dataclasses.replace(result, competence=self.competence)
 
+    def evaluate_batch(
+        self,
+        params: Params,
+        episodes: int,
+        keys: jax.Array,
+        *,
+        features: bool = True,
+    ) -> list[EvalResult]:
+        """`evaluate` of S stacked parameter sets (leading axis S), set i with
+        ``keys[i]``, on fresh episodes in the config's policy mode and the env's time
+        limit: on jax one population evaluation (`make_population_evaluator`, whose
+        results do not depend on S) and one `fetch`; on gymnasium one `evaluate` after
+        the other. Without ``features`` the results keep no per-step features."""
+        if self.backend != "jax":
+            return [self.evaluate(jax.tree.map(lambda x, i=i: x[i], params), episodes, key)
+                    for i, key in enumerate(keys)]
+        deterministic = self.config.eval.deterministic
+        max_steps = self.spec.max_steps
+        if not max_steps:
+            raise ValueError(f"{self.spec.env_id} has no time limit to evaluate with")
+
+        def build() -> Callable:
+            population = make_population_evaluator(
+                self.env, self.policy, episodes, max_steps, deterministic,
+                feature_steps=None if features else 1)
+
+            def evaluate(params: Params, keys: jax.Array):
+                returns, lengths, feats = population(params, keys)
+                return returns, lengths, feats if features else feats[:, :, :0]
+
+            return jax.jit(evaluate)
+
+        run = self.program(("evaluate", episodes, deterministic, features), build)
+        returns, lengths, feats = fetch(run(params, keys))
+        return [EvalResult(returns[i], lengths[i], feats[i], self.competence)
+                for i in range(len(returns))]
+
+    def program(self, key: Any, build: Callable[[], Callable]) -> Callable:
+        """The agent's cached function ``key``, built by ``build()`` on first use (jitted
+        programs that other modules run on this agent's env and policy, e.g. a method's
+        hooks vmapped over seeds)."""
+        if key not in self._programs:
+            self._programs[key] = build()
+        return self._programs[key]
+
     def gym_act(self, deterministic: bool) -> Callable:
         """The jitted ``act(params, obs, key)`` host rollouts use."""
         if deterministic not in self._gym_acts:
@@ -568,17 +614,9 @@ class Agent:
         n = self.config.ppo.num_envs
         n_steps = math.ceil(steps / n)
         if self.backend == "jax":
-            if n_steps not in self._samplers:
-                env = AutoReset(self.env, n)
-                rollout = make_jax_rollout(env, self.policy, n_steps)
-
-                def sample(params: Params, key: jax.Array) -> Obs:
-                    reset_key, key = jax.random.split(key)
-                    env_state, obs = env.reset(reset_key)
-                    return rollout(params, env_state, obs, key)[3].obs
-
-                self._samplers[n_steps] = jax.jit(sample)
-            obs = self._samplers[n_steps](params, key)
+            if steps not in self._samplers:
+                self._samplers[steps] = jax.jit(self.observation_sampler(steps))
+            return self._samplers[steps](params, key)
         else:
             reset_key, key = jax.random.split(key)
             seed = int(jax.random.randint(reset_key, (), 0, 2**31 - 1))
@@ -587,6 +625,25 @@ class Agent:
             obs = gym_rollout(env, self.gym_act(False), params, first, key, n_steps)[2].obs
             env.close()
         return jax.tree.map(lambda x: jnp.reshape(x, (-1, *x.shape[2:]))[:steps], obs)
+
+    def observation_sampler(self, steps: int, batch_axes: tuple[str, ...] = ()
+                            ) -> Callable[[Params, jax.Array], Obs]:
+        """The pure ``sample(params, key) -> obs`` of `sample_observations` (jax backend):
+        ``ceil(steps / num_envs)`` steps of every env from fresh episodes (``reset_key,
+        key = split(key)``), the first ``steps`` observations in (step, env) order;
+        ``batch_axes``: the ``vmap`` axes it runs under (`AutoReset.step`)."""
+        n = self.config.ppo.num_envs
+        env = AutoReset(self.env, n)
+        rollout = make_jax_rollout(env, self.policy, math.ceil(steps / n),
+                                   batch_axes=batch_axes)
+
+        def sample(params: Params, key: jax.Array) -> Obs:
+            reset_key, key = jax.random.split(key)
+            env_state, obs = env.reset(reset_key)
+            obs = rollout(params, env_state, obs, key)[3].obs
+            return jax.tree.map(lambda x: jnp.reshape(x, (-1, *x.shape[2:]))[:steps], obs)
+
+        return sample
 
 
 __all__ = ["Agent", "BatchMemberError", "ChunkResult", "TrainState", "episodes_key", "fetch",
