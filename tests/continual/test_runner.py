@@ -7,6 +7,8 @@ import json
 import shutil
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import pandas as pd
 import pytest
 
@@ -207,11 +209,14 @@ def test_corrupt_checkpoint_pointer_is_named(finished, tmp_path):
 
 
 def test_non_finite_loss_names_the_phase(tmp_path, monkeypatch):
-    def explode(self, state, steps, progress=None):
-        raise FloatingPointError("PPO on MiniGrid-Empty-5x5-v0: non-finite loss at step 256")
+    """NaN parameters: the chunk program's check on the device stops the run at the
+    first iteration, naming the phase, the env and the step."""
+    def poisoned(self, state, ctx):
+        return state.replace(params=jax.tree.map(lambda p: p * jnp.nan, state.params))
 
-    monkeypatch.setattr("telapa.rl.agent.Agent.train", explode)
-    with pytest.raises(RunError, match=r"visit 0 \(A, MiniGrid-Empty-5x5-v0\), chunk 0.*loss"):
+    monkeypatch.setattr(Finetune, "start_task", poisoned)
+    with pytest.raises(RunError, match=r"visit 0 \(A, MiniGrid-Empty-5x5-v0\), chunk 0: PPO on "
+                       r"MiniGrid-Empty-5x5-v0: non-finite loss, .* at step 256$"):
         ContinualRun.start(_spec("finetune"), tmp_path / "nan").run()
     # the pre-evaluation checkpoint survives
     assert (tmp_path / "nan" / "checkpoint.json").exists()

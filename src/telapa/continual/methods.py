@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Literal
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 import pandas as pd
 
@@ -333,29 +334,33 @@ def fisher_program(agent: Agent, steps: int, chunk: int = 256,
 def _fisher_of_observations(policy, params: Params, obs, action_key: jax.Array, *,
                             chunk: int) -> Params:
     """The mean squared per-sample score over the states ``obs`` (leading axis N), the
-    sum taken ``chunk`` states at a time in order (a last partial chunk is filled with
-    repeated states of weight 0)."""
+    sum taken ``chunk`` states at a time in order by a ``lax.scan`` (a last partial chunk
+    is filled with repeated states whose gradients are zeroed)."""
     steps = len(jax.tree.leaves(obs)[0])
     keys = jax.random.split(action_key, steps)
     chunks = -(-steps // chunk)
-    rows = jnp.arange(chunks * chunk) % steps
-    weight = (jnp.arange(chunks * chunk) < steps).astype(jnp.float32)
+    if chunks * chunk > steps:  # repeat states to whole chunks, weight 0
+        rows = np.arange(chunks * chunk) % steps
+        obs, keys = jax.tree.map(lambda x: x[rows], (obs, keys))
+    valid = jnp.asarray(np.arange(chunks * chunk) < steps)
 
     def log_prob(p: Params, single_obs, k: jax.Array) -> jax.Array:
         dist, _ = policy(p, jax.tree.map(lambda x: x[None], single_obs))
         return dist.log_prob(jax.lax.stop_gradient(dist.sample(k)))[0]
 
-    def add_chunk(total: Params, part) -> tuple[Params, None]:
-        rows_, weight_ = part
-        batch = jax.tree.map(lambda x: x[rows_], obs)
-        grads = jax.vmap(jax.grad(log_prob), in_axes=(None, 0, 0))(params, batch, keys[rows_])
-        sums = jax.tree.map(
-            lambda g: jnp.sum(weight_.reshape((-1,) + (1,) * (g.ndim - 1)) * g**2, axis=0),
-            grads)
+    def add_chunk(total: Params, i: jax.Array) -> tuple[Params, None]:
+        part = jax.tree.map(lambda x: jax.lax.dynamic_slice_in_dim(x, i * chunk, chunk),
+                            (obs, keys, valid))
+        batch, batch_keys, ok = part
+        grads = jax.vmap(jax.grad(log_prob), in_axes=(None, 0, 0))(params, batch, batch_keys)
+        if chunks * chunk > steps:
+            grads = jax.tree.map(
+                lambda g: jnp.where(ok.reshape((-1,) + (1,) * (g.ndim - 1)), g, 0.0), grads)
+        sums = jax.tree.map(lambda g: jnp.sum(g**2, axis=0), grads)
         return jax.tree.map(jnp.add, total, sums), None
 
     total, _ = jax.lax.scan(add_chunk, jax.tree.map(jnp.zeros_like, params),
-                            (rows.reshape(chunks, chunk), weight.reshape(chunks, chunk)))
+                            jnp.arange(chunks))
     return jax.tree.map(lambda s: s / steps, total)
 
 

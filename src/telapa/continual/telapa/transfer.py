@@ -22,13 +22,14 @@ from the same ``rollout_key`` (`Agent.start`), so every candidate is also adapte
 same training episodes.
 
 Batching. The probes of one selection are independent: on the jax backend they run as
-one batch (`probe_batch`): the K candidates' `TrainState`s are stacked and trained by
-one ``vmap``ped call of `Agent.train_batch`, then each is evaluated as `probe` evaluates
-it. A batched probe's curve equals its sequential `probe` up to float reassociation in
-the batched PPO update (docs/assumptions.md, "Batches of seeds and probes").
+one batch (`probe_batch`): the K candidates' `TrainState`s are stacked, and each probe
+moment is one program that trains all of them (``vmap``ped) and evaluates them
+(`Agent.train_and_evaluate`). A batched probe's curve equals its sequential `probe` up
+to float reassociation in the batched PPO update (docs/assumptions.md, "Batches of seeds
+and probes").
 
-Compute. Each probe costs its PPO env steps (``steps`` rounded up to whole training
-calls) plus the steps of its ``points x episodes`` evaluation episodes; both are
+Compute. Each probe costs its PPO env steps (``steps`` rounded up to whole PPO
+iterations) plus the steps of its ``points x episodes`` evaluation episodes; both are
 method-specific extra env steps in the paper's compute accounting.
 """
 
@@ -41,6 +42,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from telapa.qd.archive import Archive
@@ -91,14 +93,22 @@ def probe(
     success rate at ``points`` moments of a ``steps``-step PPO adaptation: point i
     (i = 0 .. points-1) is taken once ``ceil(i * steps / (points - 1))`` env steps have
     been trained, so the first is the zero-shot SR before any update and the last the SR
-    after the whole budget. `Agent.train` trains whole calls (``num_envs * n_steps`` x
-    ``iterations_per_call`` steps on jax), so each point lies less than one call past its
-    nominal moment and the total is ``steps`` rounded up to whole calls. Each SR comes
-    from ``agent.evaluate(params_i, episodes, key)``. Pure: nothing outside is changed.
+    after the whole budget. PPO trains whole iterations (``num_envs * n_steps`` steps),
+    so each point lies less than one iteration past its nominal moment and the total is
+    ``steps`` rounded up to whole iterations, whatever ``iterations_per_call`` is
+    (docs/assumptions.md, "Probe budgets"). Each SR comes from
+    ``agent.evaluate(params_i, episodes, key)``. On the jax backend each moment's
+    training and evaluation are one program (`Agent.train_and_evaluate`). Pure: nothing
+    outside is changed.
 
     Returns ``(sr_curve, env_steps)``: the (points,) float32 success rates and the env
     steps spent (PPO steps trained + steps of all evaluation episodes).
     """
+    if agent.backend == "jax":
+        curves, costs = probe_batch(agent, [params], steps=steps, points=points,
+                                    episodes=episodes, key=key, rollout_key=rollout_key,
+                                    penalty=penalty)
+        return curves[0], costs[0]
     state = _probe_start(agent, params, penalty, rollout_key)
     curve = np.zeros(points, np.float32)
     eval_steps = 0
@@ -123,24 +133,38 @@ def probe_batch(
     rollout_key: jax.Array,
     penalty: Any = None,
 ) -> tuple[np.ndarray, list[int]]:
-    """`probe` of every parameter tree in ``params``, trained as one batch (jax backend):
-    the K states are stacked and trained together by `Agent.train_batch` between the
-    probe moments; each is evaluated as `probe` evaluates it. Returns the (K, points)
-    curves and each probe's env steps."""
+    """`probe` of every parameter tree in ``params``, as one batch (jax backend): the K
+    states are stacked; the zero-shot point is one population evaluation
+    (`Agent.evaluate_batch`), each later point one program that trains the K states to
+    the point's moment and evaluates them (`Agent.train_and_evaluate`, every probe with
+    the same ``key``). Returns the (K, points) curves and each probe's env steps."""
     states = stack_states([_probe_start(agent, p, penalty, rollout_key) for p in params])
-    curves = np.zeros((len(params), points), np.float32)
-    eval_steps = [0] * len(params)
+    return _probe_states(agent, states, steps=steps, points=points, episodes=episodes,
+                         keys=jnp.stack([key] * len(params)))
+
+
+def _probe_states(agent: Agent, states: TrainState, *, steps: int, points: int,
+                  episodes: int, keys: jax.Array) -> tuple[np.ndarray, list[int]]:
+    """The probe curves of stacked probe ``states`` (probe j evaluated with ``keys[j]``)
+    and each probe's env steps."""
+    size = len(keys)
+    curves = np.zeros((size, points), np.float32)
+    eval_steps = np.zeros(size, np.int64)
     trained = 0
     for i, target in enumerate(_probe_moments(steps, points)):
         if trained < target:
-            states, _ = agent.train_batch(states, target - trained)
-            trained = int(states.steps[0])
-        for j in range(len(params)):
-            candidate = jax.tree.map(lambda x, j=j: x[j], states.ppo.params)
-            result = agent.evaluate(candidate, episodes, key)
-            curves[j, i] = result.sr
-            eval_steps[j] += int(np.sum(result.lengths))
-    return curves, [trained + e for e in eval_steps]
+            states, result = agent.train_and_evaluate(states, target - trained,
+                                                      episodes=episodes, keys=keys,
+                                                      features=False)
+            trained = result.metrics[0][-1]["step"]
+            evaluations = result.evaluations
+        else:
+            evaluations = agent.evaluate_batch(states.ppo.params, episodes, keys,
+                                               features=False)
+        for j, evaluation in enumerate(evaluations):
+            curves[j, i] = evaluation.sr
+            eval_steps[j] += int(np.sum(evaluation.lengths))
+    return curves, [trained + int(e) for e in eval_steps]
 
 
 @dataclass(frozen=True)
