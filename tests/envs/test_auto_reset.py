@@ -126,50 +126,55 @@ def _ending_states(env: AutoReset, members: int):
     return jax.tree.map(lambda *xs: jnp.stack(xs), *states)
 
 
-def test_static_trip_counts_give_the_levels_of_the_data_dependent_loops() -> None:
+def test_static_and_shared_trip_counts_give_the_levels_of_each_members_loops() -> None:
     """Every number of finished envs, alone and under ``vmap`` (with and without the
-    batch axis named), skipping idle chunks or not: the same states, observations and
-    keys as the loops of data-dependent trip counts."""
+    batch axis named), with static trip counts or the batch's largest count: the same
+    states, observations and keys as loops of each member's own count (before issue 25).
+    Static counts leave no while loop; a named axis makes the loop one of the batch's
+    largest count, without the per-member selects of a batched loop."""
     n = 12
-    skip, masked = (AutoReset(ENV, n, chunks=(6, 2, 1), skip_idle=s) for s in (True, False))
-    assert skip.max_counts == (2, 2, 1)
-    states = _ending_states(skip, 4)
+    static, shared = (AutoReset(ENV, n, chunks=(6, 2, 1), static=s) for s in (True, False))
+    assert static.max_counts == (2, 2, 1)
+    states = _ending_states(static, 4)
     action = jnp.full((4, n), Action.LEFT, jnp.int32)
 
     def named(env):
         return jax.vmap(partial(env.step, batch_axes=("seeds",)), axis_name="seeds")
 
-    steps = [jax.vmap(partial(_reference_step, skip)), jax.vmap(skip.step), named(skip),
-             named(masked)]
-    expected, *variants = jax.jit(lambda s, a: [f(s, a) for f in steps])(states, action)
+    steps = {"reference": jax.vmap(partial(_reference_step, static)),
+             "static": jax.vmap(static.step), "static named": named(static),
+             "shared": jax.vmap(shared.step), "shared named": named(shared)}
+    out = jax.jit(lambda s, a: {k: f(s, a) for k, f in steps.items()})(states, action)
+    expected = out.pop("reference")
     assert set(np.asarray(expected[4].sum(axis=1)).tolist()) == {0, 5, 10, 2}  # ends
-    for got in variants:
+    for got in out.values():
         for a, b in zip(jax.tree.leaves(expected), jax.tree.leaves(got), strict=True):
             np.testing.assert_array_equal(jax.random.key_data(a) if _is_key(a) else a,
                                           jax.random.key_data(b) if _is_key(b) else b)
-    # static trip counts: no while loop; named axes keep the skip a branch (unnamed, the
-    # vmapped branch becomes a select)
-    primitives = {env: _primitives(jax.make_jaxpr(f)(states, action).jaxpr)
-                  for env, f in [("named", named(skip)), ("unnamed", jax.vmap(skip.step)),
-                                 ("reference", steps[0])]}
-    assert "while" in primitives["reference"]
-    assert "while" not in primitives["named"] | primitives["unnamed"]
-    assert "cond" in primitives["named"] and "cond" not in primitives["unnamed"]
-    alone = jax.jit(skip.step)(jax.tree.map(lambda x: x[2], states), action[2])
-    np.testing.assert_array_equal(alone[0].env_state.grid, expected[0].env_state.grid[2])
+    # the predicates of the while loops: per member (a batched loop selects every member's
+    # state at every iteration), one for the batch, or none (static trip counts)
+    predicates = {name: _while_predicates(jax.make_jaxpr(f)(states, action).jaxpr)
+                  for name, f in steps.items()}
+    assert predicates["reference"] == predicates["shared"] == [(4,)] * 3
+    assert predicates["shared named"] == [()] * 3
+    assert predicates["static"] == predicates["static named"] == []
+    for env in (static, shared):
+        alone = jax.jit(env.step)(jax.tree.map(lambda x: x[2], states), action[2])
+        np.testing.assert_array_equal(alone[0].env_state.grid, expected[0].env_state.grid[2])
 
 
-def _primitives(jaxpr) -> set[str]:
-    """The names of every primitive in ``jaxpr`` and its sub-jaxprs."""
-    names = set()
+def _while_predicates(jaxpr) -> list[tuple[int, ...]]:
+    """The shape of the predicate of every while loop in ``jaxpr`` and its sub-jaxprs."""
+    shapes = []
     for eqn in jaxpr.eqns:
-        names.add(eqn.primitive.name)
+        if eqn.primitive.name == "while":
+            shapes.append(tuple(eqn.params["cond_jaxpr"].jaxpr.outvars[0].aval.shape))
         for param in eqn.params.values():
             for sub in param if isinstance(param, (list, tuple)) else [param]:
                 inner = getattr(sub, "jaxpr", sub)
                 if hasattr(inner, "eqns"):
-                    names |= _primitives(inner)
-    return names
+                    shapes += _while_predicates(inner)
+    return shapes
 
 
 def _is_key(x) -> bool:

@@ -106,29 +106,29 @@ class AutoReset:
     starts from its own independent draw of ``env.reset``, so episodes follow the
     generator's distribution exactly and no two envs share a level.
 
-    Trip counts are static. Each chunk size has a loop of its largest possible count
-    (``num_envs // size`` for all but the smallest, then at most ``ceil(size_prev /
-    size)``), and iteration i of size ``size`` is *active* when i is below that size's
-    count for this step; an inactive iteration writes nothing and advances nothing, so
-    the levels and keys are those of a loop that runs exactly the active iterations.
-    With ``skip_idle`` an iteration no env needs is skipped by a ``lax.cond`` (the CPU's
-    choice: a step then draws about ``k`` levels); without it every iteration draws its
-    chunk and drops the unneeded writes (no branch: the accelerators' choice, where a
-    branch costs a device-to-host synchronisation and drawing 8 levels costs no more
-    than 1). The default is ``skip_idle`` on CPU only (`jax.default_backend`).
+    Trip counts (issue 25). Iteration i of a size's loop is *active* when i is below the
+    step's count for that size; an inactive iteration writes nothing and advances nothing,
+    so the levels and keys are those of a loop that runs exactly the active iterations,
+    whatever the loop's length. Two lengths:
 
-    Under ``vmap`` (seeds of a batch, probes) pass the vmapped axis names as
-    ``batch_axes`` to `step`: an iteration is then skipped only when it is inactive in
-    every member (``lax.pmax`` of the counts over those axes), so the branch stays a
-    real branch and a member's inactive iterations only drop their writes. Without
-    ``batch_axes`` a ``vmap``ped step is still exact (the branch becomes a select, both
-    sides computed). Before issue 25 the counts were the loops' trip counts, which under
-    ``vmap`` became a ``while_loop`` that selected the whole env state at every
-    iteration.
+    * ``static``: each loop runs its largest possible count (`max_counts`: ``num_envs //
+      size`` for all but the smallest size, then at most ``ceil(size_prev / size)``) and
+      every iteration draws its chunk: no control flow depends on the data, and at most
+      1.5 x ``num_envs`` levels are drawn per step, in parallel (the accelerators'
+      choice, where a data-dependent loop waits for its predicate on every iteration);
+    * otherwise each loop runs the largest count over the members of the named ``vmap``
+      axes ``batch_axes`` (`step`; ``lax.pmax``), the step's own count alone: skipped
+      draws cost nothing (the CPU's choice, where a draw costs more than the step).
+
+    The default is ``static`` except on CPU (`jax.default_backend`). Before issue 25 the
+    loops ran each member's own count, which under ``vmap`` became a ``while_loop`` over
+    the largest count of any member that selected the whole env state at every
+    iteration; a ``vmap`` that does not name its axis in ``batch_axes`` still does that
+    (results are the same).
     """
 
     def __init__(self, env: JaxEnv, num_envs: int, chunks: tuple[int, ...] | None = None,
-                 *, skip_idle: bool | None = None):
+                 *, static: bool | None = None):
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         if chunks is not None and (not chunks or min(chunks) < 1):
@@ -138,9 +138,9 @@ class AutoReset:
         self.num_envs = num_envs
         sizes = chunks or tuple(max(1, num_envs // d) for d in (2, 8, 32))
         self.chunks = tuple(sorted({min(n, num_envs) for n in sizes}, reverse=True))
-        self.skip_idle = jax.default_backend() == "cpu" if skip_idle is None else skip_idle
+        self.static = jax.default_backend() != "cpu" if static is None else static
         self.max_counts = _max_chunk_counts(self.chunks, num_envs)
-        """The static trip count of each chunk size's loop."""
+        """The largest count of each chunk size (the static loops' trip counts)."""
         self._reset = jax.vmap(env.reset)
         self._step = jax.vmap(env.step)
 
@@ -163,34 +163,30 @@ class AutoReset:
             done, size=self.num_envs + self.chunks[0], fill_value=self.num_envs
         )
 
-        def refill(size: int, count: jax.Array, needed: jax.Array):
-            def draw(drawn: jax.Array, current: tuple, active: jax.Array) -> tuple:
+        def refill(size: int, count: jax.Array):
+            def draw(i: jax.Array, carry: tuple) -> tuple:
+                drawn, current = carry
+                active = i < count
                 targets = jax.lax.dynamic_slice(finished, (drawn,), (size,))
                 targets = jnp.where(active, targets, self.num_envs)
                 keys = jax.random.split(jax.random.fold_in(reset_key, drawn), size)
                 fresh = self._reset(keys)
-                return jax.tree.map(
+                current = jax.tree.map(
                     lambda x, new: x.at[targets].set(new, mode="drop"), current, fresh
                 )
-
-            def body(i: jax.Array, carry: tuple) -> tuple:
-                drawn, current = carry
-                active = i < count
-                if self.skip_idle:
-                    current = jax.lax.cond(i < needed, draw, lambda _, c, __: c,
-                                           drawn, current, active)
-                else:
-                    current = draw(drawn, current, active)
                 return drawn + jnp.where(active, size, 0), current
 
-            return body
+            return draw
 
         left, carry = done.sum(), (jnp.int32(0), (env_state, obs))
         for n, (size, most) in enumerate(zip(self.chunks, self.max_counts, strict=True)):
             last = n == len(self.chunks) - 1
             count = (left + size - 1) // size if last else left // size
-            needed = jax.lax.pmax(count, batch_axes) if batch_axes else count
-            carry = jax.lax.fori_loop(0, most, refill(size, count, needed), carry)
+            if self.static:
+                trips = most
+            else:
+                trips = jax.lax.pmax(count, batch_axes) if batch_axes else count
+            carry = jax.lax.fori_loop(0, trips, refill(size, count), carry)
             left = left - count * size
         env_state, next_obs = carry[1]
         info = {**info, "final_obs": obs}

@@ -271,6 +271,76 @@ def select_transfer_origin(
     do not fit the network.
     """
     start = time.perf_counter()
+    pool = _gather(agent, archives, config)
+    settings = {"steps": config.probe_steps, "points": config.probe_points,
+                "episodes": config.probe_eval_episodes, "key": key,
+                "rollout_key": rollout_key, "penalty": penalty}
+    rows = len(pool.params)
+    if batch and agent.backend == "jax":
+        curves, costs = probe_batch(agent, pool.params, **settings)
+        if progress is not None:
+            progress(rows, rows)
+    else:
+        curves, costs = [], []
+        for done, params in enumerate(pool.params, start=1):
+            curve, cost = probe(agent, params, **settings)
+            curves.append(curve)
+            costs.append(cost)
+            if progress is not None:
+                progress(done, rows)
+    return _choose(pool, archives, np.stack(curves), costs, config=config, start=start)
+
+
+def select_transfer_origins(
+    agent: Agent,
+    libraries: Sequence[Sequence[Archive]],
+    *,
+    config: TransferConfig,
+    keys: Sequence[jax.Array],
+    rollout_keys: Sequence[jax.Array],
+    penalties: Sequence[Any],
+) -> list[TransferChoice]:
+    """`select_transfer_origin` of S seeds at once (jax backend): seed i's library
+    ``libraries[i]``, probe key ``keys[i]``, rollout key and penalty. Every seed's pool
+    is gathered as in `select_transfer_origin`; then all seeds' probes (padded to S x
+    ``config.k_pool`` with copies, results discarded) are one batch: one population
+    evaluation at the zero-shot point and one train-and-evaluate program per later
+    moment. Each seed's choice equals its own `select_transfer_origin` up to float
+    reassociation in the batched PPO update. ``wall_s`` of each choice is its share of
+    the batch's time."""
+    start = time.perf_counter()
+    pools = [_gather(agent, archives, config) for archives in libraries]
+    members = [(i, params) for i, pool in enumerate(pools) for params in pool.params]
+    members += [members[0]] * (len(pools) * config.k_pool - len(members))
+    states = stack_states([
+        _probe_start(agent, params, penalties[i], rollout_keys[i]) for i, params in members])
+    curves, costs = _probe_states(
+        agent, states, steps=config.probe_steps, points=config.probe_points,
+        episodes=config.probe_eval_episodes, keys=jnp.stack([keys[i] for i, _ in members]))
+    choices, first = [], 0
+    share = (time.perf_counter() - start) / len(pools)
+    for pool, archives in zip(pools, libraries, strict=True):
+        size = len(pool.params)
+        choice = _choose(pool, archives, curves[first:first + size], costs[first:first + size],
+                         config=config, start=time.perf_counter() - share)
+        choices.append(choice)
+        first += size
+    return choices
+
+
+@dataclass(frozen=True)
+class _Pool:
+    """C_{k+1} of one library: the pooled elites, their valid rows and parameter trees."""
+
+    pool: Any
+    rows: list[int]
+    params: list[Params]
+    unravel: Any
+
+
+def _gather(agent: Agent, archives: Sequence[Archive], config: TransferConfig) -> _Pool:
+    """Lines 1-2 of FewShotSelectElite: the pool of ``config.k_pool`` elites and their
+    parameter trees (ValueError for an empty library or parameters of another size)."""
     flat, unravel = flatten_params(agent.policy.init(jax.random.key(0)))
     pool, idx = pool_candidates(archives, k_pool=config.k_pool)
     if pool.elites.params.shape[-1] != flat.shape[0]:
@@ -281,25 +351,14 @@ def select_transfer_origin(
     rows = [int(r) for r in np.asarray(idx) if r >= 0]
     if not rows:
         raise ValueError("the archive library holds no valid elite")
+    return _Pool(pool, rows, [unravel(pool.elites.params[row]) for row in rows], unravel)
 
-    settings = {"steps": config.probe_steps, "points": config.probe_points,
-                "episodes": config.probe_eval_episodes, "key": key,
-                "rollout_key": rollout_key, "penalty": penalty}
-    candidates_params = [unravel(pool.elites.params[row]) for row in rows]
-    if batch and agent.backend == "jax":
-        curves, costs = probe_batch(agent, candidates_params, **settings)
-        if progress is not None:
-            progress(len(rows), len(rows))
-    else:
-        curves, costs = [], []
-        for done, params in enumerate(candidates_params, start=1):
-            curve, cost = probe(agent, params, **settings)
-            curves.append(curve)
-            costs.append(cost)
-            if progress is not None:
-                progress(done, len(rows))
 
-    results = probe_summary(np.stack(curves))
+def _choose(gathered: _Pool, archives: Sequence[Archive], curves: np.ndarray,
+            costs: Sequence[int], *, config: TransferConfig, start: float) -> TransferChoice:
+    """Lines 7-10 of FewShotSelectElite from the probe curves of a pool."""
+    pool, rows, unravel = gathered.pool, gathered.rows, gathered.unravel
+    results = probe_summary(np.asarray(curves))
     weights = {"w_final": config.w_final, "w_slope": config.w_slope, "w_auc": config.w_auc}
     scores = np.asarray(few_shot_scores(results, epsilon=config.epsilon, **weights))
     window = np.asarray(near_best(results.sr_final, epsilon=config.epsilon))
