@@ -87,9 +87,10 @@ def test_accounting(finished):
 def test_resume_after_a_crash_gives_the_same_results(finished, tmp_path):
     path, metrics = finished
     crashed = tmp_path / "crashed"
-    # 22 updates: inside visit 1 (16 updates per visit), between two checkpoints
+    # 11 chunks: inside visit 1 (8 chunks per visit, one progress report each), between
+    # two checkpoints
     with pytest.raises(Crash):
-        ContinualRun.start(_spec(), crashed, CrashAfter(22)).run()
+        ContinualRun.start(_spec(), crashed, CrashAfter(11)).run()
     state = json.loads((crashed / "checkpoint.json").read_text())
     assert json.loads((crashed / state["latest"] / "state.json").read_text())["next_phase"] > 10
     resumed = ContinualRun.resume(crashed).run()

@@ -93,9 +93,10 @@ def test_telapa_records_archives_transfers_and_maintenance(telapa_run):
 def test_telapa_resumes_exactly_after_a_crash(telapa_run, tmp_path):
     path, metrics = telapa_run
     crashed = tmp_path / "crashed"
-    # 16 updates per visit: crash in the middle of visit 2 (after two archives exist)
+    # 8 chunks per visit (one progress report each): crash in the middle of visit 2
+    # (after two archives exist)
     with pytest.raises(Crash):
-        ContinualRun.start(_spec(), crashed, CrashAfter(40)).run()
+        ContinualRun.start(_spec(), crashed, CrashAfter(20)).run()
     resumed = ContinualRun.resume(crashed).run()
     assert json.dumps(resumed) == json.dumps(metrics)
     for name, table in load_run_tables(path).items():
