@@ -42,9 +42,9 @@ from flax import struct
 from telapa.config import TrainConfig
 from telapa.envs import AutoReset, Backend, make
 from telapa.envs.base import EnvSpec, JaxEnv, Obs
-from telapa.envs.family import family_of
 from telapa.envs.gym_backend import GymVectorEnv
 from telapa.envs.intrinsic import EpisodicCountBonus, episodic_count_bonus_gym
+from telapa.envs.registry import family_of
 from telapa.rl.evaluate import (
     EvalResult,
     evaluate_gym,
@@ -209,7 +209,8 @@ class Agent:
         total_updates = math.ceil(total_steps / ppo.rollout_size) if total_steps else None
         self.optimizer = make_optimizer(ppo, total_updates)
         self.penalty = penalty
-        self._learn = make_learn(self.policy, ppo, self.optimizer, penalty)
+        self._learn = make_learn(self.policy, ppo, self.optimizer, penalty,
+                                 competence=self.competence)
         self.iterations_per_call = ppo.iterations_per_call if self.backend == "jax" else 1
         self.steps_per_call = ppo.rollout_size * self.iterations_per_call
         """Env steps of one training call (`train` trains whole calls)."""
@@ -373,9 +374,9 @@ class Agent:
         its key ``keys[i]`` (0: no evaluation), as ONE jitted call: a ``lax.scan`` over
         the PPO iterations, ``vmap``ped over the states when S > 1, followed by one
         population evaluation of the S parameter sets (`make_population_evaluator`).
-        The competence of the training episodes and the check for non-finite losses are
-        computed on the device; metrics, evaluations and step counts come back in one
-        `fetch`, and ``progress(steps, metrics)`` is called once.
+        The check for non-finite losses runs on the device (the training episodes'
+        competence is part of the PPO update's metrics); metrics, evaluations and step
+        counts come back in one `fetch`, and ``progress(steps, metrics)`` is called once.
 
         ``steps`` is rounded up to whole PPO iterations (``num_envs * n_steps``; not to
         ``iterations_per_call``, which only sets the length of `train`'s calls: the
@@ -445,11 +446,6 @@ class Agent:
 
         def program(states: TrainState, keys: jax.Array):
             states, metrics = train(states)
-            ended = metrics["episodes"] > 0
-            metrics["success_rate"] = jnp.where(
-                ended, self.competence.of_stats(metrics["episode_return"],
-                                                metrics["success_rate"]),
-                metrics["success_rate"])
             finite = jnp.stack([jnp.isfinite(metrics[k]) for k in LOSS_METRICS]).all(axis=(0, 2))
             out = {"metrics": metrics, "finite": finite, "steps": states.steps}
             if evaluate is not None:
@@ -460,15 +456,12 @@ class Agent:
         return program
 
     def _finish(self, metrics: list[Metrics], done: int) -> list[Metrics]:
-        """Adds ``step`` and the env family's competence to one call's metrics; raises
-        FloatingPointError on non-finite losses."""
+        """Adds ``step`` to one call's metrics; raises FloatingPointError on non-finite
+        losses."""
         per_iteration = self.config.ppo.rollout_size
         for m in metrics:
             done += per_iteration
             m["step"] = done
-            if m["episodes"] > 0:
-                m["success_rate"] = self.competence.of_stats(
-                    m["episode_return"], m["success_rate"])
             bad = [k for k in ("loss", "pg_loss", "v_loss", "grad_norm")
                    if not np.isfinite(m[k])]
             if bad:
@@ -552,10 +545,10 @@ class Agent:
             return EvalResult(returns, lengths, feats, self.competence)
         if self._gym_eval_env is None:
             n = self.config.eval.num_envs or min(self.config.eval.episodes, MAX_GYM_EVAL_ENVS)
-            self._gym_eval_env = GymVectorEnv(self.spec.env_id, n, **self.env_options)
-        result = evaluate_gym(self._gym_eval_env, self.gym_act(deterministic), params,
-                              episodes, key, max_steps)
-        return dataclasses.replace(result, competence=self.competence)
+            self._gym_eval_env = make(self.spec.env_id, "gymnasium", num_envs=n,
+                                      **self.env_options)
+        return evaluate_gym(self._gym_eval_env, self.gym_act(deterministic), params,
+                            episodes, key, max_steps, self.competence)
 
     def evaluate_batch(
         self,
@@ -620,7 +613,8 @@ class Agent:
         else:
             reset_key, key = jax.random.split(key)
             seed = int(jax.random.randint(reset_key, (), 0, 2**31 - 1))
-            env = GymVectorEnv(self.spec.env_id, n, seed=seed, **self.env_options)
+            env = make(self.spec.env_id, "gymnasium", num_envs=n, seed=seed,
+                       **self.env_options)
             _, first = env.reset(reset_key)
             obs = gym_rollout(env, self.gym_act(False), params, first, key, n_steps)[2].obs
             env.close()

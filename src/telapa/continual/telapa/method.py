@@ -56,12 +56,12 @@ MAX_VISITS = 64
 
 class TeLAPA(Method):
     name = "telapa"
+    section = "telapa"
     maintain_latent = True
     observes_features = True
 
     def __init__(self, config: RunConfig, *, key: jax.Array | None = None):
         super().__init__(config, key=key)
-        self.settings = config.methods.telapa
         latent = self.settings.latent
         self.embedding = EmbeddingState.create(self.key, latent)
         """E_0: a random encoder drawn from the run seed (TeLAPA-Static keeps it)."""
