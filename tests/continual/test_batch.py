@@ -121,19 +121,21 @@ def _watch_transfers(monkeypatch) -> dict:
 
 def test_first_chunk_matches_the_separate_run_in_one_transfer(tmp_path, monkeypatch):
     """After the first chunk (2 PPO iterations) a batch member's parameters and metrics
-    equal its separate run's to float tolerance. The chunk, batched or alone, reads
-    results back once (one `fetch`; besides it only the checkpoints read arrays)."""
+    equal its separate run's to float tolerance. A visit, batched or alone, reads results
+    back once per chunk plus once for its pre-evaluation (`fetch`; besides it only the
+    checkpoints read arrays): the start, 8 chunks and the end (EWC's Fisher) of visit 0."""
     spec = RunSpec(load_curriculum(ONE_TASK), "ewc", SEEDS[0], load_run_config(TINY), "tiny")
     both = SeedBatch.start(spec, list(SEEDS), [tmp_path / "b1", tmp_path / "b2"])
     alone = ContinualRun.start(spec, tmp_path / "alone")
     try:
-        both.step()  # the start phase
-        alone.step(lambda: (0.0, 0))
         seen = _watch_transfers(monkeypatch)
-        both.step()  # chunk 0 of both seeds
+        both.step()  # the start phase: hooks, then one pre-evaluation of both seeds
         assert seen == {"fetch": 1, "outside": []}
         alone.step(lambda: (0.0, 0))
-        assert seen == {"fetch": 2, "outside": []}
+        both.step()  # chunk 0 of both seeds
+        assert seen == {"fetch": 3, "outside": []}
+        alone.step(lambda: (0.0, 0))
+        assert seen == {"fetch": 4, "outside": []}
         monkeypatch.undo()
         member, other = both.runs
         assert int(member.train_state.steps) == int(alone.train_state.steps) == 512
@@ -148,6 +150,10 @@ def test_first_chunk_matches_the_separate_run_in_one_transfer(tmp_path, monkeypa
         assert not np.allclose(jax.tree.leaves(other.train_state.ppo.params)[0],
                                jax.tree.leaves(member.train_state.ppo.params)[0])
         assert member.records == alone.records  # the same evaluations
+        seen = _watch_transfers(monkeypatch)
+        while member.phases[member.next_phase].visit == 0:  # chunks 1-7, then the end
+            both.step()
+        assert seen == {"fetch": 7, "outside": []}
     finally:
         for run in [*both.runs, alone]:
             run.dir.unlock()
