@@ -1,11 +1,16 @@
 """Test session set-up: one persistent JAX compilation cache for every worker and every
-subprocess a test starts (``TELAPA_JAX_CACHE``), so each program compiles once."""
+subprocess a test starts (``TELAPA_JAX_CACHE``), so each program compiles once; and the
+tiny-preset smoke runs that every test reading a finished run shares (`quick_run`,
+`quick_runs`)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
+from shared_runs import QUICK_METHODS, QUICK_SEEDS, made_once, make_quick_run
 
 from telapa.jaxcache import ENV_VAR, enable_persistent_cache
 
@@ -16,3 +21,23 @@ def pytest_configure(config: pytest.Config) -> None:
     if folder is not None:
         os.environ[ENV_VAR] = str(folder)
         enable_persistent_cache(folder)
+
+
+@pytest.fixture(scope="session")
+def quick_run(tmp_path_factory) -> Callable[[str, int], Path]:
+    """``quick_run(method, seed)``: the run directory of a finished smoke run (curriculum
+    ``smoke``, run preset ``tests/continual/tiny_run.yaml`` named ``tiny``), made once per
+    session on first use. Tests read it; a test that writes copies it first."""
+    def get(method: str, seed: int) -> Path:
+        folder = made_once(tmp_path_factory, f"quick-{method}-s{seed}",
+                           make_quick_run(method, seed))
+        return folder / f"{method}-s{seed}"
+    return get
+
+
+@pytest.fixture(scope="session")
+def quick_runs(quick_run) -> dict[tuple[str, int], Path]:
+    """(method, seed) -> run directory: Finetune and TeLAPA, seeds 0 and 1 (`quick_run`),
+    TeLAPA's seed 1 last (test_telapa_run.py needs only that one: while another worker
+    makes it, this one makes the others)."""
+    return {(m, s): quick_run(m, s) for m in QUICK_METHODS for s in QUICK_SEEDS}

@@ -14,7 +14,8 @@ from telapa.cli import main
 from .crash import kill_at_checkpoint, telapa_process
 
 TINY = Path(__file__).with_name("tiny_run.yaml")
-RUN = ["--curriculum", "smoke", "--method", "scratch-reuse", "--seed", "5",
+ONE_TASK = Path(__file__).with_name("one_task_curriculum.yaml")  # A, A': one env to compile
+RUN = ["--curriculum", str(ONE_TASK), "--method", "scratch-reuse", "--seed", "5",
        "--preset", str(TINY)]
 
 
@@ -30,7 +31,7 @@ def uninterrupted(tmp_path_factory):
 def test_sigkill_mid_task_then_resume_gives_identical_metrics(uninterrupted, tmp_path):
     out = tmp_path / "killed"
     proc = telapa_process("run", *RUN, "--out", str(out))
-    # phases: visit 0 = start, 8 chunks, end (0-9); visit 1 (B) starts at phase 10.
+    # phases: visit 0 = start, 8 chunks, end (0-9); visit 1 (A') starts at phase 10.
     # Kill once a checkpoint inside visit 1's training exists (not at a boundary).
     killed_at = kill_at_checkpoint(proc, out, 12)
     assert 12 <= killed_at < 19, killed_at  # still inside visit 1
@@ -39,9 +40,9 @@ def test_sigkill_mid_task_then_resume_gives_identical_metrics(uninterrupted, tmp
     resume = telapa_process("run", "--resume", str(out))
     stdout, err = resume.communicate(timeout=600)
     assert resume.returncode == 0, err
-    assert "resumed at visit 1 (B, MiniGrid-DoorKey-5x5-v0)" in err
+    assert "resumed at visit 1 (A', MiniGrid-Empty-5x5-v0)" in err
     # stderr is a pipe, not a terminal: plain progress lines, no live bars
-    assert "visit 3 (B', MiniGrid-DoorKey-5x5-v0) train 4,096/4,096 steps" in err
+    assert "visit 1 (A', MiniGrid-Empty-5x5-v0) train 4,096/4,096 steps" in err
     assert "steps/s, ETA" in err and "\x1b[" not in err
     assert json.loads((out / "metrics.json").read_text()) == json.loads(
         (uninterrupted / "metrics.json").read_text())
@@ -50,21 +51,21 @@ def test_sigkill_mid_task_then_resume_gives_identical_metrics(uninterrupted, tmp
                                       pd.read_csv(uninterrupted / f"{name}.csv"), obj=name)
     accounting = json.loads((out / "accounting.json").read_text())
     assert accounting["segments"] == 2
-    assert accounting["ppo_env_steps"] == 4 * 4096
+    assert accounting["ppo_env_steps"] == 2 * 4096
 
 
 def test_metrics_command_scores_runs_together(uninterrupted, capsys):
     assert main(["metrics", str(uninterrupted), "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
-    smoke = payload["smoke"]
-    assert smoke["tau_source"].startswith("tau_min")
-    assert smoke["tau"] == {"A": 0.2, "B": 0.2}
-    row = smoke["summary"]["scratch-reuse"]
+    result = payload["one-task"]
+    assert result["tau_source"].startswith("tau_min")
+    assert result["tau"] == {"A": 0.2}
+    row = result["summary"]["scratch-reuse"]
     metrics = json.loads((uninterrupted / "metrics.json").read_text())
     assert row["mean_sr"] == pytest.approx(metrics["mean_sr"])
     assert row["runs"] == 1
-    assert set(smoke["revisits"]["scratch-reuse"]) == {"A'", "B'"}
-    assert smoke["compute"]["scratch-reuse"]["stored_state_MB"] > 0
+    assert set(result["revisits"]["scratch-reuse"]) == {"A'"}
+    assert result["compute"]["scratch-reuse"]["stored_state_MB"] > 0
 
 
 def test_metrics_names_an_incomplete_run(uninterrupted, tmp_path, capsys):

@@ -14,7 +14,7 @@ import pytest
 
 from telapa.cli import main
 from telapa.continual.curriculum import load_curriculum
-from telapa.continual.methods import Finetune
+from telapa.continual.methods import EWC, Finetune
 from telapa.continual.preset import load_run_config
 from telapa.continual.registry import METHODS
 from telapa.continual.rundir import RunDirError
@@ -32,10 +32,24 @@ def _spec(method: str = "ewc", seed: int = 3) -> RunSpec:
     return RunSpec(load_curriculum("smoke"), method, seed, load_run_config(TINY), "tiny")
 
 
+OBSERVED: list[tuple[str, str, int]] = []
+"""(visit tag, kind, episodes) of every evaluation the `finished` run's method observed."""
+
+
+class ObservedEWC(EWC):
+    """EWC that records every evaluation its ``observe`` hook is shown (and nothing else:
+    its run directory is an EWC run's)."""
+
+    def observe(self, visit, kind, result):
+        OBSERVED.append((visit.tag, kind, len(result.returns)))
+
+
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     path = tmp_path_factory.mktemp("runs") / "ewc"
-    metrics = ContinualRun.start(_spec(), path).run()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(METHODS, "ewc", ObservedEWC)
+        metrics = ContinualRun.start(_spec(), path).run()
     return path, metrics
 
 
@@ -163,7 +177,7 @@ def test_unreadable_newest_checkpoint_falls_back_to_the_previous(finished, tmp_p
     pointer = json.loads((copy / "checkpoint.json").read_text())
     for name in (pointer["latest"], pointer["previous"]):
         (copy / name / "state.json").write_text("{")
-    with pytest.raises(RunDirError, match="state.json.*corrupt.*no earlier checkpoint"):
+    with pytest.raises(RunDirError, match="state.json is damaged.*no earlier checkpoint"):
         ContinualRun.resume(copy)
 
 
@@ -228,17 +242,8 @@ def test_non_finite_loss_names_the_phase(tmp_path, monkeypatch):
     assert (tmp_path / "nan" / "checkpoint.json").exists()
 
 
-def test_methods_see_every_evaluation(tmp_path, monkeypatch):
-    seen = []
-
-    class Recording(Finetune):
-        name = "recording"
-
-        def observe(self, visit, kind, result):
-            seen.append((visit.tag, kind, len(result.returns)))
-
-    monkeypatch.setitem(METHODS, "recording", Recording)
-    ContinualRun.start(_spec("recording"), tmp_path / "r").run()
+def test_methods_see_every_evaluation(finished):
+    seen = OBSERVED
     first_visit = [("A", "pre", 8)] + [("A", "train", 8)] * (CHUNKS - 1) + [("A", "post", 8)]
     assert seen[: CHUNKS + 1] == first_visit
     assert len(seen) == 4 * (CHUNKS + 1)

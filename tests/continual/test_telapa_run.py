@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from shared_runs import quick_phases
 
 from telapa.continual.curriculum import load_curriculum
 from telapa.continual.preset import load_run_config, parse_run_config
@@ -24,32 +25,20 @@ def _spec(method: str = "telapa") -> RunSpec:
     return RunSpec(load_curriculum("smoke"), method, 1, load_run_config(TINY), "tiny")
 
 
-class Phases(CrashAfter):
-    """Records the method phases the run reports (never crashes)."""
-
-    def __init__(self):
-        super().__init__(10**9)
-        self.seen: list[tuple[str, int, int]] = []
-
-    def phase(self, name, done, total):
-        self.seen.append((name, done, total))
-
-
-PHASES = Phases()
-
-
 @pytest.fixture(scope="module")
-def telapa_run(tmp_path_factory):
-    path = tmp_path_factory.mktemp("telapa") / "run"
-    metrics = ContinualRun.start(_spec(), path, PHASES).run()
-    return path, metrics
+def telapa_run(quick_run):
+    """The shared TeLAPA smoke run of seed 1 (tests/conftest.py, `quick_run`: the spec of
+    `_spec`) and its metrics."""
+    path = quick_run("telapa", 1)
+    return path, json.loads((path / "metrics.json").read_text())
 
 
 def test_telapa_phases_report_progress(telapa_run):
-    names = [name for name, _, _ in PHASES.seen]
+    seen = quick_phases(telapa_run[0])
+    names = [name for name, _, _ in seen]
     # illumination after every visit, probes on every visit after the first, maintenance
     assert {"illumination", "probes", "maintenance"} <= set(names)
-    illumination = [(d, t) for n, d, t in PHASES.seen if n == "illumination"]
+    illumination = [(d, t) for n, d, t in seen if n == "illumination"]
     assert illumination[-1][0] == illumination[-1][1] == 6  # tiny preset: 6 iterations
     assert names.count("maintenance") == 2 * 4  # start and end of each of the 4 visits
 

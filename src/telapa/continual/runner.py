@@ -573,6 +573,9 @@ class ContinualRun:
 
     def _load_checkpoint(self, folder: Path) -> None:
         state = self.dir.checkpoint_state(folder)
+        if "records" not in state:
+            raise RunDirError(f"{folder}: its state.json holds no records (not a checkpoint "
+                              "of a continual run)")
         if state["phases"] != len(self.phases):
             raise RunDirError(f"{folder}: checkpoint does not match this run's phases")
         self.next_phase = state["next_phase"]
