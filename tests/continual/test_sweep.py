@@ -211,7 +211,7 @@ def test_status_estimates_the_cell_time_left(tmp_path, capsys):
         {"format": "telapa-run", "version": 1, "status": "running", "seed": 0}))
     (started / "accounting.json").write_text(json.dumps(_accounting(5.0)))  # a past segment
     (started / "ckpt-000002" / "state.json").write_text(json.dumps(
-        {"next_phase": 3, "phases": 12, "wall_s": 60.0}))
+        {"next_phase": 3, "phases": 12, "wall_s": 60.0, "records": {}}))
     (started / "checkpoint.json").write_text(json.dumps({"latest": "ckpt-000002"}))
     assert cell_time(out, "smoke-finetune-s0") == CellTime(60.0, 3, 12)
     assert cell_time(out, "smoke-ewc-s1") == CellTime(140.0, 1, 1)

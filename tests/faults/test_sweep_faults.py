@@ -165,7 +165,7 @@ def _partial_sweep(sweep_file: Path, out: Path) -> Path:
     (cell / "run.json").write_text(json.dumps(
         {"format": "telapa-run", "version": 1, "status": "running"}))
     (cell / "ckpt-000000" / "state.json").write_text(json.dumps(
-        {"next_phase": 3, "phases": 9, "wall_s": 30.0}))
+        {"next_phase": 3, "phases": 9, "wall_s": 30.0, "records": {}}))
     (cell / "checkpoint.json").write_text(json.dumps({"latest": "ckpt-000000"}))
     return cell
 

@@ -111,10 +111,6 @@ def _sha256(path: Path) -> str:
     return hasher.hexdigest()
 
 
-RESULT_FILES = ("run.json", "config.yaml", "curriculum.yaml", "visits.csv", "curve.csv",
-                "final.csv", "metrics.json", "accounting.json", "method_log.json", "elites.csv")
-"""A run's small outputs (`RunDir.result_files`): everything `telapa report` and `telapa
-metrics` read; a sweep export copies these."""
 ELITE_REQUIRED = ("task", "archive_tag", "slot", "elite_id", "parent_id", "visit", "fitness",
                   "sr", "sigma", "lineage", "embedding_version", "d_min")
 """Leading columns of ``elites.csv`` (`telapa.qd.export.ELITE_COLUMNS`), then d_0.."""
@@ -541,16 +537,6 @@ class RunDir:
                 shutil.rmtree(other, ignore_errors=True)
 
     # --- what a sweep asks of a cell's run directory (reads only) ---------------------
-
-    def has_run(self) -> bool:
-        """Whether a run was started here (its manifest is a file)."""
-        return (self.path / MANIFEST).is_file()
-
-    def discard_unstarted(self) -> None:
-        """Removes the directory of a start that died before it wrote ``run.json`` (a
-        sweep clears its own cells' leftovers this way, under the sweep's lock)."""
-        if self.path.is_dir() and not self.has_run():
-            shutil.rmtree(self.path)
 
     def is_locked(self) -> bool:
         """Whether another process holds this run directory's lock. Writes nothing: no

@@ -74,7 +74,7 @@ def run_job(sweep_dir: str, cells: list[dict[str, Any]]) -> list[Outcome]:
         entries = []
         for cell in cells:
             run_dir = cell_dir(sweep_dir, cell["name"])
-            run_dir.discard_unstarted()  # a start that died before its manifest
+            run_dir.clear_unstarted()  # a start that died before its manifest
             spec = RunSpec(parse_curriculum(cell["curriculum"], cell["name"]), cell["method"],
                            cell["seed"], parse_run_config(cell["config"], cell["name"]),
                            cell["preset"])
@@ -118,10 +118,10 @@ def run_cell(sweep_dir: str, cell: dict[str, Any]) -> dict[str, Any]:
         run_dir = cell_dir(sweep_dir, cell["name"])
         with open(log_path(sweep_dir, cell["name"]), "a") as log:
             progress = PlainProgress(log, interval_s=_interval())
-            if run_dir.has_run():
+            if run_dir.exists():
                 run = ContinualRun.resume(run_dir.path, progress)
             else:
-                run_dir.discard_unstarted()  # a start that died before its manifest
+                run_dir.clear_unstarted()  # a start that died before its manifest
                 spec = RunSpec(parse_curriculum(cell["curriculum"], cell["name"]),
                                cell["method"], cell["seed"],
                                parse_run_config(cell["config"], cell["name"]), cell["preset"])

@@ -22,7 +22,7 @@ def cell_state(sweep_dir: Path, name: str) -> tuple[str, dict[str, Any]]:
     status = read_status(sweep_dir, name)
     run_dir = cell_dir(sweep_dir, name)
     failed = status.get("state") == "failed"
-    if not run_dir.has_run():
+    if not run_dir.exists():
         return ("failed" if failed else "left"), status
     if run_dir.is_complete():
         return "done", status
@@ -66,7 +66,7 @@ def cell_time(sweep_dir: Path, name: str) -> CellTime | None:
     Raises `RunDirError` naming the file when the cell's files are there but unreadable
     (`cell_times` maps such cells to None for the callers that only estimate)."""
     run_dir = cell_dir(sweep_dir, name)
-    if not run_dir.has_run():
+    if not run_dir.exists():
         return None
     try:
         if run_dir.spec().get("status") == "complete":
