@@ -4,12 +4,12 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup browser demo test lint bench clean
+.PHONY: setup browser demo test lint docs bench clean
 
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c requirements.lock -e ".[dev,ray]"
+	$(BIN)/pip install --quiet -c requirements.lock -e ".[dev,ray,tracking,docs]"
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -36,6 +36,11 @@ test: $(STAMP) browser
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 
+# The documentation site (guides + API reference) into site/; --strict: a broken link
+# fails it. tests/test_docs.py builds it in make test.
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --site-dir site
+
 # Benchmarks install the reference implementations (SB3 + torch) on demand.
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -c requirements.lock -e ".[dev,ray,bench]"
@@ -43,4 +48,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/ppo_throughput.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache site

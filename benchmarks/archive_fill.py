@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
             log(f"  {done}/{total} candidates, archive {size}")
 
     archive, ilog = illuminate(
-        trainer.agent, trainer.get_params(), visit=0, tag=0, embedding=embedding,
+        trainer.agent, trainer.params, visit=0, tag=0, embedding=embedding,
         latent_config=latent, qd_config=qd, key=k_ill, iterations=ill.iterations,
         batch_size=args.batch_size, progress=progress,
     )

@@ -65,7 +65,7 @@ def policy_weights(preset: str) -> dict[str, int]:
     config = load_run_config(preset).train
     out = {}
     for env_id in PRIMARY:
-        params = PPOTrainer(env_id, config, key=0).policy.init(jax.random.key(0))
+        params = PPOTrainer(env_id, config, key=0).agent.policy.init(jax.random.key(0))
         out[env_id] = int(sum(np.size(x) for x in jax.tree.leaves(params)))
     return out
 

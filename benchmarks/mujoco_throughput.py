@@ -96,7 +96,7 @@ def bench_stepping(steps: int, env_id: str = ENV_ID) -> list[dict]:
     from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
     from telapa.envs import make
-    from telapa.envs.family import family_of
+    from telapa.envs.registry import family_of
 
     family = family_of(env_id)
     n = SHAPES["num_envs"]
@@ -142,13 +142,13 @@ def bench_candidates(candidates: int, env_id: str) -> dict:
     from telapa.rl.networks import flatten_params
 
     trainer = PPOTrainer(env_id, CONFIG, key=0, backend="gymnasium")
-    flat, unravel = flatten_params(trainer.get_params())
+    flat, unravel = flatten_params(trainer.params)
     noise = jax.random.normal(jax.random.key(1), (candidates, flat.shape[0])) * 0.02
     population = flat[None] + noise
-    evaluate_population(trainer, population[:1], unravel, episodes=1,
+    evaluate_population(trainer.agent, population[:1], unravel, episodes=1,
                         key=jax.random.key(0))  # compile
     start = time.perf_counter()
-    ev = evaluate_population(trainer, population, unravel, episodes=5, key=jax.random.key(2))
+    ev = evaluate_population(trainer.agent, population, unravel, episodes=5, key=jax.random.key(2))
     elapsed = time.perf_counter() - start
     return {"name": "candidates", "env_id": env_id, "candidates": candidates, "episodes": 5,
             "steps": ev.env_steps, "eval_s": elapsed, "steps_per_s": ev.env_steps / elapsed,

@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     log(f"training PPO on {args.env} for {args.train_steps:,} steps")
     trainer = PPOTrainer(args.env, config.train, key=0)
     _, cost = measured(lambda: trainer.train(args.train_steps))
-    base = trainer.get_params()
+    base = trainer.params
     sr = trainer.evaluate(base, episodes=ill.eval_episodes, key=jax.random.key(2)).sr
     results["ppo"] = {"steps": trainer.steps, "sr": sr, **cost}
     log(f"PPO: SR {sr:.2f} in {cost['wall_s']:.0f} s")

@@ -21,7 +21,8 @@ def test_train_json_and_run_dir(tmp_path, capsys):
     config.write_text(SMALL)
     out = tmp_path / "run"
     argv = ["train", "--env", "CartPole-v1", "--backend", "gymnasium", "--steps", "300",
-            "--seed", "3", "--config", str(config), "--out", str(out), "--json"]
+            "--seed", "3", "--config", str(config), "--out", str(out), "--json",
+            "--set", "ppo.epochs=1", "--set", "eval.episodes=3"]
     assert main(argv) == 0
     captured = capsys.readouterr()
     last = captured.out.strip().splitlines()[-1]
@@ -35,12 +36,16 @@ def test_train_json_and_run_dir(tmp_path, capsys):
     assert summary["steps_per_s"] > 0 and summary["wall_s"] > summary["compile_s"] > 0
     assert summary["eval_return"] > 0 and summary["eval_sr"] == 1.0  # CartPole: reward 1/step
 
-    assert load_config(out / "config.yaml").ppo.n_steps == 32
+    resolved = load_config(out / "config.yaml")
+    assert resolved.ppo.n_steps == 32 and resolved.ppo.epochs == 1  # the file, then --set
+    assert summary["eval_episodes"] == 3
+    assert summary["overrides"] == {"ppo.epochs": 1, "eval.episodes": 3}
     metrics = pd.read_csv(out / "metrics.csv")
     assert list(metrics["step"]) == [128, 256, 384]
     assert {"loss", "entropy", "episode_return", "time_s"} <= set(metrics.columns)
     assert list((out / "tb").glob("events.out.tfevents.*"))
-    assert json.loads((out / "run.json").read_text())["seed"] == 3
+    manifest = json.loads((out / "run.json").read_text())
+    assert manifest["seed"] == 3 and manifest["overrides"]["ppo.epochs"] == 1
 
 
 @pytest.mark.parametrize(
@@ -69,6 +74,15 @@ def test_bad_config_fails_before_work(tmp_path, capsys):
               "--config", str(config), "--out", str(out)])
     err = capsys.readouterr().err
     assert "unknown key 'ppo.n_step'" in err and str(config) in err
+    assert not out.exists()
+
+
+def test_a_bad_set_fails_before_work_naming_the_key(tmp_path, capsys):
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit):
+        main(["train", "--env", "CartPole-v1", "--backend", "gymnasium", "--steps", "100",
+              "--set", "ppo.batch_size=0", "--out", str(out)])
+    assert "invalid value for 'ppo.batch_size' in --set" in capsys.readouterr().err
     assert not out.exists()
 
 

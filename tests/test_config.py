@@ -10,11 +10,11 @@ from telapa.config import (
     ConfigError,
     PPOConfig,
     TrainConfig,
-    default_config,
     dump_config,
     load_config,
     preset_path,
 )
+from telapa.envs import default_config
 
 PRESETS = sorted((Path(__file__).resolve().parents[1] / "configs" / "ppo").glob("*.yaml"))
 

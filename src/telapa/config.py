@@ -1,12 +1,14 @@
 """Run configuration: strict pydantic models loaded from YAML presets.
 
-Presets live in ``configs/ppo/*.yaml`` at the repository root. Every field is validated;
+Presets ship with the package in ``telapa/configs/ppo/*.yaml`` (`CONFIG_DIR`; in a
+checkout, ``configs/`` at the repository root links there). Every field is validated;
 an unknown key or a bad value raises `ConfigError` naming the key (dotted path) and the
 file it came from, before any work starts.
 """
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 from types import UnionType
 from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
@@ -23,11 +25,48 @@ from pydantic import (
     model_validator,
 )
 
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
-"""The repository's ``configs/`` folder (the package is installed in editable mode)."""
+
+def _config_dir() -> Path:
+    folder = resources.files("telapa") / "configs"
+    if not isinstance(folder, Path):  # pragma: no cover - telapa is never imported from a zip
+        raise ImportError(f"telapa's configs must be files on disk, got {folder!r}")
+    return folder
+
+
+CONFIG_DIR = _config_dir()
+"""The built-in presets, curricula and sweeps: package data (``telapa/configs/``), found
+through `importlib.resources`, so names resolve from any install (editable, wheel) and
+any working directory; a path to a YAML file works as well wherever a name does."""
 
 M = TypeVar("M", bound=BaseModel)
 UnitInterval = Annotated[float, Field(ge=0.0, le=1.0)]
+
+# --- upper bounds: absurd sizes are refused when a config is read, before any work ------
+# (docs/design.md, "Reliability"). Each is far above what the paper or a study uses, and
+# low enough that no loop over it hangs and no list of it exhausts memory.
+MAX_ENV_STEPS = 10**10
+"""Env steps of one visit, one task, one probe or one `telapa train` run (1000x the
+paper's 1e7 per visit)."""
+MAX_EPISODES = 100_000
+"""Episodes of one evaluation (the paper: 50 MiniGrid, 5 MuJoCo)."""
+MAX_ENVS = 65_536
+"""Parallel envs of PPO or an evaluation (the paper: 16 MiniGrid, 8 MuJoCo)."""
+MAX_WIDTH = 65_536
+"""Width of a network layer (the paper: 64)."""
+MAX_ITERATIONS = 1_000_000
+"""PPO epochs, fused iterations, illumination candidates, latent update steps, rollout
+length per env (the paper: at most 2048)."""
+
+EnvSteps = Annotated[int, Field(gt=0, le=MAX_ENV_STEPS)]
+"""A positive number of env steps, at most `MAX_ENV_STEPS`."""
+Episodes = Annotated[int, Field(gt=0, le=MAX_EPISODES)]
+"""A positive number of episodes, at most `MAX_EPISODES`."""
+Envs = Annotated[int, Field(gt=0, le=MAX_ENVS)]
+"""A positive number of parallel envs, at most `MAX_ENVS`."""
+Width = Annotated[int, Field(gt=0, le=MAX_WIDTH)]
+"""A positive layer width, at most `MAX_WIDTH`."""
+Iterations = Annotated[int, Field(gt=0, le=MAX_ITERATIONS)]
+"""A positive count of iterations, at most `MAX_ITERATIONS`."""
 
 
 class ConfigError(ValueError):
@@ -50,7 +89,8 @@ class NetworkConfig(StrictModel):
     """
 
     encoder: Literal["flat", "cnn"] = "flat"
-    hidden: tuple[PositiveInt, ...] = (64, 64)
+    hidden: tuple[Width, ...] = Field(default=(64, 64), max_length=64)
+    """Hidden layer widths (each at most `MAX_WIDTH`, at most 64 layers)."""
     activation: Literal["tanh", "relu", "dff"] = "tanh"
     grid_codes: Literal["raw", "unit", "onehot"] = "raw"
     """How a grid of integer codes (MiniGrid's ``image``) enters the flat encoder: the raw
@@ -61,10 +101,13 @@ class NetworkConfig(StrictModel):
 class PPOConfig(StrictModel):
     """PPO hyperparameters (CleanRL names; ``batch_size`` is the minibatch size, as SB3)."""
 
-    num_envs: PositiveInt = 16
-    n_steps: PositiveInt = 128
+    num_envs: Envs = 16
+    """Parallel envs (at most `MAX_ENVS`)."""
+    n_steps: Iterations = 128
+    """Rollout length per env (at most `MAX_ITERATIONS`)."""
     batch_size: PositiveInt = 512
-    epochs: PositiveInt = 4
+    epochs: Iterations = 4
+    """Update epochs per rollout (at most `MAX_ITERATIONS`)."""
     lr: PositiveFloat = 5e-4
     anneal_lr: bool = False
     adam_eps: PositiveFloat = 1e-5
@@ -77,8 +120,9 @@ class PPOConfig(StrictModel):
     max_grad_norm: PositiveFloat = 0.5
     norm_adv: bool = True
     reward_scale: PositiveFloat = 1.0
-    iterations_per_call: PositiveInt = 1
-    """jax backend: rollout+update iterations fused in one ``lax.scan`` per host call."""
+    iterations_per_call: Iterations = 1
+    """jax backend: rollout+update iterations fused in one ``lax.scan`` per host call (at
+    most `MAX_ITERATIONS`)."""
 
     @property
     def rollout_size(self) -> int:
@@ -95,10 +139,11 @@ class PPOConfig(StrictModel):
 
 
 class EvalConfig(StrictModel):
-    episodes: PositiveInt = 50
+    episodes: Episodes = 50
+    """Episodes of one evaluation (at most `MAX_EPISODES`)."""
     deterministic: bool = False
     """False: sample actions from the policy (default); True: argmax / Gaussian mean."""
-    num_envs: PositiveInt | None = None
+    num_envs: Envs | None = None
     """gymnasium backend: env copies the episodes are split over (None: min(episodes,
     16)); the paper's MuJoCo setting evaluates 5 episodes on 4 envs."""
 
@@ -112,7 +157,8 @@ class TrainConfig(StrictModel):
 
 
 def format_validation_errors(err: ValidationError, source: str) -> str:
-    """One line per pydantic error: the dotted key and ``source`` (a file name)."""
+    """Every pydantic error on one line (``; `` between them): the dotted key and
+    ``source`` (a file name)."""
     lines = []
     for e in err.errors():
         loc = ".".join(str(p) for p in e["loc"]) or "<root>"
@@ -120,7 +166,7 @@ def format_validation_errors(err: ValidationError, source: str) -> str:
             lines.append(f"unknown key {loc!r} in {source}")
         else:
             lines.append(f"invalid value for {loc!r} in {source}: {e['msg']}")
-    return "\n".join(lines)
+    return "; ".join(lines)
 
 
 def _leaf_types(annotation: Any) -> list[Any]:
@@ -181,7 +227,7 @@ def validate(model: type[M], data: Any, source: str = "<dict>") -> M:
         raise ConfigError(f"{source}: expected a mapping at the top level, got {kind}")
     wrong = bool_errors(model, data)
     if wrong:
-        raise ConfigError("\n".join(f"invalid value for {loc!r} in {source}: a boolean where "
+        raise ConfigError("; ".join(f"invalid value for {loc!r} in {source}: a boolean where "
                                      "a number belongs" for loc in wrong))
     try:
         return model.model_validate(data)
@@ -193,11 +239,23 @@ def read_yaml(path: str | Path, what: str = "config") -> Any:
     """The parsed content of a YAML file; a missing or malformed file is a `ConfigError`."""
     path = Path(path)
     try:
-        return yaml.safe_load(path.read_text())
+        return yaml.safe_load(path.read_bytes().decode("utf-8"))
     except OSError as err:
         raise ConfigError(f"cannot read {what} file {path}: {err.strerror}") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{what} file {path} is not UTF-8 text (byte {err.start}: "
+                          f"{err.reason})") from None
     except yaml.YAMLError as err:
-        raise ConfigError(f"{path} is not valid YAML: {err}") from None
+        raise ConfigError(f"{path} is not valid YAML: {_yaml_problem(err)}") from None
+
+
+def _yaml_problem(err: yaml.YAMLError) -> str:
+    """PyYAML's several-line message as one line: what and where (line, column)."""
+    mark = getattr(err, "problem_mark", None)
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    context = getattr(err, "context", None)
+    return f"{where}{problem}" + (f" ({context})" if context else "")
 
 
 def resolve_named(name_or_path: str | Path, folder: Path, what: str) -> Path:
@@ -228,14 +286,6 @@ def load_config(path: str | Path) -> TrainConfig:
 def preset_path(name: str) -> Path:
     """Path of the PPO preset ``configs/ppo/<name>.yaml``."""
     return CONFIG_DIR / "ppo" / f"{name}.yaml"
-
-
-def default_config(env_id: str) -> TrainConfig:
-    """The PPO preset of ``env_id``'s env family (`telapa.envs.family`):
-    ``minigrid.yaml`` for MiniGrid ids, ``mujoco.yaml`` for MuJoCo and any other id."""
-    from telapa.envs.family import family_of
-
-    return load_config(preset_path(family_of(env_id).train_preset))
 
 
 def dump_config(config: TrainConfig) -> str:

@@ -63,8 +63,18 @@ MUJOCO = {"halfcheetah": "HalfCheetah-v5", "hopper": "Hopper-v5", "walker2d": "W
           "ant": "Ant-v5"}
 
 
+CALIBRATION = {  # not the paper's: the PPO calibration's single passes (docs/assumptions.md)
+    "calibration-tasks": ["A", "B", "C", "D", "E"],
+    "calibration-transfer": ["A", "B", "C"],
+}
+
+
 def test_shipped_curricula_are_the_papers():
-    assert curriculum_names() == sorted([*PAPER, *MUJOCO])
+    assert curriculum_names() == sorted([*PAPER, *MUJOCO, *CALIBRATION])
+    primary = dict(PAPER["primary"])
+    for name, tags in CALIBRATION.items():
+        visits = load_curriculum(name).visits()
+        assert [(v.tag, v.env_id) for v in visits] == [(t, primary[t]) for t in tags], name
     for name, expected in PAPER.items():
         cur = load_curriculum(name)
         assert cur.name == name and cur.backend == "jax"

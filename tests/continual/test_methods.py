@@ -11,8 +11,8 @@ from rl.toy_envs import Corridor
 from telapa.config import PPOConfig, TrainConfig
 from telapa.continual.curriculum import Visit
 from telapa.continual.methods import EWC, TaskContext, diagonal_fisher
-from telapa.continual.preset import parse_run_config
-from telapa.continual.registry import METHODS, make_method
+from telapa.continual.preset import MethodsConfig, parse_run_config
+from telapa.continual.registry import METHOD_SECTIONS, METHODS, make_method
 from telapa.rl import Agent
 from telapa.rl.ppo import PPOState
 
@@ -175,6 +175,17 @@ def test_shrink_perturb_by_hand(agent):
         expected = 0.9 * old + 0.01 * jax.random.normal(k, old.shape, old.dtype)
         np.testing.assert_allclose(new, expected, rtol=1e-6)
     assert _leaves_equal(out.opt_state, agent.optimizer.init(out.params))
+
+
+def test_each_settings_section_is_a_methods_own():
+    # every MethodsConfig section is read by the methods that declare it, and only by them
+    assert {m.section for m in METHODS.values()} - {None} == set(MethodsConfig.model_fields)
+    assert METHOD_SECTIONS == {"ewc": "ewc", "l2init": "l2init", "shrink-perturb":
+                               "shrink_perturb", "scratch-reuse": "scratch_reuse",
+                               "telapa": "telapa", "telapa-static": "telapa"}
+    assert make_method("ewc", CONFIG).settings.lam == 4.0
+    assert make_method("shrink-perturb", CONFIG).settings.alpha == 0.9
+    assert make_method("finetune", CONFIG).settings is None
 
 
 def test_dff_changes_the_activation_only():

@@ -30,7 +30,7 @@ def test_errors_name_the_key_and_source(tmp_path):
         load_run_config(bad)
     with pytest.raises(ConfigError, match="eval_every=512 is shorter than one PPO call.*2048"):
         parse_run_config({"train": "minigrid", "steps_per_visit": 4096, "eval_every": 512})
-    available = "available: mujoco, mujoco-quick, paper, quick"
+    available = "available: calibration-paper, mujoco, mujoco-quick, paper, quick, study"
     with pytest.raises(ConfigError, match=f"unknown run preset 'nope'; {available}"):
         load_run_config("nope")
 

@@ -16,10 +16,11 @@ import pytest
 from rich.console import Console
 
 from telapa.cli import main
-from telapa.cli.run import PlainProgress, progress_for
+from telapa.cli.run import progress_for
 from telapa.config import ConfigError
 from telapa.continual.curriculum import Visit, load_curriculum, parse_curriculum
 from telapa.continual.preset import load_run_config, parse_run_config
+from telapa.continual.progress import PlainProgress
 from telapa.continual.rundir import RunDir, RunDirError, claim_new_dir
 from telapa.continual.runner import ContinualRun, RunSpec
 
@@ -171,6 +172,58 @@ def test_two_checkpoints_are_kept(tmp_path):
     assert sorted(p.name for p in tmp_path.glob("ckpt-*")) == names[1:]
 
 
+def test_checkpoint_contents_roundtrip_through_the_run_dir(tmp_path):
+    import jax.numpy as jnp
+    import numpy as np
+
+    run_dir = RunDir(tmp_path)
+    state = {"phases": 5, "next_phase": 2, "records": {"visits": []}, "wall_s": 1.5}
+    bank = {"A": jnp.arange(3.0)}
+    first = run_dir.save_checkpoint(state, learner={"w": jnp.ones(2)}, method={"bank": bank},
+                                    train_state={"obs": jnp.zeros(4)},
+                                    train_rows=[{"step": 8, "loss": 0.5}])
+    # the same method part object again: hard-linked, not written again; no train state
+    second = run_dir.save_checkpoint({**state, "next_phase": 3}, learner={"w": jnp.zeros(2)},
+                                     method={"bank": bank}, train_rows=[])
+    assert run_dir.checkpoints() == [second, first]
+    assert os.path.samefile(first / "method-bank.npz", second / "method-bank.npz")
+    assert run_dir.checkpoint_state()["next_phase"] == 3
+    assert run_dir.checkpoint_state(first) == state
+    learner, method = run_dir.load_checkpoint(first, learner={"w": jnp.zeros(2)},
+                                              method={"bank": {"A": jnp.zeros(3)}})
+    np.testing.assert_array_equal(learner["w"], [1.0, 1.0])
+    np.testing.assert_array_equal(method["bank"]["A"], [0.0, 1.0, 2.0])
+    like = {"obs": jnp.ones(4)}
+    np.testing.assert_array_equal(run_dir.checkpoint_train_state(first, like)["obs"], 0.0)
+    assert run_dir.checkpoint_train_state(second, like) is None
+    assert run_dir.checkpoint_train_rows(first) == [{"step": 8, "loss": 0.5}]
+    assert run_dir.checkpoint_train_rows(second) == []
+    assert run_dir.learner_file() == second / "learner.npz"
+    (second / "state.json").write_text(json.dumps({"phases": 5}))
+    with pytest.raises(RunDirError, match=f"{second / 'state.json'} is not a checkpoint state"):
+        run_dir.checkpoint_state(second)
+    with pytest.raises(RunDirError, match="has no checkpoint"):
+        RunDir(tmp_path / "other").checkpoint_state()
+
+
+def test_run_dir_answers_whether_a_run_started_and_finished(tmp_path):
+    run_dir = RunDir(tmp_path / "run")
+    assert not run_dir.exists() and not run_dir.is_complete()
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "partial.txt").write_text("left by a start that died")
+    assert run_dir.clear_unstarted() and not (tmp_path / "run").exists()
+    run_dir.create({"curriculum": "smoke"}, config={"b": 1, "a": 2}, curriculum={"name": "x"})
+    run_dir.unlock()
+    assert run_dir.exists() and not run_dir.is_complete()
+    assert not run_dir.clear_unstarted() and run_dir.exists()  # a started run is kept
+    assert (tmp_path / "run" / "config.yaml").read_text() == "b: 1\na: 2\n"
+    run_dir.write_metrics({"mean_sr": 1.0})
+    run_dir.set_status("complete")
+    assert run_dir.is_complete()
+    assert [p.name for p in run_dir.result_files()] == ["run.json", "config.yaml",
+                                                       "curriculum.yaml", "metrics.json"]
+
+
 def test_truncated_elites_csv_in_inspect_is_named(tmp_path, capsys):
     (tmp_path / "run.json").write_text(json.dumps({
         "format": "telapa-run", "version": 1, "curriculum": "smoke", "method": "telapa",
@@ -189,7 +242,7 @@ def test_truncated_elites_csv_in_inspect_is_named(tmp_path, capsys):
 
 
 def test_ctrl_c_prints_how_to_resume(tmp_path, capsys, monkeypatch):
-    def interrupted(spec, path, progress=None):
+    def interrupted(spec, path, progress=None, **_):
         raise KeyboardInterrupt
 
     monkeypatch.setattr("telapa.cli.run.ContinualRun.start", interrupted)

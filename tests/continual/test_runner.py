@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import jax
 import pandas as pd
 import pytest
 
@@ -17,6 +18,8 @@ from telapa.continual.preset import load_run_config
 from telapa.continual.registry import METHODS
 from telapa.continual.rundir import RunDirError
 from telapa.continual.runner import ContinualRun, RunError, RunSpec, load_run_tables
+from telapa.envs import make
+from telapa.rl.policy import Policy
 
 from .crash import Crash, CrashAfter
 
@@ -90,8 +93,11 @@ def test_accounting(finished):
     assert acc["segments"] == 1
     assert acc["peak_rss_bytes"] > 100e6
     assert acc["run_dir_bytes"] > 0
-    # Fisher + anchor: two copies of the parameters (float32)
-    assert acc["method_state_bytes"] > 0 and acc["method_state_bytes"] % 8 == 0
+    # Fisher + anchor: two copies of the parameters, 4 bytes (float32) each
+    network = load_run_config(TINY).train.network
+    params = Policy.create(make("MiniGrid-Empty-5x5-v0").spec, network).init(jax.random.key(0))
+    n_params = sum(x.size for x in jax.tree.leaves(params))
+    assert acc["method_state_bytes"] == 2 * 4 * n_params
     assert {"train", "eval", "method", "final_eval", "checkpoint"} <= set(acc["phase_s"])
     assert acc["wall_s"] >= sum(acc["phase_s"].values()) * 0.9
 

@@ -186,6 +186,11 @@ def test_attempts_count_tries_that_ended_not_sweep_starts(tmp_path):
     assert read_status(out, "smoke-ewc-s1")["started"] >= before
 
 
+def _accounting(wall_s: float) -> dict[str, float]:
+    return {"wall_s": wall_s, "extra_env_steps": 0, "peak_rss_bytes": 0,
+            "method_state_bytes": 0, "run_dir_bytes": 0}
+
+
 def test_status_estimates_the_cell_time_left(tmp_path, capsys):
     """Started cells: wall so far x phases left / phases done; cells not started: the mean
     wall clock of finished cells that differ only in their seed, else of the finished
@@ -199,12 +204,12 @@ def test_status_estimates_the_cell_time_left(tmp_path, capsys):
         (cells / f"smoke-ewc-s{seed}").mkdir()
         _finish(cells / f"smoke-ewc-s{seed}", seed)
         (cells / f"smoke-ewc-s{seed}" / "accounting.json").write_text(
-            json.dumps({"wall_s": wall}))
+            json.dumps(_accounting(wall)))
     started = cells / "smoke-finetune-s0"  # 3 of 12 phases in 60 s: 180 s to go
     (started / "ckpt-000002").mkdir(parents=True)
     (started / "run.json").write_text(json.dumps(
         {"format": "telapa-run", "version": 1, "status": "running", "seed": 0}))
-    (started / "accounting.json").write_text(json.dumps({"wall_s": 5.0}))  # a past segment
+    (started / "accounting.json").write_text(json.dumps(_accounting(5.0)))  # a past segment
     (started / "ckpt-000002" / "state.json").write_text(json.dumps(
         {"next_phase": 3, "phases": 12, "wall_s": 60.0}))
     (started / "checkpoint.json").write_text(json.dumps({"latest": "ckpt-000002"}))
@@ -524,18 +529,64 @@ def _wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 120) -> N
     raise AssertionError(f"Ray head did not open 127.0.0.1:{port}")
 
 
+LOOPBACK = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}
+
+
+class ListeningSockets:
+    """Collects, every 0.2 s until stopped, the listening TCP sockets of the given
+    processes and of every process they start (the kernel's table, via psutil)."""
+
+    def __init__(self, *pids: int):
+        import threading
+
+        self.pids = pids
+        self.found: dict[tuple[str, int], str] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        import psutil
+
+        while not self._stop.wait(0.2):
+            procs = []
+            for pid in self.pids:
+                try:
+                    root = psutil.Process(pid)
+                    procs += [root, *root.children(recursive=True)]
+                except psutil.Error:
+                    continue
+            for proc in procs:
+                try:
+                    for conn in proc.net_connections(kind="inet"):
+                        if conn.status == psutil.CONN_LISTEN:
+                            self.found[(conn.laddr.ip, conn.laddr.port)] = proc.name()
+                except psutil.Error:
+                    continue
+
+    def stop(self) -> dict[tuple[str, int], str]:
+        self._stop.set()
+        self._thread.join()
+        return self.found
+
+
 def test_ray_backend_on_a_local_head_gives_identical_results(local_sweep, tmp_path):
+    """The README's local recipe: a head on the loopback address. Every socket Ray opens
+    (head, its workers, the driver) listens on 127.0.0.1 only, and the head advertises
+    127.0.0.1 (issue 28, fault 12: ``--node-ip-address 127.0.0.1`` alone still advertised
+    the machine's address and listened on every interface)."""
     ray_bin = Path(sys.executable).with_name("ray")
     port = _free_port()
     temp = tempfile.mkdtemp(prefix="rayt", dir="/tmp")  # short: Ray's socket paths
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
-           "RAY_USAGE_STATS_ENABLED": "0"}
+           "RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
     head = subprocess.Popen(
         [str(ray_bin), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
          f"--port={port}", "--num-cpus=1", "--num-gpus=0", "--include-dashboard=false",
          "--disable-usage-stats", "--object-store-memory=80000000", f"--temp-dir={temp}"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True)
+    sockets = ListeningSockets(head.pid, os.getpid())
     try:
         _wait_for_port(port, head)
         out = tmp_path / "ray"
@@ -545,13 +596,20 @@ def test_ray_backend_on_a_local_head_gives_identical_results(local_sweep, tmp_pa
             env=env, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr
     finally:
+        listening = sockets.stop()
         head.send_signal(signal.SIGTERM)  # --block: the head takes its processes down
         try:
-            head.wait(timeout=60)
+            head_log = head.communicate(timeout=60)[0]
         except subprocess.TimeoutExpired:
             os.killpg(head.pid, signal.SIGKILL)
-            head.wait()
+            head_log = head.communicate()[0]
         shutil.rmtree(temp, ignore_errors=True)
+    assert "Local node IP: 127.0.0.1" in head_log, head_log[-2000:]
+    names = set(listening.values())
+    assert {"gcs_server", "raylet"} <= names, listening  # the table was read
+    assert port in {p for _, p in listening}
+    outside = {addr: name for addr, name in listening.items() if addr[0] not in LOOPBACK}
+    assert not outside, f"Ray sockets not on the loopback address: {outside}"
     ours, theirs = local_sweep / "cells" / CELL, out / "cells" / CELL
     assert json.loads((theirs / "metrics.json").read_text()) == json.loads(
         (ours / "metrics.json").read_text())

@@ -16,6 +16,7 @@ from telapa.continual.preset import load_run_config, parse_run_config
 from telapa.continual.runner import ContinualRun, RunSpec, load_run_tables
 
 from .crash import Crash, CrashAfter
+from .events import tensorboard_scalars
 
 TINY = Path(__file__).with_name("tiny_run.yaml")
 
@@ -77,6 +78,35 @@ def test_telapa_records_archives_transfers_and_maintenance(telapa_run):
     assert acc["extra_env_steps"] == steps > 0
     assert {"few_shot", "illumination", "maintenance"} <= set(acc["method_phase_s"])
     assert acc["method_state_bytes"] > 0
+
+
+def test_tensorboard_holds_the_curves_losses_timings_and_archive_sizes(telapa_run):
+    path, metrics = telapa_run
+    tb = tensorboard_scalars(path / "tb")
+    curve = pd.read_csv(path / "curve.csv")
+    visits = pd.read_csv(path / "visits.csv")
+    for tag, rows in curve.groupby("tag", sort=False):  # every visit on the global axis
+        logged = tb[f"sr/{tag.replace(chr(39), 'p')}"]
+        assert [s for s, _ in logged] == rows["global_step"].tolist()
+        np.testing.assert_allclose([v for _, v in logged], rows["sr"], rtol=1e-6)
+    train = pd.concat([pd.read_csv(f) for f in sorted((path / "train").iterdir())])
+    assert [s for s, _ in tb["train/pg_loss"]] == train["global_step"].tolist()
+    np.testing.assert_allclose([v for _, v in tb["train/pg_loss"]], train["pg_loss"],
+                               rtol=1e-5)
+    log = json.loads((path / "method_log.json").read_text())
+    sizes = [(int(visits["end_global_step"][e["visit"]]), e["archive_size"])
+             for e in log if e["event"] == "illumination"]
+    assert tb["method/illumination/archive_size"] == sizes
+    assert "method/transfer/slot" not in tb and "method/transfer/env_steps" in tb
+    # after every phase: start, 8 chunks (4096 / 512 steps) and end of each visit, final
+    evaluating = [v for _, v in tb["time/eval"]]
+    assert len(evaluating) == len(visits) * (2 + 4096 // 512) + 1
+    for name in ("time/eval", "time/train", "time/method/illumination"):
+        spent = [v for _, v in tb[name]]
+        assert spent == sorted(spent) and spent[-1] > 0, name
+    final = pd.read_csv(path / "final.csv")
+    assert [v for _, v in tb["final/sr/A"]] == pytest.approx([final["sr"][0]])
+    assert tb["metrics/mean_sr"][0][1] == pytest.approx(metrics["mean_sr"])
 
 
 def test_telapa_resumes_exactly_after_a_crash(telapa_run, tmp_path):

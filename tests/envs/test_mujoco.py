@@ -7,11 +7,11 @@ import gymnasium
 import numpy as np
 import pytest
 
-from telapa.config import ConfigError, default_config, load_config, preset_path
+from telapa.config import ConfigError, load_config, preset_path
 from telapa.continual.curriculum import load_curriculum
 from telapa.continual.preset import bind_env_family, load_run_config
-from telapa.envs import make
-from telapa.envs.family import NormalizedReturn, SuccessRate, family_of
+from telapa.envs import default_config, family_of, make
+from telapa.envs.family import NormalizedReturn, SuccessRate
 from telapa.envs.mujoco import REFERENCE_RETURNS, SKETCH_DIM, reference_return, sketch
 from telapa.rl.evaluate import EvalResult
 
@@ -120,11 +120,16 @@ def test_competence_is_clipped_normalized_mean_return():
     np.testing.assert_allclose(c(np.array([2500.0, 7500.0, -100.0])), 3300 / 5000, rtol=1e-6)
     assert c(np.array([-5.0, -1.0])) == 0.0 and c(np.array([9000.0])) == 1.0
     np.testing.assert_allclose(c(np.array([[1000.0, 3000.0], [6000.0, 6000.0]])), [0.4, 1.0])
-    assert c.of_stats(2500.0, 0.0) == 0.5 and SuccessRate().of_stats(2500.0, 0.25) == 0.25
+    # c = g(mean f(R)): the form PPO's tracker scores its ended episodes with
+    assert c.of_mean_score(np.float32(2500.0)) == 0.5 and c.of_mean_score(np.float32(-1)) == 0
+    np.testing.assert_array_equal(c.episode_score(np.array([1.5, -2.0])), [1.5, -2.0])
+    sr = SuccessRate()
+    np.testing.assert_array_equal(sr.episode_score(np.array([0.3, 0.0, -1.0])), [1, 0, 0])
+    assert sr(np.array([0.3, 0.0, -1.0, 2.0])) == 0.5 and sr.of_mean_score(0.25) == 0.25
     result = EvalResult(np.array([1500.0, 4500.0]), np.array([1000, 1000]), np.zeros((2, 1, 24)),
                         NormalizedReturn(reference_return("Hopper-v5")))
     assert result.sr == 1.0 and result.mean_return == 3000.0
-    assert EvalResult(np.array([0.0, 1.0]), np.ones(2), np.zeros((2, 1, 11))).sr == 0.5
+    assert EvalResult(np.array([0.0, 1.0]), np.ones(2), np.zeros((2, 1, 11)), sr).sr == 0.5
     with pytest.raises(ValueError, match="must be > 0"):
         NormalizedReturn(0.0)
 

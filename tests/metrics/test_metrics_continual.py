@@ -91,8 +91,11 @@ def test_run_metrics_last_post_by_hand():
     assert m.sr_end == pytest.approx({"A": 0.45, "B": 0.2, "C": 0.75})
     # BWT over T_prev = {A, B}: ((0.45 - 0.9) + (0.2 - 0.6)) / 2 = (-0.45 - 0.4) / 2
     assert m.bwt == pytest.approx(-0.425)
-    # Coverage: A 0.9 >= 0.5 yes, B 0.6 >= 0.8 no, C 0.8 >= 0.6 yes -> 2/3
-    assert m.coverage == pytest.approx(2 / 3)
+    # Coverage (the paper's: each task's FIRST visit): A 0.6 >= 0.5 yes, B 0.5 >= 0.8 no,
+    # C 0.3 >= 0.6 no -> 1/3
+    assert m.coverage == pytest.approx(1 / 3)
+    # on the last visits: A 0.9 >= 0.5 yes, B 0.6 >= 0.8 no, C 0.8 >= 0.6 yes -> 2/3
+    assert m.coverage_last == pytest.approx(2 / 3)
     # nBWT: E = {A} (C is the current task): (0.45 - 0.9) / 0.9 = -0.5
     assert m.nbwt == pytest.approx(-0.5)
     # TR: A 0.45 < 0.5, B 0.2 < 0.8, C 0.75 >= 0.6 -> 1/3
@@ -109,11 +112,11 @@ def test_run_metrics_first_post_by_hand():
     assert m.sr_post == pytest.approx({"A": 0.6, "B": 0.5, "C": 0.3})
     # BWT: ((0.45 - 0.6) + (0.2 - 0.5)) / 2 = (-0.15 - 0.3) / 2
     assert m.bwt == pytest.approx(-0.225)
-    # Coverage: A 0.6 yes, B 0.5 no, C 0.3 no -> 1/3
-    assert m.coverage == pytest.approx(1 / 3)
     # nBWT: E = {A}: (0.45 - 0.6) / 0.6 = -0.25
     assert m.nbwt == pytest.approx(-0.25)
-    # Unaffected by the choice of SR_post:
+    # Unaffected by the choice of SR_post: Coverage is always the first visits' (1/3),
+    # coverage_last the last visits' (2/3)
+    assert (m.coverage, m.coverage_last) == pytest.approx((1 / 3, 2 / 3))
     assert m.tr == pytest.approx(1 / 3)
     assert m.mean_sr == pytest.approx(2.3 / 3)
     assert m.ttt == pytest.approx(700 / 3)
@@ -131,7 +134,8 @@ def test_nbwt_nan_when_no_previous_task_is_learned():
     tau = {"A": 0.95, "B": 0.8, "C": 0.6}
     m = run_metrics(make_visits(), make_curve(), make_final(), tau)
     assert math.isnan(m.nbwt)
-    assert m.coverage == pytest.approx(1 / 3)  # C alone
+    assert m.coverage_last == pytest.approx(1 / 3)  # C' alone (0.8)
+    assert m.coverage == 0.0  # first visits A 0.6, B 0.5, C 0.3: none
     assert m.bwt == pytest.approx(-0.425)  # BWT does not depend on tau
 
 
@@ -270,3 +274,31 @@ def test_mean_sr_undefined_without_revisits():
     m = run_metrics(visits, curve[curve["visit"] < 3], make_final(), TAU)
     assert math.isnan(m.mean_sr) and m.revisits == 0
     assert m.mean_sr_all == pytest.approx((0.6 + 0.5 + 0.3) / 3)
+
+
+def test_coverage_first_visit_against_last_visit_on_a_tiny_table():
+    # A B A' B' with tau 0.5 on both. A: first visit 0.2 (not learned), revisit 0.9;
+    # B: first visit 0.7 (learned), revisit 0.1 (lost while training on it again).
+    visits = pd.DataFrame({"visit": [0, 1, 2, 3], "tag": ["A", "B", "A'", "B'"],
+                           "task": ["A", "B", "A", "B"], "cycle": [0, 0, 1, 1],
+                           "budget": [100] * 4, "post_sr": [0.2, 0.7, 0.9, 0.1]})
+    curve = pd.DataFrame({"visit": [2, 2, 3, 3], "step": [0, 100, 0, 100],
+                          "sr": [0.0, 0.9, 0.0, 0.1]})
+    final = pd.DataFrame({"task": ["A", "B"], "sr": [0.8, 0.1]})
+    m = run_metrics(visits, curve, final, {"A": 0.5, "B": 0.5})
+    assert m.coverage == 0.5        # first visits: B only
+    assert m.coverage_last == 0.5   # last visits: A only
+    assert m.task_terms["coverage"] == {"A": 0.0, "B": 1.0}
+    assert m.task_terms["coverage_last"] == {"A": 1.0, "B": 0.0}
+    # A' reached tau at step 100; B' never did: censored, counted as its budget 100
+    assert (m.ttt, m.ttt_censored, m.revisits) == (100.0, 1, 2)
+    assert m.task_terms["ttt"] == {"A'": 100.0, "B'": 100.0}
+
+
+def test_task_terms_average_to_their_metric():
+    m = run_metrics(make_visits(), make_curve(), make_final(), TAU)
+    assert set(m.task_terms) == {"mean_sr", "ttt", "bwt", "coverage", "coverage_last", "tr"}
+    for metric, terms in m.task_terms.items():
+        assert getattr(m, metric) == pytest.approx(sum(terms.values()) / len(terms)), metric
+    assert set(m.task_terms["bwt"]) == {"A", "B"}  # T_prev: C is the current task
+    assert set(m.task_terms["mean_sr"]) == {"A'", "B'", "C'"}

@@ -1,4 +1,5 @@
-"""mean_ci and the Student-t quantile against closed forms worked out by hand and scipy."""
+"""t intervals, the IQM, percentile bootstrap intervals (plain and stratified), performance
+profiles and the probability of improvement, against values worked out by hand."""
 
 from __future__ import annotations
 
@@ -6,101 +7,135 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
-from telapa.metrics.stats import betainc, mean_ci, t_cdf, t_quantile
+from telapa.metrics.aggregates import (
+    performance_profile,
+    performance_profile_interval,
+    probability_of_improvement,
+    probability_of_improvement_interval,
+)
+from telapa.metrics.stats import aggregate, bootstrap_interval, iqm, mean_ci
 
-# Closed forms: df=1 is Cauchy, t_p = tan(pi (p - 1/2));
-#               df=2 has t_p = (2p - 1) / sqrt(2 p (1 - p)).
-T975_DF1 = math.tan(math.pi * 0.475)  # 12.706204736...
-T975_DF2 = 0.95 / math.sqrt(2 * 0.975 * 0.025)  # 0.95 / sqrt(0.04875) = 4.302652729...
-
-
-def test_t_quantile_closed_forms():
-    assert t_quantile(0.975, 1) == pytest.approx(12.706204736174698, rel=1e-12)
-    assert t_quantile(0.975, 1) == pytest.approx(T975_DF1, rel=1e-12)
-    assert t_quantile(0.975, 2) == pytest.approx(4.302652729749464, rel=1e-12)
-    assert t_quantile(0.975, 2) == pytest.approx(T975_DF2, rel=1e-12)
-    assert t_quantile(0.5, 7) == 0.0
-    assert t_quantile(0.025, 2) == pytest.approx(-T975_DF2, rel=1e-12)
+T975_DF1 = math.tan(math.pi * 0.475)  # Cauchy: t_{.975,1} = tan(0.475 pi) = 12.7062...
+T975_DF2 = 0.95 / math.sqrt(2 * 0.975 * 0.025)  # df 2: (2p-1)/sqrt(2p(1-p)) = 4.3027...
 
 
-def test_t_cdf_closed_forms():
-    # Cauchy: F(t) = 1/2 + atan(t) / pi;  df=2: F(t) = 1/2 + t / (2 sqrt(2 + t^2)).
-    for t in (-5.0, -0.3, 0.0, 1e-8, 0.7, 3.0, 40.0):
-        assert t_cdf(t, 1) == pytest.approx(0.5 + math.atan(t) / math.pi, abs=1e-14)
-        assert t_cdf(t, 2) == pytest.approx(0.5 + t / (2 * math.sqrt(2 + t * t)), abs=1e-14)
-
-
-def test_betainc_closed_form():
-    # I_x(1, b) = 1 - (1 - x)^b and I_x(a, 1) = x^a.
-    assert betainc(1.0, 3.0, 0.2) == pytest.approx(1 - 0.8**3, rel=1e-13)
-    assert betainc(2.5, 1.0, 0.7) == pytest.approx(0.7**2.5, rel=1e-13)
-    assert betainc(2.0, 2.0, 0.0) == 0.0
-    assert betainc(2.0, 2.0, 1.0) == 1.0
-
-
-@pytest.mark.parametrize("df", [1, 2, 3, 4, 5, 9, 19, 29, 99, 1000, 0.5, 2.5])
-@pytest.mark.parametrize("p", [0.6, 0.9, 0.95, 0.975, 0.99, 0.995, 0.9995, 0.025, 1e-4])
-def test_t_quantile_matches_scipy(df, p):
-    stats = pytest.importorskip("scipy.stats")
-    assert t_quantile(p, df) == pytest.approx(stats.t.ppf(p, df), rel=1e-10)
-
-
-@pytest.mark.parametrize("df", [1, 3, 19, 250])
-def test_t_cdf_matches_scipy(df):
-    stats = pytest.importorskip("scipy.stats")
-    for t in (-12.0, -2.1, -0.4, 0.0, 0.4, 2.1, 12.0, 300.0):
-        assert t_cdf(t, df) == pytest.approx(stats.t.cdf(t, df), abs=1e-13)
-
-
-def test_t_quantile_rejects_bad_arguments():
-    with pytest.raises(ValueError, match="p must"):
-        t_quantile(1.0, 3)
-    with pytest.raises(ValueError, match="df must"):
-        t_quantile(0.9, 0)
-
-
-def test_mean_ci_n2_by_hand():
-    # [1, 3]: mean 2, s = sqrt(((1-2)^2 + (3-2)^2) / 1) = sqrt(2),
-    # half = t_{.975,1} * sqrt(2) / sqrt(2) = t_{.975,1} = 12.7062...
+def test_mean_ci_by_hand():
+    # [1, 3]: mean 2, s = sqrt(2), half = t_{.975,1} * sqrt(2) / sqrt(2)
     mean, half, n = mean_ci([1.0, 3.0])
-    assert (mean, n) == (2.0, 2)
-    assert half == pytest.approx(T975_DF1, rel=1e-12)
-
-
-def test_mean_ci_n3_by_hand():
-    # [1, 2, 3]: mean 2, s = sqrt((1 + 0 + 1) / 2) = 1, half = 4.302653 / sqrt(3) = 2.484138
+    assert (mean, n) == (2.0, 2) and half == pytest.approx(T975_DF1, rel=1e-12)
+    # [1, 2, 3]: mean 2, s = 1, half = 4.302653 / sqrt(3) = 2.484138
     mean, half, n = mean_ci([1.0, 2.0, 3.0])
-    assert (mean, n) == (2.0, 3)
-    assert half == pytest.approx(T975_DF2 / math.sqrt(3), rel=1e-12)
-    assert half == pytest.approx(2.4841377118, rel=1e-9)
-
-
-def test_mean_ci_drops_nan_and_reports_n():
-    mean, half, n = mean_ci([1.0, math.nan, 3.0])
-    assert (mean, n) == (2.0, 2)
-    assert half == pytest.approx(T975_DF1, rel=1e-12)
-
-
-def test_mean_ci_small_n():
+    assert (mean, n) == (2.0, 3) and half == pytest.approx(2.4841377118, rel=1e-9)
+    # NaN dropped, n counts what is used
+    assert mean_ci([1.0, math.nan, 3.0])[::2] == (2.0, 2)
     mean, half, n = mean_ci([0.25])
     assert mean == 0.25 and math.isnan(half) and n == 1
-    for empty in ([], [math.nan, math.nan]):
-        mean, half, n = mean_ci(empty)
-        assert math.isnan(mean) and math.isnan(half) and n == 0
-
-
-@pytest.mark.parametrize("confidence", [0.9, 0.95, 0.99])
-def test_mean_ci_matches_scipy_interval(confidence):
-    stats = pytest.importorskip("scipy.stats")
-    x = np.random.default_rng(0).normal(0.5, 0.2, size=20)
-    mean, half, n = mean_ci(x, confidence=confidence)
-    lo, hi = stats.t.interval(confidence, df=19, loc=x.mean(), scale=stats.sem(x))
-    assert n == 20
-    assert mean == pytest.approx(x.mean(), rel=1e-12)
-    assert half == pytest.approx((hi - lo) / 2, rel=1e-10)
-
-
-def test_mean_ci_rejects_bad_confidence():
+    mean, half, n = mean_ci([math.nan])
+    assert math.isnan(mean) and math.isnan(half) and n == 0
     with pytest.raises(ValueError, match="confidence"):
         mean_ci([1.0, 2.0], confidence=95)
+
+
+def test_iqm_of_eight_numbers_by_hand():
+    # sorted 1 2 3 5 7 8 9 100: floor(8/4) = 2 cut at each end -> mean(3, 5, 7, 8) = 5.75
+    assert iqm([9, 1, 7, 3, 100, 5, 2, 8]) == pytest.approx(5.75)
+    # a runs x tasks matrix is flattened; NaN dropped: the same eight values
+    assert iqm([[9, 1, 7], [3, 100, 5], [2, 8, math.nan]]) == pytest.approx(5.75)
+    assert aggregate([[9, 1], [3, math.nan]], statistic="mean") == pytest.approx(13 / 3)
+    assert math.isnan(iqm([math.nan]))
+
+
+def test_bootstrap_interval_of_a_known_case():
+    # Four 0s and four 1s: the mean of a resample is Binomial(8, 1/2) / 8;
+    # P(<= 0) = 1/256 < 0.025 < P(<= 1) = 9/256, so q_.025 = 1/8 and, symmetrically,
+    # q_.975 = 7/8.
+    lo, hi = bootstrap_interval([0.0] * 4 + [1.0] * 4, n_resamples=20_000)
+    assert (lo, hi) == (0.125, 0.875)
+    assert lo <= 0.5 <= hi
+
+
+def test_bootstrap_interval_of_success_rates_stays_in_the_unit_interval():
+    sr = np.array([1.0, 1.0, 1.0, 1.0, 0.2])  # mean 0.84, s = 0.358
+    mean, half, _ = mean_ci(sr)
+    assert mean + half > 1.0  # the t interval leaves [0, 1] (1.284)
+    for statistic in ("mean", "iqm"):
+        lo, hi = bootstrap_interval(sr, statistic=statistic, n_resamples=2_000)
+        assert 0.2 <= lo <= hi <= 1.0
+    lo, hi = bootstrap_interval(sr, n_resamples=2_000)
+    assert lo <= mean <= hi
+    assert bootstrap_interval(sr, n_resamples=2_000) == (lo, hi)  # seeded: the same twice
+
+
+def test_bootstrap_resamples_whole_runs_or_each_tasks_runs():
+    # Four runs of two tasks, a seed good or bad on both (positively correlated tasks).
+    # Whole runs: a resample's mean is Binomial(4, 1/2) / 4, P(0) = 1/16 > 2.5%, so the
+    # interval is [0, 1]. Each task's runs apart (rliable's stratified bootstrap): the
+    # mean is Binomial(8, 1/2) / 8 as in the known case above, [0.125, 0.875]: narrower
+    # than the data allow, because it treats a seed's two tasks as independent runs.
+    together = np.array([[0.0, 0.0], [1.0, 1.0], [0.0, 0.0], [1.0, 1.0]])
+    assert bootstrap_interval(together, n_resamples=20_000) == (0.0, 1.0)
+    assert bootstrap_interval(together, resample="tasks", n_resamples=20_000) == (0.125, 0.875)
+    # Negatively correlated tasks: every run's mean is 1/2, so is every whole-run resample
+    opposed = np.array([[0.0, 1.0], [1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])
+    assert bootstrap_interval(opposed, n_resamples=1_000) == (0.5, 0.5)
+    lo, hi = bootstrap_interval(opposed, resample="tasks", n_resamples=1_000)
+    assert lo < 0.5 < hi
+    # Missing scores: whole runs refuse them, naming the run; stratified drops them, and
+    # a task with a single run cannot be resampled
+    partial = [[0.1, 0.2], [0.3, math.nan], [0.5, 0.6]]
+    with pytest.raises(ValueError, match=r"run\(s\) \[1\]"):
+        bootstrap_interval(partial)
+    assert bootstrap_interval(partial, resample="tasks", n_resamples=500)[0] >= 0.1
+    assert all(math.isnan(v) for v in bootstrap_interval([[0.1, 0.2], [0.3, math.nan]],
+                                                         resample="tasks"))
+    assert all(math.isnan(v) for v in bootstrap_interval([[0.1, 0.2]]))  # one run
+    with pytest.raises(ValueError, match="1-D .* or 2-D"):
+        bootstrap_interval(np.zeros((2, 2, 2)))
+    with pytest.raises(ValueError, match="resample"):
+        bootstrap_interval(together, resample="seeds")
+
+
+X = np.array([[0.1, 0.5], [0.9, 0.6], [0.3, 0.2]])  # 3 runs x 2 tasks
+Y = np.array([[0.0, 0.5], [0.2, 0.1]])               # 2 runs x 2 tasks
+
+
+def test_performance_profile_by_hand():
+    # tau 0: all runs above on both tasks -> 1; tau 0.25: task 1 {0.9, 0.3} 2/3, task 2
+    # {0.5, 0.6} 2/3 -> 2/3; tau 0.5: task 1 {0.9} 1/3, task 2 {0.6} (0.5 is not above) 1/3
+    assert performance_profile(X, taus=[0.0, 0.25, 0.5, 1.0]) == pytest.approx(
+        [1.0, 2 / 3, 1 / 3, 0.0])
+    for resample in ("runs", "tasks"):
+        lo, hi = performance_profile_interval(X, taus=[0.0, 0.25, 0.5], resample=resample,
+                                              n_resamples=2_000)
+        assert lo.shape == hi.shape == (3,)
+        assert np.all((0 <= lo) & (lo <= hi) & (hi <= 1))
+        assert lo[0] == hi[0] == 1.0  # every value is above 0 in every resample
+    # whole runs of the correlated example: a resample's F(0.5) is that of its runs,
+    # Binomial(4, 1/2) / 4 again -> [0, 1]
+    lo, hi = performance_profile_interval([[0.0, 0.0], [1.0, 1.0]] * 2, taus=[0.5],
+                                          n_resamples=20_000)
+    assert (lo[0], hi[0]) == (0.0, 1.0)
+    with pytest.raises(ValueError, match="taus"):
+        performance_profile(X, taus=[])
+
+
+def test_probability_of_improvement_by_hand():
+    # task 1: x {0.1, 0.9, 0.3} vs y {0, 0.2}: 0.1 beats 0; 0.9 and 0.3 beat both -> 5/6
+    # task 2: x {0.5, 0.6, 0.2} vs y {0.5, 0.1}: 0.5 ties 0.5 (1/2) and beats 0.1, 0.6 beats
+    # both, 0.2 beats 0.1 -> 4.5/6; P = (5/6 + 4.5/6) / 2 = 0.791666...
+    assert probability_of_improvement(X, Y) == pytest.approx(9.5 / 12)
+    assert probability_of_improvement(Y, X) == pytest.approx(1 - 9.5 / 12)
+    # each task's term is the Mann-Whitney U statistic over N K pairs
+    u = stats.mannwhitneyu(X[:, 0], Y[:, 0]).statistic
+    assert u / 6 == pytest.approx(5 / 6)
+    for resample in ("runs", "tasks"):
+        lo, hi = probability_of_improvement_interval(X, Y, resample=resample,
+                                                     n_resamples=2_000)
+        assert 0.0 <= lo <= 9.5 / 12 <= hi <= 1.0
+    # X always above Y: every resample gives 1
+    assert probability_of_improvement_interval(X + 1, Y, n_resamples=200) == (1.0, 1.0)
+    assert probability_of_improvement(X[:, 0], X[:, 0]) == 0.5
+    with pytest.raises(ValueError, match="same"):
+        probability_of_improvement(X, Y[:, :1])

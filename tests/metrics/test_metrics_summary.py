@@ -8,7 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from telapa.metrics import RunMetrics, format_cell, revisit_summary, revisit_table, summarize
+from telapa.metrics import (
+    RunMetrics,
+    format_cell,
+    metric_scores,
+    revisit_summary,
+    revisit_table,
+    summarize,
+)
 
 T975_DF1 = math.tan(math.pi * 0.475)  # 12.706204736...
 T975_DF2 = 0.95 / math.sqrt(2 * 0.975 * 0.025)  # 4.302652729...
@@ -61,8 +68,13 @@ def test_summarize_by_hand():
     assert single["mean_sr"] == pytest.approx(0.4)
     assert math.isnan(single["mean_sr_ci"]) and single["mean_sr_n"] == 1
     assert table["runs"].tolist() == [3, 1]
-    for m in ("mean_sr", "ttt", "bwt", "coverage", "nbwt", "tr"):
-        assert {m, f"{m}_ci", f"{m}_n"} <= set(table.columns)
+    for m in ("mean_sr", "ttt", "bwt", "coverage", "nbwt", "tr", "coverage_last"):
+        assert {m, f"{m}_ci", f"{m}_n", f"{m}_lo", f"{m}_hi"} <= set(table.columns)
+    # bootstrap over the three runs (no per-task terms): a resample mean is 0.5 with chance
+    # 1/27 > 2.5% (and 0.7 likewise), so the interval is [0.5, 0.7]; TTT [1, 3]
+    assert (row["mean_sr_lo"], row["mean_sr_hi"]) == pytest.approx((0.5, 0.7))
+    assert (row["ttt_lo"], row["ttt_hi"]) == pytest.approx((1.0, 3.0))
+    assert math.isnan(single["mean_sr_lo"])  # one run: nothing to resample
 
 
 def test_summarize_all_nan_metric():
@@ -101,7 +113,12 @@ def test_revisit_summary_by_hand():
     # one run: a mean without a half width; no run: NaN, n = 0
     assert table.loc["TeLAPA", "B'"] == 1.0 and math.isnan(table.loc["TeLAPA", "B'_ci"])
     assert math.isnan(table.loc["EWC", "A'"]) and table.loc["EWC", "A'_n"] == 0
-    assert list(table.columns) == ["A'", "A'_ci", "A'_n", "B'", "B'_ci", "B'_n"]
+    # bootstrap of the mean of {0.2, 0.6}: resample means 0.2, 0.4, 0.6 with chances
+    # 1/4, 1/2, 1/4, so the 2.5% and 97.5% quantiles are 0.2 and 0.6; one run: none
+    assert (table.loc["TeLAPA", "A'_lo"], table.loc["TeLAPA", "A'_hi"]) == (0.2, 0.6)
+    assert math.isnan(table.loc["TeLAPA", "B'_lo"])
+    assert list(table.columns) == [f"{t}{s}" for t in ("A'", "B'")
+                                   for s in ("", "_ci", "_n", "_lo", "_hi")]
     plain = revisit_table(runs)  # the same means
     assert np.allclose(table[list(plain.columns)].to_numpy(), plain.to_numpy(),
                        equal_nan=True)
@@ -119,3 +136,31 @@ def test_format_cell():
     assert format_cell(7.7549, 2.19) == "7.755 ± 2.190"
     assert format_cell(0.5, math.nan, 2) == "0.50 ± n/a"
     assert format_cell(math.nan, math.nan) == "n/a"
+
+
+def test_summary_bootstrap_resamples_runs_or_stratifies_over_task_terms():
+    # Four runs of two revisits X, Y; runs 0 and 2 score (0, 1), runs 1 and 3 (1, 0): each
+    # run's Mean SR is 0.5, and so is every whole-run resample. Stratified (rliable) it
+    # resamples X's and Y's runs apart and varies. The censored revisits are summed.
+    def run(x: float, y: float) -> RunMetrics:
+        return RunMetrics(mean_sr=0.5, ttt=2e6, ttt_censored=1, revisits=2, bwt=0.0,
+                          coverage=0.5, nbwt=math.nan, tr=0.0, revisit_sr={"X": x, "Y": y},
+                          task_terms={"mean_sr": {"X": x, "Y": y},
+                                      "ttt": {"X": 1e6, "Y": 3e6}})
+    runs = [run(0.0, 1.0), run(1.0, 0.0), run(0.0, 1.0), run(1.0, 0.0)]
+    assert metric_scores(runs, "mean_sr").tolist() == [[0.0, 1.0], [1.0, 0.0]] * 2
+    assert metric_scores(runs, "ttt").tolist() == [[1.0, 3.0]] * 4  # millions of steps
+    assert metric_scores(runs, "bwt").tolist() == [0.0] * 4  # no terms: per run
+    assert metric_scores(runs, "nbwt").size == 0  # undefined on every run
+    row = summarize({"m": runs}, n_resamples=500).loc["m"]
+    assert (row["mean_sr_lo"], row["mean_sr_hi"]) == (0.5, 0.5)
+    assert (row["ttt_lo"], row["ttt_hi"]) == (2.0, 2.0)
+    assert (row["ttt_censored"], row["revisits"]) == (4, 8)
+    stratified = summarize({"m": runs}, n_resamples=500, resample="tasks").loc["m"]
+    assert stratified["mean_sr_lo"] < 0.5 < stratified["mean_sr_hi"]
+    assert (stratified["ttt_lo"], stratified["ttt_hi"]) == (2.0, 2.0)
+
+
+def test_format_cell_with_an_interval():
+    assert format_cell(0.6, 0.68, 3, interval=(0.2, 1.0)) == "0.600 ± 0.680 [0.200, 1.000]"
+    assert format_cell(0.6, math.nan, 2, interval=(math.nan, math.nan)) == "0.60 ± n/a"

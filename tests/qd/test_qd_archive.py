@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from telapa.envs.minigrid.features import feature_vector
+from telapa.envs.minigrid.features import feature_vector, minigrid_codec
 from telapa.qd import (
     ArchiveSpec,
     InsertStatus,
@@ -25,7 +25,6 @@ from telapa.qd import (
     lineage_visits,
     lineage_words,
     make_elites,
-    minigrid_codec,
     normalizer_hex,
     normalizer_words,
     novelty,

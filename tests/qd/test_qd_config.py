@@ -34,13 +34,22 @@ def test_capacity_follows_target_unless_overridden():
 def test_spec_from_config():
     spec = QDConfig().archive_spec(n_params=10, lineage_words=2)
     assert (spec.capacity, spec.target_size, spec.lineage_words) == (384, 256, 2)
+    # the documented d_min controller (paper d_min = 0.10; our choices a = 0.05, r_0 = 0.8,
+    # clamps [1e-3, 10]), in the config, in the spec it builds and in a bare spec
+    documented = (0.10, 0.05, 0.8, 1e-3, 10.0)
+    for s in (spec, ArchiveSpec(n_params=10)):
+        assert (s.d_min0, s.d_min_step, s.fill_rate, s.d_min_floor, s.d_min_ceil) == documented
     a = QDConfig().archive
-    assert (spec.d_min0, spec.d_min_step, spec.fill_rate) == (a.d_min, a.d_min_step, a.fill_rate)
-    # one source of defaults: the config's defaults are the spec's
-    bare = ArchiveSpec(n_params=10)
-    assert (bare.d_min0, bare.d_min_step, bare.fill_rate, bare.d_min_floor, bare.d_min_ceil) == (
-        a.d_min, a.d_min_step, a.fill_rate, a.d_min_floor, a.d_min_ceil
-    )
+    assert (a.d_min, a.d_min_step, a.fill_rate, a.d_min_floor, a.d_min_ceil) == documented
+    # every archive setting reaches the spec
+    custom = validate(QDConfig, {"archive": {
+        "target_size": 40, "capacity": 50, "d_min": 0.3, "d_min_step": 0.1, "fill_rate": 0.5,
+        "d_min_floor": 0.01, "d_min_ceil": 2.0}}, "qd.yaml")
+    spec = custom.archive_spec(n_params=7, desc_dim=3, raw_dim=9)
+    assert (spec.n_params, spec.desc_dim, spec.raw_dim, spec.capacity, spec.target_size) == (
+        7, 3, 9, 50, 40)
+    assert (spec.d_min0, spec.d_min_step, spec.fill_rate, spec.d_min_floor, spec.d_min_ceil) == (
+        0.3, 0.1, 0.5, 0.01, 2.0)
 
 
 def test_strict_validation_names_key():

@@ -1,123 +1,151 @@
-"""The paper's claims checked with Welch's one-sided t-test: t and its degrees of freedom
-by hand, and each verdict."""
+"""The paper's claims checked over seeds: paired sign-flip tests where methods share
+seeds, Welch's test where they do not, the intersection-union "holds", Holm's "does not
+hold", and the seeds that would decide an open claim."""
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy import stats
 
-from telapa.continual.results import CurriculumResults
+from telapa.continual.results import CurriculumResults, RunRecord
+from telapa.metrics.comparisons import paired_seeds_to_decide, welch_p
 from telapa.metrics.continual import RunMetrics
-from telapa.report.claims import CLAIMS, Claim, check, claims_table, seeds_to_decide, welch_p
+from telapa.report.claims import (
+    CLAIMS,
+    check,
+    claims_table,
+    comparisons_table,
+    evaluate,
+    seeded_values,
+)
+
+BEST_SR, LOWEST_TTT, D_PRIME = CLAIMS[0], CLAIMS[1], CLAIMS[5]
 
 
-def _run(mean_sr: float, *, d: float = 0.0, ttt: float = 1e6) -> RunMetrics:
+def _metrics(mean_sr: float, *, d: float = 0.0, ttt: float = 1e6) -> RunMetrics:
     return RunMetrics(mean_sr=mean_sr, ttt=ttt, ttt_censored=0, revisits=2, bwt=0.0,
                       coverage=mean_sr, nbwt=0.0, tr=0.0, revisit_sr={"D'": d})
 
 
-def _result(**methods: list[RunMetrics]) -> CurriculumResults:
-    return CurriculumResults("toy", {}, "test", runs={},
-                             metrics={m.replace("_", "-"): r for m, r in methods.items()})
+def _result(seeds: dict[str, list[int]] | None = None, **methods: list[RunMetrics]
+            ) -> CurriculumResults:
+    """Methods (underscores for dashes) with their runs; seeds 0, 1, ... unless given."""
+    result = CurriculumResults("toy", {}, "test")
+    for name, runs in methods.items():
+        method = name.replace("_", "-")
+        ids = (seeds or {}).get(method, list(range(len(runs))))
+        result.runs[method] = [RunRecord(Path(f"/runs/{method}-{s}"), "toy", method, s, 0.2,
+                                         {}, {}) for s in ids]
+        result.metrics[method] = runs
+    return result
 
 
-def test_welch_p_by_hand():
-    # a = 1, 2, 3: mean 2, variance 1; b = 0, 0, 1: mean 1/3, variance 1/3
-    # se^2 = 1/3 + 1/9 = 4/9, t = (5/3) / (2/3) = 2.5
-    # df = (4/9)^2 / ((1/3)^2 / 2 + (1/9)^2 / 2) = 3.2
-    a, b = np.array([1.0, 2.0, 3.0]), np.array([0.0, 0.0, 1.0])
-    assert welch_p(a, b, "higher") == pytest.approx(stats.t.sf(2.5, 3.2))
-    assert welch_p(b, a, "lower") == pytest.approx(stats.t.sf(2.5, 3.2))
-    assert welch_p(b, a, "higher") == pytest.approx(1 - stats.t.sf(2.5, 3.2))
-    # constant samples: decided by the means, equal means never "better"
-    assert welch_p(np.ones(3), np.zeros(3), "higher") == 0.0
-    assert welch_p(np.zeros(3), np.zeros(3), "higher") == 1.0
+def _srs(*values: float) -> list[RunMetrics]:
+    return [_metrics(v) for v in values]
 
 
-BEST_SR = CLAIMS[0]
+HIGH = (0.9, 0.85, 0.8, 0.95, 0.9)
+LOW = (0.2, 0.25, 0.3, 0.2, 0.1)
 
 
-def test_best_claim_verdicts():
-    strong = _result(telapa=[_run(0.9), _run(0.85), _run(0.8)],
-                     finetune=[_run(0.2), _run(0.25), _run(0.3)])
-    row = check(BEST_SR, strong)
-    assert row["verdict"] == "holds" and row["p"] < 0.05
-    assert row["ours"] == "telapa 0.850 (n=3); best other: finetune 0.250 (n=3)"
-    weak = _result(telapa=[_run(0.2), _run(0.25), _run(0.3)],
-                   finetune=[_run(0.9), _run(0.85), _run(0.8)])
-    assert check(BEST_SR, weak)["verdict"] == "does not hold"
-    close = _result(telapa=[_run(0.5), _run(0.9), _run(0.3)],
-                    finetune=[_run(0.4), _run(0.8), _run(0.2)])
-    row = check(BEST_SR, close)
-    assert row["verdict"] == "inconclusive"
-    assert row["p"] == pytest.approx(welch_p(np.array([0.5, 0.9, 0.3]),
-                                             np.array([0.4, 0.8, 0.2]), "higher"))
-    # TTT: lower is better, values in millions of steps
-    ttt = Claim("TeLAPA has the lowest TTT", "best", "telapa", "ttt", "lower")
-    fast = _result(telapa=[_run(0, ttt=1e6), _run(0, ttt=1.1e6), _run(0, ttt=0.9e6)],
-                   scratch=[_run(0, ttt=5e6), _run(0, ttt=6e6), _run(0, ttt=math.nan),
-                            _run(0, ttt=5.5e6)])
-    row = check(ttt, fast)
-    assert row["verdict"] == "holds" and "scratch 5.500 (n=3)" in row["ours"]
+def test_five_paired_seeds_each_better_hold_at_one_in_thirty_two():
+    done = evaluate(BEST_SR, _result(telapa=_srs(*HIGH), finetune=_srs(*LOW)))
+    # every per-seed difference positive: only the all-positive sign pattern reaches the
+    # observed mean, p = 1/2^5
+    assert done.verdict == "holds" and done.p_holds == pytest.approx(1 / 32)
+    assert done.comparisons["finetune"].paired
+    row = check(BEST_SR, _result(telapa=_srs(*HIGH), finetune=_srs(*LOW)))
+    assert row["ours"] == "telapa 0.880 (n=5); best other: finetune 0.210 (n=5)"
+    assert row["test"] == "paired sign-flip, n=5 (exact)" and row["seeds to decide"] == ""
+    # three seeds cannot: the smallest p is 1/8
+    assert evaluate(BEST_SR, _result(telapa=_srs(*HIGH[:3]), finetune=_srs(*LOW[:3]))
+                    ).verdict == "inconclusive"
+
+
+def test_holds_is_intersection_union_and_does_not_hold_is_holm():
+    others = {f"m{i}": _srs(*LOW) for i in range(9)}
+    # better than all nine on every seed: each p = 1/32 < 0.05, so it holds (max p = 1/32)
+    done = evaluate(BEST_SR, _result(telapa=_srs(*HIGH), **others))
+    assert done.verdict == "holds" and done.p_holds == pytest.approx(1 / 32)
+    # worse than all nine on every seed: each reverse p = 1/32, Holm's smallest adjusted
+    # p = 9/32 > 0.05 -> inconclusive; one method ahead: 1/32 -> does not hold
+    done = evaluate(BEST_SR, _result(telapa=_srs(*LOW), **{m: _srs(*HIGH) for m in others}))
+    assert done.verdict == "inconclusive" and done.p_fails == pytest.approx(9 / 32)
+    # constant differences: the exact test needs 2^-n < 0.05 / 9, n = 8 seeds
+    assert done.seeds_to_decide() == 8
+    done = evaluate(BEST_SR, _result(telapa=_srs(*LOW), finetune=_srs(*HIGH)))
+    assert done.verdict == "does not hold" and done.p_fails == pytest.approx(1 / 32)
+
+
+def test_different_seeds_are_compared_with_welch():
+    result = _result({"telapa": [0, 1, 2], "finetune": [3, 4, 5]},
+                     telapa=_srs(0.9, 0.85, 0.8), finetune=_srs(0.2, 0.25, 0.3))
+    done = evaluate(BEST_SR, result)
+    assert not done.comparisons["finetune"].paired
+    assert done.p_holds == pytest.approx(welch_p([0.9, 0.85, 0.8], [0.2, 0.25, 0.3]))
+    assert done.verdict == "holds"
+    assert check(BEST_SR, result)["test"] == "Welch, n=3/3"
+    # TTT, lower is better, in millions of steps; a NaN TTT leaves a seed out -> Welch
+    fast = _result(telapa=[_metrics(0, ttt=t) for t in (1e6, 1.1e6, 0.9e6)],
+                   scratch=[_metrics(0, ttt=t) for t in (5e6, 6e6, math.nan)])
+    assert seeded_values(fast, "scratch", "ttt") == {0: 5.0, 1: 6.0}
+    row = check(LOWEST_TTT, fast)
+    assert row["verdict"] == "holds" and "scratch 5.500 (n=2)" in row["ours"]
+    assert row["test"] == "Welch, n=3/2"
 
 
 def test_pair_claims_and_missing_runs():
-    d_claim = CLAIMS[5]
-    assert d_claim.value == "revisit:D'" and d_claim.other == "telapa-static"
-    better = _result(telapa=[_run(0, d=0.4), _run(0, d=0.5), _run(0, d=0.45)],
-                     telapa_static=[_run(0, d=0.0), _run(0, d=0.1), _run(0, d=0.05)])
-    assert check(d_claim, better)["verdict"] == "holds"
-    worse = _result(telapa=[_run(0, d=0.0), _run(0, d=0.1), _run(0, d=0.05)],
-                    telapa_static=[_run(0, d=0.4), _run(0, d=0.5), _run(0, d=0.45)])
-    assert check(d_claim, worse)["verdict"] == "does not hold"
-    tied = _result(telapa=[_run(0)] * 3, telapa_static=[_run(0)] * 3)
-    assert check(d_claim, tied)["verdict"] == "inconclusive"
-    alone = _result(telapa=[_run(0.5)], finetune=[_run(0.1), _run(0.2)])
+    assert D_PRIME.value == "revisit:D'" and D_PRIME.other == "telapa-static"
+    up = [_metrics(0, d=v) for v in (0.4, 0.5, 0.45, 0.6, 0.3)]
+    down = [_metrics(0, d=v) for v in (0.0, 0.1, 0.05, 0.0, 0.1)]
+    assert check(D_PRIME, _result(telapa=up, telapa_static=down))["verdict"] == "holds"
+    assert check(D_PRIME, _result(telapa=down, telapa_static=up))["verdict"] == "does not hold"
+    tied = _result(telapa=[_metrics(0)] * 5, telapa_static=[_metrics(0)] * 5)
+    row = check(D_PRIME, tied)
+    assert row["verdict"] == "inconclusive" and row["seeds to decide"] == "never"
+    assert row["p holds (IUT)"] == row["p fails (Holm)"] == 1.0
+    alone = _result(telapa=_srs(0.5), finetune=_srs(0.1, 0.2))
     assert check(BEST_SR, alone)["verdict"] == "not measurable"
     assert check(CLAIMS[4], alone)["verdict"] == "not measurable"  # no scratch-reuse runs
+    with pytest.raises(ValueError, match="alpha"):
+        evaluate(BEST_SR, alone, alpha=5)
 
 
-def test_claims_table_only_with_telapa():
-    assert claims_table(_result(finetune=[_run(0.1), _run(0.2)]), prefix="toy") is None
-    table = claims_table(_result(telapa=[_run(0.9), _run(0.8)],
-                                 finetune=[_run(0.1), _run(0.2)]), prefix="toy")
+def test_seeds_to_decide_uses_the_paired_test_when_seeds_are_shared():
+    # The study's TeLAPA and TeLAPA-Static Mean SR per seed (issue 24): TeLAPA-Static is
+    # ahead, so "does not hold" waits on it at 0.05 / 1 (one other method): 25 seeds.
+    telapa = (0.58, 0.348, 0.732, 0.332, 0.568)
+    static = (0.564, 0.352, 0.76, 0.352, 0.576)
+    d = np.subtract(telapa, static)
+    assert d == pytest.approx([0.016, -0.004, -0.028, -0.020, -0.008])
+    row = check(BEST_SR, _result(telapa=_srs(*telapa), telapa_static=_srs(*static)))
+    assert row["verdict"] == "inconclusive"
+    assert row["seeds to decide"] == str(paired_seeds_to_decide(d)) == "25"
+    # with a second, clearly worse method the one ahead must pass Holm's first step,
+    # 0.05 / 2: more seeds
+    two = _result(telapa=_srs(*telapa), telapa_static=_srs(*static), dff=_srs(*LOW))
+    assert int(check(BEST_SR, two)["seeds to decide"]) == paired_seeds_to_decide(
+        d, alpha=0.025) > 25
+    # leading on the means: every comparison must pass, the largest number counts
+    lead = _result(telapa=_srs(*static), telapa_static=_srs(*telapa), dff=_srs(*LOW))
+    assert check(BEST_SR, lead)["seeds to decide"] == "25"
+
+
+def test_claims_and_comparisons_tables_only_with_telapa():
+    assert claims_table(_result(finetune=_srs(0.1, 0.2)), prefix="toy") is None
+    assert comparisons_table(_result(finetune=_srs(0.1, 0.2)), prefix="toy") is None
+    result = _result(telapa=_srs(0.9, 0.8), finetune=_srs(0.1, 0.2))
+    table = claims_table(result, prefix="toy")
     assert table.id == "toy-claims" and len(table.values) == len(CLAIMS)
     assert table.values["verdict"].tolist()[4:] == ["not measurable"] * 3
-    # claim, ours, verdict and seeds are text (left-aligned); p is a number
-    assert table.to_markdown().splitlines()[1] == "|:---|:---|---:|:---|:---|"
+    # claim, ours, test, verdict and seeds are text (left-aligned); the p-values numbers
+    assert table.to_markdown().splitlines()[1] == "|:---|:---|:---|---:|---:|:---|:---|"
+    tests = comparisons_table(result, prefix="toy")
+    assert tests.id == "toy-claim-tests"
+    # Mean SR, TTT, Coverage, TR claims each compare TeLAPA with Finetune
+    assert tests.values["against"].tolist() == ["finetune"] * 4
+    assert tests.values["p claimed better"].iloc[0] == pytest.approx(1 / 4)  # 2 seeds
 
-
-def test_seeds_to_decide_matches_the_power_tables():
-    """Unit-variance samples a shift d apart: the runs per method a one-sided t-test at
-    0.05 needs for power 0.8 (G*Power, exact noncentral t: d = 0.5 -> 51, 0.8 -> 21,
-    1 -> 14)."""
-    base = np.array([-1.0, 0.0, 1.0])  # sample SD 1
-    assert seeds_to_decide(base + 0.5, base) == 51
-    assert seeds_to_decide(base, base + 0.8) == 21
-    assert seeds_to_decide(base + 1.0, base) == 14
-    # by hand for n = 2 (df = 2): d = 10 gives delta = 10, far beyond t_0.95,2 = 2.92
-    assert seeds_to_decide(base + 10.0, base) == 2
-    assert seeds_to_decide(base, base) is None                 # no difference: never
-    assert seeds_to_decide(np.ones(3), np.zeros(3)) == 2       # no spread at all
-    assert seeds_to_decide(base + 1e-3, base) is None          # more than 10,000
-
-
-def test_inconclusive_claims_say_how_many_seeds_would_decide_them():
-    close = _result(telapa=[_run(0.5), _run(0.9), _run(0.3)],
-                    finetune=[_run(0.4), _run(0.8), _run(0.2)],
-                    scratch=[_run(0.1), _run(0.0), _run(0.05)])
-    row = check(BEST_SR, close)
-    # TeLAPA leads; the open comparison is against its closest rival, Finetune
-    expected = seeds_to_decide(np.array([0.5, 0.9, 0.3]), np.array([0.4, 0.8, 0.2]))
-    assert row["verdict"] == "inconclusive" and row["seeds to decide"] == str(expected)
-    # d = 0.1 / sqrt(0.0933) = 0.327; normal approximation 2 (1.645 + 0.842)^2 / d^2 = 116,
-    # one more for the t distribution's heavier tails
-    assert expected == 117
-    decided = _result(telapa=[_run(0.9), _run(0.85), _run(0.8)],
-                      finetune=[_run(0.2), _run(0.25), _run(0.3)])
-    assert check(BEST_SR, decided)["seeds to decide"] == ""
-    tied = _result(telapa=[_run(0)] * 3, telapa_static=[_run(0)] * 3)
-    assert check(CLAIMS[5], tied)["seeds to decide"] == "never"

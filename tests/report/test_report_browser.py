@@ -13,9 +13,10 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
-FIGURES = ("curves", "telapa-local-transfer", "telapa-qd-structure", "telapa-lineage",
-           "telapa-lineage-utility", "telapa-geometry")
-PAPER_TABLES = ("main", "revisits", "compute", "runtime")
+FIGURES = ("curves", "profile", "telapa-local-transfer", "telapa-qd-structure",
+           "telapa-lineage", "telapa-lineage-utility", "telapa-geometry")
+PAPER_TABLES = ("main", "revisits", "aggregates", "profile", "improvement", "compute",
+                "runtime", "claims", "claim-tests")
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pandas as pd
 from telapa.continual.results import score
 from telapa.metrics import format_cell
 from telapa.report.scores import main_table, revisit_table
-from telapa.report.tables import Column, ReportTable, ci_label, frame_table
+from telapa.report.tables import Column, ReportTable, ci_label, frame_table, interval_labels
 
 from .records import record
 
@@ -63,13 +63,24 @@ def test_markdown_and_csv_hold_the_same_table_with_best_cells_in_bold():
             for col, cell in zip(table.columns, cells, strict=True):
                 bold = cell.startswith("**") and cell.endswith("**")
                 assert bold == best.at[method, col.label], (method, col.label)
-                mean = float(csv.at[method, col.label])
+                raw = csv.at[method, col.label]
+                if isinstance(raw, str):  # a text column ("TTT censored": "1/3")
+                    assert cell == raw
+                    continue
+                mean = float(raw)
                 ci = float(csv.at[method, ci_label(col.label)]) if col.ci else None
-                shown = (format_cell(mean, ci, col.digits) if col.ci
+                bounds = (tuple(float(csv.at[method, k]) for k in interval_labels(col.label))
+                          if col.interval else None)
+                shown = (format_cell(mean, ci, col.digits, interval=bounds) if col.ci
                          else f"{mean:.{col.digits}f}")
                 assert cell.strip("*") == shown
     main = main_table(result, prefix="toy")
     assert [c.better for c in main.columns if c.key == "ttt"] == ["lower"]
+    # each metric cell: mean ± t half width [bootstrap lo, hi]; censored revisits of all
+    cells = main.cells()
+    assert cells.at["finetune", "Mean SR ↑"] == "1.000 ± 0.000 [1.000, 1.000]"
+    assert cells.at["finetune", "TTT censored"] == "0/3"
+    assert "Coverage, last visit ↑" in cells.columns
     assert main.best().at["telapa", "TTT (M) ↓"] and not main.best().at["finetune", "TTT (M) ↓"]
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from telapa.continual.methods import EWC
+from telapa.continual.registry import METHODS
 from telapa.continual.results import flatten_settings, group_labels, score
 from telapa.continual.rundir import RunDirError
 
@@ -55,6 +57,19 @@ def test_other_methods_settings_do_not_split_a_method():
     labels = group_labels(runs)
     assert [labels[r.path] for r in runs] == ["finetune", "finetune", "ewc [lam=10.0]",
                                              "ewc [lam=100.0]"]
+
+
+def test_a_new_methods_runs_are_grouped_by_the_section_it_declares(monkeypatch):
+    class EWCVariant(EWC):
+        name = "ewc-variant"  # reads methods.ewc because EWC declares that section
+
+    monkeypatch.setitem(METHODS, EWCVariant.name, EWCVariant)
+    runs = [_run("ewc-variant", 0), _run("ewc-variant", 0, methods__ewc__lam=100.0),
+            _run("ewc-variant", 1, methods__telapa__qd__injection__p_inj=0.2)]
+    labels = group_labels(runs)
+    assert [labels[r.path] for r in runs] == ["ewc-variant [lam=10.0]",
+                                             "ewc-variant [lam=100.0]",
+                                             "ewc-variant [lam=10.0]"]
 
 
 def test_global_settings_split_every_method_that_differs():

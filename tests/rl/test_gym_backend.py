@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from telapa.envs import make
-from telapa.envs.gym_backend import GymVectorEnv
 
 
 def test_vector_env_spec_and_autoreset():
@@ -15,7 +14,7 @@ def test_vector_env_spec_and_autoreset():
     assert (spec.n_actions, spec.max_steps, spec.feature_dim) == (2, 500, 4)
     assert spec.observation["obs"].shape == (4,)
     _, obs = env.reset()
-    _, again = GymVectorEnv("CartPole-v1", num_envs=3, seed=1).reset()
+    _, again = make("CartPole-v1", "gymnasium", num_envs=3, seed=1).reset()
     np.testing.assert_array_equal(obs["obs"], again["obs"])  # seeded
     ended = 0
     for _ in range(60):  # always pushing right ends each episode within ~10 steps
@@ -33,7 +32,7 @@ def test_vector_env_spec_and_autoreset():
 
 
 def test_minigrid_ids_use_port_observations_and_final_info():
-    env = GymVectorEnv("MiniGrid-Empty-5x5-v0", num_envs=2, seed=0)
+    env = make("MiniGrid-Empty-5x5-v0", "gymnasium", num_envs=2, seed=0)
     spec = env.spec
     assert spec.n_actions == 7 and spec.feature_dim == 11 and spec.max_steps == 100
     assert set(spec.observation) == {"image", "direction", "mission"}
@@ -45,12 +44,13 @@ def test_minigrid_ids_use_port_observations_and_final_info():
         # feature 3 is step_count / max_steps: the ended step's, not the reset's
         np.testing.assert_allclose(info["features"][:, 3], t / 100)
     assert trunc.all() and not term.any() and not info["success"].any()
-    no_mission = GymVectorEnv("MiniGrid-Empty-5x5-v0", num_envs=1, observe_mission=False)
+    no_mission = make("MiniGrid-Empty-5x5-v0", "gymnasium", num_envs=1,
+                      observe_mission=False)
     assert "mission" not in no_mission.spec.observation
 
 
 def test_actions_out_of_range_are_rejected():
-    env = GymVectorEnv("MiniGrid-Empty-5x5-v0", num_envs=2)
+    env = make("MiniGrid-Empty-5x5-v0", "gymnasium", num_envs=2)
     env.reset()
     with pytest.raises(ValueError, match=r"action 7 for env 1 is out of range; valid "
                                          r"actions are integers 0\.\.6"):
@@ -59,7 +59,7 @@ def test_actions_out_of_range_are_rejected():
         env.step(None, np.array([-1, 0]))
     with pytest.raises(ValueError, match=r"expected actions of shape \(2,\)"):
         env.step(None, np.array([0, 1, 2]))
-    pendulum = GymVectorEnv("Pendulum-v1", num_envs=2)
+    pendulum = make("Pendulum-v1", "gymnasium", num_envs=2)
     assert (pendulum.spec.action_dim, pendulum.spec.action_high) == (1, 2.0)
     pendulum.reset()
     with pytest.raises(ValueError, match=r"action \[2\.5\] for env 0 .* \[-2\.0, 2\.0\]"):
@@ -68,4 +68,4 @@ def test_actions_out_of_range_are_rejected():
 
 def test_unknown_id_suggests_close_matches():
     with pytest.raises(ValueError, match="unknown env id 'Pendulm-v1'.*Pendulum-v1"):
-        GymVectorEnv("Pendulm-v1")
+        make("Pendulm-v1", "gymnasium")

@@ -10,8 +10,17 @@ import numpy as np
 import pytest
 
 from telapa.config import PPOConfig
+from telapa.envs.family import NormalizedReturn, SuccessRate
 from telapa.rl.policy import Categorical, DiagGaussian
-from telapa.rl.ppo import Trajectory, advantages, gae, make_optimizer, ppo_loss
+from telapa.rl.ppo import (
+    EpisodeTracker,
+    Trajectory,
+    advantages,
+    episode_stats,
+    gae,
+    make_optimizer,
+    ppo_loss,
+)
 
 LN2 = math.log(2.0)
 
@@ -163,3 +172,27 @@ def test_linear_lr_annealing_reaches_zero():
     np.testing.assert_allclose(sizes, [1e-2, 7.5e-3, 5e-3, 2.5e-3, 0.0], rtol=1e-3, atol=1e-8)
     with pytest.raises(ValueError, match="anneal_lr needs"):
         make_optimizer(config)
+
+
+def test_episode_stats_score_ended_episodes_with_the_familys_competence():
+    # Two envs over T = 3 steps. Env 0: an episode in progress with return 1.0 ends at
+    # t = 0 with reward 2.0 (return 3.0), the next one ends at t = 2 with -1.0 + 0.0
+    # (return -1.0). Env 1: its episode in progress (return 0.5) ends at t = 1 with 0.0
+    # (return 0.5). Ended returns 3.0, 0.5, -1.0: mean 2.5 / 3.
+    tracker = EpisodeTracker(jnp.array([1.0, 0.5]), jnp.array([1, 0], jnp.int32))
+    reward = jnp.array([[2.0, 0.0], [-1.0, 0.0], [0.0, 0.0]])
+    done = jnp.array([[True, False], [False, True], [True, False]])
+    left, sr = episode_stats(tracker, reward, done, SuccessRate())
+    _, norm = episode_stats(tracker, reward, done, NormalizedReturn(2.0))
+    assert int(sr["episodes"]) == 3
+    np.testing.assert_allclose(sr["episode_return"], 2.5 / 3, rtol=1e-6)
+    # lengths: env 0 ends at length 2 (1 + 1 step) and 2 (t = 1, 2); env 1 at 2 (t = 0, 1)
+    np.testing.assert_allclose(sr["episode_length"], 2.0)
+    # SR: 2 of 3 ended returns are positive; SR~ = clip((2.5 / 3) / 2, 0, 1) = 5 / 12
+    np.testing.assert_allclose(sr["success_rate"], 2 / 3, rtol=1e-6)
+    np.testing.assert_allclose(norm["success_rate"], 5 / 12, rtol=1e-6)
+    np.testing.assert_array_equal(left.ret, [0.0, 0.0])
+    np.testing.assert_array_equal(left.length, [0, 1])
+    # no episode ended: every mean is NaN, whatever the competence
+    _, none = episode_stats(tracker, reward, jnp.zeros_like(done), NormalizedReturn(2.0))
+    assert int(none["episodes"]) == 0 and np.isnan(none["success_rate"])

@@ -16,6 +16,7 @@ from telapa.continual.telapa.illumination import (
     illuminate,
     trajectory_codec,
 )
+from telapa.envs.minigrid.features import minigrid_codec
 from telapa.latent import LatentConfig, Normalizer, pad_or_truncate
 from telapa.qd import (
     ArchiveConfig,
@@ -25,7 +26,6 @@ from telapa.qd import (
     copy_archive,
     lineage_bit,
     lineage_visits,
-    minigrid_codec,
 )
 from telapa.rl.networks import flatten_params
 from telapa.rl.trainer import PPOTrainer
@@ -50,7 +50,7 @@ KEY = jax.random.key(8)  # its 12 candidates hit every insertion outcome and fil
 def setup():
     trainer = PPOTrainer(ENV, CONFIG, key=0)
     embedding = EmbeddingState.create(jax.random.key(1), LATENT)
-    return trainer.agent, embedding, trainer.get_params()
+    return trainer.agent, embedding, trainer.params
 
 
 def run(setup, *, key=KEY, batch_size=1, iterations=ITERATIONS, **kwargs):
@@ -135,7 +135,7 @@ def test_evaluate_population_on_the_gymnasium_backend(setup):
     config = CONFIG.model_copy(update={"eval": EvalConfig(episodes=EPISODES)})  # 4 env copies
     gym = PPOTrainer(ENV, config, key=0, backend="gymnasium")
     assert trajectory_codec(gym.agent) == trajectory_codec(setup[0]) == minigrid_codec(5, 5, 100)
-    flat, unravel = flatten_params(gym.get_params())
+    flat, unravel = flatten_params(gym.params)
     pop = jnp.stack([flat, flat + jax.random.normal(jax.random.key(3), flat.shape)])
     key = jax.random.key(4)
     ev = evaluate_population(gym.agent, pop, unravel, episodes=EPISODES, key=key)

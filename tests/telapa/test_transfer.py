@@ -59,9 +59,9 @@ def library():
     (min 1.0); r2 (0.05 from r1) is left out of the K_pool = 4 pool."""
     teacher = PPOTrainer(Corridor(), CONFIG, key=0)
     teacher.train(40 * ROLLOUT)
-    trained = teacher.get_params()
+    trained = teacher.params
     assert teacher.evaluate().sr >= 0.95
-    rand = {n: teacher.policy.init(jax.random.key(100 + i)) for i, n in enumerate("1234")}
+    rand = {n: teacher.agent.policy.init(jax.random.key(100 + i)) for i, n in enumerate("1234")}
     n_params = flatten_params(trained)[0].shape[0]
     spec = ArchiveSpec(n_params=n_params, desc_dim=2, raw_dim=0, capacity=4, target_size=3)
 

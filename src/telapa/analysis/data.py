@@ -86,20 +86,22 @@ def load_telapa_run(path: str | Path) -> TeLAPARun | None:
     run_dir = RunDir(path)
     spec = run_dir.complete_spec()
     root = run_dir.path
-    if not (root / "elites.csv").is_file():
+    if not run_dir.has_elites():
         return None
     visits = run_dir.read_table("visits", columns=("visit", "tag", "task"))
     if list(visits["visit"]) != list(range(len(visits))):
-        raise ValueError(f"{root / 'visits.csv'}: visits must be numbered 0..{len(visits) - 1}")
+        raise ValueError(f"{run_dir.table_path('visits')}: visits must be numbered "
+                         f"0..{len(visits) - 1}")
     final = run_dir.read_table("final", columns=("task", "sr"))
     elites = run_dir.elites()
+    elites_path = run_dir.table_path("elites")
     dim = len(descriptor_columns(elites, "d"))
     if dim == 0:
-        raise ValueError(f"{root / 'elites.csv'} has no descriptor columns d_0..")
+        raise ValueError(f"{elites_path} has no descriptor columns d_0..")
     if not elites["visit"].between(0, len(visits) - 1).all():
-        raise ValueError(f"{root / 'elites.csv'}: elite visits outside visits.csv")
+        raise ValueError(f"{elites_path}: elite visits outside visits.csv")
     elites["lineage"] = [parse_lineage(cell) for cell in elites["lineage"]]
-    log_path = root / "method_log.json"
+    log_path = run_dir.method_log_path
     if not log_path.is_file():
         raise RunDirError(f"{log_path} is missing (elites.csv without its method log)")
     log = run_dir.method_log()

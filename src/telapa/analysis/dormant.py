@@ -97,16 +97,13 @@ def checkpoint_params(learner: str | Path, like: Params) -> Params:
 def run_fractions(run: str | Path, env_id: str, obs: Obs, *, tau: float = 0.0
                   ) -> dict[str, float]:
     """`dormant_fractions` of the final policy of the run directory ``run``."""
-    from telapa.continual.rundir import RunDir, RunDirError
+    from telapa.continual.rundir import RunDir
 
     run_dir = RunDir(run)
-    ckpt = run_dir.latest_checkpoint()
-    if ckpt is None:
-        raise RunDirError(f"{run} has no checkpoint")
+    learner = run_dir.learner_file()
     network = make_network(make(env_id).spec, run_dir.config().train.network)
     like = network.init(jax.random.key(0), jax.tree.map(lambda x: x[:1], obs))
-    return dormant_fractions(network, checkpoint_params(ckpt / "learner.npz", like), obs,
-                             tau=tau)
+    return dormant_fractions(network, checkpoint_params(learner, like), obs, tau=tau)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,6 +8,7 @@ Subcommands live in their own modules; user errors are `CLIError`, printed as
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 
 from telapa.cli import demo, report, run, sweep, train
@@ -36,7 +37,22 @@ def main(argv: list[str] | None = None) -> int:
         ns.func(ns)
     except CLIError as err:
         parser.exit(getattr(err, "status", 2), f"telapa: error: {err}\n")
+    except OSError as err:  # a full disk, a read-only mount, a vanished file: one line
+        parser.exit(2, f"telapa: error: {os_error_text(err)}\n")
     return 0
+
+
+def os_error_text(err: OSError) -> str:
+    """One line for an `OSError`: what failed, on which file, and, for a full disk or a
+    read-only place, what to do (every write is atomic, so what was there is intact)."""
+    what = err.strerror or str(err)
+    where = f" ({err.filename})" if err.filename else ""
+    text = f"{what}{where}"
+    if err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM):
+        text += ("; nothing written before was damaged: make room or choose another "
+                 "place, then run the same command again (a run resumes from its last "
+                 "checkpoint)")
+    return text
 
 
 if __name__ == "__main__":

@@ -8,13 +8,18 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
+import pandas as pd
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import track
+from rich.table import Table
 
 from telapa import envs
+from telapa.config import MAX_ENV_STEPS
 from telapa.continual.results import RunRecord
 from telapa.continual.rundir import RunDirError
 from telapa.report.load import load_records
+from telapa.report.tables import ReportTable
 
 
 class CLIError(Exception):
@@ -48,9 +53,43 @@ def json_safe(value: Any) -> Any:
 
 
 def positive_int(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def add_set_option(parser: argparse.ArgumentParser) -> None:
+    """``--set KEY=VALUE`` (repeatable, into ``ns.sets``): one setting of the preset,
+    validated by its model (`telapa.overrides`)."""
+    parser.add_argument("--set", dest="sets", action="append", metavar="KEY=VALUE",
+                        help="change one setting of the preset, e.g. --set train.ppo.lr=1e-3 "
+                             "(a dotted key; the value is read as YAML; repeatable)")
+
+
+def int_in(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: an integer in ``low .. high``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be in {low} .. {high}, got {text}")
+        return value
+    parse.__name__ = "integer"
+    return parse
+
+
+def env_steps(text: str) -> int:
+    """A positive number of env steps, at most `telapa.config.MAX_ENV_STEPS`."""
+    value = positive_int(text)
+    if value > MAX_ENV_STEPS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_ENV_STEPS:.0e} env steps, "
+                                         f"got {text}")
     return value
 
 
@@ -60,6 +99,24 @@ def check_env_id(env_id: str, backend: str) -> None:
         envs.check_env_id(env_id, backend)
     except ValueError as err:
         raise CLIError(str(err)) from None
+
+
+def rich_table(table: ReportTable, *, title: str | None = None) -> Table:
+    """``table`` as a rich table: the same cells as its Markdown (best cells in bold),
+    numbers right-aligned, its caption below."""
+    shown = Table(title=title or table.title, caption=table.caption or None,
+                  caption_justify="left")
+    lead = [table.index_label] if table.show_index else []
+    numeric = [pd.api.types.is_numeric_dtype(table.values[c.key]) for c in table.columns]
+    for label in lead:
+        shown.add_column(label, no_wrap=True)
+    for col, right in zip(table.columns, numeric, strict=True):
+        shown.add_column(col.label, justify="right" if right else "left")
+    for label, cells, best in table.rows():
+        styled = [f"[bold]{escape(v)}[/bold]" if b else escape(v)
+                  for v, b in zip(cells, best, strict=True)]
+        shown.add_row(*([escape(label)] if table.show_index else []), *styled)
+    return shown
 
 
 def stdout_console() -> Console:

@@ -29,7 +29,13 @@ def _unit_interval(text: str) -> float:
 
 def _cmd_report(ns: argparse.Namespace) -> None:
     # imported here: matplotlib and the archive analysis are slow to import for other commands
-    from telapa.report.build import ReportError, build_document, load_archives, write_report
+    from telapa.report.build import (
+        ReportError,
+        build_document,
+        check_destination,
+        load_archives,
+        write_report,
+    )
     from telapa.report.docsync import DocSyncError, blocks, sync_document
 
     console = Console(stderr=True)
@@ -40,6 +46,12 @@ def _cmd_report(ns: argparse.Namespace) -> None:
                                "(see telapa/report/docsync.py)")
         except OSError as err:
             raise CLIError(f"--doc {ns.doc}: {err.strerror}") from None
+        except UnicodeDecodeError as err:
+            raise CLIError(f"--doc {ns.doc} is not UTF-8 text (byte {err.start})") from None
+    try:
+        check_destination(ns.out)  # before any work, as `telapa run` checks --out
+    except ReportError as err:
+        raise CLIError(str(err)) from None
     records = load_runs(ns.runs, skip_incomplete=ns.skip_incomplete, console=console)
     try:
         archives = load_archives(records, track=tracker(console, "loading archives"))

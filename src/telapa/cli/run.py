@@ -1,7 +1,7 @@
 """``telapa run`` (one method on one curriculum, resumable) and ``telapa metrics``.
 
     telapa run --curriculum NAME|FILE --method NAME --seed S [--preset quick|paper|mujoco|FILE]
-               [--out DIR]
+               [--set KEY=VALUE ...] [--track wandb|mlflow] [--out DIR]
     telapa run --curriculum NAME|FILE --method NAME --seeds 0-7 [...] [--out PARENT]
     telapa run --resume RUN_DIR [RUN_DIR...] [options that agree with the run]
     telapa metrics RUN_DIR|SWEEP_DIR... [--skip-incomplete] [--json]
@@ -10,6 +10,11 @@
 jax backend their PPO chunks train as one vmapped batch); each seed gets the run
 directory ``--seed`` would give it (under ``runs/``, or ``PARENT/CURRICULUM-METHOD-sS``
 with ``--out``). ``--resume`` with several run directories resumes them as one batch.
+``--set train.ppo.lr=1e-3`` (repeatable) changes one setting of the preset
+(`telapa.overrides`); ``run.json`` records it, and ``--resume`` refuses one that
+contradicts the run's settings. Every run writes TensorBoard events into ``RUN_DIR/tb``;
+``--track wandb`` / ``--track mlflow`` also log to Weights & Biases / MLflow, one tracked
+run per seed (`telapa.continual.tracking`).
 
 When stderr is not a terminal (a cluster job's log), progress is printed as plain lines
 (phase, steps, steps/s, ETA) every ``--log-interval`` seconds instead of live bars.
@@ -19,8 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import sys
 import time
 from datetime import datetime
 from pathlib import Path
@@ -31,19 +34,32 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from telapa.cli.common import CLIError, json_safe, load_runs, seed_int, stdout_console
+from telapa.cli.common import (
+    CLIError,
+    add_set_option,
+    json_safe,
+    load_runs,
+    rich_table,
+    seed_int,
+    stdout_console,
+)
 from telapa.config import ConfigError
 from telapa.continual.batch import SeedBatch, parse_seeds
 from telapa.continual.curriculum import Visit, load_curriculum
-from telapa.continual.preset import bind_env_family, load_run_config, parse_run_config
+from telapa.continual.preset import bind_env_family, load_run_config
+from telapa.continual.progress import PlainProgress
 from telapa.continual.registry import METHODS
-from telapa.continual.results import COMPUTE_LABELS, CurriculumResults, score
+from telapa.continual.results import CurriculumResults, score
 from telapa.continual.rundir import RunDirError, claim_new_dir
 from telapa.continual.runner import SEED_LIMIT, ContinualRun, RunError, RunSpec
-from telapa.envs.family import common_family
+from telapa.continual.tracking import TRACKERS, Tracking, TrackingError
+from telapa.envs.registry import common_family
 from telapa.io import CheckpointError
-from telapa.metrics import format_cell
-from telapa.metrics.summary import METRIC_LABELS, SUMMARY_METRICS
+from telapa.overrides import differences, override, parse_sets
+from telapa.report.aggregates import aggregates_table, improvement_table, profile_table
+from telapa.report.compute import compute_table
+from telapa.report.scores import main_table, revisit_table
+from telapa.report.tables import ReportTable
 
 
 class RichProgress:
@@ -95,87 +111,6 @@ class RichProgress:
             self.bars.update(self._tasks[self._current], sr=f"{name} {done}/{total}")
 
 
-def _eta(seconds: float) -> str:
-    if not math.isfinite(seconds) or seconds < 0:
-        return "?"
-    seconds = int(seconds)
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-
-
-class PlainProgress:
-    """Progress as plain log lines (for logs that are not a terminal): one line when a
-    phase starts, then at most one every ``interval_s`` seconds, and one when it ends::
-
-        [12:00:05] visit 1 (B, ...) train 2,048/4,096 steps, 812 steps/s, ETA 0:00:02
-        [12:00:09] visit 1 (B) illumination 3/6, ETA 0:00:04
-    """
-
-    def __init__(self, stream=None, interval_s: float = 30.0):
-        self.stream = stream if stream is not None else sys.stderr
-        self.interval_s = interval_s
-        self._visit: Visit | None = None
-        self._budget = 0
-        self._start: tuple[float, int] = (time.perf_counter(), 0)
-        self._last = -math.inf
-        self._phase: tuple[str, float] | None = None
-
-    def __enter__(self) -> PlainProgress:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stream.flush()
-
-    def _line(self, text: str) -> None:
-        print(f"[{datetime.now():%H:%M:%S}] {text}", file=self.stream, flush=True)
-
-    def _where(self) -> str:
-        v = self._visit
-        return "run" if v is None else f"visit {v.index} ({v.tag}, {v.env_id})"
-
-    def _due(self, final: bool) -> bool:
-        now = time.perf_counter()
-        if final or now - self._last >= self.interval_s:
-            self._last = now
-            return True
-        return False
-
-    def visit(self, visit: Visit, budget: int, done: int) -> None:
-        first = self._visit is None or self._visit.index != visit.index
-        self._visit, self._budget = visit, budget
-        self._start = (time.perf_counter(), done)
-        if first:
-            self._last = -math.inf
-
-    def advance(self, steps: int, metrics: dict[str, float]) -> None:
-        if not self._due(steps >= self._budget):
-            return
-        start, done = self._start
-        rate = (steps - done) / max(time.perf_counter() - start, 1e-9)
-        eta = (self._budget - steps) / rate if rate > 0 else math.inf
-        self._line(f"{self._where()} train {steps:,}/{self._budget:,} steps, "
-                   f"{rate:,.0f} steps/s, ETA {_eta(eta)}")
-
-    def evaluated(self, visit: Visit, step: int, sr: float) -> None:
-        if step == 0 or step >= self._budget:
-            self._line(f"{self._where()} eval at step {step:,}: SR {sr:.2f}")
-
-    def note(self, text: str) -> None:
-        self._line(text)
-
-    def phase(self, name: str, done: int, total: int) -> None:
-        now = time.perf_counter()
-        if self._phase is None or self._phase[0] != name or done == 0:
-            self._phase = (name, now)
-            self._last = -math.inf
-        if not self._due(done >= total):
-            return
-        elapsed = now - self._phase[1]
-        eta = elapsed / done * (total - done) if done else math.inf
-        self._line(f"{self._where()} {name} {done}/{total}, ETA {_eta(eta)}")
-        if done >= total:
-            self._phase = None
-
-
 def progress_for(console: Console, interval_s: float):
     """Live bars on a terminal, plain lines every ``interval_s`` seconds otherwise."""
     return RichProgress(console) if console.is_terminal else PlainProgress(
@@ -199,11 +134,12 @@ def batch_outs(curriculum: str, method: str, seeds: list[int], parent: str | Non
 
 def build_spec(
     curriculum: str, method: str, seed: int, preset: str | None,
-    intrinsic_beta: float | None = None
+    intrinsic_beta: float | None = None, sets: list[str] | None = None
 ) -> RunSpec:
     """Validates everything a run needs before any work starts. ``preset`` None: the run
     preset of the curriculum's env family (``quick`` for MiniGrid, ``mujoco-quick`` for
-    MuJoCo), so that no family trains with another family's PPO settings by default."""
+    MuJoCo), so that no family trains with another family's PPO settings by default.
+    ``sets``: ``--set KEY=VALUE`` items, applied over the preset (`telapa.overrides`)."""
     if method not in METHODS:
         raise CLIError(f"unknown method {method!r}; available: {', '.join(METHODS)}")
     if not 0 <= seed < SEED_LIMIT:
@@ -216,14 +152,14 @@ def build_spec(
                 preset = common_family(env_ids).run_preset
             except ValueError as err:
                 raise ConfigError(f"curriculum {cur.name!r}: {err}") from None
+        overrides = parse_sets(sets or [])
         config = load_run_config(preset)
         if intrinsic_beta is not None:
-            data = config.model_dump()
-            data["intrinsic_beta"] = intrinsic_beta
-            config = parse_run_config(data, source="--intrinsic-beta")
+            config = override(config, {"intrinsic_beta": intrinsic_beta}, "--intrinsic-beta")
+        config = override(config, overrides)
         # the env family's latent D, and options it rejects, are checked before any work
         bind_env_family(config, env_ids, f"curriculum {cur.name!r}")
-        spec = RunSpec(cur, method, seed, config, preset)
+        spec = RunSpec(cur, method, seed, config, preset, overrides)
         spec.check_budgets()
         return spec
     except ConfigError as err:
@@ -244,7 +180,7 @@ def execute(run_factory, console: Console, out: str | Path, interval_s: float = 
         try:
             run = run_factory(progress)
             run.run()
-        except (RunDirError, CheckpointError, RunError, ConfigError) as err:
+        except (RunDirError, CheckpointError, RunError, ConfigError, TrackingError) as err:
             raise CLIError(str(err)) from None
         except KeyboardInterrupt:
             raise Interrupted(
@@ -253,7 +189,7 @@ def execute(run_factory, console: Console, out: str | Path, interval_s: float = 
     return run
 
 
-RESUME_OPTIONS = ("curriculum", "method", "seed", "preset", "intrinsic_beta")
+RESUME_OPTIONS = ("curriculum", "method", "seed", "preset", "intrinsic_beta", "sets")
 
 
 def check_resume_options(ns: argparse.Namespace, stored: RunSpec, path: str,
@@ -282,16 +218,25 @@ def check_resume_options(ns: argparse.Namespace, stored: RunSpec, path: str,
         if curriculum != stored.curriculum:
             wrong.append(f"--curriculum {given['curriculum']} (the run's curriculum is "
                          f"{stored.curriculum.name!r}, as stored in its curriculum.yaml)")
-    if "preset" in given or "intrinsic_beta" in given:
+    if "preset" in given or "intrinsic_beta" in given or "sets" in given:
         try:
+            sets = parse_sets(given.get("sets", []))
             config = load_run_config(given.get("preset", stored.preset)) if "preset" in given \
                 else stored.config
+            if "intrinsic_beta" in given:
+                config = config.model_copy(update={"intrinsic_beta": given["intrinsic_beta"]})
+            config = override(config, sets)
+            stored_config = bind_env_family(stored.config,
+                                            list(stored.curriculum.task_ids().values()))
+            config = bind_env_family(config, list(stored.curriculum.task_ids().values()))
         except ConfigError as err:
             raise CLIError(str(err)) from None
-        if "intrinsic_beta" in given:
-            config = config.model_copy(update={"intrinsic_beta": given["intrinsic_beta"]})
+        changed = differences(stored_config, config, sets)
+        wrong.extend(f"--set {key}={json.dumps(new)} (the run's {key} is {json.dumps(old)})"
+                     for key, (old, new) in changed.items())
         if "preset" in given and config.model_copy(
-                update={"intrinsic_beta": stored.config.intrinsic_beta}) != stored.config:
+                update={"intrinsic_beta": stored.config.intrinsic_beta}) != stored_config \
+                and not changed:
             wrong.append(f"--preset {given['preset']} (the run's settings, in its config.yaml, "
                          f"differ; it was started with preset {stored.preset!r})")
         if "intrinsic_beta" in given and config.intrinsic_beta != stored.config.intrinsic_beta:
@@ -302,8 +247,19 @@ def check_resume_options(ns: argparse.Namespace, stored: RunSpec, path: str,
                        f"contradict it: {'; '.join(wrong)}. Leave them out to resume it")
 
 
+def tracking_of(ns: argparse.Namespace) -> Tracking:
+    """The ``--track`` trackers, their packages checked before any work."""
+    try:
+        tracking = Tracking(tuple(dict.fromkeys(ns.track or ())), ns.track_project)
+        tracking.check()
+    except TrackingError as err:
+        raise CLIError(str(err)) from None
+    return tracking
+
+
 def _cmd_run(ns: argparse.Namespace) -> None:
     console = Console(stderr=True)
+    tracking = tracking_of(ns)
     if ns.resume and len(ns.resume) > 1:
         if ns.seeds is not None:
             raise CLIError("--seeds cannot be combined with --resume (each run directory "
@@ -314,7 +270,7 @@ def _cmd_run(ns: argparse.Namespace) -> None:
             except RunDirError as err:
                 raise CLIError(str(err)) from None
             check_resume_options(ns, stored, path, seed=False)
-        batch = execute(lambda p: SeedBatch.resume(ns.resume, p), console,
+        batch = execute(lambda p: SeedBatch.resume(ns.resume, p, tracking=tracking), console,
                         " ".join(ns.resume), ns.log_interval)
         for run in batch.runs:
             print_run(run, stdout_console())
@@ -329,28 +285,29 @@ def _cmd_run(ns: argparse.Namespace) -> None:
         except RunDirError as err:
             raise CLIError(str(err)) from None
         check_resume_options(ns, stored, resume)
-        run = execute(lambda p: ContinualRun.resume(resume, p), console, resume,
-                      ns.log_interval)
+        run = execute(lambda p: ContinualRun.resume(resume, p, tracking=tracking), console,
+                      resume, ns.log_interval)
     elif ns.seeds is not None:
-        _run_seeds(ns, console)
+        _run_seeds(ns, console, tracking)
         return
     else:
         missing = [f"--{a}" for a in ("curriculum", "method") if getattr(ns, a) is None]
         if missing:
             raise CLIError(f"{' and '.join(missing)} required (or --resume RUN_DIR)")
         seed = 0 if ns.seed is None else ns.seed
-        spec = build_spec(ns.curriculum, ns.method, seed, ns.preset, ns.intrinsic_beta)
+        spec = build_spec(ns.curriculum, ns.method, seed, ns.preset, ns.intrinsic_beta,
+                          ns.sets)
         out = Path(ns.out) if ns.out else _default_out(spec.curriculum.name, ns.method, seed)
         try:
             claim_new_dir(out, resume_hint=f"resume it with `telapa run --resume {out}`")
         except RunDirError as err:
             raise CLIError(str(err)) from None
-        run = execute(lambda p: ContinualRun.start(spec, out, p), console, out,
-                      ns.log_interval)
+        run = execute(lambda p: ContinualRun.start(spec, out, p, tracking=tracking), console,
+                      out, ns.log_interval)
     print_run(run, stdout_console())
 
 
-def _run_seeds(ns: argparse.Namespace, console: Console) -> None:
+def _run_seeds(ns: argparse.Namespace, console: Console, tracking: Tracking) -> None:
     """``telapa run --seeds``: validates everything and claims every run directory
     before any work, then runs the batch."""
     missing = [f"--{a}" for a in ("curriculum", "method") if getattr(ns, a) is None]
@@ -365,14 +322,16 @@ def _run_seeds(ns: argparse.Namespace, console: Console) -> None:
     for seed in seeds:
         if not 0 <= seed < SEED_LIMIT:
             raise CLIError(f"--seeds: seed {seed} is out of range: use 0 <= seed < 2^32")
-    spec = build_spec(ns.curriculum, ns.method, seeds[0], ns.preset, ns.intrinsic_beta)
+    spec = build_spec(ns.curriculum, ns.method, seeds[0], ns.preset, ns.intrinsic_beta,
+                      ns.sets)
     outs = batch_outs(spec.curriculum.name, ns.method, seeds, ns.out)
     for out in outs:
         try:
             claim_new_dir(out, resume_hint=f"resume it with `telapa run --resume {out}`")
         except RunDirError as err:
             raise CLIError(str(err)) from None
-    batch = execute(lambda p: SeedBatch.start(spec, seeds, outs, p), console,
+    batch = execute(lambda p: SeedBatch.start(spec, seeds, outs, p, tracking=tracking),
+                    console,
                     " ".join(map(str, outs)), ns.log_interval)
     for run in batch.runs:
         print_run(run, stdout_console())
@@ -396,33 +355,21 @@ def print_run(run: ContinualRun, console: Console) -> None:
 
 
 def metrics_tables(result: CurriculumResults) -> list[Table]:
-    """Rich tables: the main metrics table and the revisit table of one curriculum."""
-    summary = result.summary()
-    main = Table(title=f"{result.curriculum}: mean ± 95% CI over seeds "
-                       f"(tau_T from {result.tau_source})")
-    main.add_column("method")
-    main.add_column("runs", justify="right")
-    for m in SUMMARY_METRICS:
-        main.add_column(METRIC_LABELS[m], justify="right")
-    for method, row in summary.iterrows():
-        main.add_row(method, str(int(row["runs"])),
-                     *(format_cell(row[m], row[f"{m}_ci"], digits=3) for m in SUMMARY_METRICS))
-    revisits = result.revisits()
-    rev = Table(title="Revisit mean SR (post-training)")
-    rev.add_column("method")
-    for tag in revisits.columns:
-        rev.add_column(tag, justify="right")
-    for method, row in revisits.iterrows():
-        rev.add_row(method, *("n/a" if math.isnan(v) else f"{v:.3f}" for v in row))
-    compute = result.compute()
-    cost = Table(title="Compute and memory (mean ± 95% CI)")
-    cost.add_column("method")
-    for label in COMPUTE_LABELS.values():
-        cost.add_column(label, justify="right")
-    for method, row in compute.iterrows():
-        cost.add_row(method, *(format_cell(row[c], row[f"{c}_ci"], digits=2)
-                               for c in COMPUTE_LABELS))
-    return [main, rev, cost]
+    """Rich tables of one curriculum: the main metrics table (mean ± t half width
+    [bootstrap interval]), the revisit table, rliable's aggregates of the revisit scores
+    (mean and IQM, performance profile, probability of improvement) and the compute
+    table, as ``telapa report`` makes them."""
+    return [rich_table(t, title=f"{result.curriculum}: {t.title}")
+            for t in metrics_report_tables(result)]
+
+
+def metrics_report_tables(result: CurriculumResults) -> list[ReportTable]:
+    """The report tables `metrics_tables` shows (those that apply to ``result``)."""
+    prefix = result.curriculum
+    tables = [main_table(result, prefix=prefix), revisit_table(result, prefix=prefix),
+              aggregates_table(result, prefix=prefix), profile_table(result, prefix=prefix),
+              improvement_table(result, prefix=prefix), compute_table(result, prefix=prefix)]
+    return [t for t in tables if t is not None]
 
 
 def _cmd_metrics(ns: argparse.Namespace) -> None:
@@ -433,10 +380,15 @@ def _cmd_metrics(ns: argparse.Namespace) -> None:
     except RunDirError as err:
         raise CLIError(str(err)) from None
     if ns.json:
-        payload = {name: {"tau": r.tau, "tau_source": r.tau_source,
-                          "summary": _records(r.summary()), "revisits": _records(r.revisits()),
-                          "compute": _records(r.compute())}
-                   for name, r in results.items()}
+        payload = {}
+        for name, r in results.items():
+            tables = {t.id.removeprefix(f"{r.curriculum}-"): t for t in metrics_report_tables(r)}
+            payload[name] = {
+                "tau": r.tau, "tau_source": r.tau_source,
+                "summary": _records(tables["main"].values.select_dtypes("number")),
+                "revisits": _records(r.revisits()), "compute": _records(r.compute()),
+                **{key: _records(tables[key].values)
+                   for key in ("aggregates", "profile", "improvement") if key in tables}}
         print(json.dumps(json_safe(payload), allow_nan=False))
         return
     for result in results.values():
@@ -445,7 +397,7 @@ def _cmd_metrics(ns: argparse.Namespace) -> None:
 
 
 def _records(frame: pd.DataFrame) -> dict[str, dict[str, float]]:
-    return {str(k): {c: float(v) for c, v in row.items()} for k, row in frame.iterrows()}
+    return {str(k): {str(c): float(v) for c, v in row.items()} for k, row in frame.iterrows()}
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -460,6 +412,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                      help="a run preset (configs/runs: quick, paper, study, mujoco, mujoco-quick) "
                           "or a YAML file; default: the curriculum's env family's quick "
                           "preset (quick for MiniGrid, mujoco-quick for MuJoCo)")
+    add_set_option(run)
     run.add_argument("--out", help="run directory (default: under runs/); with --seeds "
                                    "the directory that holds the seeds' run directories")
     run.add_argument("--intrinsic-beta", type=float, metavar="BETA",
@@ -467,11 +420,19 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--resume", metavar="RUN_DIR", nargs="+",
                      help="continue a killed run (other options must agree with it); "
                           "several run directories resume as one batch of seeds")
+    run.add_argument("--track", action="append", choices=TRACKERS,
+                     help="also log the run's curves to Weights & Biases or MLflow (one "
+                          "tracked run per seed; needs telapa[tracking]; repeatable). "
+                          "TensorBoard events are always written to RUN_DIR/tb")
+    run.add_argument("--track-project", default="telapa", metavar="NAME",
+                     help="the W&B project / MLflow experiment of --track (default telapa)")
     run.add_argument("--log-interval", type=float, default=30.0, metavar="SECONDS",
                      help="seconds between progress lines when stderr is not a terminal")
     run.set_defaults(func=_cmd_run)
 
-    metrics = sub.add_parser("metrics", help="score finished runs together (tables with 95%% CIs)")
+    metrics = sub.add_parser("metrics", help="score finished runs together (tables with 95%% "
+                                             "t and bootstrap intervals, IQM, performance "
+                                             "profiles, probability of improvement)")
     metrics.add_argument("runs", nargs="+", metavar="RUN_DIR|SWEEP_DIR")
     metrics.add_argument("--skip-incomplete", action="store_true")
     metrics.add_argument("--json", action="store_true", help="print the tables as JSON")

@@ -2,12 +2,16 @@
 
     telapa sweep FILE --out DIR [--workers N] [--threads T] [--retries R]
                  [--backend local|ray] [--address ADDR] [--batch-seeds] [--export DEST]
+                 [--set KEY=VALUE ...]
     telapa sweep status DIR
     telapa sweep export DIR DEST
 
 Re-running the same command resumes the sweep: finished cells are skipped, partial ones
-resume from their checkpoints, failed ones are tried again. ``telapa metrics DIR`` and
-``telapa report DIR`` score a sweep directory's finished cells.
+resume from their checkpoints, failed ones are tried again. ``--set KEY=VALUE``
+(repeatable) adds an override for every cell over the file's ``overrides``; the sweep
+directory records the cells' settings, so re-running it with another ``--set`` is
+refused. ``telapa metrics DIR`` and ``telapa report DIR`` score a sweep directory's
+finished cells.
 """
 
 from __future__ import annotations
@@ -19,9 +23,14 @@ from pathlib import Path
 
 from rich.table import Table
 
-from telapa.cli.common import CLIError, positive_int, stdout_console
+from telapa.cli.common import CLIError, add_set_option, int_in, stdout_console
 from telapa.config import ConfigError
 from telapa.continual.rundir import RunDirError
+
+MAX_WORKERS = 1024
+"""Bound of ``--workers`` and ``--threads`` (each worker is a process, each thread a core)."""
+MAX_RETRIES = 100
+"""Bound of ``--retries``."""
 
 
 def _log(text: str) -> None:
@@ -46,9 +55,10 @@ def _cmd_sweep(ns: argparse.Namespace) -> None:
     if ns.out is None:
         raise CLIError("--out DIR is required")
     from telapa.continual.sweep import LocalBackend, RayBackend, load_sweep, run_sweep
+    from telapa.overrides import parse_sets
 
     try:
-        sweep = load_sweep(ns.args[0])
+        sweep = load_sweep(ns.args[0], parse_sets(ns.sets or []))
     except ConfigError as err:
         raise CLIError(str(err)) from None
     if ns.backend == "ray":
@@ -89,6 +99,13 @@ def _hours(seconds: float) -> str:
 
 
 def _status(path: Path) -> None:
+    try:
+        _print_status(path)
+    except (RunDirError, ValueError) as err:  # a status or lock file that cannot be read
+        raise CLIError(str(err)) from None
+
+
+def _print_status(path: Path) -> None:
     from telapa.continual.sweep import (
         STATES,
         cell_state,
@@ -97,10 +114,7 @@ def _status(path: Path) -> None:
         time_left,
     )
 
-    try:
-        cells = stored_cells(path)
-    except (RunDirError, ValueError) as err:
-        raise CLIError(str(err)) from None
+    cells = stored_cells(path)
     if cells is None:
         raise CLIError(f"{path} is not a sweep directory (no cells.json)")
     table = Table(title=f"sweep {path}")
@@ -145,14 +159,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                          "export DIR DEST` copies finished cells' results")
     sweep.add_argument("args", nargs="+", metavar="FILE | status DIR | export DIR DEST")
     sweep.add_argument("--out", help="sweep directory (re-running the command resumes it)")
+    add_set_option(sweep)
     sweep.add_argument("--backend", choices=["local", "ray"], default="local")
     sweep.add_argument("--address", help="Ray cluster address (default: a local Ray instance)")
-    sweep.add_argument("--workers", type=positive_int, default=1,
-                       help="local worker processes (default 1)")
-    sweep.add_argument("--threads", type=positive_int,
+    sweep.add_argument("--workers", type=int_in(1, MAX_WORKERS), default=1,
+                       help=f"local worker processes (default 1, at most {MAX_WORKERS})")
+    sweep.add_argument("--threads", type=int_in(1, MAX_WORKERS),
                        help="CPU threads per cell (default: cores / workers; Ray: 1)")
-    sweep.add_argument("--retries", type=int, default=0,
-                       help="times a failed cell is tried again (default 0)")
+    sweep.add_argument("--retries", type=int_in(0, MAX_RETRIES), default=0,
+                       help=f"times a failed cell is tried again (default 0, at most "
+                            f"{MAX_RETRIES})")
     sweep.add_argument("--batch-seeds", action="store_true",
                        help="run the seeds of each cell together in one worker (PPO of the "
                             "seeds as one vmapped batch on the jax backend)")

@@ -1,14 +1,15 @@
 """``telapa train``: PPO on one environment.
 
     telapa train --env ID --steps N [--seed S] [--backend jax|gymnasium] [--config FILE]
-                 [--out DIR] [--json]
+                 [--set KEY=VALUE ...] [--out DIR] [--json]
 
+``--set ppo.lr=1e-3`` (repeatable) changes one setting of the config (`telapa.overrides`).
 ``train`` writes a run directory: ``config.yaml`` (the resolved `TrainConfig`, loadable
-with ``--config``), ``run.json`` (arguments and final results), ``metrics.csv`` (one row
-per PPO iteration) and TensorBoard events under ``tb/``. With ``--json`` the last line on
-stdout is one JSON object with ``steps``, ``wall_s``, ``compile_s``, ``train_s``,
-``steps_per_s`` (training steps per second, compilation excluded), ``eval_sr``,
-``eval_return`` and ``run_dir``; the progress bar goes to stderr.
+with ``--config``), ``run.json`` (arguments, ``--set`` overrides and final results),
+``metrics.csv`` (one row per PPO iteration) and TensorBoard events under ``tb/``. With
+``--json`` the last line on stdout is one JSON object with ``steps``, ``wall_s``,
+``compile_s``, ``train_s``, ``steps_per_s`` (training steps per second, compilation
+excluded), ``eval_sr``, ``eval_return`` and ``run_dir``; the progress bar goes to stderr.
 """
 
 from __future__ import annotations
@@ -24,17 +25,28 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from telapa.cli.common import CLIError, check_env_id, positive_int, seed_int
-from telapa.config import ConfigError, TrainConfig, default_config, dump_config, load_config
-from telapa.continual.rundir import RunDirError, claim_new_dir
+from telapa.cli.common import (
+    CLIError,
+    add_set_option,
+    check_env_id,
+    env_steps,
+    seed_int,
+)
+from telapa.config import ConfigError, TrainConfig, dump_config, load_config
+from telapa.continual.rundir import TB_DIR, RunDirError, claim_new_dir
+from telapa.envs.registry import default_config
+from telapa.io import write_text_atomic
+from telapa.overrides import override, parse_sets
 
 PLAIN_INTERVAL_S = 30.0
 """Seconds between progress lines when stderr is not a terminal."""
 
 
-def _resolve_config(path: str | None, env_id: str) -> TrainConfig:
+def _resolve_config(path: str | None, env_id: str, sets: dict[str, Any] | None = None
+                    ) -> TrainConfig:
     try:
-        return load_config(path) if path else default_config(env_id)
+        config = load_config(path) if path else default_config(env_id)
+        return override(config, sets or {})
     except ConfigError as err:
         raise CLIError(str(err)) from None
 
@@ -54,14 +66,20 @@ def train_run(
     config_path: str | None = None,
     out: str | None = None,
     console: Console | None = None,
+    sets: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Validates, trains, evaluates and writes a run directory; returns the summary."""
+    """Validates, trains, evaluates and writes a run directory; returns the summary.
+    ``sets``: ``--set KEY=VALUE`` items applied over the config (`telapa.overrides`)."""
     import pandas as pd
     from tensorboardX import SummaryWriter
 
     start = time.perf_counter()
     check_env_id(env_id, backend)
-    config = _resolve_config(config_path, env_id)
+    try:
+        overrides = parse_sets(sets or [])
+    except ConfigError as err:
+        raise CLIError(str(err)) from None
+    config = _resolve_config(config_path, env_id, overrides)
     console = console or Console(stderr=True)
 
     from telapa.rl import PPOTrainer
@@ -71,15 +89,16 @@ def train_run(
         claim_new_dir(run_dir)
     except RunDirError as err:
         raise CLIError(str(err)) from None
-    (run_dir / "config.yaml").write_text(dump_config(config))
-    args = {"env": env_id, "steps": steps, "seed": seed, "backend": backend}
+    write_text_atomic(run_dir / "config.yaml", dump_config(config))
+    args = {"env": env_id, "steps": steps, "seed": seed, "backend": backend,
+            "overrides": overrides}
 
     trainer = PPOTrainer(env_id, config, key=seed, backend=backend, total_steps=steps)
     with console.status(f"compiling PPO for {env_id} ({backend})"):
         compile_s = trainer.compile()
 
     rows: list[dict[str, float]] = []
-    writer = SummaryWriter(str(run_dir / "tb"))
+    writer = SummaryWriter(str(run_dir / TB_DIR))
     columns = (
         TextColumn("[bold]PPO"),
         BarColumn(bar_width=20),
@@ -133,12 +152,13 @@ def train_run(
         "eval_episodes": len(result.returns),
         "run_dir": str(run_dir),
     }
-    (run_dir / "run.json").write_text(json.dumps(summary, indent=2) + "\n")
+    write_text_atomic(run_dir / "run.json", json.dumps(summary, indent=2) + "\n")
     return summary
 
 
 def _cmd_train(ns: argparse.Namespace) -> None:
-    summary = train_run(ns.env, ns.steps, ns.seed, ns.backend, ns.config, ns.out)
+    summary = train_run(ns.env, ns.steps, ns.seed, ns.backend, ns.config, ns.out,
+                        sets=ns.sets)
     if ns.json:
         print(json.dumps(summary), flush=True)
     else:
@@ -153,10 +173,12 @@ def _cmd_train(ns: argparse.Namespace) -> None:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     train = sub.add_parser("train", help="train PPO on one environment")
     train.add_argument("--env", required=True, help="env id, e.g. MiniGrid-DoorKey-8x8-v0")
-    train.add_argument("--steps", required=True, type=positive_int, help="env steps")
+    train.add_argument("--steps", required=True, type=env_steps,
+                       help="env steps (at most 1e10)")
     train.add_argument("--seed", type=seed_int, default=0, help="0 <= S < 2^32")
     train.add_argument("--backend", choices=["jax", "gymnasium"], default="jax")
     train.add_argument("--config", help="YAML config (default: configs/ppo preset)")
+    add_set_option(train)
     train.add_argument("--out", help="run directory (default: runs/<env>-<backend>-s<seed>-<time>)")
     train.add_argument("--json", action="store_true", help="print a JSON summary line")
     train.set_defaults(func=_cmd_train)

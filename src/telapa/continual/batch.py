@@ -35,6 +35,7 @@ with its own agents, as separate runs would.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import time
 from collections.abc import Sequence
@@ -42,15 +43,10 @@ from pathlib import Path
 from typing import Any
 
 from telapa.continual.preset import bind_env_family
-from telapa.continual.rundir import RunDirError
-from telapa.continual.runner import (
-    ContinualRun,
-    Phase,
-    Progress,
-    RunError,
-    RunSpec,
-    SilentProgress,
-)
+from telapa.continual.progress import Progress, SilentProgress
+from telapa.continual.rundir import RunDir, RunDirError
+from telapa.continual.runner import ContinualRun, Phase, RunError, RunSpec
+from telapa.continual.tracking import Tracking
 from telapa.io import MemoryMonitor
 from telapa.rl.agent import Agent, BatchMemberError, stack_states, unstack_states
 
@@ -82,10 +78,15 @@ class _SeedProgress:
             self.sink.phase(name, done, total)
 
 
+MAX_BATCH_SEEDS = 1_024
+"""Seeds of one batch (``telapa run --seeds``): one process holds every seed's run."""
+
+
 def parse_seeds(text: str) -> list[int]:
     """``"0-7"``, ``"0,2,5"`` or a mix (``"0-3,8"``) -> the seeds in the given order;
-    ValueError for an empty, malformed, reversed or repeated entry."""
-    seeds: list[int] = []
+    ValueError for an empty, malformed, reversed or repeated entry, or for more than
+    `MAX_BATCH_SEEDS` seeds (counted before any range is expanded)."""
+    ranges: list[tuple[int, int]] = []
     for part in text.split(","):
         part = part.strip()
         low, dash, high = part.partition("-")
@@ -96,8 +97,13 @@ def parse_seeds(text: str) -> list[int]:
             raise ValueError(f"seeds {text!r}: {part!r} is not a seed or a range A-B") from None
         if last < first:
             raise ValueError(f"seeds {text!r}: range {part!r} is reversed")
-        seeds.extend(range(first, last + 1))
-    repeated = sorted({s for s in seeds if seeds.count(s) > 1})
+        ranges.append((first, last))
+    count = sum(last - first + 1 for first, last in ranges)
+    if count > MAX_BATCH_SEEDS:
+        raise ValueError(f"seeds {text!r} makes {count:,} seeds; one batch runs at most "
+                         f"{MAX_BATCH_SEEDS:,}")
+    seeds = [s for first, last in ranges for s in range(first, last + 1)]
+    repeated = sorted(s for s, n in collections.Counter(seeds).items() if n > 1)
     if repeated:
         raise ValueError(f"seeds {text!r} lists {repeated} twice")
     return seeds
@@ -118,23 +124,27 @@ class SeedBatch:
 
     @classmethod
     def start(cls, spec: RunSpec, seeds: Sequence[int], paths: Sequence[str | Path],
-              progress: Progress | None = None) -> SeedBatch:
+              progress: Progress | None = None, *, tracking: Tracking | None = None
+              ) -> SeedBatch:
         """New runs of ``spec`` with each of ``seeds`` (its own seed is ignored), seed i in
-        ``paths[i]``; ``progress`` shows the first seed (and every seed's notes)."""
+        ``paths[i]``; ``progress`` shows the first seed (and every seed's notes);
+        ``tracking``: each seed's external trackers (`telapa.continual.tracking`)."""
         if len(paths) != len(seeds):
             raise ValueError(f"a batch needs one path per seed; got seeds {list(seeds)} and "
                              f"{len(paths)} paths")
         return cls.open([(dataclasses.replace(spec, seed=s), p) for s, p in
-                         zip(seeds, paths, strict=True)], cls.shared_progress(progress, seeds))
+                         zip(seeds, paths, strict=True)], cls.shared_progress(progress, seeds),
+                        tracking=tracking)
 
     @classmethod
-    def resume(cls, paths: Sequence[str | Path], progress: Progress | None = None
-               ) -> SeedBatch:
+    def resume(cls, paths: Sequence[str | Path], progress: Progress | None = None, *,
+               tracking: Tracking | None = None) -> SeedBatch:
         """Continues the runs in ``paths`` (killed batch members, or separate runs of one
         method, curriculum and settings with different seeds), each from its own latest
         checkpoint."""
         seeds = [ContinualRun.stored_spec(p).seed for p in paths]
-        return cls.open([(None, p) for p in paths], cls.shared_progress(progress, seeds))
+        return cls.open([(None, p) for p in paths], cls.shared_progress(progress, seeds),
+                        tracking=tracking)
 
     @staticmethod
     def shared_progress(progress: Progress | None, seeds: Sequence[int]) -> list[Progress]:
@@ -144,14 +154,14 @@ class SeedBatch:
 
     @classmethod
     def open(cls, entries: Sequence[tuple[RunSpec | None, str | Path]],
-             progress: Sequence[Progress]) -> SeedBatch:
+             progress: Sequence[Progress], *, tracking: Tracking | None = None) -> SeedBatch:
         """A batch of the runs ``(spec, path)``: resumed where ``path`` holds a run (with
         its stored spec; ``spec`` may then be None), else started with ``spec``; seed i
         reports to ``progress[i]``. The runs must be distinct seeds of one method,
         curriculum and settings (`RunDirError` otherwise, before any run is opened)."""
         specs = []
         for spec, path in entries:
-            if (Path(path) / "run.json").exists():
+            if RunDir(path).exists():
                 spec = ContinualRun.stored_spec(path)
             elif spec is None:
                 raise RunDirError(f"{path} holds no run to resume")
@@ -170,12 +180,15 @@ class SeedBatch:
         runs: list[ContinualRun] = []
         try:
             for (spec, path), sink in zip(entries, progress, strict=True):
-                if (Path(path) / "run.json").exists():
-                    runs.append(ContinualRun.resume(path, sink, agents=agents))
+                if RunDir(path).exists():
+                    runs.append(ContinualRun.resume(path, sink, agents=agents,
+                                                    tracking=tracking))
                 else:
-                    runs.append(ContinualRun.start(spec, path, sink, agents=agents))
+                    runs.append(ContinualRun.start(spec, path, sink, agents=agents,
+                                                   tracking=tracking))
         except BaseException:
             for run in runs:
+                run.tracker.close("stopped")
                 run.dir.unlock()
             raise
         return cls(runs)
@@ -190,6 +203,7 @@ class SeedBatch:
             return self._run_batched()
         finally:
             for run in self.runs:
+                run.tracker.close("stopped")  # no-op for the runs that finished
                 run.dir.unlock()
 
     def _run_batched(self) -> list[dict[str, Any]]:

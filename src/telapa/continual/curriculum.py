@@ -31,21 +31,34 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     Field,
-    PositiveInt,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
-from telapa.config import CONFIG_DIR, StrictModel, read_yaml, resolve_named, validate
-from telapa.envs import check_env_id
-from telapa.envs.family import family_of
+from telapa.config import (
+    CONFIG_DIR,
+    EnvSteps,
+    StrictModel,
+    read_yaml,
+    resolve_named,
+    validate,
+)
+from telapa.envs.registry import check_env_id, family_of
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,99}")
 """Curriculum names (and other names that become one path component)."""
+TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,39}")
+"""Task tags: they name files of a run directory (``train/NN-TAG.csv``), so one plain
+path component (a revisit's primes are added by the curriculum)."""
+MAX_CYCLES = 1_000
+"""Repetitions of a curriculum's ``order`` (the paper: 3)."""
+MAX_VISITS = 10_000
+"""Visits of a whole curriculum (the paper: 15 to 25)."""
 CURRICULUM_DIR = CONFIG_DIR / "curricula"
 """Where the named curricula live: ``configs/curricula/<name>.yaml``."""
 
@@ -56,8 +69,9 @@ class TaskSpec(StrictModel):
 
     env_id: str
     options: dict[str, Any] = Field(default_factory=dict)
-    steps: PositiveInt | None = None
-    """Env steps per visit of this task; overrides `Curriculum.steps_per_visit`."""
+    steps: EnvSteps | None = None
+    """Env steps per visit of this task; overrides `Curriculum.steps_per_visit`; at most
+    `MAX_ENV_STEPS`."""
 
 
 @dataclass(frozen=True)
@@ -86,8 +100,11 @@ class Curriculum(StrictModel):
     backend: Literal["jax", "gymnasium"] = "jax"
     tasks: dict[str, TaskSpec]
     order: list[str]
-    cycles: PositiveInt = 1
-    steps_per_visit: PositiveInt | None = None
+    cycles: Annotated[int, Field(gt=0, le=MAX_CYCLES)] = 1
+    """Times ``order`` is repeated (at most `MAX_CYCLES`; the whole sequence holds at most
+    `MAX_VISITS` visits)."""
+    steps_per_visit: EnvSteps | None = None
+    """Env steps per visit of the tasks without ``steps`` (at most `MAX_ENV_STEPS`)."""
     description: str = ""
 
     @field_validator("name")
@@ -114,8 +131,10 @@ class Curriculum(StrictModel):
         if not tasks:
             raise ValueError("no tasks defined")
         for tag in tasks:
-            if not tag or "'" in tag:
-                raise ValueError(f"task tag {tag!r} must be non-empty and have no prime (')")
+            if not TAG.fullmatch(tag):
+                raise ValueError(f"task tag {tag!r} must be letters, digits, '_', '.' and '-' "
+                                 "(not starting with '.' or '-', no prime ', at most 40 "
+                                 "characters): it names files of the run directory")
         backend = info.data.get("backend")
         if backend is not None:
             for tag, spec in tasks.items():
@@ -139,6 +158,13 @@ class Curriculum(StrictModel):
                         f"order names undefined task {tag!r}; defined: {', '.join(tasks)}"
                     )
         return order
+
+    @model_validator(mode="after")
+    def _visits_bounded(self) -> Curriculum:
+        visits = len(self.order) * self.cycles
+        if visits > MAX_VISITS:
+            raise ValueError(f"order x cycles makes {visits:,} visits; at most {MAX_VISITS:,}")
+        return self
 
     def visits(self) -> list[Visit]:
         """The whole sequence, ``order`` repeated ``cycles`` times."""

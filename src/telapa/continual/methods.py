@@ -60,13 +60,25 @@ class TaskContext:
 
 
 class Method:
-    """Finetune: one PPO instance across the sequence, optimizer state kept."""
+    """Finetune: one PPO instance across the sequence, optimizer state kept.
+
+    A new method is one subclass with its ``name`` (and ``section``, if it has settings),
+    listed in `telapa.continual.registry.METHODS`."""
 
     name: ClassVar[str] = "finetune"
+    section: ClassVar[str | None] = None
+    """The section of `MethodsConfig` (``methods.<section>`` in a run preset) holding this
+    method's settings, given to it as ``self.settings``; None: it has none. Runs are
+    grouped by the settings of their own method's section only
+    (`telapa.continual.results`), and a sweep's ``methods.<section>.*`` grid multiplies
+    only the cells of the methods that declare that section."""
     reset_optimizer: ClassVar[bool] = False
 
     def __init__(self, config: RunConfig, *, key: jax.Array | None = None):
         self.config = config
+        self.settings: Any = None if self.section is None else getattr(config.methods,
+                                                                       self.section)
+        """This method's settings, ``config.methods.<section>`` (None without a section)."""
         self.key = jax.random.key(0) if key is None else key
         """The method's own randomness, drawn from the run seed by the runner (TeLAPA: the
         initial trajectory encoder)."""
@@ -160,10 +172,11 @@ class ScratchReuse(Scratch):
     """
 
     name = "scratch-reuse"
+    section = "scratch_reuse"
 
     def __init__(self, config: RunConfig, *, key: jax.Array | None = None):
         super().__init__(config, key=key)
-        self.keep = config.methods.scratch_reuse.keep
+        self.keep = self.settings.keep
         self.bank: dict[str, Params] = {}
 
     def start_task(self, state: PPOState, ctx: TaskContext) -> PPOState:
@@ -206,10 +219,11 @@ class L2Init(FinetuneReset):
     theta_0 the run's initial parameters."""
 
     name = "l2init"
+    section = "l2init"
 
     def __init__(self, config: RunConfig, *, key: jax.Array | None = None):
         super().__init__(config, key=key)
-        lam = config.methods.l2init.lam
+        lam = self.settings.lam
         self.penalty = lambda params, data: lam * _squared_distance(params, data["anchor"])
         self._anchor: Params | None = None
 
@@ -266,10 +280,10 @@ class EWC(FinetuneReset):
     """
 
     name = "ewc"
+    section = "ewc"
 
     def __init__(self, config: RunConfig, *, key: jax.Array | None = None):
         super().__init__(config, key=key)
-        self.settings = config.methods.ewc
         lam = self.settings.lam
         self.penalty = lambda params, data: 0.5 * lam * _squared_distance(
             params, data["anchor"], data["fisher"]
@@ -317,12 +331,13 @@ class ShrinkPerturb(FinetuneReset):
     ``eps ~ N(0, I)`` (Ash & Adams 2020)."""
 
     name = "shrink-perturb"
+    section = "shrink_perturb"
 
     def start_task(self, state: PPOState, ctx: TaskContext) -> PPOState:
         state = super().start_task(state, ctx)
         if ctx.visit.index == 0:
             return state
-        settings = self.config.methods.shrink_perturb
+        settings = self.settings
         leaves, treedef = jax.tree.flatten(state.params)
         keys = jax.random.split(ctx.key, len(leaves))
         shrunk = [

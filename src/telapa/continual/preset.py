@@ -3,7 +3,8 @@
 Presets live in ``configs/runs/<name>.yaml`` (``quick``: the primary curriculum in
 minutes; ``paper``: the paper's numbers and our documented choices where it is silent,
 see docs/assumptions.md). ``train`` is a PPO preset name from ``configs/ppo/`` or an
-inline `TrainConfig` mapping.
+inline `TrainConfig` mapping. A preset may build on another with ``base: NAME`` (or a
+path) and change part of it (`telapa.overrides.read_layered`).
 """
 
 from __future__ import annotations
@@ -22,16 +23,18 @@ from pydantic import (
 
 from telapa.config import (
     CONFIG_DIR,
+    EnvSteps,
+    Episodes,
     StrictModel,
     TrainConfig,
     UnitInterval,
     load_config,
     preset_path,
-    read_yaml,
     resolve_named,
     validate,
 )
 from telapa.latent.config import LatentConfig
+from telapa.overrides import merge, read_layered
 from telapa.qd.config import QDConfig
 
 RUN_PRESET_DIR = CONFIG_DIR / "runs"
@@ -84,13 +87,17 @@ class RunConfig(StrictModel):
     """Budgets, evaluation and method hyperparameters of a continual run."""
 
     train: TrainConfig
-    steps_per_visit: PositiveInt
-    """PPO env steps per task visit (a curriculum may override it per task)."""
-    eval_every: PositiveInt
-    """Env steps between evaluations during a visit (the TTT resolution)."""
-    eval_episodes: PositiveInt = 50
-    """Episodes of every pre/periodic/post evaluation, on fresh seeds each time."""
-    final_eval_episodes: PositiveInt = 50
+    steps_per_visit: EnvSteps
+    """PPO env steps per task visit (a curriculum may override it per task); at most
+    `MAX_ENV_STEPS`."""
+    eval_every: EnvSteps
+    """Env steps between evaluations during a visit (the TTT resolution); a visit holds
+    at most `MAX_EVALUATIONS_PER_VISIT` evaluations."""
+    eval_episodes: Episodes = 50
+    """Episodes of every pre/periodic/post evaluation, on fresh seeds each time; at most
+    `MAX_EPISODES`."""
+    final_eval_episodes: Episodes = 50
+    """Episodes of the end-of-sequence evaluation of each task; at most `MAX_EPISODES`."""
     tau_min: UnitInterval = 0.2
     """Floor of the competence target tau_T (paper App. C)."""
     intrinsic_beta: PositiveFloat | None = None
@@ -107,7 +114,7 @@ class RunConfig(StrictModel):
             return load_config(preset_path(value))
         if isinstance(value, dict) and "preset" in value:
             overrides = {k: v for k, v in value.items() if k != "preset"}
-            return _merged(load_config(preset_path(value["preset"])).model_dump(), overrides)
+            return merge(load_config(preset_path(value["preset"])).model_dump(), overrides)
         return value
 
     @property
@@ -126,12 +133,34 @@ class RunConfig(StrictModel):
             )
         return self
 
+    @model_validator(mode="after")
+    def _evaluations_bounded(self) -> RunConfig:
+        evaluations_per_visit(self.steps_per_visit, self.eval_every, "steps_per_visit")
+        return self
+
     def check_budgets(self) -> None:
         """ValueError unless ``steps_per_visit`` and ``eval_every`` are whole PPO calls.
         Checked for every new run (`RunSpec.check_budgets`), not when an existing run
         directory is read: runs made before the rule keep loading."""
         for name in ("steps_per_visit", "eval_every"):
             check_whole_calls(name, getattr(self, name), self.call_steps)
+
+
+MAX_EVALUATIONS_PER_VISIT = 1_000
+"""Evaluations of one visit, ``ceil(budget / eval_every)`` (the paper: 20)."""
+MAX_EVALUATIONS_PER_RUN = 100_000
+"""Evaluations of a whole run, over every visit (the paper: 20 x 15 visits)."""
+
+
+def evaluations_per_visit(steps: int, eval_every: int, name: str) -> int:
+    """``ceil(steps / eval_every)``; ValueError naming ``name`` above
+    `MAX_EVALUATIONS_PER_VISIT` (each evaluation is a phase of the run)."""
+    count = -(-steps // eval_every)
+    if count > MAX_EVALUATIONS_PER_VISIT:
+        raise ValueError(f"{name}={steps} with eval_every={eval_every} makes {count:,} "
+                         f"evaluations per visit; at most {MAX_EVALUATIONS_PER_VISIT:,} "
+                         "(raise eval_every)")
+    return count
 
 
 def check_whole_calls(name: str, steps: int, call: int) -> None:
@@ -145,26 +174,23 @@ def check_whole_calls(name: str, steps: int, call: int) -> None:
         )
 
 
-def _merged(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    """``base`` with ``overrides`` applied: mappings merge key by key, other values replace."""
-    out = dict(base)
-    for key, value in overrides.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merged(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
 def parse_run_config(data: dict[str, Any], source: str = "<dict>") -> RunConfig:
     """Validates a dict (as read from YAML) into a `RunConfig`."""
     return validate(RunConfig, data, source)
 
 
-def load_run_config(name_or_path: str | Path) -> RunConfig:
-    """Loads ``configs/runs/<name>.yaml`` or a YAML file given by path."""
+def read_run_preset(name_or_path: str | Path) -> Any:
+    """The mapping of ``configs/runs/<name>.yaml`` or of a YAML file given by path, merged
+    over its ``base`` preset if it names one (not validated yet)."""
     path = resolve_named(name_or_path, RUN_PRESET_DIR, "run preset")
-    return parse_run_config(read_yaml(path, "run preset"), source=str(path))
+    return read_layered(path, RUN_PRESET_DIR, "run preset")
+
+
+def load_run_config(name_or_path: str | Path) -> RunConfig:
+    """Loads ``configs/runs/<name>.yaml`` or a YAML file given by path (with its
+    ``base``, see `read_run_preset`)."""
+    path = resolve_named(name_or_path, RUN_PRESET_DIR, "run preset")
+    return parse_run_config(read_run_preset(path), source=str(path))
 
 
 def bind_env_family(config: RunConfig, env_ids: list[str], source: str = "run") -> RunConfig:
@@ -174,7 +200,7 @@ def bind_env_family(config: RunConfig, env_ids: list[str], source: str = "run") 
     naming both values; the curriculum must use one family and one D, and
     ``intrinsic_beta`` needs a family with the count bonus."""
     from telapa.config import ConfigError
-    from telapa.envs.family import common_family
+    from telapa.envs.registry import common_family
 
     try:
         family = common_family(env_ids)

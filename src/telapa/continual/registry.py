@@ -1,4 +1,5 @@
-"""Every continual method by name (`telapa run --method NAME`)."""
+"""Every continual method by name (`telapa run --method NAME`), and what follows from
+each method's declared settings section (`Method.section`)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from telapa.continual.methods import (
     ScratchReuse,
     ShrinkPerturb,
 )
-from telapa.continual.preset import RunConfig
+from telapa.continual.preset import MethodsConfig, RunConfig
 from telapa.continual.telapa.method import TeLAPA, TeLAPAStatic
 
 METHODS: dict[str, type[Method]] = {
@@ -25,6 +26,23 @@ METHODS: dict[str, type[Method]] = {
         ShrinkPerturb,
     )
 }
+
+METHOD_SECTIONS: dict[str, str] = {name: m.section for name, m in METHODS.items()
+                                   if m.section is not None}
+"""Method -> the ``methods.*`` section of `RunConfig` it reads (the others ignore it),
+as the methods declare it."""
+
+_unknown = {n: s for n, s in METHOD_SECTIONS.items() if s not in MethodsConfig.model_fields}
+if _unknown:
+    raise TypeError(f"methods {_unknown} declare settings sections that MethodsConfig "
+                    f"lacks (it has {sorted(MethodsConfig.model_fields)})")
+
+
+def method_section(name: str) -> str | None:
+    """The settings section the method ``name`` reads; None for a method without one,
+    or one not (or no longer) registered."""
+    method = METHODS.get(name)
+    return None if method is None else method.section
 
 
 def make_method(name: str, config: RunConfig, *, key: jax.Array | None = None) -> Method:

@@ -64,10 +64,6 @@ class RunRecord:
     ``("unrecorded",)`` for a run made before runs recorded them."""
 
 
-METHOD_SECTIONS = {"ewc": "ewc", "l2init": "l2init", "shrink-perturb": "shrink_perturb",
-                   "scratch-reuse": "scratch_reuse", "telapa": "telapa",
-                   "telapa-static": "telapa"}
-"""Method -> the ``methods.*`` section of `RunConfig` it reads (the others ignore them)."""
 
 
 def flatten_settings(data: Any, prefix: str = "") -> dict[str, str]:
@@ -102,9 +98,22 @@ def load_run(path: str | Path) -> RunRecord:
     )
 
 
+def __getattr__(name: str) -> Any:
+    # METHOD_SECTIONS lives with the methods (`telapa.continual.registry`); this keeps
+    # `from telapa.continual.results import METHOD_SECTIONS` working for its old readers.
+    if name == "METHOD_SECTIONS":
+        from telapa.continual.registry import METHOD_SECTIONS
+
+        return METHOD_SECTIONS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _relevant(record: RunRecord) -> dict[str, str]:
-    """The settings ``record``'s method uses: all but other methods' sections."""
-    own = METHOD_SECTIONS.get(record.method)
+    """The settings ``record``'s method uses: all but other methods' sections (the
+    section a method reads is the one it declares, `Method.section`)."""
+    from telapa.continual.registry import method_section  # the methods load jax: on use
+
+    own = method_section(record.method)
     return {k: v for k, v in record.settings.items()
             if not k.startswith("methods.") or (own and k.startswith(f"methods.{own}."))}
 

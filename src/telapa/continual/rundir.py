@@ -13,46 +13,80 @@
                           candidate, illuminations, maintenance updates)
       elites.csv          method tables (TeLAPA: every archived elite, no weights)
       metrics.json        the run's metrics (written when it completes)
+      tb/                 TensorBoard events (`telapa.continual.tracking`): SR curves,
+                          PPO losses, phase times, method decisions (archive sizes)
+      tracking.json       the W&B / MLflow runs it logs to (``telapa run --track``)
       checkpoint.json     names the latest complete checkpoint and the one before it
       ckpt-NNNNNN/        state.json (phase, records), learner.npz (PPO state),
                           train_state.npz (after a chunk: the visit's `TrainState`),
-                          method-PART.npz, train.csv (the current visit's iterations)
+                          method-PART.npz, train.csv (the current visit's iterations),
+                          files.json (the SHA-256 of each of these)
       .lock               held (``flock``) by the one process working on the run
 
 A checkpoint directory is complete before ``checkpoint.json`` names it (written
 atomically), so a kill at any moment leaves the previous checkpoint usable; leftovers
 of an interrupted write are removed on the next commit. The two newest checkpoints are
-kept: when the newest is unreadable, `checkpoints` still offers the previous one.
+kept: when the newest is unreadable, `checkpoints` still offers the previous one. They
+share no file (a part of the method state that did not change is copied, after its
+SHA-256 is checked, not hard-linked), and ``files.json`` seals each checkpoint, so a
+damaged file is found (`verify_checkpoint`) and never takes the previous checkpoint with it.
 
-`RunDir` is the one owner of this layout: the runner writes through it, and `analysis`,
-`report` and `continual.results` read through its typed readers (`tables`,
-`accounting`, `method_log`, `elites`, `metrics`), which check every table against the
-run's curriculum and name the file that is wrong.
+`RunDir` is the one owner of this layout, checkpoints included: no other code names a
+file inside a run directory. The runner writes through it (`create`, `write_tables`,
+`save_checkpoint`, ...), and `analysis`, `report`, `continual.results` and the sweeps read
+through its typed readers (`spec`, `tables`, `accounting`, `method_log`, `elites`,
+`metrics`, `checkpoint_state`, `load_checkpoint`), which check what they read (every
+table against the run's curriculum) and name the file that is wrong.
 """
 
 from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import math
 import os
 import re
 import shutil
 import socket
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
 import pandas as pd
 import yaml
 
-from telapa.io import read_json, write_json_atomic, write_table_atomic
+from telapa.io import (
+    atomic_open,
+    load_pytree,
+    read_json,
+    save_pytree,
+    write_json_atomic,
+    write_table_atomic,
+)
 
 RUN_FORMAT = "telapa-run"
 RUN_VERSION = 1
 _CKPT = re.compile(r"^ckpt-(\d{6})$")
 LOCK_NAME = ".lock"
+TB_DIR = "tb"
+"""TensorBoard event files of a run (``telapa train`` and continual runs)."""
+TRACKING_FILE = "tracking.json"
+"""The external tracked runs (W&B run id, MLflow run id) a run logs to, kept so that a
+resumed run goes on logging to the same tracked run."""
+MANIFEST = "run.json"
+POINTER = "checkpoint.json"
+CKPT_STATE = "state.json"
+CKPT_LEARNER = "learner.npz"
+CKPT_TRAIN_STATE = "train_state.npz"
+CKPT_TRAIN_ROWS = "train.csv"
+RESULT_FILES = ("run.json", "config.yaml", "curriculum.yaml", "visits.csv", "curve.csv",
+                "final.csv", "metrics.json", "accounting.json", "method_log.json", "elites.csv")
+"""The files of a finished run that ``telapa report`` and ``telapa metrics`` read (never
+checkpoints or per-update training logs): what a sweep export keeps (`result_files`)."""
 
 VISIT_COLUMNS = [
     "visit", "tag", "task", "env_id", "cycle", "budget", "pre_sr", "pre_return", "post_sr",
@@ -61,9 +95,42 @@ VISIT_COLUMNS = [
 CURVE_COLUMNS = ["visit", "tag", "task", "step", "global_step", "sr", "mean_return"]
 FINAL_COLUMNS = ["task", "env_id", "sr", "mean_return"]
 TABLE_COLUMNS = {"visits": VISIT_COLUMNS, "curve": CURVE_COLUMNS, "final": FINAL_COLUMNS}
+SEAL_NAME = "files.json"
+"""In each checkpoint: the SHA-256 of every other file of it (`RunDir.commit_checkpoint`)."""
+
+
+class _Damaged(Exception):
+    """A file's content is not the one its seal records."""
+
+
+def _sha256(path: Path) -> str:
+    hasher = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            hasher.update(chunk)
+    return hasher.hexdigest()
+
+
+RESULT_FILES = ("run.json", "config.yaml", "curriculum.yaml", "visits.csv", "curve.csv",
+                "final.csv", "metrics.json", "accounting.json", "method_log.json", "elites.csv")
+"""A run's small outputs (`RunDir.result_files`): everything `telapa report` and `telapa
+metrics` read; a sweep export copies these."""
 ELITE_REQUIRED = ("task", "archive_tag", "slot", "elite_id", "parent_id", "visit", "fitness",
                   "sr", "sigma", "lineage", "embedding_version", "d_min")
 """Leading columns of ``elites.csv`` (`telapa.qd.export.ELITE_COLUMNS`), then d_0.."""
+
+
+def _flock_exclusive(handle: IO[str], tries: int = 5, wait_s: float = 0.02) -> None:
+    """``flock(LOCK_EX | LOCK_NB)``, tried again a few times over ~0.1 s: a reader's
+    probe (`RunDir.is_locked`) holds a shared lock for a moment and is not a holder."""
+    for attempt in range(tries):
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except OSError as err:
+            if err.errno not in (errno.EAGAIN, errno.EACCES) or attempt == tries - 1:
+                raise
+            time.sleep(wait_s)
 
 
 class RunDirError(ValueError):
@@ -84,7 +151,7 @@ def claim_new_dir(path: str | Path, *, what: str = "run directory",
             entries = sorted(e.name for e in os.scandir(path))
         except OSError as err:
             raise RunDirError(f"cannot read {what} {path}: {err.strerror}") from None
-        if entries and resume_hint and "run.json" in entries:
+        if entries and resume_hint and MANIFEST in entries:
             raise RunDirError(f"{path} already holds a run; {resume_hint} or choose another "
                               "--out")
         if entries:
@@ -108,33 +175,58 @@ class RunDir:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self._lock_file: IO[str] | None = None
+        self._saved_parts: dict[str, tuple[Any, Path]] = {}
+        """Method state parts of the last checkpoint written (see `save_checkpoint`)."""
 
     # --- spec -----------------------------------------------------------------------
 
-    def create(self, spec: dict[str, Any], files: dict[str, str]) -> None:
-        """Starts a new run here: ``path`` must not exist or be an empty directory (a
-        directory holding a run is refused with how to resume it; any other non-empty
-        one, a file, or an unwritable place is refused too). Takes the lock."""
+    def create(self, spec: dict[str, Any], *, config: dict[str, Any],
+               curriculum: dict[str, Any]) -> None:
+        """Starts a new run here with the manifest ``spec`` and the resolved ``config``
+        and ``curriculum`` (plain mappings, written as YAML). ``path`` must not exist or be
+        an empty directory (a directory holding a run is refused with how to resume it;
+        any other non-empty one, a file, or an unwritable place is refused too). Takes
+        the lock."""
         claim_new_dir(self.path, resume_hint=f"resume it with `telapa run --resume "
                                              f"{self.path}`")
         self.lock()
-        for name, text in files.items():
-            (self.path / name).write_text(text)
-        write_json_atomic(self.path / "run.json", {"format": RUN_FORMAT, "version": RUN_VERSION,
-                                                   **spec, "status": "running"})
+        (self.path / "config.yaml").write_text(dump_yaml(config))
+        (self.path / "curriculum.yaml").write_text(dump_yaml(curriculum))
+        write_json_atomic(self.path / MANIFEST, {"format": RUN_FORMAT, "version": RUN_VERSION,
+                                                 **spec, "status": "running"})
+
+    def exists(self) -> bool:
+        """Whether a run was started here (its manifest is written; it may be unreadable)."""
+        return (self.path / MANIFEST).exists()
+
+    def is_complete(self) -> bool:
+        """Whether a readable manifest here says the run is complete."""
+        try:
+            return self.spec().get("status") == "complete"
+        except RunDirError:
+            return False
+
+    def clear_unstarted(self) -> bool:
+        """Removes this directory when it holds no run manifest (what a start that died
+        before writing it leaves); True if it removed one. A started run is kept."""
+        if self.path.is_dir() and not self.exists():
+            shutil.rmtree(self.path)
+            return True
+        return False
 
     def spec(self) -> dict[str, Any]:
         if not self.path.is_dir():
             raise RunDirError(f"run directory {self.path} does not exist")
+        manifest = self.path / MANIFEST
         try:
-            spec = read_json(self.path / "run.json", "run manifest")
+            spec = read_json(manifest, "run manifest")
         except (FileNotFoundError, ValueError) as err:
             raise RunDirError(str(err)) from None
         if not isinstance(spec, dict) or spec.get("format") != RUN_FORMAT:
-            raise RunDirError(f"{self.path / 'run.json'} is not a telapa run manifest")
+            raise RunDirError(f"{manifest} is not a telapa run manifest")
         if spec.get("version") != RUN_VERSION:
             raise RunDirError(
-                f"{self.path / 'run.json'}: run format version {spec.get('version')} is not "
+                f"{manifest}: run format version {spec.get('version')} is not "
                 f"supported (expected {RUN_VERSION})"
             )
         return spec
@@ -152,7 +244,7 @@ class RunDir:
     def set_status(self, status: str, **extra: Any) -> None:
         spec = self.spec()
         spec.update(status=status, **extra)
-        write_json_atomic(self.path / "run.json", spec)
+        write_json_atomic(self.path / MANIFEST, spec)
 
     def _yaml(self, name: str) -> Any:
         from telapa.config import ConfigError, read_yaml
@@ -205,7 +297,7 @@ class RunDir:
         except OSError as err:
             raise RunDirError(f"cannot lock run directory {self.path}: {err.strerror}") from None
         try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _flock_exclusive(handle)
         except OSError as err:
             if err.errno not in (errno.EAGAIN, errno.EACCES):
                 handle.close()
@@ -239,14 +331,19 @@ class RunDir:
 
     # --- tables ---------------------------------------------------------------------
 
+    def table_path(self, name: str) -> Path:
+        """Where the table ``name`` (``visits``, ``curve``, ``final``, a method table such
+        as ``elites``) is: ``NAME.csv``."""
+        return self.path / f"{name}.csv"
+
     def write_tables(self, tables: dict[str, pd.DataFrame]) -> None:
         for name, frame in tables.items():
-            write_table_atomic(self.path / f"{name}.csv", frame)
+            write_table_atomic(self.table_path(name), frame)
 
     def read_table(self, name: str, columns: Sequence[str] | None = None) -> pd.DataFrame:
         """``NAME.csv`` with its columns checked (``columns``, by default all of a run
         table's); `RunDirError` names a missing, empty or unparsable file."""
-        path = self.path / f"{name}.csv"
+        path = self.table_path(name)
         if not path.is_file():
             raise RunDirError(f"{path} is missing (incomplete run?)")
         try:
@@ -258,6 +355,7 @@ class RunDir:
         if missing:
             raise RunDirError(f"{path} is missing column(s) {missing}; it has "
                               f"{list(frame.columns)} (truncated or foreign?)")
+        check_values(frame, path)
         return frame
 
     def tables(self) -> dict[str, pd.DataFrame]:
@@ -269,7 +367,7 @@ class RunDir:
         curriculum, config = self.curriculum(), self.config()
         visits = curriculum.visits()
         t = {name: self.read_table(name) for name in ("visits", "curve", "final")}
-        path = self.path / "visits.csv"
+        path = self.table_path("visits")
         tags = [v.tag for v in visits]
         got = [str(x) for x in t["visits"]["tag"]]
         if got != tags:
@@ -277,7 +375,7 @@ class RunDir:
                               f"{curriculum.name!r} has {tags} (truncated?)")
         if t["visits"][VISIT_COLUMNS].isna().any().any():
             raise RunDirError(f"{path} has missing values (truncated?)")
-        path = self.path / "curve.csv"
+        path = self.table_path("curve")
         counts = t["curve"].groupby("visit").size().to_dict()
         for v in visits:
             budget = v.steps or config.steps_per_visit
@@ -288,7 +386,7 @@ class RunDir:
                     f"({v.tag}), expected {expected} (truncated?)")
         if t["curve"][CURVE_COLUMNS].isna().any().any():
             raise RunDirError(f"{path} has missing values (truncated?)")
-        path = self.path / "final.csv"
+        path = self.table_path("final")
         tasks = list(curriculum.task_ids())
         if [str(x) for x in t["final"]["task"]] != tasks or t["final"][FINAL_COLUMNS].isna(
                 ).any().any():
@@ -316,22 +414,32 @@ class RunDir:
                   "run_dir_bytes")
         if not isinstance(data, dict) or any(k not in data for k in needed):
             raise RunDirError(f"{self.path / 'accounting.json'} lacks one of {list(needed)}")
+        for key in needed:
+            value = data[key]
+            if isinstance(value, bool) or not isinstance(value, int | float) or not (
+                    math.isfinite(value) and value >= 0):
+                raise RunDirError(f"{self.path / 'accounting.json'}: {key} is {value!r}, not "
+                                  "a non-negative number")
         return data
 
     def write_accounting(self, data: dict[str, Any]) -> None:
         write_json_atomic(self.path / "accounting.json", data)
 
+    @property
+    def method_log_path(self) -> Path:
+        return self.path / "method_log.json"
+
     def method_log(self) -> list[dict[str, Any]]:
         """``method_log.json``: the method's decisions, a list of event objects."""
-        log = self._json("method_log.json", "method log")
+        log = self._json(self.method_log_path.name, "method log")
         if not isinstance(log, list) or not all(isinstance(e, dict) and "event" in e
                                                 for e in log):
-            raise RunDirError(f"{self.path / 'method_log.json'} must hold a JSON list of "
+            raise RunDirError(f"{self.method_log_path} must hold a JSON list of "
                               "event objects")
         return log
 
     def write_method_log(self, log: list[dict[str, Any]]) -> None:
-        write_json_atomic(self.path / "method_log.json", log)
+        write_json_atomic(self.method_log_path, log)
 
     def metrics(self) -> dict[str, Any]:
         return self._json("metrics.json", "metrics")
@@ -340,12 +448,13 @@ class RunDir:
         write_json_atomic(self.path / "metrics.json", metrics)
 
     def has_elites(self) -> bool:
-        return (self.path / "elites.csv").is_file()
+        """Whether the run keeps policy archives and has written them (``elites.csv``)."""
+        return self.table_path("elites").is_file()
 
     def elites(self) -> pd.DataFrame:
         """``elites.csv``: every archived elite; `RunDirError` names a truncated file."""
         frame = self.read_table("elites", ELITE_REQUIRED)
-        path = self.path / "elites.csv"
+        path = self.table_path("elites")
         descriptor = [c for c in frame.columns if re.fullmatch(r"d_\d+", c)]
         if not descriptor:
             raise RunDirError(f"{path} has no descriptor columns d_0.. (truncated?)")
@@ -353,10 +462,14 @@ class RunDir:
             raise RunDirError(f"{path} has missing values (truncated?)")
         return frame
 
+    def result_files(self) -> list[Path]:
+        """The `RESULT_FILES` this run has, in that order (what a sweep export copies)."""
+        return [self.path / name for name in RESULT_FILES if (self.path / name).is_file()]
+
     # --- checkpoints ----------------------------------------------------------------
 
     def _pointer(self) -> dict[str, Any] | None:
-        pointer = self.path / "checkpoint.json"
+        pointer = self.path / POINTER
         if not pointer.exists():
             return None
         try:
@@ -368,21 +481,35 @@ class RunDir:
 
     def checkpoints(self) -> list[Path]:
         """The committed checkpoints, newest first (at most two): the one
-        ``checkpoint.json`` names, then the one before it if it is still complete."""
-        data = self._pointer()
+        ``checkpoint.json`` names, then the one before it if it is still complete; when
+        ``checkpoint.json`` is damaged, the two newest sealed checkpoint folders."""
+        try:
+            data = self._pointer()
+        except RunDirError:  # a damaged pointer: the sealed checkpoints, newest first
+            sealed = self._sealed_checkpoints()
+            if not sealed:
+                raise
+            return sealed[:2]
         if data is None:
             return []
-        pointer = self.path / "checkpoint.json"
+        pointer = self.path / POINTER
         name = data["latest"]
         folder = self.path / str(name)
-        if not _CKPT.match(str(name)) or not (folder / "state.json").is_file():
+        if not _CKPT.match(str(name)) or not (folder / CKPT_STATE).is_file():
             raise RunDirError(f"{pointer} names {name!r}, which is not a complete checkpoint")
         out = [folder]
         previous = data.get("previous")
         if isinstance(previous, str) and _CKPT.match(previous) and (
-                self.path / previous / "state.json").is_file():
+                self.path / previous / CKPT_STATE).is_file():
             out.append(self.path / previous)
         return out
+
+    def _sealed_checkpoints(self) -> list[Path]:
+        """Checkpoint folders with a seal (complete: the seal is written last), newest
+        first."""
+        found = [p for p in self.path.iterdir() if _CKPT.match(p.name)
+                 and (p / SEAL_NAME).is_file() and (p / "state.json").is_file()]
+        return sorted(found, key=lambda p: p.name, reverse=True)
 
     def latest_checkpoint(self) -> Path | None:
         found = self.checkpoints()
@@ -400,14 +527,213 @@ class RunDir:
 
     def commit_checkpoint(self, folder: Path) -> None:
         """Makes ``folder`` the latest checkpoint, keeps the one before it as ``previous``
-        and removes the older ones."""
+        and removes the older ones. The checkpoint's files are sealed first: ``files.json``
+        records each one's SHA-256 (`verify_checkpoint`)."""
         latest = self.latest_checkpoint()
+        write_json_atomic(folder / SEAL_NAME, {
+            f.name: _sha256(f) for f in sorted(folder.iterdir())
+            if f.is_file() and f.name != SEAL_NAME and not f.name.startswith(".")})
         keep = {folder.name} | ({latest.name} if latest is not None else set())
-        write_json_atomic(self.path / "checkpoint.json", {
+        write_json_atomic(self.path / POINTER, {
             "latest": folder.name, "previous": latest.name if latest is not None else None})
         for other in self.path.iterdir():
             if _CKPT.match(other.name) and other.name not in keep:
                 shutil.rmtree(other, ignore_errors=True)
+
+    # --- what a sweep asks of a cell's run directory (reads only) ---------------------
+
+    def has_run(self) -> bool:
+        """Whether a run was started here (its manifest is a file)."""
+        return (self.path / MANIFEST).is_file()
+
+    def discard_unstarted(self) -> None:
+        """Removes the directory of a start that died before it wrote ``run.json`` (a
+        sweep clears its own cells' leftovers this way, under the sweep's lock)."""
+        if self.path.is_dir() and not self.has_run():
+            shutil.rmtree(self.path)
+
+    def is_locked(self) -> bool:
+        """Whether another process holds this run directory's lock. Writes nothing: no
+        lock file is created, and a read-only run directory is read correctly (a shared
+        lock is tried and dropped at once; `lock` retries over such a probe)."""
+        try:
+            handle = open(self.path / LOCK_NAME, "rb")  # noqa: SIM115 - closed below
+        except FileNotFoundError:
+            return False
+        except OSError as err:
+            raise RunDirError(f"cannot read the lock of {self.path}: {err.strerror}") from None
+        with handle:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except OSError as err:
+                if err.errno in (errno.EAGAIN, errno.EACCES):
+                    return True
+                raise RunDirError(f"cannot read the lock of {self.path}: {err}") from None
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        return False
+
+    def checkpoint_state(self, folder: Path | None = None) -> dict[str, Any] | None:
+        """``state.json`` of checkpoint ``folder`` (default: the latest; None when there
+        is none yet): ``next_phase``, ``phases``, ``wall_s``, the records, ... `RunDirError`
+        names the file when it is unreadable or not a checkpoint state."""
+        folder = self.latest_checkpoint() if folder is None else folder
+        if folder is None:
+            return None
+        path = folder / "state.json"
+        try:
+            state = read_json(path, "checkpoint state")
+        except (FileNotFoundError, ValueError) as err:
+            raise RunDirError(str(err)) from None
+        if not isinstance(state, dict) or any(
+                k not in state for k in ("phases", "next_phase", "records")):
+            raise RunDirError(f"{path} is not a checkpoint state")
+        return state
+
+    def verify_checkpoint(self, folder: Path) -> None:
+        """`RunDirError` naming the first file of checkpoint ``folder`` that is missing or
+        differs from its SHA-256 in ``files.json`` (a checkpoint written before seals
+        were kept passes: it has no ``files.json``)."""
+        seal = folder / SEAL_NAME
+        if not seal.exists():
+            return
+        try:
+            digests = read_json(seal, "checkpoint seal")
+        except ValueError as err:
+            raise RunDirError(str(err)) from None
+        if not isinstance(digests, dict):
+            raise RunDirError(f"{seal} is not a checkpoint seal")
+        for name, digest in digests.items():
+            path = folder / str(name)
+            if not path.is_file():
+                raise RunDirError(f"{path} is missing from its checkpoint")
+            if _sha256(path) != digest:
+                raise RunDirError(f"{path} is damaged (its SHA-256 differs from {seal})")
+
+    def copy_intact(self, source: Path, target: Path) -> bool:
+        """Copies ``source``, a file of a sealed checkpoint, to ``target`` if it is intact
+        (its SHA-256 is the one its seal records); False, with nothing written, when it
+        is not or cannot be told. Two checkpoints never share a file (a damaged file
+        would take both), and a damaged one is never carried forward."""
+        seal = source.parent / SEAL_NAME
+        try:
+            digest = read_json(seal, "checkpoint seal").get(source.name)
+        except (OSError, ValueError, AttributeError):
+            return False
+        if digest is None:
+            return False
+        hasher = hashlib.sha256()
+        try:
+            with source.open("rb") as src, atomic_open(target) as dst:
+                while chunk := src.read(1 << 20):
+                    hasher.update(chunk)
+                    dst.write(chunk)
+                if hasher.hexdigest() != digest:
+                    raise _Damaged
+        except (_Damaged, FileNotFoundError):
+            return False
+        return True
+
+    def save_checkpoint(self, state: dict[str, Any], *, learner: Any,
+                        method: dict[str, Any], train_state: Any = None,
+                        train_rows: list[dict[str, Any]]) -> Path:
+        """Writes a new checkpoint and commits it (`commit_checkpoint`); returns its folder.
+
+        ``state`` (JSON: at least ``phases``, ``next_phase`` and ``records``) goes to
+        ``state.json``, written last, so a folder with it is complete; ``learner`` (the
+        carried `PPOState`) to ``learner.npz``; ``train_state`` (the visit's `TrainState`
+        after a chunk; None: not saved) to ``train_state.npz``; each part of the
+        ``method`` state to ``method-PART.npz``; ``train_rows`` (the current visit's PPO
+        iterations; none: not saved) to ``train.csv``. A method part that is the same
+        object as at the previous checkpoint this `RunDir` wrote is copied from there if
+        that file is intact (`copy_intact`; never hard-linked: two checkpoints share no
+        file), else written again."""
+        folder = self.new_checkpoint()
+        if train_state is not None:
+            save_pytree(folder / CKPT_TRAIN_STATE, train_state)
+        save_pytree(folder / CKPT_LEARNER, learner)
+        saved = {}
+        for name, tree in method.items():
+            target = folder / f"method-{name}.npz"
+            previous = self._saved_parts.get(name)
+            if not (previous is not None and previous[0] is tree
+                    and self.copy_intact(previous[1], target)):
+                save_pytree(target, tree)
+            saved[name] = (tree, target)
+        self._saved_parts = saved
+        if train_rows:
+            pd.DataFrame(train_rows).to_csv(folder / CKPT_TRAIN_ROWS, index=False)
+        write_json_atomic(folder / CKPT_STATE, state)
+        self.commit_checkpoint(folder)
+        return folder
+
+    def load_checkpoint(self, folder: Path, *, learner: Any, method: dict[str, Any]
+                        ) -> tuple[Any, dict[str, Any]]:
+        """(learner, method state) of the checkpoint ``folder``, read into the structure
+        of the templates ``learner`` and ``method`` (one per part) with
+        `telapa.io.load_pytree`; `CheckpointError` names a file that does not match."""
+        parts = {name: load_pytree(folder / f"method-{name}.npz", like)
+                 for name, like in method.items()}
+        return load_pytree(folder / CKPT_LEARNER, learner), parts
+
+    def checkpoint_train_state(self, folder: Path, like: Any) -> Any:
+        """The visit's `TrainState` saved with the checkpoint ``folder`` (after a chunk),
+        in the structure of ``like``; None when it holds none."""
+        path = folder / CKPT_TRAIN_STATE
+        return load_pytree(path, like) if path.exists() else None
+
+    def checkpoint_train_rows(self, folder: Path) -> list[dict[str, Any]]:
+        """The current visit's PPO iteration rows saved with the checkpoint ``folder``."""
+        path = folder / CKPT_TRAIN_ROWS
+        return pd.read_csv(path).to_dict("records") if path.exists() else []
+
+    def learner_file(self, folder: Path | None = None) -> Path:
+        """The file holding the carried `PPOState` of the checkpoint ``folder`` (default:
+        the latest one); `RunDirError` when the run has no checkpoint."""
+        if folder is None:
+            folder = self.latest_checkpoint()
+            if folder is None:
+                raise RunDirError(f"{self.path} has no checkpoint")
+        return folder / CKPT_LEARNER
+
+
+# --- the values of a run's tables (checked whenever `RunDir.read_table` reads one) -------
+
+COLUMN_KINDS = {
+    "visit": "count", "cycle": "count", "budget": "count", "train_steps": "count",
+    "start_global_step": "count", "end_global_step": "count", "step": "count",
+    "global_step": "count", "pre_sr": "rate", "post_sr": "rate", "sr": "rate",
+    "pre_return": "real", "post_return": "real", "mean_return": "real",
+}
+"""What each numeric column of the run tables (and ``elites.csv``'s ``visit`` and ``sr``)
+holds: ``count`` a non-negative integer, ``rate`` a success rate in [0, 1], ``real`` a
+finite number. An empty cell (a visit still in progress) is allowed."""
+_KIND_TEXT = {"count": "a non-negative integer", "rate": "a success rate in [0, 1]",
+              "real": "a finite number"}
+
+
+def check_values(frame: pd.DataFrame, path: Path) -> None:
+    """`RunDirError` naming the file, line, column and value of the first cell of
+    ``frame`` (read from ``path``) that is not what its column holds (`COLUMN_KINDS`)."""
+    for column in frame.columns:
+        kind = COLUMN_KINDS.get(column)
+        if kind is None:
+            continue
+        raw = frame[column]
+        given = raw.notna().to_numpy()
+        values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+        with np.errstate(invalid="ignore"):
+            if kind == "count":
+                ok = (values >= 0) & (values == np.floor(values))
+            elif kind == "rate":
+                ok = (values >= 0) & (values <= 1)
+            else:
+                ok = np.isfinite(values)
+        bad = np.flatnonzero(given & ~ok)
+        if bad.size:
+            row = int(bad[0])
+            value = str(raw.iloc[row])
+            raise RunDirError(f"{path}, line {row + 2}, column {column}: {value!r} is not "
+                              f"{_KIND_TEXT[kind]}")
 
 
 def dump_yaml(data: Any) -> str:

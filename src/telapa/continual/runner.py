@@ -28,22 +28,27 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import jax
 import pandas as pd
-import yaml
 
 from telapa import __version__
 from telapa.config import ConfigError
 from telapa.continual.curriculum import Curriculum, Visit
 from telapa.continual.methods import Method, TaskContext
-from telapa.continual.preset import RunConfig, bind_env_family, check_whole_calls
+from telapa.continual.preset import (
+    MAX_EVALUATIONS_PER_RUN,
+    RunConfig,
+    bind_env_family,
+    check_whole_calls,
+    evaluations_per_visit,
+)
+from telapa.continual.progress import Progress, SilentProgress
 from telapa.continual.registry import make_method
 from telapa.continual.rundir import (
     CURVE_COLUMNS,
@@ -52,16 +57,13 @@ from telapa.continual.rundir import (
     RunDir,
     RunDirError,
 )
+from telapa.continual.tracking import RunTracker, Tracking
 from telapa.io import (
     CheckpointError,
     MemoryMonitor,
     PhaseTimer,
     dir_size_bytes,
-    load_pytree,
-    read_json,
-    save_pytree,
     tree_nbytes,
-    write_json_atomic,
 )
 from telapa.metrics import best_sr, competence_targets, run_metrics
 from telapa.provenance import current_code, extend_code
@@ -89,35 +91,6 @@ class RunError(RuntimeError):
     """A run stopped (NaN, env failure): the message names the phase, task and step."""
 
 
-class Progress(Protocol):
-    """What the runner reports while it works (the CLI draws it with rich)."""
-
-    def visit(self, visit: Visit, budget: int, done: int) -> None: ...
-    def advance(self, steps: int, metrics: dict[str, float]) -> None: ...
-    def evaluated(self, visit: Visit, step: int, sr: float) -> None: ...
-    def note(self, text: str) -> None: ...
-    def phase(self, name: str, done: int, total: int) -> None:
-        """A method phase outside PPO (TeLAPA: ``illumination`` batches, transfer
-        ``probes``, latent ``maintenance``) has done ``done`` of ``total`` units."""
-
-
-class SilentProgress:
-    def visit(self, visit: Visit, budget: int, done: int) -> None:
-        pass
-
-    def advance(self, steps: int, metrics: dict[str, float]) -> None:
-        pass
-
-    def evaluated(self, visit: Visit, step: int, sr: float) -> None:
-        pass
-
-    def note(self, text: str) -> None:
-        pass
-
-    def phase(self, name: str, done: int, total: int) -> None:
-        pass
-
-
 SEED_LIMIT = 2**32
 """Seeds are 0 <= seed < 2^32 (`jax.random.key` takes them modulo 2^32: a negative or
 larger seed would silently collide with another one)."""
@@ -132,6 +105,9 @@ class RunSpec:
     seed: int
     config: RunConfig
     preset: str = "custom"
+    overrides: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """The ``--set`` settings (dotted key -> value) ``config`` has over ``preset``, as
+    recorded in ``run.json`` (``config`` already holds them)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.seed, bool) or not 0 <= self.seed < SEED_LIMIT:
@@ -140,14 +116,23 @@ class RunSpec:
     def check_budgets(self) -> None:
         """`ConfigError` unless every budget (the preset's ``steps_per_visit`` and
         ``eval_every``, each task's ``steps``) is a whole number of PPO calls: a budget is
-        trained exactly, never rounded up. Checked before a new run starts."""
+        trained exactly, never rounded up; and unless the evaluations stay within
+        `MAX_EVALUATIONS_PER_VISIT` per visit and `MAX_EVALUATIONS_PER_RUN` in all.
+        Checked before a new run starts."""
         call = self.config.call_steps
         try:
             self.config.check_budgets()
+            evaluations = 0
             for v in self.curriculum.visits():
+                name = f"curriculum {self.curriculum.name!r} task {v.task!r} steps"
                 if v.steps is not None:
-                    check_whole_calls(f"curriculum {self.curriculum.name!r} task {v.task!r} "
-                                      "steps", v.steps, call)
+                    check_whole_calls(name, v.steps, call)
+                evaluations += evaluations_per_visit(self.budget(v), self.config.eval_every,
+                                                     name if v.steps else "steps_per_visit")
+            if evaluations > MAX_EVALUATIONS_PER_RUN:
+                raise ValueError(f"curriculum {self.curriculum.name!r} makes {evaluations:,} "
+                                 f"evaluations in all; at most {MAX_EVALUATIONS_PER_RUN:,} "
+                                 "(raise eval_every)")
         except ValueError as err:
             raise ConfigError(str(err)) from None
 
@@ -186,7 +171,6 @@ class ContinualRun:
         )
         self.agents: dict[AgentKey, Agent] = {} if agents is None else agents
         """The static agent of each env (shared with the other runs of a batch)."""
-        self._saved_parts: dict[str, tuple[Any, Path]] = {}
         first = self.agent(self.visits[0])
         params = first.policy.init(self._init_key)
         self.learner: PPOState = first.fresh_ppo(params, self.method.initial_penalty(params))
@@ -202,26 +186,47 @@ class ContinualRun:
         self.wall_s = 0.0
         self.segments = 0
         self.peak_rss = 0
+        self.tracker = RunTracker()
+        """Live curves (`telapa.continual.tracking`): TensorBoard in the run directory and
+        the requested trackers, opened by `start` and `resume`."""
+        self._tracked_events = 0
 
     # --- construction ---------------------------------------------------------------
 
     @classmethod
     def start(cls, spec: RunSpec, path: str | Path, progress: Progress | None = None, *,
-              agents: dict[AgentKey, Agent] | None = None):
+              agents: dict[AgentKey, Agent] | None = None, tracking: Tracking | None = None):
+        """A new run of ``spec`` in ``path`` (see `RunDir.create`); ``tracking``: external
+        trackers besides TensorBoard (`telapa.continual.tracking`)."""
         spec.check_budgets()
         run_dir = RunDir(path)
         run = cls(spec, run_dir, progress, agents=agents)
         spec = run.spec  # with the env family's latent D
         run_dir.create(
             {"curriculum": spec.curriculum.name, "method": spec.method, "seed": spec.seed,
-             "preset": spec.preset, "backend": spec.curriculum.backend,
+             "preset": spec.preset, "overrides": spec.overrides,
+             "backend": spec.curriculum.backend,
              "telapa": __version__, "jax": jax.__version__,
              "code": extend_code(None, current_code(), resumed=False)},
-            {"config.yaml": yaml.safe_dump(spec.config.model_dump(mode="json"), sort_keys=False),
-             "curriculum.yaml": yaml.safe_dump(
-                 spec.curriculum.model_dump(mode="json"), sort_keys=False)},
+            config=spec.config.model_dump(mode="json"),
+            curriculum=spec.curriculum.model_dump(mode="json"),
         )
+        run._open_tracker(tracking, resume_step=None)
         return run
+
+    def _open_tracker(self, tracking: Tracking | None, resume_step: int | None) -> None:
+        spec = self.spec
+        try:
+            self.tracker = RunTracker.open(
+                self.dir.path, spec={"curriculum": spec.curriculum.name, "method": spec.method,
+                                     "seed": spec.seed, "preset": spec.preset,
+                                     "overrides": spec.overrides},
+                config=spec.config.model_dump(mode="json"), tracking=tracking,
+                resume_step=resume_step)
+        except BaseException:
+            self.dir.unlock()
+            raise
+        self._tracked_events = len(self.method.log)
 
     @staticmethod
     def stored_spec(path: str | Path) -> RunSpec:
@@ -231,15 +236,18 @@ class ContinualRun:
         try:
             return RunSpec(curriculum=run_dir.curriculum(), method=meta["method"],
                            seed=int(meta["seed"]), config=run_dir.config(),
-                           preset=meta.get("preset", "custom"))
+                           preset=meta.get("preset", "custom"),
+                           overrides=dict(meta.get("overrides") or {}))
         except ConfigError as err:
             raise RunDirError(f"{run_dir.path}: {err}") from None
 
     @classmethod
     def resume(cls, path: str | Path, progress: Progress | None = None, *,
-               agents: dict[AgentKey, Agent] | None = None) -> ContinualRun:
+               agents: dict[AgentKey, Agent] | None = None,
+               tracking: Tracking | None = None) -> ContinualRun:
         """Continues a run from its newest readable checkpoint (the previous one, with a
-        warning, when the newest cannot be read). Takes the run directory's lock."""
+        warning, when the newest cannot be read). Takes the run directory's lock. The
+        run goes on logging to the trackers it had (and those of ``tracking``)."""
         spec = cls.stored_spec(path)
         run_dir = RunDir(path)
         run_dir.lock()
@@ -251,6 +259,7 @@ class ContinualRun:
         checkpoints = run_dir.checkpoints()
         for i, ckpt in enumerate(checkpoints):
             try:
+                run_dir.verify_checkpoint(ckpt)
                 run._load_checkpoint(ckpt)
                 break
             except (CheckpointError, RunDirError, ValueError, KeyError, TypeError,
@@ -261,6 +270,8 @@ class ContinualRun:
                 run.progress.note(f"warning: {ckpt} cannot be read ({err}); falling back to "
                                   f"the previous checkpoint {checkpoints[i + 1].name}")
                 run = cls(spec, run_dir, progress, agents=agents)
+        if manifest.get("status") != "complete":
+            run._open_tracker(tracking, resume_step=run.global_step)
         return run
 
     def _phases(self) -> list[Phase]:
@@ -310,6 +321,7 @@ class ContinualRun:
                 return self.metrics()
             return self._run_remaining()
         finally:
+            self.tracker.close("stopped")  # no-op after `finish`
             self.dir.unlock()
 
     def _run_remaining(self) -> dict[str, Any]:
@@ -341,6 +353,11 @@ class ContinualRun:
         if self._checkpointable(phase):
             with self.timer.phase("checkpoint"):
                 self._save_checkpoint()
+        method_times = {f"method/{k}": v for k, v in self.method.timer.totals.items()}
+        self.tracker.phase({**self.timer.totals, **method_times},
+                           self.method.log[self._tracked_events:], self.global_step)
+        self._tracked_events = len(self.method.log)
+        self.tracker.flush()
 
     def finish(self) -> dict[str, Any]:
         """Writes the metrics and accounting of a complete run and marks it complete."""
@@ -348,6 +365,8 @@ class ContinualRun:
         self.dir.write_metrics(metrics)
         self.dir.write_accounting(self.accounting())
         self.dir.set_status("complete")
+        self.tracker.log({f"metrics/{k}": v for k, v in metrics.items()}, self.global_step)
+        self.tracker.close("complete")
         return metrics
 
     def _checkpointable(self, phase: Phase) -> bool:
@@ -427,6 +446,8 @@ class ContinualRun:
             self.train_rows.append({"visit": visit.index, "tag": visit.tag,
                                     "global_step": self.global_step - steps + row["step"],
                                     **row})
+        self.tracker.training(history, [self.global_step - steps + int(row["step"])
+                                        for row in history])
         with self.timer.phase("eval"):
             result = agent.evaluate(state.ppo.params, self.spec.config.eval_episodes,
                                     self._key(visit.index, "eval", phase.chunk + 1))
@@ -449,6 +470,7 @@ class ContinualRun:
             "global_step": self.global_step, "sr": result.sr,
             "mean_return": result.mean_return,
         })
+        self.tracker.evaluation(visit.tag, result.sr, result.mean_return, self.global_step)
         self.progress.evaluated(visit, step, result.sr)
 
     def _final_evaluation(self) -> None:
@@ -464,6 +486,8 @@ class ContinualRun:
                 )
                 self.records["final"].append({"task": task, "env_id": visit.env_id,
                                               "sr": result.sr, "mean_return": result.mean_return})
+                self.tracker.log({f"final/sr/{task}": result.sr,
+                                  f"final/return/{task}": result.mean_return}, self.global_step)
         self.progress.note("final evaluation done")
 
     # --- results --------------------------------------------------------------------
@@ -512,58 +536,31 @@ class ContinualRun:
             else False
 
     def _save_checkpoint(self) -> None:
-        folder = self.dir.new_checkpoint()
-        if self._mid_visit() and self.phases[self.next_phase - 1].kind == "chunk":
-            save_pytree(folder / "train_state.npz", self.train_state)
-        save_pytree(folder / "learner.npz", self.learner)
-        self._save_method_state(folder)
-        if self.train_rows:
-            pd.DataFrame(self.train_rows).to_csv(folder / "train.csv", index=False)
-        write_json_atomic(folder / "state.json", {
-            "next_phase": self.next_phase,
-            "phases": len(self.phases),
-            "global_step": self.global_step,
-            "records": self.records,
-            "stored_tasks": self.method.stored_tasks(),
-            "extra_env_steps": self.method.extra_env_steps,
-            "method_log": self.method.log,
-            "timer": self.timer.totals,
-            "method_timer": self.method.timer.totals,
-            "wall_s": self.wall_s,
-            "segments": self.segments,
-            "peak_rss_bytes": self.peak_rss,
-        })
-        self.dir.commit_checkpoint(folder)
+        chunk_done = self._mid_visit() and self.phases[self.next_phase - 1].kind == "chunk"
+        self.dir.save_checkpoint(
+            {
+                "next_phase": self.next_phase,
+                "phases": len(self.phases),
+                "global_step": self.global_step,
+                "records": self.records,
+                "stored_tasks": self.method.stored_tasks(),
+                "extra_env_steps": self.method.extra_env_steps,
+                "method_log": self.method.log,
+                "timer": self.timer.totals,
+                "method_timer": self.method.timer.totals,
+                "wall_s": self.wall_s,
+                "segments": self.segments,
+                "peak_rss_bytes": self.peak_rss,
+            },
+            learner=self.learner, method=self.method.state(),
+            train_state=self.train_state if chunk_done else None, train_rows=self.train_rows,
+        )
         self.dir.write_tables({**self.tables(), **self.method.tables()})
         self.dir.write_method_log(self.method.log)
         self.dir.write_accounting(self.accounting())
 
-    def _save_method_state(self, folder: Path) -> None:
-        """One file per part of the method state; a part that is the same object as at
-        the previous checkpoint is hard-linked instead of written again."""
-        saved = {}
-        for name, tree in self.method.state().items():
-            target = folder / f"method-{name}.npz"
-            previous = self._saved_parts.get(name)
-            if previous is not None and previous[0] is tree and previous[1].exists():
-                os.link(previous[1], target)
-            else:
-                save_pytree(target, tree)
-            saved[name] = (tree, target)
-        self._saved_parts = saved
-
-    def _load_method_state(self, folder: Path, like: dict[str, Any]) -> dict[str, Any]:
-        return {name: load_pytree(folder / f"method-{name}.npz", part)
-                for name, part in like.items()}
-
     def _load_checkpoint(self, folder: Path) -> None:
-        try:
-            state = read_json(folder / "state.json", "checkpoint state")
-        except (FileNotFoundError, ValueError) as err:
-            raise RunDirError(str(err)) from None
-        if not isinstance(state, dict) or any(
-                k not in state for k in ("phases", "next_phase", "records")):
-            raise RunDirError(f"{folder / 'state.json'} is not a checkpoint state")
+        state = self.dir.checkpoint_state(folder)
         if state["phases"] != len(self.phases):
             raise RunDirError(f"{folder}: checkpoint does not match this run's phases")
         self.next_phase = state["next_phase"]
@@ -577,15 +574,16 @@ class ContinualRun:
         self.peak_rss = state["peak_rss_bytes"]
         like = self.method.state_like(self.learner.params, state["stored_tasks"],
                                       self._agent_for_task)
-        self.method.load_state(self._load_method_state(folder, like))
-        self.learner = load_pytree(folder / "learner.npz", self.learner)
-        train_csv = folder / "train.csv"
-        self.train_rows = pd.read_csv(train_csv).to_dict("records") if train_csv.exists() else []
+        self.learner, method_state = self.dir.load_checkpoint(folder, learner=self.learner,
+                                                              method=like)
+        self.method.load_state(method_state)
+        self.train_rows = self.dir.checkpoint_train_rows(folder)
         if self._mid_visit():
             visit = self.visits[self.phases[self.next_phase].visit]
             self.train_state = self.agent(visit).start(self.learner, self._episodes_key(visit))
-            if (folder / "train_state.npz").exists():
-                self.train_state = load_pytree(folder / "train_state.npz", self.train_state)
+            saved = self.dir.checkpoint_train_state(folder, self.train_state)
+            if saved is not None:
+                self.train_state = saved
         self.progress.note(f"resumed at {self.phases[self.next_phase].describe(self.visits)}"
                            if not self.complete else "run already complete")
 

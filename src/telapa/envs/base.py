@@ -14,7 +14,7 @@ for the latent space are recorded by the same rollouts that train and evaluate.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -22,6 +22,10 @@ from flax import struct
 
 Obs = dict[str, jax.Array]
 """Observations are dicts of arrays; MiniGrid: ``image``, ``direction``, ``mission``."""
+
+Backend = Literal["jax", "gymnasium"]
+"""Where an env runs: ``jax`` (a functional `JaxEnv`, compiled with the policy) or
+``gymnasium`` (host envs, `telapa.envs.gym_backend`)."""
 
 
 @dataclass(frozen=True)

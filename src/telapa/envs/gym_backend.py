@@ -1,7 +1,7 @@
 """The ``gymnasium`` backend: a host vector env with the `JaxEnv` call shape.
 
-`GymVectorEnv` runs N copies of a registered gymnasium env in a
-``gymnasium.vector.SyncVectorEnv`` with same-step autoreset, and returns batched numpy:
+`GymVectorEnv` runs N copies of a gymnasium env in a ``gymnasium.vector.SyncVectorEnv``
+with same-step autoreset, and returns batched numpy:
 
     state, obs = env.reset(key)           # state is None: the envs hold their own state
     state, obs, reward, terminated, truncated, info = env.step(state, actions)
@@ -9,12 +9,12 @@
 as `telapa.envs.AutoReset` does for a vmapped `JaxEnv`: when env i's episode ends, ``obs[i]``
 is the first observation of its next episode, ``info["final_obs"][i]`` the last one of the
 finished episode, and every other info entry (``features``, ``success``, ...) belongs to
-the step that ended it. Observations are always dicts; each env is built by its family
-(`telapa.envs.family.family_of`): MiniGrid ids through
-``telapa.envs.minigrid.gym_wrappers.wrap_farama`` (``image``/``direction``/``mission``),
-MuJoCo ids with the friction regime and the 24-dim sketch (`telapa.envs.mujoco`), any
-other env's observation becomes ``{"obs": float32 vector}`` and its behaviour features
-are that vector (D = observation size).
+the step that ended it. Observations are always dicts. The single envs come from the
+env's family (`telapa.envs.registry.make` passes its ``make_single``): MiniGrid ids
+through ``telapa.envs.minigrid.gym_wrappers.wrap_farama`` (``image``/``direction``/
+``mission``), MuJoCo ids with the friction regime and the 24-dim sketch
+(`telapa.envs.mujoco`), any other env's observation becomes ``{"obs": float32 vector}``
+and its behaviour features are that vector (`telapa.envs.generic`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 from telapa.envs.base import ArraySpec, EnvSpec
-from telapa.envs.family import family_of
 
 
 def check_gym_id(env_id: str) -> None:
@@ -42,38 +41,6 @@ def check_gym_id(env_id: str) -> None:
         raise ValueError(f"unknown env id {env_id!r} for backend 'gymnasium'{hint}")
 
 
-class VectorObsFeatures(gymnasium.ObservationWrapper):
-    """Box observation -> ``{"obs": float32 vector}``; ``info["features"]`` = that vector."""
-
-    def __init__(self, env: gymnasium.Env):
-        super().__init__(env)
-        box = env.observation_space
-        if not isinstance(box, spaces.Box):
-            raise ValueError(
-                f"{env.spec.id if env.spec else env}: only Box observations are supported "
-                f"for non-MiniGrid envs, got {box}"
-            )
-        size = int(np.prod(box.shape))
-        self.observation_space = spaces.Dict(
-            {"obs": spaces.Box(-np.inf, np.inf, (size,), np.float32)}
-        )
-
-    def observation(self, observation: Any) -> dict[str, np.ndarray]:
-        return {"obs": np.asarray(observation, np.float32).reshape(-1)}
-
-    def reset(self, **kwargs):
-        obs, info = super().reset(**kwargs)
-        return obs, {**info, "features": obs["obs"]}
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = super().step(action)
-        return obs, reward, terminated, truncated, {**info, "features": obs["obs"]}
-
-
-def _make_single(env_id: str, kwargs: dict[str, Any]) -> gymnasium.Env:
-    return family_of(env_id).make_single(env_id, kwargs)
-
-
 def _scalar_bound(values: np.ndarray, env_id: str) -> float:
     if not np.all(values == values.flat[0]):
         raise ValueError(f"{env_id}: per-dimension action bounds {values} are not supported")
@@ -81,22 +48,25 @@ def _scalar_bound(values: np.ndarray, env_id: str) -> float:
 
 
 class GymVectorEnv:
-    """N host copies of ``env_id`` (see module docstring); ``spec`` is an `EnvSpec`."""
+    """N host copies of ``make_single()``, the env ``env_id`` (see module docstring);
+    ``spec`` is an `EnvSpec` with the sketch dimension ``feature_dim``. Made by
+    `telapa.envs.registry.make` (``make(env_id, "gymnasium", ...)``)."""
 
     def __init__(
         self,
         env_id: str,
+        make_single: Callable[[], gymnasium.Env],
+        *,
+        feature_dim: int,
         num_envs: int = 8,
         seed: int = 0,
         wrapper: Callable[[gymnasium.Env], gymnasium.Env] | None = None,
-        **kwargs: Any,
     ):
-        check_gym_id(env_id)
         self.num_envs = num_envs
         self.seed = seed
         wrap = wrapper or (lambda env: env)
         self.envs = SyncVectorEnv(
-            [lambda: wrap(_make_single(env_id, kwargs)) for _ in range(num_envs)],
+            [lambda: wrap(make_single()) for _ in range(num_envs)],
             autoreset_mode=AutoresetMode.SAME_STEP,
         )
         obs_space = self.envs.single_observation_space
@@ -113,7 +83,7 @@ class GymVectorEnv:
             env_id=env_id,
             observation=observation,
             max_steps=int(max_steps or 0),
-            feature_dim=family_of(env_id).feature_dim(env_id),
+            feature_dim=feature_dim,
         )
         if isinstance(act_space, spaces.Discrete):
             self.spec = EnvSpec(n_actions=int(act_space.n), **common)

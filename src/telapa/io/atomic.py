@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +22,8 @@ import pandas as pd
 
 __all__ = [
     "atomic_open",
+    "pid_alive",
+    "remove_stale",
     "read_json",
     "write_bytes_atomic",
     "write_json_atomic",
@@ -35,7 +38,8 @@ def _temp_name(target: Path) -> Path:
     return target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}{_TMP_SUFFIX}")
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (this process counts as alive)."""
     if pid == os.getpid():
         return True
     try:
@@ -61,7 +65,7 @@ def _remove_stale_temps(target: Path) -> None:
         parts = name[len(prefix) : -len(_TMP_SUFFIX)].split(".")
         if len(parts) != 2 or not parts[0].isdigit() or len(parts[1]) != 8:
             continue
-        if not _pid_alive(int(parts[0])):
+        if not pid_alive(int(parts[0])):
             try:
                 os.unlink(entry.path)
             except OSError:
@@ -85,8 +89,9 @@ def _fsync_dir(directory: Path) -> None:
 def atomic_open(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
     """Open a binary file whose content replaces ``path`` only when the block exits cleanly.
 
-    If the block raises, the temporary is deleted and ``path`` is left untouched. The
-    parent directory must exist. A new file gets the usual permissions (0o666 minus umask).
+    If the block raises, the temporary is deleted and ``path`` is left untouched (an
+    `OSError` of a write, e.g. a full disk, is raised again naming ``path``). The parent
+    directory must exist. A new file gets the usual permissions (0o666 minus umask).
     """
     target = Path(path)
     _remove_stale_temps(target)
@@ -98,13 +103,37 @@ def atomic_open(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as err:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(err, OSError) and err.errno is not None and err.filename is None:
+            # a write (a full disk...): name the file
+            raise OSError(err.errno, err.strerror, str(target)) from err
         raise
     _fsync_dir(target.parent)
+
+
+def remove_stale(folder: Path, prefix: str, suffixes: tuple[str, ...]) -> None:
+    """Removes the entries ``PREFIX.PID.TOKEN.SUFFIX`` of ``folder`` (files or folders)
+    whose process ``PID`` is gone: what a writer killed part way left behind."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        name = entry.name
+        suffix = next((s for s in suffixes if name.endswith(s)), None)
+        if suffix is None or not name.startswith(prefix + "."):
+            continue
+        pid = name[len(prefix) + 1:-len(suffix)].split(".")[0]
+        if pid.isdigit() and not pid_alive(int(pid)):
+            path = Path(entry.path)
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
 
 
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:

@@ -12,7 +12,7 @@ from typing import Annotated
 
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 
-from telapa.config import StrictModel, UnitInterval
+from telapa.config import MAX_ITERATIONS, Iterations, StrictModel, UnitInterval, Width
 
 OpenUnitLeft = Annotated[float, Field(gt=0.0, le=1.0)]
 """A fraction in (0, 1]."""
@@ -25,15 +25,15 @@ class LatentConfig(StrictModel):
     feature_dim: PositiveInt = 11
     """D: per-step behaviour features (11 MiniGrid, 24 MuJoCo). A continual run sets it
     from the env family (`telapa.continual.preset.bind_env_family`); leave it unset."""
-    latent_dim: PositiveInt = 8
+    latent_dim: Width = 8
     """d: latent dimension."""
-    t_max: PositiveInt = 256
+    t_max: Iterations = 256
     """T_max: episodes are padded or truncated (first T_max steps kept) to this length."""
-    step_hidden: tuple[PositiveInt, PositiveInt] = (64, 64)
+    step_hidden: tuple[Width, Width] = (64, 64)
     """Widths of W_1 and W_2 in MLP_step (paper silent)."""
-    gru_hidden: PositiveInt = 64
+    gru_hidden: Width = 64
     """GRU hidden size (paper silent)."""
-    proj_hidden: PositiveInt = 64
+    proj_hidden: Width = 64
     """Width of W_3 in Proj (paper silent)."""
 
     # --- Views (App. "View generation for contrastive training") ---
@@ -45,11 +45,11 @@ class LatentConfig(StrictModel):
     """sigma_noise of the additive Gaussian noise (paper: "small"; value not given)."""
 
     # --- Boundary update (App. "Teacher--student boundary update") ---
-    steps: PositiveInt = 700
-    """K: Adam steps per boundary update."""
+    steps: Iterations = 700
+    """K: Adam steps per boundary update (at most `MAX_ITERATIONS`)."""
     lr: PositiveFloat = 5e-4
     """Adam learning rate."""
-    batch_size: Annotated[int, Field(ge=2)] = 64
+    batch_size: Annotated[int, Field(ge=2, le=MAX_ITERATIONS)] = 64
     """B: episode sets per step (paper silent); min(B, bank size) is used."""
     anchor_fraction: UnitInterval = 0.33
     """Prescribed anchor share of each batch (and of the normalizer refit bank)."""

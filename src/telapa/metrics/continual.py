@@ -6,7 +6,12 @@ Inputs are the tables the continual loop writes for one run: ``visits`` (one row
 ``final`` (end-of-sequence evaluation of every distinct task).
 
 Choices where the paper is silent:
-- SR_post(T) = post_sr of the last visit of T (``post="first"``: the first visit).
+- SR_post(T) of BWT and nBWT = post_sr of the last visit of T (``post="first"``: the
+  first visit): "immediately after training on T" names no visit when T is revisited.
+- Coverage is the paper's "fraction of tasks that reached tau_T during initial training"
+  (Sec. 4.1; App. "Coverage (learned-at-train-time)"): post_sr of each task's FIRST visit,
+  whatever ``post`` says. ``coverage_last`` is the same fraction on each task's last
+  visit, a labelled extra.
 - SR_end(T) = final.sr of T; final rows for tasks never visited are ignored.
 - T_prev = all distinct tasks except the task of the final visit (the current task).
 - Mean SR = mean post_sr over the revisits (cycle >= 1), as the paper's Table 1, whose
@@ -17,8 +22,14 @@ Choices where the paper is silent:
   over every curve.sr and visits.post_sr row of T; every Scratch run must have every task.
 - TTT of a revisit (cycle >= 1) = smallest curve step with sr >= tau_T (0 if the
   pre-evaluation already meets it); if none does, the visit budget, counted as censored.
-- Run TTT = mean over revisits in env steps; NaN without revisits.
+- Run TTT = mean over revisits in env steps; NaN without revisits. ``ttt_censored``
+  counts the revisits that never reached tau_T (each counts its whole budget).
 - Coverage, TR are fractions over all distinct tasks; BWT, nBWT average over T_prev only.
+- ``task_terms[m]`` holds the per-task terms that metric m averages (Mean SR and TTT: one
+  per revisit tag; Coverage, coverage_last, TR: 0/1 per task; BWT: one per task of
+  T_prev), so that m == mean(task_terms[m].values()); nBWT has none (its tasks differ
+  from run to run). They are the strata of rliable's stratified bootstrap
+  (`telapa.metrics.summary`, ``resample="tasks"``).
 - nBWT is NaN (never 0) when no task of T_prev has SR_post >= tau_T; eps = 1e-8.
 - Competence comparisons sr >= tau allow an absolute slack of 1e-12 (float round-off in
   0.9 * mean), far below one episode's worth of success rate.
@@ -65,12 +76,17 @@ class RunMetrics:
     revisits: int
     bwt: float
     coverage: float
+    """Fraction of tasks whose first visit reached tau_T (the paper's Coverage)."""
     nbwt: float
     tr: float
     revisit_sr: dict[str, float] = field(default_factory=dict)
     sr_post: dict[str, float] = field(default_factory=dict)
     sr_end: dict[str, float] = field(default_factory=dict)
     mean_sr_all: float = math.nan
+    coverage_last: float = math.nan
+    """Fraction of tasks whose last visit reached tau_T."""
+    task_terms: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Metric -> {task or revisit tag: the term the metric averages} (module docstring)."""
 
     def as_dict(self) -> dict[str, Any]:
         """Plain dict of every field (the dict fields are copied)."""
@@ -87,6 +103,8 @@ class RunMetrics:
             "sr_post": dict(self.sr_post),
             "sr_end": dict(self.sr_end),
             "mean_sr_all": self.mean_sr_all,
+            "coverage_last": self.coverage_last,
+            "task_terms": {m: dict(t) for m, t in self.task_terms.items()},
         }
 
 
@@ -109,7 +127,7 @@ def competence_targets(
     *,
     tasks: Sequence[str] | None = None,
 ) -> dict[str, float]:
-    """tau_T = max(factor * mean_r best_srs[r][T], tau_min), one mapping per Scratch run.
+    """``tau_T = max(factor * mean_r best_srs[r][T], tau_min)``, one mapping per Scratch run.
 
     ``tasks`` defaults to every task named by any run; each run must give each task a
     non-NaN best SR, otherwise ValueError names the task.
@@ -151,7 +169,8 @@ def run_metrics(
 ) -> RunMetrics:
     """All metrics of one run. With T_prev the non-current tasks and E the competent ones:
 
-    BWT = mean_{T_prev} (SR_end - SR_post); Coverage = frac_T [SR_post >= tau_T];
+    BWT = mean_{T_prev} (SR_end - SR_post); Coverage = frac_T [SR_first(T) >= tau_T]
+    (SR_first: post_sr of T's first visit; ``coverage_last`` with its last visit);
     nBWT = mean_{E} (SR_end - SR_post) / max(SR_post, eps); TR = frac_T [SR_end >= tau_T];
     TTT = mean over revisits of time_to_threshold; Mean SR = mean post_sr over the
     revisits (cycle >= 1; NaN without any), mean_sr_all = mean post_sr over every visit.
@@ -178,15 +197,18 @@ def run_metrics(
         if task not in end_by_task:
             raise ValueError(f"final has no row for task {task!r}")
 
-    chosen = visits.drop_duplicates("task", keep=post)
-    sr_post = dict(zip(chosen["task"].astype(str), chosen["post_sr"].astype(float), strict=True))
+    first, last = ({str(t): float(sr) for t, sr in
+                    zip(chosen["task"], chosen["post_sr"], strict=True)}
+                   for chosen in (visits.drop_duplicates("task", keep=k)
+                                  for k in ("first", "last")))
+    sr_post = first if post == "first" else last
     sr_end = {t: end_by_task[t] for t in tasks}
 
     current = str(visits["task"].iloc[-1])
     prev = [t for t in tasks if t != current]
     learned = [t for t in prev if _meets(sr_post[t], tau[t])]
 
-    ttts: list[int] = []
+    ttts: dict[str, float] = {}
     censored = 0
     revisit_sr: dict[str, float] = {}
     for row in visits[visits["cycle"] >= 1].itertuples(index=False):
@@ -197,20 +219,31 @@ def run_metrics(
         steps, cens = time_to_threshold(
             curve[curve["visit"] == row.visit], tau[str(row.task)], int(row.budget)
         )
-        ttts.append(steps)
+        ttts[tag] = float(steps)
         censored += cens
 
+    terms = {
+        "mean_sr": revisit_sr,
+        "ttt": ttts,
+        "bwt": {t: sr_end[t] - sr_post[t] for t in prev},
+        "coverage": {t: float(_meets(first[t], tau[t])) for t in tasks},
+        "coverage_last": {t: float(_meets(last[t], tau[t])) for t in tasks},
+        "tr": {t: float(_meets(sr_end[t], tau[t])) for t in tasks},
+    }
+    means = {m: _mean(list(values.values())) for m, values in terms.items()}
     return RunMetrics(
-        mean_sr=_mean(list(revisit_sr.values())),
-        ttt=_mean(ttts),
+        mean_sr=means["mean_sr"],
+        ttt=means["ttt"],
         ttt_censored=censored,
         revisits=len(ttts),
-        bwt=_mean([sr_end[t] - sr_post[t] for t in prev]),
-        coverage=_mean([float(_meets(sr_post[t], tau[t])) for t in tasks]),
+        bwt=means["bwt"],
+        coverage=means["coverage"],
         nbwt=_mean([(sr_end[t] - sr_post[t]) / max(sr_post[t], NBWT_EPS) for t in learned]),
-        tr=_mean([float(_meets(sr_end[t], tau[t])) for t in tasks]),
+        tr=means["tr"],
         revisit_sr=revisit_sr,
         sr_post=sr_post,
         sr_end=sr_end,
         mean_sr_all=_mean(visits["post_sr"].to_numpy(dtype=float)),
+        coverage_last=means["coverage_last"],
+        task_terms=terms,
     )

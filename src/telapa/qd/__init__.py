@@ -69,7 +69,7 @@ from telapa.qd.selection import (
     sample_injection,
     union,
 )
-from telapa.qd.trajectories import FeatureCodec, Trajectories, float16_codec, minigrid_codec
+from telapa.qd.trajectories import FeatureCodec, Trajectories, float16_codec
 
 __all__ = [
     "Archive",
@@ -107,7 +107,6 @@ __all__ = [
     "lineage_visits",
     "lineage_words",
     "make_elites",
-    "minigrid_codec",
     "mutate",
     "mutate_batch",
     "near_best",

@@ -16,7 +16,14 @@ from typing import Annotated, Literal
 
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, model_validator
 
-from telapa.config import StrictModel, UnitInterval
+from telapa.config import (
+    MAX_ITERATIONS,
+    EnvSteps,
+    Episodes,
+    Iterations,
+    StrictModel,
+    UnitInterval,
+)
 from telapa.qd.archive import ArchiveSpec
 
 _SPEC = {f.name: f.default for f in dataclasses.fields(ArchiveSpec)}
@@ -27,9 +34,9 @@ class ArchiveConfig(StrictModel):
     """Unstructured archive: size control and spacing (App. "MAP-Elites" table; the rule
     is `telapa.qd.archive.ArchiveSpec`, "Size control")."""
 
-    target_size: PositiveInt = _SPEC["target_size"]
-    """N*: desired number of elites (paper)."""
-    capacity: PositiveInt | None = None
+    target_size: Iterations = _SPEC["target_size"]
+    """N*: desired number of elites (paper); at most `MAX_ITERATIONS`."""
+    capacity: Iterations | None = None
     """Maximum size; None -> ceil(1.5 x target_size) = 384 (paper: "1.5x the target
     archive size unless explicitly overridden")."""
     d_min: PositiveFloat = _SPEC["d_min0"]
@@ -66,13 +73,14 @@ class IlluminationConfig(StrictModel):
     """MAP-Elites illumination around a base policy (Algorithm "MAP-Elites for
     task-local archive construction")."""
 
-    iterations: PositiveInt = 1000
-    """N_ME: candidates proposed and evaluated (paper: 1000 MiniGrid, 200 MuJoCo)."""
-    batch_size: PositiveInt = 1
+    iterations: Iterations = 1000
+    """N_ME: candidates proposed and evaluated (paper: 1000 MiniGrid, 200 MuJoCo); at
+    most `MAX_ITERATIONS`."""
+    batch_size: Iterations = 1
     """Candidates proposed (from one archive state) and evaluated together; inserted
     one by one in proposal order. 1 = the paper's steady-state loop."""
-    eval_episodes: PositiveInt = 50
-    """m: episodes per candidate (paper: 50 MiniGrid, 5 MuJoCo)."""
+    eval_episodes: Episodes = 50
+    """m: episodes per candidate (paper: 50 MiniGrid, 5 MuJoCo); at most `MAX_EPISODES`."""
     sigma0: PositiveFloat = 0.05
     """Initial mutation scale of the base elite (paper: 0.05 MiniGrid, 0.02 MuJoCo)."""
     tau: NonNegativeFloat = 0.2
@@ -92,9 +100,10 @@ class IlluminationConfig(StrictModel):
     is sparse, consistent with a gate that does not collapse to 0)."""
     store_trajectories: bool = True
     """Keep each elite's evaluation episodes for re-embedding after boundary updates."""
-    traj_steps: PositiveInt = 256
-    """T of the stored episodes: the first T_max = 256 steps (what the embedder reads)."""
-    traj_episodes: PositiveInt | None = None
+    traj_steps: Iterations = 256
+    """T of the stored episodes: the first T_max = 256 steps (what the embedder reads);
+    at most `MAX_ITERATIONS`."""
+    traj_episodes: Episodes | None = None
     """Episodes stored per elite; None = all ``eval_episodes`` (choice: the paper
     re-embeds from the evaluation episodes; fewer = a cheaper sketch)."""
 
@@ -122,18 +131,18 @@ class IlluminationConfig(StrictModel):
 class TransferConfig(StrictModel):
     """Candidate pooling and few-shot origin selection (Algorithm FewShotSelectElite)."""
 
-    k_pool: PositiveInt = 8
+    k_pool: Iterations = 8
     """K_pool: candidates probed per transfer (choice: 8 farthest-point picks cover the
     distinct regions of a 5-8 archive library at about one per archive)."""
-    probe_steps: PositiveInt = 200_000
+    probe_steps: EnvSteps = 200_000
     """B_probe: PPO env steps per candidate probe (choice: ~100 PPO iterations of 2048;
     8 x 200k = 1.6M steps per transfer, 16% of a 10M-step visit, which with illumination
     stays within the paper's 86M extra steps per seed)."""
-    probe_points: Annotated[int, Field(ge=2)] = 5
+    probe_points: Annotated[int, Field(ge=2, le=MAX_ITERATIONS)] = 5
     """SR measurements per probe, at evenly spaced progress 0, 1/4, ..., 1 (choice: the
     minimum for a meaningful least-squares slope and trapezoid AUC)."""
-    probe_eval_episodes: PositiveInt = 20
-    """Episodes per SR measurement in a probe (choice)."""
+    probe_eval_episodes: Episodes = 20
+    """Episodes per SR measurement in a probe (choice); at most `MAX_EPISODES`."""
     epsilon: UnitInterval = 0.1
     """Final-success window: keep j with SR^final_j >= SR* - epsilon (choice: about the
     standard error of an SR from 20-50 episodes, so the window holds the candidates

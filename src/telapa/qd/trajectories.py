@@ -7,7 +7,9 @@ behaviour features, zero-padded, with lengths) live in a separate `Trajectories`
 1/k (MiniGrid: x/(W-1), y/(H-1), dir/3, step/max_steps, action/6, flags) are stored as
 integer numerators, uint8 when k <= 255 else uint16, and decode bit-identically to the
 float32 features of `telapa.envs.minigrid.features`; features without a denominator
-(MuJoCo) are stored as float16, which is lossy (about 3 significant digits).
+(MuJoCo) are stored as float16, which is lossy (about 3 significant digits). Each env
+family says how its features are stored (``EnvFamily.codec``, e.g.
+`telapa.envs.minigrid.features.minigrid_codec`).
 """
 
 from __future__ import annotations
@@ -100,13 +102,6 @@ class FeatureCodec:
         back = np.asarray(self.decode(*self.encode(f)))
         exact = list(self.u8_index + self.u16_index)
         return bool(np.array_equal(back[..., exact], f[..., exact]))
-
-
-def minigrid_codec(width: int, height: int, max_steps: int, n_actions: int = 7) -> FeatureCodec:
-    """Codec for the D = 11 MiniGrid features of `telapa.envs.minigrid.features`:
-    x/(W-1), y/(H-1), dir/3, step/max_steps, action/(n_actions-1) and six 0/1 flags."""
-    dens = (max(width - 1, 1), max(height - 1, 1), 3, max_steps, max(n_actions - 1, 1))
-    return FeatureCodec((*dens, 1, 1, 1, 1, 1, 1))
 
 
 def float16_codec(dim: int) -> FeatureCodec:

@@ -1,9 +1,12 @@
 """``telapa report``: every table and figure of the paper from a set of runs.
 
 Runs are grouped by curriculum (one section each) and method. A section holds the main
-table, the revisit table, the compute table, TeLAPA's runtime breakdown, the paper's
-Table 1 claims checked on the runs (`telapa.report.claims`), the learning curves and,
-for each method with policy archives, the archive analysis of `telapa.analysis.panels`.
+table, the revisit table, rliable's aggregates of the revisit scores (mean and IQM,
+performance profile, probability of improvement: `telapa.report.aggregates`), the compute
+table, TeLAPA's runtime breakdown, the paper's Table 1 claims checked on the runs and the
+comparisons behind them (`telapa.report.claims`), the learning curves, the performance
+profile figure and, for each method with policy archives, the archive analysis of
+`telapa.analysis.panels`.
 `write_report` lays out
 
     OUT/index.html     one self-contained page (inline CSS, figures as data URIs)
@@ -17,7 +20,9 @@ and replaces an earlier report only once the new one is complete.
 
 from __future__ import annotations
 
+import os
 import re
+import secrets
 import shutil
 import tempfile
 from collections import Counter
@@ -30,9 +35,11 @@ from telapa.analysis.data import TeLAPARun, load_telapa_run
 from telapa.analysis.panels import analysis_panels
 from telapa.continual.results import CurriculumResults, RunRecord, score
 from telapa.io import read_json, write_json_atomic
-from telapa.report.claims import claims_table
+from telapa.io.atomic import remove_stale
+from telapa.report.aggregates import aggregates_table, improvement_table, profile_table
+from telapa.report.claims import claims_table, comparisons_table
 from telapa.report.compute import compute_table, runtime_table
-from telapa.report.curves import learning_curves
+from telapa.report.curves import learning_curves, profile_figure
 from telapa.report.document import Document, Section, to_html, to_markdown
 from telapa.report.figures import ReportFigure, render
 from telapa.report.mujoco import mujoco_results, mujoco_table
@@ -118,12 +125,15 @@ def code_note(records: Iterable[RunRecord]) -> str:
 
 
 def curriculum_tables(result: CurriculumResults, *, prefix: str) -> list[ReportTable]:
-    """A curriculum's tables: main, revisit, compute and, with TeLAPA runs, runtime and the
-    paper's claims checked; ids start with ``prefix`` (the report uses the curriculum's
+    """A curriculum's tables: main, revisit, and with revisits the aggregates, profile and
+    improvement tables, compute and, with TeLAPA runs, runtime, the paper's claims checked
+    and their comparisons; ids start with ``prefix`` (the report uses the curriculum's
     `slug`)."""
     tables = [main_table(result, prefix=prefix), revisit_table(result, prefix=prefix),
+              aggregates_table(result, prefix=prefix), profile_table(result, prefix=prefix),
+              improvement_table(result, prefix=prefix),
               compute_table(result, prefix=prefix), runtime_table(result, prefix=prefix),
-              claims_table(result, prefix=prefix)]
+              claims_table(result, prefix=prefix), comparisons_table(result, prefix=prefix)]
     return [t for t in tables if t is not None]
 
 
@@ -149,7 +159,17 @@ def _curriculum_section(
                     "(primes: revisits).",
         ))
 
-    jobs: list[Callable[[], None]] = [curves]
+    def profile() -> None:
+        fig = profile_figure(result, title=f"{result.curriculum}: revisit success rates")
+        if fig is not None:
+            section.figures.append(render(
+                fig, figure_id=f"{prefix}-profile", title="Performance profile",
+                caption="Fraction of runs whose success rate after a revisit is above tau, "
+                        "averaged over the revisits (rliable's performance profile); "
+                        "shaded: 95% percentile bootstrap band over runs.",
+            ))
+
+    jobs: list[Callable[[], None]] = [curves, profile]
     for method, records in result.runs.items():
         runs = [archives[r.path] for r in records if r.path in archives]
         if runs:
@@ -188,37 +208,83 @@ def _analysis_job(
     return job
 
 
+def check_destination(out: str | Path) -> None:
+    """`ReportError` unless a report can be written to ``out``: a new or empty directory,
+    or an earlier report that holds only files it wrote (a file a user added there is
+    never deleted), in a place that can be written. Checked before any work."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ReportError(f"{out} exists and is not a directory; choose another --out")
+    if out.is_dir():
+        _check_replaceable(out)
+    place = out.parent
+    while not place.exists() and place != place.parent:
+        place = place.parent
+    try:  # an unnamed temporary file: nothing is left behind, also when it fails
+        with tempfile.TemporaryFile(dir=place):
+            pass
+    except OSError as err:
+        raise ReportError(f"cannot write report directory {out}: {err.strerror} "
+                          f"({place}); choose another --out") from None
+
+
 def write_report(doc: Document, out: str | Path, *, sources: Sequence[str | Path] = ()) -> Path:
     """Writes the report into ``out``, replacing an earlier report there only once the
-    new one is complete; refuses a non-empty directory that is not a report."""
+    new one is complete; refuses a non-empty directory that is not a report, and an
+    earlier report that holds files it did not write (`check_destination`)."""
     out = Path(out)
-    if out.exists() and not _replaceable(out):
-        raise ReportError(f"{out} exists and is not a telapa report; choose another --out")
+    check_destination(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".new", dir=out.parent))
+    remove_stale(out.parent, f".{out.name}", (".new", ".old"))  # left by a killed writer
+    staging = out.parent / f".{out.name}.{os.getpid()}.{secrets.token_hex(4)}.new"
+    old = staging.with_suffix(".old")
+    staging.mkdir()
     try:
         _write_files(doc, staging, sources)
+        if out.exists():
+            out.rename(old)
+        staging.rename(out)
     except BaseException:
+        if old.exists() and not out.exists():  # stopped between the two renames
+            old.rename(out)
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    old = staging.with_suffix(".old")
-    if out.exists():
-        out.rename(old)
-    staging.rename(out)
     shutil.rmtree(old, ignore_errors=True)
     return out
 
 
-def _replaceable(out: Path) -> bool:
-    if not out.is_dir():
-        return False
-    if not any(out.iterdir()):
-        return True
+def _check_replaceable(out: Path) -> None:
+    """`ReportError` unless the directory ``out`` is empty or an earlier report holding
+    only the files it wrote (those its ``report.json`` lists)."""
+    try:
+        present = sorted(str(p.relative_to(out)) for p in out.rglob("*") if not p.is_dir())
+    except OSError as err:
+        raise ReportError(f"cannot read {out}: {err.strerror}; choose another --out") from None
+    if not present:
+        return
     try:
         manifest: Any = read_json(out / "report.json", "report manifest")
     except (FileNotFoundError, ValueError):
-        return False
-    return isinstance(manifest, dict) and manifest.get("format") == REPORT_FORMAT
+        manifest = None
+    if not isinstance(manifest, dict) or manifest.get("format") != REPORT_FORMAT:
+        raise ReportError(f"{out} exists and is not a telapa report; choose another --out")
+    extra = [p for p in present if p not in set(_report_files(manifest))]
+    if extra:
+        shown = ", ".join(extra[:5]) + (", ..." if len(extra) > 5 else "")
+        raise ReportError(f"{out} holds files the report did not write ({shown}); move them "
+                          "out or choose another --out (the report replaces its directory)")
+
+
+def _report_files(manifest: dict[str, Any]) -> list[str]:
+    """The files a report wrote, from its manifest (``files``; for a report written before
+    that list, the files its tables and figures make)."""
+    if isinstance(manifest.get("files"), list):
+        return [str(f) for f in manifest["files"]]
+    tables = [str(t) for t in manifest.get("tables", [])]
+    figures = [str(f) for f in manifest.get("figures", [])]
+    return (["index.html", "report.md", "report.json"]
+            + [f"tables/{t}.{ext}" for t in tables for ext in ("md", "csv")]
+            + [f"figures/{f}.{ext}" for f in figures for ext in ("png", "svg")])
 
 
 def _write_files(doc: Document, folder: Path, sources: Sequence[str | Path]) -> None:
@@ -234,7 +300,9 @@ def _write_files(doc: Document, folder: Path, sources: Sequence[str | Path]) -> 
         (folder / "figures" / f"{fig.id}.svg").write_bytes(fig.svg)
     (folder / "report.md").write_text(to_markdown(doc))
     (folder / "index.html").write_text(to_html(doc))
+    written = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
     write_json_atomic(folder / "report.json", {
         "format": REPORT_FORMAT, "version": 1, "runs": [str(s) for s in sources],
         "tables": [t.id for t in tables], "figures": [f.id for f in figures],
+        "files": [*written, "report.json"],
     })

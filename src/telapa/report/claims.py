@@ -1,50 +1,55 @@
 """The paper's Table 1 claims, checked on a set of runs (paper Sec. 4.1 and the caption of
 Table "TeLAPA against single-model baselines"; Table "Revisit Mean SR" for D' and E').
 
-Each claim compares the per-run values of methods with Welch's one-sided t-test
-(unequal variances, `scipy.stats.ttest_ind`) at level ``alpha`` = 0.05:
+A claim compares one method with others on one value, seed by seed where the design
+allows it (`telapa.metrics.comparisons`): methods that have a value for exactly the same
+seeds are compared **paired** (exact sign-flip permutation test of the mean per-seed
+difference; 2^n sign patterns for n <= 16 seeds), others with **Welch's** t-test; every
+test one-sided, at level ``alpha`` = 0.05.
 
-- *best* ("TeLAPA has the highest Coverage"): **holds** when the method's mean is the
-  best and it beats every other method with p < alpha; **does not hold** when some other
-  method beats it with p < alpha; otherwise **inconclusive** (the reported p is the
-  largest of its comparisons with the others when it leads, else the smallest p of a
-  method beating it);
-- *pair* ("TeLAPA beats TeLAPA-Static on D'"): holds when p < alpha, does not hold when
-  the reverse test has p < alpha, else inconclusive.
+- *best* ("TeLAPA has the highest Coverage") compares the method with each of the m other
+  methods that have values:
+  - **holds** when it is better than every one of them: the claim is the intersection
+    of m one-sided alternatives, so by the intersection-union principle (Berger 1982) it
+    is shown at level alpha when each test rejects at alpha, i.e. when
+    ``p holds`` = max_j p_j < alpha (no multiplicity correction is needed, or valid to
+    add: the claim fails if any single comparison fails);
+  - **does not hold** when some other method is better: that conclusion is the union of
+    m one-sided alternatives, so it takes **Holm's** correction over the m reverse tests,
+    ``p fails`` = min_j Holm(p'_1..p'_m)_j < alpha (the chance that a "does not hold" is
+    wrong stays below alpha however many methods are compared);
+  - otherwise **inconclusive**.
+- *pair* ("TeLAPA beats TeLAPA-Static on D'") is the same with m = 1.
 
-An inconclusive claim also gets *seeds to decide*: the runs per method at which the
-comparison that left it open (the leader against its closest rival, or the best other
-method against the claimed one) would be detected with power 0.8 at ``alpha``, if the
-observed difference and spread are the true ones. With Cohen's
+With five paired seeds the exact test's smallest p is 2^-5 = 1/32, so a *best* claim
+against nine methods cannot reach "does not hold" (Holm needs some p < 0.05 / 9 = 0.0056).
 
-    d = |mean_a - mean_b| / s_p,    s_p = sqrt((s_a^2 + s_b^2) / 2)    (s: sample SD),
+An inconclusive claim gets *seeds to decide*: the seeds per method at which the test the
+verdict waits on would reach power 0.8 if the observed differences and spreads were the
+true ones (`telapa.metrics.comparisons`, the power of the test actually used: paired
+t for the sign-flip test, at least the n whose exact test can reach the level; Welch's
+noncentral t otherwise). When the method leads on the means, "holds" needs every
+comparison, so it is the largest of their numbers at ``alpha``; otherwise "does not hold"
+needs one method ahead to reach Holm's first step, so it is the smallest of those
+methods' numbers at ``alpha / m``. No difference at all gives "never".
 
-it is the smallest n >= 2 with
-
-    1 - F_{t(2n - 2, delta)}(t_{1 - alpha, 2n - 2}) >= 0.8,    delta = d sqrt(n / 2),
-
-the one-sided two-sample t-test's power under the noncentral t, equal n (the exact
-computation G*Power makes: d = 0.5 needs 51 runs a method, d = 0.8 needs 21, d = 1
-needs 14). No difference at all gives "never".
-
-A claim whose methods have fewer than two runs with a value each is "not measurable".
-Runs without a value (a NaN TTT: no revisit reached its threshold) are left out, as in
-the main table.
+A claim whose method, or every other, has fewer than two runs with a value is "not
+measurable". Runs without a value (a NaN nBWT: no task learned) are left out, which can
+turn a paired comparison into a Welch one.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from telapa.continual.results import CurriculumResults
-from telapa.metrics.continual import RunMetrics
+from telapa.metrics.comparisons import POWER, Comparison, compare, holm
 from telapa.metrics.summary import TTT_UNIT
 from telapa.report.tables import ReportTable, frame_table
 
@@ -80,106 +85,107 @@ marks Scratch-Reuse's nBWT best; revisit discussion: "the full online-maintained
 is substantially better on D' and E'"."""
 
 
-def run_values(runs: Sequence[RunMetrics], value: str) -> np.ndarray:
-    """Per-run values of ``value`` (NaNs dropped); TTT in millions of env steps."""
-    if value.startswith("revisit:"):
-        tag = value.split(":", 1)[1]
-        raw = [r.revisit_sr.get(tag, math.nan) for r in runs]
-    else:
-        scale = TTT_UNIT if value == "ttt" else 1.0
-        raw = [getattr(r, value) / scale for r in runs]
-    values = np.asarray(raw, dtype=float)
-    return values[~np.isnan(values)]
+def seeded_values(result: CurriculumResults, method: str, value: str) -> dict[int, float]:
+    """Seed -> ``value`` of each run of ``method`` (NaN left out); TTT in millions of env
+    steps. ``value`` is a `RunMetrics` field or ``revisit:TAG``."""
+    records, metrics = result.runs.get(method, []), result.metrics.get(method, [])
+    if len(records) != len(metrics):
+        raise ValueError(f"{method}: {len(records)} runs but {len(metrics)} metrics")
+    out = {}
+    for record, m in zip(records, metrics, strict=True):
+        if value.startswith("revisit:"):
+            v = m.revisit_sr.get(value.split(":", 1)[1], math.nan)
+        else:
+            v = getattr(m, value) / (TTT_UNIT if value == "ttt" else 1.0)
+        if not math.isnan(v):
+            out[record.seed] = float(v)
+    return out
 
 
-def welch_p(a: np.ndarray, b: np.ndarray, better: str) -> float:
-    """One-sided p that ``a`` is better than ``b`` (Welch). Two constant samples give
-    0 or 1 by their means (1 when equal)."""
-    if np.ptp(a) == 0 and np.ptp(b) == 0:
-        wins = a[0] > b[0] if better == "higher" else a[0] < b[0]
-        return 0.0 if wins else 1.0
-    alternative = "greater" if better == "higher" else "less"
-    return float(stats.ttest_ind(a, b, equal_var=False, alternative=alternative).pvalue)
+Verdict = Literal["holds", "does not hold", "inconclusive", "not measurable"]
 
 
-POWER = 0.8
-MAX_SEEDS = 10_000
+@dataclass(frozen=True)
+class ClaimCheck:
+    """A claim checked on one curriculum's runs (module docstring)."""
+
+    claim: Claim
+    verdict: Verdict
+    comparisons: Mapping[str, Comparison]
+    """Other method -> the claimed method against it."""
+    holm_reverse: Mapping[str, float]
+    """Other method -> Holm-adjusted p that it is better than the claimed method."""
+    alpha: float
+    mine: Mapping[int, float]
+    """Seed -> value of the claimed method."""
+
+    @property
+    def p_holds(self) -> float:
+        """max_j p_j: the intersection-union p of "better than every other"."""
+        return max((c.p for c in self.comparisons.values()), default=math.nan)
+
+    @property
+    def p_fails(self) -> float:
+        """min_j of the Holm-adjusted reverse p: "some other method is better"."""
+        return min(self.holm_reverse.values(), default=math.nan)
+
+    def seeds_to_decide(self) -> int | None:
+        """Seeds per method that would decide an open claim (module docstring); None:
+        never (no difference to detect, or more than 10,000)."""
+        sign = 1.0 if self.claim.better == "higher" else -1.0
+        comps = self.comparisons.values()
+        if all(sign * (c.mean_a - c.mean_b) > 0 for c in comps):
+            needs = [c.seeds_to_decide(alpha=self.alpha) for c in comps]
+            known = [n for n in needs if n is not None]
+            return max(known) if len(known) == len(needs) else None
+        level = self.alpha / len(self.comparisons)
+        ahead = [c.seeds_to_decide(alpha=level) for c in comps
+                 if sign * (c.mean_b - c.mean_a) > 0]
+        known = [n for n in ahead if n is not None]
+        return min(known) if known else None
 
 
-def seeds_to_decide(a: np.ndarray, b: np.ndarray, *, alpha: float = 0.05,
-                    power: float = POWER) -> int | None:
-    """Runs per method for a one-sided two-sample t-test at ``alpha`` to detect the
-    difference between ``a`` and ``b`` with ``power`` (module docstring); None when the
-    means are equal, or more than `MAX_SEEDS` would be needed. Two constant samples with
-    different means need the minimum, 2."""
-    diff = abs(float(a.mean() - b.mean()))
-    if diff == 0:
-        return None
-    spread = math.sqrt((np.var(a, ddof=1) + np.var(b, ddof=1)) / 2)
-    if spread == 0:
-        return 2
-    d = diff / spread
-    for n in range(2, MAX_SEEDS + 1):
-        df = 2 * n - 2
-        critical = stats.t.ppf(1 - alpha, df)
-        if stats.nct.sf(critical, df, d * math.sqrt(n / 2)) >= power:
-            return n
-    return None
+def evaluate(claim: Claim, result: CurriculumResults, *, alpha: float = 0.05) -> ClaimCheck:
+    """``claim`` checked on ``result``: each comparison, Holm over the reverse ones, and
+    the verdict (module docstring)."""
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    mine = seeded_values(result, claim.method, claim.value)
+    names = [claim.other or ""] if claim.kind == "pair" else [
+        m for m in result.metrics if m != claim.method]
+    others = {m: v for m in names if len(v := seeded_values(result, m, claim.value)) >= 2}
+    if len(mine) < 2 or not others:
+        return ClaimCheck(claim, "not measurable", {}, {}, alpha, mine)
+    comparisons = {m: compare(mine, v, better=claim.better) for m, v in others.items()}
+    adjusted = dict(zip(comparisons, holm([c.p_reverse for c in comparisons.values()]).tolist(),
+                        strict=True))
+    verdict: Verdict = ("holds" if max(c.p for c in comparisons.values()) < alpha else
+                        "does not hold" if min(adjusted.values()) < alpha else "inconclusive")
+    return ClaimCheck(claim, verdict, comparisons, adjusted, alpha, mine)
 
 
-def _seeds_cell(a: np.ndarray, b: np.ndarray, alpha: float) -> str:
-    n = seeds_to_decide(a, b, alpha=alpha)
-    return "never" if n is None else str(n)
-
-
-def _fmt(values: np.ndarray) -> str:
-    return f"{values.mean():.3f} (n={len(values)})"
+def _fmt(values: Mapping[int, float]) -> str:
+    return f"{np.mean(list(values.values())):.3f} (n={len(values)})"
 
 
 def check(claim: Claim, result: CurriculumResults, *, alpha: float = 0.05) -> dict[str, object]:
-    """The row of ``claim``: what it compares, our numbers, p and the verdict."""
-    values = {m: run_values(runs, claim.value) for m, runs in result.metrics.items()}
-    row: dict[str, object] = {"claim": claim.text, "ours": "", "p": math.nan,
-                              "verdict": "not measurable", "seeds to decide": ""}
-    mine = values.get(claim.method, np.array([]))
-    if claim.kind == "pair":
-        theirs = values.get(claim.other or "", np.array([]))
-        if len(mine) < 2 or len(theirs) < 2:
-            return row
-        forward = welch_p(mine, theirs, claim.better)
-        backward = welch_p(theirs, mine, claim.better)
-        row["ours"] = f"{claim.method} {_fmt(mine)} vs {claim.other} {_fmt(theirs)}"
-        row["p"] = forward
-        row["verdict"] = ("holds" if forward < alpha else
-                          "does not hold" if backward < alpha else "inconclusive")
-        if row["verdict"] == "inconclusive":
-            row["seeds to decide"] = _seeds_cell(mine, theirs, alpha)
-        return row
-    others = {m: v for m, v in values.items() if m != claim.method and len(v) >= 2}
-    if len(mine) < 2 or not others:
+    """The row of ``claim`` in the claims table: what it compares, our numbers, the tests,
+    both p-values, the verdict and, when open, the seeds that would decide it."""
+    done = evaluate(claim, result, alpha=alpha)
+    row: dict[str, object] = {"claim": claim.text, "ours": "", "test": "",
+                              "p holds (IUT)": done.p_holds, "p fails (Holm)": done.p_fails,
+                              "verdict": done.verdict, "seeds to decide": ""}
+    if done.verdict == "not measurable":
         return row
     sign = 1.0 if claim.better == "higher" else -1.0
-    best_other = max(others, key=lambda m: sign * others[m].mean())
-    row["ours"] = (f"{claim.method} {_fmt(mine)}; best other: {best_other} "
-                   f"{_fmt(others[best_other])}")
-    beaten_by = {m: welch_p(v, mine, claim.better) for m, v in others.items()}
-    significant = {m: p for m, p in beaten_by.items() if p < alpha}
-    if significant:
-        row["p"] = min(significant.values())
-        row["verdict"] = "does not hold"
-    elif sign * mine.mean() > sign * others[best_other].mean():
-        leads = {m: welch_p(mine, v, claim.better) for m, v in others.items()}
-        rival = max(leads, key=leads.__getitem__)
-        row["p"] = leads[rival]
-        if row["p"] < alpha:
-            row["verdict"] = "holds"
-        else:
-            row["verdict"] = "inconclusive"
-            row["seeds to decide"] = _seeds_cell(mine, others[rival], alpha)
-    else:
-        row["p"] = beaten_by[best_other]
-        row["verdict"] = "inconclusive"
-        row["seeds to decide"] = _seeds_cell(mine, others[best_other], alpha)
+    values = {m: seeded_values(result, m, claim.value) for m in done.comparisons}
+    rival = max(values, key=lambda m: sign * np.mean(list(values[m].values())))
+    link = " vs " if claim.kind == "pair" else "; best other: "
+    row["ours"] = f"{claim.method} {_fmt(done.mine)}{link}{rival} {_fmt(values[rival])}"
+    row["test"] = "; ".join(dict.fromkeys(c.test for c in done.comparisons.values()))
+    if done.verdict == "inconclusive":
+        n = done.seeds_to_decide()
+        row["seeds to decide"] = "never" if n is None else str(n)
     return row
 
 
@@ -191,13 +197,39 @@ def claims_table(result: CurriculumResults, *, prefix: str, alpha: float = 0.05
     frame = pd.DataFrame([check(c, result, alpha=alpha) for c in CLAIMS])
     return frame_table(
         f"{prefix}-claims", "The paper's Table 1 claims",
-        f"Welch's one-sided t-test over runs at alpha = {alpha} (telapa.report.claims): "
-        "holds = better than every other method with p < alpha; does not hold = another "
-        "method is better with p < alpha; inconclusive = neither. Values: mean over runs "
-        "(n runs); TTT in millions of env steps. Seeds to decide: runs per method at which "
-        f"the open comparison would reach power {POWER} if the observed difference and "
-        "spread held (Cohen's d, noncentral t).", frame)
+        f"One-sided tests over seeds at alpha = {alpha} (telapa.report.claims): paired by "
+        "seed (exact sign-flip permutation test) where both methods have values for the "
+        "same seeds, Welch's t-test otherwise. holds = better than every other method, "
+        "each test p < alpha (intersection-union: p holds = the largest p); does not hold "
+        "= some other method better with Holm-adjusted p < alpha over the comparisons "
+        "the claim makes (p fails = the smallest adjusted p); inconclusive = neither. "
+        "Values: mean over runs (n runs); TTT in millions of env steps. Seeds to decide: "
+        f"seeds per method at which the test the verdict waits on would reach power {POWER} "
+        "if the observed differences and spreads held (paired or Welch noncentral t).",
+        frame)
 
 
-__all__ = ["CLAIMS", "POWER", "Claim", "check", "claims_table", "run_values",
-           "seeds_to_decide", "welch_p"]
+def comparisons_table(result: CurriculumResults, *, prefix: str, alpha: float = 0.05
+                      ) -> ReportTable | None:
+    """Every comparison behind `claims_table`: one row per claim and other method, with
+    its test, both means, both one-sided p-values and the Holm-adjusted reverse one."""
+    if "telapa" not in result.metrics:
+        return None
+    rows = []
+    for claim in CLAIMS:
+        done = evaluate(claim, result, alpha=alpha)
+        for other, c in done.comparisons.items():
+            rows.append({"claim": claim.text, "against": other, "test": c.test,
+                         "claimed method": c.mean_a, "other": c.mean_b,
+                         "p claimed better": c.p, "p other better": c.p_reverse,
+                         "p other better (Holm)": done.holm_reverse[other]})
+    return frame_table(
+        f"{prefix}-claim-tests", "The comparisons behind the claims",
+        "One row per claim and method compared: the test used, the means over the seeds "
+        "compared (TTT in millions of env steps), the one-sided p that the claimed "
+        "method is better and that the other is, and the latter Holm-adjusted over the "
+        "claim's comparisons.", pd.DataFrame(rows))
+
+
+__all__ = ["CLAIMS", "Claim", "ClaimCheck", "check", "claims_table", "comparisons_table",
+           "evaluate", "seeded_values"]

@@ -1,5 +1,6 @@
 """Learning curves across a whole curriculum: success rate against global env steps, one
-line per method (mean over seeds, shaded 95% CI), task boundaries and visit tags.
+line per method (mean over seeds, shaded 95% CI), task boundaries and visit tags; and the
+performance profile of the revisit success rates (`profile_figure`).
 
 Seeds are aligned on (visit, global step): each point is the mean over the runs that
 evaluated there (runs of one curriculum and preset evaluate at the same steps).
@@ -14,8 +15,11 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter
 
-from telapa.continual.results import RunRecord
+from telapa.continual.results import CurriculumResults, RunRecord
 from telapa.metrics import mean_ci
+from telapa.metrics.aggregates import performance_profile, performance_profile_interval
+from telapa.metrics.stats import BOOTSTRAP_RESAMPLES
+from telapa.report.aggregates import PROFILE_GRID, scored_revisits
 
 BAND_COLUMNS = ("method", "visit", "tag", "global_step", "sr", "sr_ci", "n")
 
@@ -93,3 +97,28 @@ def learning_curves(runs: Mapping[str, Sequence[RunRecord]], *, title: str,
                             title=title, ylabel="mean evaluation return", unit_range=False)
     return curve_figure(curve_bands(runs), visit_spans(records), title=title)
 
+
+def profile_figure(result: CurriculumResults, *, title: str,
+                   n_resamples: int = BOOTSTRAP_RESAMPLES) -> Figure | None:
+    """The performance profile of every method over tau in [0, 1] (shaded: the 95%
+    percentile bootstrap band over runs); None without revisits."""
+    scores = scored_revisits(result)
+    if not scores:
+        return None
+    fig = Figure(figsize=(7.5, 4.2), layout="constrained")
+    ax = fig.add_subplot()
+    colors = method_colors(list(scores))
+    for method, s in scores.items():
+        lo, hi = performance_profile_interval(s, taus=PROFILE_GRID, n_resamples=n_resamples)
+        ax.step(PROFILE_GRID, performance_profile(s, taus=PROFILE_GRID), where="post",
+                color=colors[method], lw=1.6, label=method)
+        ax.fill_between(PROFILE_GRID, lo, hi, step="post", color=colors[method], alpha=0.15,
+                        lw=0)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel("success rate after the revisit, tau")
+    ax.set_ylabel("fraction of runs with score > tau")
+    ax.set_title(title, loc="left")
+    ax.grid(alpha=0.25)
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    return fig

@@ -65,9 +65,10 @@ def inspect_run(path: str | Path) -> Inspection:
     run_dir = RunDir(path)
     spec = run_dir.spec()
     root = run_dir.path
-    if not (root / "elites.csv").is_file():
+    if not run_dir.has_elites():
         if spec["method"] in ("telapa", "telapa-static"):
-            raise RunDirError(f"{root} has no elites.csv yet (no archive illuminated so far)")
+            raise RunDirError(f"{root} has no {run_dir.table_path('elites').name} yet (no "
+                              "archive illuminated so far)")
         raise NoArchivesError(
             f"{root} is a {spec['method']} run: it keeps no policy archives (only telapa and "
             "telapa-static runs do)"

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from telapa.continual.results import CurriculumResults
-from telapa.envs.family import family_of
+from telapa.envs.registry import family_of
 from telapa.report.tables import Column, ReportTable
 
 MUJOCO_METRICS = {"mean_sr": "Mean SR~ ↑", "bwt": "BWT ↑", "tr": "TR ↑"}

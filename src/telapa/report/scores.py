@@ -4,7 +4,7 @@ baselines" (methods x metrics, mean ± 95% CI) and Table "Revisit Mean SR"."""
 from __future__ import annotations
 
 from telapa.continual.results import CurriculumResults
-from telapa.metrics.summary import METRIC_LABELS, SUMMARY_METRICS
+from telapa.metrics.summary import EXTRA_METRICS, METRIC_LABELS, SUMMARY_METRICS
 from telapa.report.tables import Column, ReportTable
 
 LOWER_IS_BETTER = frozenset({"ttt"})
@@ -12,17 +12,29 @@ LOWER_IS_BETTER = frozenset({"ttt"})
 
 
 def main_table(result: CurriculumResults, *, prefix: str) -> ReportTable:
-    """Methods x (runs, Mean SR, TTT, BWT, Coverage, nBWT, TR), best per column marked."""
-    columns = (Column("runs", "runs", ci=False, digits=0),
-               *(Column(m, METRIC_LABELS[m], "lower" if m in LOWER_IS_BETTER else "higher")
-                 for m in SUMMARY_METRICS))
+    """Methods x (runs, Mean SR, TTT, censored revisits, BWT, Coverage, nBWT, TR, and
+    Coverage on the last visits), each metric as mean ± t half width [bootstrap interval],
+    best per column marked."""
+    values = result.summary()
+    values["ttt_censored_of"] = [f"{int(c)}/{int(r)}" for c, r in
+                                 zip(values["ttt_censored"], values["revisits"], strict=True)]
+    metric = {m: Column(m, METRIC_LABELS[m], "lower" if m in LOWER_IS_BETTER else "higher",
+                        interval=True) for m in SUMMARY_METRICS + EXTRA_METRICS}
+    columns = (Column("runs", "runs", ci=False, digits=0), metric["mean_sr"], metric["ttt"],
+               Column("ttt_censored_of", "TTT censored", ci=False),
+               *(metric[m] for m in ("bwt", "coverage", "nbwt", "tr", "coverage_last")))
     return ReportTable(
         f"{prefix}-main", "Continual-transfer metrics",
-        f"Mean ± 95% CI over seeds; tau_T from {result.tau_source}. Mean SR is the mean "
-        "post-training SR over the revisits (the mean of the revisit table, as in the "
-        "paper's Table 1). TTT in millions of env steps (lower is better); the other "
-        "metrics are higher-is-better.",
-        result.summary(), columns,
+        f"Mean ± 95% t-interval half width over seeds, then in brackets the 95% percentile "
+        f"bootstrap interval over seeds (whole runs resampled; it stays within the values' "
+        f"range, so in [0, 1] for success rates and fractions). tau_T from "
+        f"{result.tau_source}. Mean SR is the mean post-training SR over the revisits (the "
+        "mean of the revisit table, as in the paper's Table 1). TTT in millions of env "
+        "steps (lower is better); TTT censored: revisits that never reached tau_T, each "
+        "counted as its whole budget, of all revisits. Coverage is the paper's: tasks "
+        "whose first visit reached tau_T; the last column counts each task's last visit "
+        "instead. The other metrics are higher-is-better.",
+        values, columns,
     )
 
 
@@ -33,7 +45,8 @@ def revisit_table(result: CurriculumResults, *, prefix: str) -> ReportTable:
     tags = result.revisits().columns
     return ReportTable(
         f"{prefix}-revisits", "Revisit mean SR",
-        "Mean ± 95% CI over seeds of the success rate after training on each revisited "
-        "task (the paper's revisit table gives the means).",
-        revisits, tuple(Column(str(t), str(t), "higher") for t in tags),
+        "Mean ± 95% t-interval half width over seeds, then in brackets the 95% percentile "
+        "bootstrap interval over seeds, of the success rate after training on each "
+        "revisited task (the paper's revisit table gives the means).",
+        revisits, tuple(Column(str(t), str(t), "higher", interval=True) for t in tags),
     )

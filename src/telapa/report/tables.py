@@ -1,6 +1,10 @@
 """Report tables: numeric values plus how to show them (labels, digits, which direction
 is better), rendered as Markdown with the best cell of each column in bold and as CSV.
 
+A column may show an interval beside its mean: the t half width (``key_ci``, "± 0.080")
+and/or the bounds of another interval (``key_lo``, ``key_hi``, "[0.300, 0.900]": the
+percentile bootstrap intervals of `telapa.metrics`).
+
 Best cells: among the non-NaN means of a column with a direction, every row whose mean,
 rounded to the shown digits, equals the best one (ties are all marked); a column with
 fewer than two values marks nothing.
@@ -24,12 +28,15 @@ Better = Literal["higher", "lower"] | None
 
 @dataclass(frozen=True)
 class Column:
-    """One shown column: ``key`` in the values frame (its half width in ``key_ci``)."""
+    """One shown column: ``key`` in the values frame (its half width in ``key_ci``, its
+    interval bounds in ``key_lo`` and ``key_hi``)."""
 
     key: str
     label: str
     better: Better = None
     ci: bool = True
+    interval: bool = False
+    """Show [key_lo, key_hi] after the value (and its half width)."""
     digits: int | None = 3
     """Decimals shown; None: 4 significant digits (tables of mixed scales)."""
 
@@ -59,7 +66,11 @@ class ReportTable:
         for col in self.columns:
             means = self.values[col.key].tolist()
             cis = self.values[f"{col.key}_ci"].tolist() if col.ci else [None] * len(means)
-            frame[col.label] = [_cell(m, c, col.digits) for m, c in zip(means, cis, strict=True)]
+            bounds: list[tuple[float, float] | None] = (
+                list(zip(self.values[f"{col.key}_lo"], self.values[f"{col.key}_hi"],
+                         strict=True)) if col.interval else [None] * len(means))
+            frame[col.label] = [_cell(m, c, col.digits, b)
+                                for m, c, b in zip(means, cis, bounds, strict=True)]
         return frame
 
     def best(self) -> pd.DataFrame:
@@ -96,12 +107,16 @@ class ReportTable:
         return "\n".join(lines) + "\n"
 
     def to_csv(self) -> str:
-        """The numeric values: one column per shown column, and its 95% CI half width."""
+        """The numeric values: one column per shown column, its 95% CI half width and its
+        interval bounds (`ci_label`, `interval_labels`)."""
         frame = pd.DataFrame(index=self.values.index)
         for col in self.columns:
             frame[col.label] = self.values[col.key]
             if col.ci:
                 frame[ci_label(col.label)] = self.values[f"{col.key}_ci"]
+            if col.interval:
+                lo, hi = interval_labels(col.label)
+                frame[lo], frame[hi] = self.values[f"{col.key}_lo"], self.values[f"{col.key}_hi"]
         buffer = io.StringIO()
         frame.to_csv(buffer, index=self.show_index, index_label=self.index_label)
         return buffer.getvalue()
@@ -110,6 +125,11 @@ class ReportTable:
 def ci_label(label: str) -> str:
     """CSV header of a column's 95% CI half width."""
     return f"{label} ± 95% CI"
+
+
+def interval_labels(label: str) -> tuple[str, str]:
+    """CSV headers of a column's interval bounds."""
+    return f"{label} interval lo", f"{label} interval hi"
 
 
 def frame_table(table_id: str, title: str, caption: str, frame: pd.DataFrame) -> ReportTable:
@@ -121,16 +141,23 @@ def frame_table(table_id: str, title: str, caption: str, frame: pd.DataFrame) ->
                        show_index=not positional)
 
 
-def _cell(mean: object, ci: object | None, digits: int | None) -> str:
+def _cell(mean: object, ci: object | None, digits: int | None,
+          bounds: tuple[float, float] | None = None) -> str:
     if isinstance(mean, (bool, np.bool_, int, np.integer)) or not isinstance(
             mean, (float, np.floating)):
         return "n/a" if mean is None or mean is pd.NA else str(mean)
     value = float(mean)
+    interval = None if bounds is None else (float(bounds[0]), float(bounds[1]))
     if ci is not None:
-        return format_cell(value, float(ci), digits)
+        return format_cell(value, float(ci), 3 if digits is None else digits,
+                           interval=interval)
     if math.isnan(value):
         return "n/a"
-    return f"{value:.4g}" if digits is None else f"{value:.{digits}f}"
+    shown = f"{value:.4g}" if digits is None else f"{value:.{digits}f}"
+    if interval is not None and not any(math.isnan(v) for v in interval):
+        d = 3 if digits is None else digits
+        shown += f" [{interval[0]:.{d}f}, {interval[1]:.{d}f}]"
+    return shown
 
 
 def _md_row(cells: Sequence[str]) -> str:

@@ -24,7 +24,6 @@ is valid only for the agent that produced it and only one state trains at a time
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -39,9 +38,9 @@ from flax import struct
 from telapa.config import TrainConfig
 from telapa.envs import AutoReset, Backend, make
 from telapa.envs.base import EnvSpec, JaxEnv, Obs
-from telapa.envs.family import family_of
 from telapa.envs.gym_backend import GymVectorEnv
 from telapa.envs.intrinsic import EpisodicCountBonus, episodic_count_bonus_gym
+from telapa.envs.registry import family_of
 from telapa.rl.evaluate import EvalResult, evaluate_gym, make_jax_evaluator
 from telapa.rl.networks import Params
 from telapa.rl.policy import Policy
@@ -177,7 +176,8 @@ class Agent:
         total_updates = math.ceil(total_steps / ppo.rollout_size) if total_steps else None
         self.optimizer = make_optimizer(ppo, total_updates)
         self.penalty = penalty
-        self._learn = make_learn(self.policy, ppo, self.optimizer, penalty)
+        self._learn = make_learn(self.policy, ppo, self.optimizer, penalty,
+                                 competence=self.competence)
         self.iterations_per_call = ppo.iterations_per_call if self.backend == "jax" else 1
         self.steps_per_call = ppo.rollout_size * self.iterations_per_call
         """Env steps of one training call (`train` trains whole calls)."""
@@ -315,15 +315,12 @@ class Agent:
         return states, histories
 
     def _finish(self, metrics: list[Metrics], done: int) -> list[Metrics]:
-        """Adds ``step`` and the env family's competence to one call's metrics; raises
-        FloatingPointError on non-finite losses."""
+        """Adds ``step`` to one call's metrics; raises FloatingPointError on non-finite
+        losses."""
         per_iteration = self.config.ppo.rollout_size
         for m in metrics:
             done += per_iteration
             m["step"] = done
-            if m["episodes"] > 0:
-                m["success_rate"] = self.competence.of_stats(
-                    m["episode_return"], m["success_rate"])
             bad = [k for k in ("loss", "pg_loss", "v_loss", "grad_norm")
                    if not np.isfinite(m[k])]
             if bad:
@@ -407,10 +404,10 @@ class Agent:
             return EvalResult(returns, lengths, feats, self.competence)
         if self._gym_eval_env is None:
             n = self.config.eval.num_envs or min(self.config.eval.episodes, MAX_GYM_EVAL_ENVS)
-            self._gym_eval_env = GymVectorEnv(self.spec.env_id, n, **self.env_options)
-        result = evaluate_gym(self._gym_eval_env, self.gym_act(deterministic), params,
-                              episodes, key, max_steps)
-        return dataclasses.replace(result, competence=self.competence)
+            self._gym_eval_env = make(self.spec.env_id, "gymnasium", num_envs=n,
+                                      **self.env_options)
+        return evaluate_gym(self._gym_eval_env, self.gym_act(deterministic), params,
+                            episodes, key, max_steps, self.competence)
 
     def gym_act(self, deterministic: bool) -> Callable:
         """The jitted ``act(params, obs, key)`` host rollouts use."""
@@ -438,7 +435,8 @@ class Agent:
         else:
             reset_key, key = jax.random.split(key)
             seed = int(jax.random.randint(reset_key, (), 0, 2**31 - 1))
-            env = GymVectorEnv(self.spec.env_id, n, seed=seed, **self.env_options)
+            env = make(self.spec.env_id, "gymnasium", num_envs=n, seed=seed,
+                       **self.env_options)
             _, first = env.reset(reset_key)
             obs = gym_rollout(env, self.gym_act(False), params, first, key, n_steps)[2].obs
             env.close()

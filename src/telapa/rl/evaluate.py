@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from telapa.envs.base import JaxEnv, Obs
-from telapa.envs.family import Competence, SuccessRate
+from telapa.envs.family import Competence
 from telapa.envs.gym_backend import GymVectorEnv
 from telapa.rl.networks import Params
 from telapa.rl.policy import Policy
@@ -39,12 +39,13 @@ class EvalResult:
     """(E,) episode lengths in steps."""
     features: np.ndarray
     """(E, T, D) per-step behaviour features, zero past each episode's length."""
-    competence: Competence = SuccessRate()
-    """The env family's competence score of the returns (`Agent.evaluate` sets it)."""
+    competence: Competence
+    """The env family's competence score of the returns (`EnvFamily.competence`)."""
 
     @property
     def sr(self) -> float:
-        """Competence: MiniGrid's success rate, MuJoCo's normalized return SR~."""
+        """The competence of the episodes (e.g. MiniGrid's success rate, MuJoCo's
+        normalized return SR~)."""
         return float(self.competence(np.asarray(self.returns)))
 
     @property
@@ -285,8 +286,10 @@ def evaluate_gym(
     episodes: int,
     key: jax.Array,
     max_steps: int,
+    competence: Competence,
 ) -> EvalResult:
-    """Runs ``episodes`` episodes on the host, split evenly over ``env``'s copies.
+    """Runs ``episodes`` episodes on the host, split evenly over ``env``'s copies, and
+    scores them with the env family's ``competence``.
 
     Each copy runs a fixed quota of consecutive episodes, so short episodes are not
     over-represented.
@@ -318,4 +321,4 @@ def evaluate_gym(
     for j, (_, length, f) in enumerate(episodes_):
         features[j, :length] = f
     returns = np.array([r for r, _, _ in episodes_], np.float32)
-    return EvalResult(returns, lengths, features)
+    return EvalResult(returns, lengths, features, competence)

@@ -32,6 +32,7 @@ from flax import struct
 
 from telapa.config import PPOConfig
 from telapa.envs.base import Obs
+from telapa.envs.family import Competence
 from telapa.rl.networks import Params
 from telapa.rl.policy import Policy
 
@@ -176,10 +177,13 @@ def make_optimizer(
 
 
 def episode_stats(
-    tracker: EpisodeTracker, reward: jax.Array, done: jax.Array
+    tracker: EpisodeTracker, reward: jax.Array, done: jax.Array, competence: Competence
 ) -> tuple[EpisodeTracker, dict[str, jax.Array]]:
-    """Count, mean return, mean length and success rate (return > 0) of the episodes
-    that ended in a (T, N) rollout (NaN means when none ended)."""
+    """Count, mean return, mean length and the env family's ``competence`` of the
+    episodes that ended in a (T, N) rollout (NaN means when none ended).
+
+    ``success_rate`` is ``g(mean_e f(R_e))`` over the ended episodes (`Competence`): the
+    score an evaluation of exactly those episodes would give."""
 
     def step(tr: EpisodeTracker, xs):
         r, d = xs
@@ -188,13 +192,13 @@ def episode_stats(
             "episodes": d.sum(),
             "return_sum": jnp.where(d, ret, 0.0).sum(),
             "length_sum": jnp.where(d, length, 0).sum(),
-            "successes": (d & (ret > 0)).sum(),
+            "score_sum": jnp.where(d, competence.episode_score(ret), 0.0).sum(),
         }
         return EpisodeTracker(jnp.where(d, 0.0, ret), jnp.where(d, 0, length)), ended
 
     tracker, per_step = jax.lax.scan(step, tracker, (reward.astype(jnp.float32), done))
-    n, ret, length, wins = (
-        jnp.sum(per_step[k]) for k in ("episodes", "return_sum", "length_sum", "successes")
+    n, ret, length, score = (
+        jnp.sum(per_step[k]) for k in ("episodes", "return_sum", "length_sum", "score_sum")
     )
 
     def mean(x):
@@ -204,7 +208,7 @@ def episode_stats(
         "episodes": n,
         "episode_return": mean(ret),
         "episode_length": mean(length),
-        "success_rate": mean(wins),
+        "success_rate": competence.of_mean_score(mean(score)),
     }
 
 
@@ -213,11 +217,15 @@ def make_learn(
     config: PPOConfig,
     optimizer: optax.GradientTransformation,
     penalty: Penalty | None = None,
+    *,
+    competence: Competence,
 ) -> Callable[..., tuple[PPOState, EpisodeTracker, dict[str, jax.Array]]]:
     """``learn(state, tracker, traj, last_obs, key) -> (state, tracker, metrics)``.
 
     The single PPO update used by both backends (pure; jit it or call it in a scan).
     With ``penalty``, each minibatch minimises ``L + penalty(params, state.penalty)``.
+    The metrics score the training episodes that ended with the env family's
+    ``competence`` (`episode_stats`).
     """
     n_minibatches = config.rollout_size // config.batch_size
 
@@ -246,7 +254,7 @@ def make_learn(
 
     def learn(state: PPOState, tracker: EpisodeTracker, traj: Trajectory, last_obs: Obs, key):
         done = traj.terminated | traj.truncated
-        tracker, ep = episode_stats(tracker, traj.reward, done)
+        tracker, ep = episode_stats(tracker, traj.reward, done, competence)
 
         advantage, returns = advantages(policy, state.params, traj, last_obs, config)
 

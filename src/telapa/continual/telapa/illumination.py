@@ -153,9 +153,9 @@ def evaluate_population(
 
 
 def trajectory_codec(agent: Agent) -> FeatureCodec:
-    """The env family's codec: `minigrid_codec` (exact) for MiniGrid envs, with the grid
-    size of the agent's env and the spec's time limit; `float16_codec` for MuJoCo."""
-    return agent.family.codec(agent)
+    """The codec of the agent's env family for its env (`EnvFamily.codec`): exact for
+    MiniGrid (grid size and time limit of the env), float16 for MuJoCo."""
+    return agent.family.codec(agent.spec)
 
 
 # --- the log ----------------------------------------------------------------------------

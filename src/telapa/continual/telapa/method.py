@@ -51,11 +51,11 @@ MAX_VISITS = 64
 
 class TeLAPA(Method):
     name = "telapa"
+    section = "telapa"
     maintain_latent = True
 
     def __init__(self, config: RunConfig, *, key: jax.Array | None = None):
         super().__init__(config, key=key)
-        self.settings = config.methods.telapa
         latent = self.settings.latent
         self.embedding = EmbeddingState.create(self.key, latent)
         """E_0: a random encoder drawn from the run seed (TeLAPA-Static keeps it)."""

@@ -19,10 +19,11 @@ Layout:
     env           `MiniGrid`, the `JaxEnv` tying a task to the core.
     farama        `from_farama`: a live Farama env's state as a `State`.
     gym_wrappers  `wrap_farama`: Farama envs emitting the port's obs, features, success.
+    family        `MiniGridFamily`, the env family (`telapa.envs.family`) of these ids.
 
 Adding a task: write ``tasks/<name>.py`` with a frozen dataclass subclassing `Task` and
 a module-level ``TASKS = (MyTask(env_id, width, height, max_steps), ...)``; it is found
-and registered automatically. The hooks:
+automatically (`all_tasks`, which the MiniGrid env family, `family`, serves). The hooks:
 
 - ``generate(self, key) -> State``: ``_gen_grid``, drawn from Farama's distribution;
   build it with `State.create` and the helpers of `layout`.
@@ -49,9 +50,6 @@ wrapper reads it as a positive reward, Farama's only way of signalling success.
 
 from __future__ import annotations
 
-import functools
-
-from telapa.envs import register_jax
 from telapa.envs.minigrid.dynamics import Transition
 from telapa.envs.minigrid.env import MiniGrid
 from telapa.envs.minigrid.farama import from_farama
@@ -65,9 +63,6 @@ from telapa.envs.minigrid.state import (
 )
 from telapa.envs.minigrid.task import GOAL_MISSION, Task
 from telapa.envs.minigrid.tasks import all_tasks
-
-for _task in all_tasks().values():
-    register_jax(_task.env_id, functools.partial(MiniGrid, _task))
 
 __all__ = [
     "FEATURE_DIM",

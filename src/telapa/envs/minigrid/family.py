@@ -1,5 +1,6 @@
 """The MiniGrid env family (`telapa.envs.family`): Farama MiniGrid/BabyAI ids, on the
-``jax`` backend (the ports) and the ``gymnasium`` backend (Farama, `wrap_farama`).
+``jax`` backend (the ports of `telapa.envs.minigrid.tasks`) and the ``gymnasium``
+backend (Farama, `wrap_farama`).
 
 Sketch: the D = 11 behaviour features of `telapa.envs.minigrid.features`; competence:
 success rate (a positive return is MiniGrid's only success); trajectories stored
@@ -9,19 +10,43 @@ exactly by `minigrid_codec`; PPO preset ``configs/ppo/minigrid.yaml``. Task opti
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
-from telapa.envs.family import Competence, SuccessRate, register_family
-from telapa.envs.minigrid.features import FEATURE_DIM
+from telapa.envs.family import Competence, SuccessRate
+from telapa.envs.minigrid.env import MiniGrid
+from telapa.envs.minigrid.features import FEATURE_DIM, minigrid_codec
 from telapa.envs.minigrid.gym_wrappers import is_minigrid_id, wrap_farama
+from telapa.envs.minigrid.task import Task
+from telapa.envs.minigrid.tasks import all_tasks
 
 if TYPE_CHECKING:
     import gymnasium
 
+    from telapa.envs.base import EnvSpec
     from telapa.qd.trajectories import FeatureCodec
-    from telapa.rl.agent import Agent
 
 OPTIONS = ("observe_mission",)
+
+
+@functools.cache
+def _ports() -> dict[str, Task]:
+    return all_tasks()
+
+
+@functools.cache
+def grid_size(env_id: str) -> tuple[int, int]:
+    """(W, H) of ``env_id``'s grid: the port's, else the one Farama's env is built with."""
+    task = _ports().get(env_id)
+    if task is not None:
+        return task.width, task.height
+    import gymnasium
+
+    env = gymnasium.make(env_id)
+    try:
+        return int(env.unwrapped.width), int(env.unwrapped.height)
+    finally:
+        env.close()
 
 
 class MiniGridFamily:
@@ -31,7 +56,7 @@ class MiniGridFamily:
     count_bonus = True
 
     def matches(self, env_id: str) -> bool:
-        return is_minigrid_id(env_id)
+        return env_id in _ports() or is_minigrid_id(env_id)
 
     def check_options(self, env_id: str, options: dict[str, Any]) -> None:
         unknown = sorted(set(options) - set(OPTIONS))
@@ -46,23 +71,19 @@ class MiniGridFamily:
         observe_mission = options.pop("observe_mission", True)
         return wrap_farama(gymnasium.make(env_id, **options), observe_mission)
 
+    def jax_ids(self) -> tuple[str, ...]:
+        return tuple(_ports())
+
+    def make_jax(self, env_id: str, options: dict[str, Any]) -> MiniGrid:
+        return MiniGrid(_ports()[env_id], **options)
+
     def feature_dim(self, env_id: str) -> int:
         return FEATURE_DIM
 
     def competence(self, env_id: str) -> Competence:
         return SuccessRate()
 
-    def codec(self, agent: Agent) -> FeatureCodec:
-        """`minigrid_codec` (exact) with the grid size of the agent's env and the
-        spec's time limit."""
-        from telapa.envs.minigrid.env import MiniGrid
-        from telapa.qd.trajectories import minigrid_codec
-
-        spec, env = agent.spec, agent.env
-        if isinstance(env, MiniGrid):
-            return minigrid_codec(env.task.width, env.task.height, spec.max_steps)
-        grid = env.envs.envs[0].unwrapped
-        return minigrid_codec(grid.width, grid.height, spec.max_steps)
-
-
-register_family(MiniGridFamily())
+    def codec(self, spec: EnvSpec) -> FeatureCodec:
+        """`minigrid_codec` (exact) with the env's grid size and the spec's time limit."""
+        width, height = grid_size(spec.env_id)
+        return minigrid_codec(width, height, spec.max_steps)

@@ -24,11 +24,14 @@ from __future__ import annotations
 
 import functools
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from telapa.envs.minigrid.constants import BALL, BOX, DOOR, KEY, N_ACTIONS, OPEN, Action
+
+if TYPE_CHECKING:
+    from telapa.qd.trajectories import FeatureCodec
 
 FLAG_NAMES = ("has_key", "has_ball", "has_box", "door_open", "box_toggled", "delivered")
 N_FLAGS = len(FLAG_NAMES)
@@ -92,3 +95,15 @@ def feature_vector(
         ]
     )
     return xp.concatenate([xp.clip(continuous, f32(0), f32(1)), flags.astype(f32)])
+
+
+def minigrid_codec(width: int, height: int, max_steps: int,
+                   n_actions: int = N_ACTIONS) -> FeatureCodec:
+    """How the features of a ``width x height`` grid with time limit ``max_steps`` are
+    stored: exactly, as the numerators of x/(W-1), y/(H-1), dir/3, step/max_steps,
+    action/(n_actions-1) and of the six 0/1 flags (`telapa.qd.trajectories.FeatureCodec`
+    decodes them bit-identically to `feature_vector`'s float32 values)."""
+    from telapa.qd.trajectories import FeatureCodec
+
+    dens = (max(width - 1, 1), max(height - 1, 1), 3, max_steps, max(n_actions - 1, 1))
+    return FeatureCodec((*dens, *(1,) * N_FLAGS))

@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 import gymnasium
 
-from telapa.envs.family import Competence, NormalizedReturn, register_family
+from telapa.envs.family import Competence, NormalizedReturn
 from telapa.envs.mujoco.friction import FrictionScale
 from telapa.envs.mujoco.sketch import SKETCH_DIM, MujocoSketch, sketch
 
 if TYPE_CHECKING:
+    from telapa.envs.base import EnvSpec, JaxEnv
     from telapa.qd.trajectories import FeatureCodec
-    from telapa.rl.agent import Agent
 
 REFERENCE_RETURNS: dict[str, float] = {
     "HalfCheetah": 5000.0,
@@ -101,19 +101,23 @@ class MujocoFamily:
         return MujocoSketch(env, reference_return=reference_return(env_id),
                             time_limit=int(time_limit))
 
+    def jax_ids(self) -> tuple[str, ...]:
+        return ()
+
+    def make_jax(self, env_id: str, options: dict[str, Any]) -> JaxEnv:
+        raise ValueError(f"{env_id} has no JAX port (MuJoCo runs on the gymnasium backend)")
+
     def feature_dim(self, env_id: str) -> int:
         return SKETCH_DIM
 
     def competence(self, env_id: str) -> Competence:
         return NormalizedReturn(reference_return(env_id))
 
-    def codec(self, agent: Agent) -> FeatureCodec:
+    def codec(self, spec: EnvSpec) -> FeatureCodec:
         from telapa.qd.trajectories import float16_codec
 
         return float16_codec(SKETCH_DIM)
 
-
-register_family(MujocoFamily())
 
 __all__ = [
     "REFERENCE_RETURNS",

@@ -1,0 +1,116 @@
+"""`run_sweep`: every cell of a sweep that is not done, on a backend, with retries,
+status files and (optionally) an export as cells finish."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from telapa.continual.rundir import RunDir, RunDirError
+from telapa.continual.sweep.export import export_sweep
+from telapa.continual.sweep.grammar import Sweep, seed_jobs
+from telapa.continual.sweep.layout import prepare_sweep_dir, read_status, write_status
+from telapa.continual.sweep.status import STATES, cell_state
+
+
+def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
+              batch_seeds: bool = False, export: str | Path | None = None,
+              on_event: Callable[[str], None] = lambda text: None) -> dict[str, int]:
+    """Runs every cell of ``sweep`` that is not done under ``out`` on ``backend``; a
+    failed cell is tried up to ``retries`` more times (each error recorded in its status
+    file). With ``batch_seeds`` the seeds of a cell run as one job (`seed_jobs`). With
+    ``export``, the done cells are exported there (`export_sweep`) before the first job,
+    which also checks the destination, and again as each cell finishes; an export that
+    fails then is reported through ``on_event`` and does not stop the sweep.
+    Returns the count of cells per state at the end."""
+    out = Path(out)
+    prepare_sweep_dir(sweep, out)
+    lock = RunDir(out)
+    try:
+        lock.lock()
+    except RunDirError as err:
+        raise RunDirError(f"sweep {out} is being run by another process: {err}") from None
+    try:
+        if export is not None:
+            export_sweep(out, export)
+        todo = []
+        for cell in sweep.cells:
+            state, status = cell_state(out, cell.name)
+            if state == "running":
+                raise RunDirError(f"cell {cell.name} of {out} is being run by another process")
+            if state == "done" and status.get("state") != "done":  # it finished unrecorded
+                write_status(out, cell.name, status | {
+                    "state": "done", "attempts": status.get("attempts", 0) + 1})
+            if state != "done":
+                todo.append(cell)
+        on_event(f"{len(sweep.cells) - len(todo)} of {len(sweep.cells)} cells done; running "
+                 f"{len(todo)} on {backend.describe}"
+                 + (f" in {len(seed_jobs(todo, True))} seed batches" if batch_seeds else ""))
+        tries = dict.fromkeys((c.name for c in todo), 0)
+        while todo:
+            token = secrets.token_hex(8)  # this round; a worker copies it when it starts
+            for cell in todo:
+                write_status(out, cell.name, read_status(out, cell.name)
+                             | {"state": "queued", "queued_try": token})
+            failed, unstarted, started = [], [], False
+            for name, result in backend.run(out, seed_jobs(todo, batch_seeds)):
+                status = read_status(out, name)
+                ran = status.get("started_try") == token
+                started |= ran
+                if not result.get("ok") and not ran:  # e.g. its worker died with another cell
+                    unstarted.append((name, result))
+                    continue
+                _record(out, name, status, result, on_event)
+                if not result.get("ok"):
+                    tries[name] += 1
+                    if tries[name] <= retries:
+                        failed.append(sweep.cell(name))
+                elif export is not None:
+                    _export(out, export, on_event)
+            for name, result in unstarted:
+                if started:  # not charged: queued again for the next round
+                    on_event(f"requeued {name}: it had not started ({result.get('error')})")
+                    failed.append(sweep.cell(name))
+                else:  # nothing started at all: charged, so that the sweep ends
+                    _record(out, name, read_status(out, name), result, on_event)
+                    tries[name] += 1
+                    if tries[name] <= retries:
+                        failed.append(sweep.cell(name))
+            todo = [c for c in sweep.cells if c in failed]
+    finally:
+        lock.unlock()
+    counts = dict.fromkeys(STATES, 0)
+    for cell in sweep.cells:
+        counts[cell_state(out, cell.name)[0]] += 1
+    return counts
+
+
+def _record(out: Path, name: str, status: dict[str, Any], result: dict[str, Any],
+            on_event: Callable[[str], None]) -> None:
+    """Writes the end of a try (done, or failed with its error) to the cell's status."""
+    status["attempts"] = status.get("attempts", 0) + 1
+    if result.get("ok"):
+        status.update(state="done", finished=time.time())
+        on_event(f"done {name}")
+    else:
+        status.setdefault("errors", []).append(
+            {"attempt": status["attempts"], "error": result.get("error"),
+             "traceback": result.get("traceback", ""), "time": time.time()})
+        status["state"] = "failed"
+        on_event(f"failed {name}: {result.get('error')}")
+    write_status(out, name, status)
+
+
+def _export(out: Path, export: str | Path, on_event: Callable[[str], None]) -> None:
+    try:
+        added = export_sweep(out, export).added
+        if added:  # a batch's first finished cell exports the others too
+            on_event(f"exported {', '.join(added)} to {export}")
+    except (RunDirError, ValueError, OSError) as err:
+        on_event(f"export to {export} failed: {err}")
+
+
+__all__ = ["run_sweep"]

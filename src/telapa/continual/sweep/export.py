@@ -1,0 +1,156 @@
+"""`export_sweep` (``telapa sweep export DIR DEST``): the small outputs of the finished
+cells, without checkpoints, in a sweep directory of their own (e.g. to commit a study's
+results while it still runs)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from telapa.continual.rundir import RESULT_FILES, RunDirError
+from telapa.continual.sweep.layout import (
+    CELLS_FILE,
+    SWEEP_FILE,
+    cell_dir,
+    create_dir_atomically,
+    read_status,
+    stored_sweep,
+    write_status,
+)
+from telapa.continual.sweep.status import cell_state
+from telapa.io import write_bytes_atomic, write_json_atomic
+
+EXPORT_FILES = RESULT_FILES
+"""What `export_sweep` keeps of a finished cell (`RunDir.result_files`): everything
+`telapa report` and `telapa metrics` read, never checkpoints or per-update training logs."""
+
+
+@dataclass(frozen=True)
+class ExportSummary:
+    """What one `export_sweep` call did."""
+
+    added: list[str]
+    """Cells copied by this call."""
+    kept: list[str]
+    """Cells the destination already held (identical files)."""
+    left: list[str]
+    """Cells of the sweep not done yet (not exported)."""
+    bytes: int
+    """Size of the destination's files after the export."""
+
+
+def _listing(source: dict[str, Any], sweep_dir: Path, cells: list[dict[str, Any]]
+             ) -> dict[str, Any]:
+    """An export's ``cells.json``: the exported cells, in sweep order."""
+    return {"format": "telapa-sweep", "name": source.get("name"),
+            "exported_from": str(sweep_dir), "of_cells": len(source["cells"]), "cells": cells}
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    return a.is_file() and b.is_file() and a.read_bytes() == b.read_bytes()
+
+
+def _same_cell(src: Path, dst: Path) -> bool:
+    """Whether ``dst`` holds exactly the exported files of cell ``src``, byte for byte."""
+    names = sorted(p.name for p in dst.iterdir())
+    return names == sorted(p.name for p in cell_dir(src.parent.parent, src.name).result_files()
+                           ) and all(_same_file(src / n, dst / n) for n in names)
+
+
+def export_sweep(sweep_dir: str | Path, dest: str | Path) -> ExportSummary:
+    """Copies the small outputs (`EXPORT_FILES`) of every done cell of ``sweep_dir`` into
+    ``dest`` (outside ``sweep_dir``): a sweep directory of its own that holds only those
+    cells, so that ``telapa report DEST``, ``telapa metrics DEST`` and ``telapa sweep
+    status DEST`` read it.
+
+    Re-exporting into the same ``dest`` adds the cells finished since (for a study that
+    runs over several sessions). Nothing in ``dest`` is overwritten: a cell ``dest``
+    already holds must be byte-identical to the source, and a ``dest`` that is not an
+    export of the same sweep is refused, both before anything is written. A new ``dest``
+    is created whole, as an export of no cell yet; each cell is written to a temporary
+    folder and renamed into place; ``cells.json`` (the exported cells, in sweep order) is
+    written last. An export stopped part way (a full disk) is completed by the next.
+    """
+    sweep_dir, dest = Path(sweep_dir), Path(dest)
+    source = stored_sweep(sweep_dir)
+    if source is None:
+        raise RunDirError(f"{sweep_dir} is not a sweep directory (no {CELLS_FILE})")
+    if dest.resolve() == sweep_dir.resolve():
+        raise RunDirError(f"cannot export {sweep_dir} into itself")
+    if dest.resolve().is_relative_to(sweep_dir.resolve()):
+        raise RunDirError(f"cannot export {sweep_dir} into {dest}, which is inside it; "
+                          "choose a destination outside the sweep directory")
+    cells = source["cells"]
+    done = [c for c in cells if cell_state(sweep_dir, c["name"])[0] == "done"]
+    meta = stored_sweep(dest) if dest.is_dir() else None
+    if meta is None:  # a new export, created whole: an export holding no cell yet
+        def build(tmp: Path) -> None:
+            (tmp / "cells").mkdir()
+            (tmp / "status").mkdir()
+            write_bytes_atomic(tmp / SWEEP_FILE, (sweep_dir / SWEEP_FILE).read_bytes())
+            write_json_atomic(tmp / CELLS_FILE, _listing(source, sweep_dir, []))
+
+        create_dir_atomically(dest, build, what="export directory")
+        meta = stored_sweep(dest)
+        if meta is None:
+            raise RunDirError(f"export directory {dest} is being created by another process")
+    if meta.get("name") != source.get("name") or "exported_from" not in meta:
+        raise RunDirError(f"{dest} is not an export of sweep {source.get('name')!r}; "
+                          "choose another destination")
+    existing = meta["cells"]
+    by_name = {c["name"]: c for c in cells}
+    for cell in existing:
+        if json.loads(json.dumps(by_name.get(cell["name"]))) != cell:
+            raise RunDirError(f"{dest} holds cell {cell['name']} with other settings than "
+                              f"{sweep_dir}; choose another destination")
+    have = {c["name"] for c in existing}
+    adopted = []
+    for cell in done:
+        src_dir, dst_dir = cell_dir(sweep_dir, cell["name"]), cell_dir(dest, cell["name"])
+        if cell["name"] not in have:
+            if dst_dir.path.exists():
+                if not _same_cell(src_dir.path, dst_dir.path):
+                    raise RunDirError(f"{dst_dir.path} exists but is not listed in "
+                                      f"{dest / CELLS_FILE}; nothing was exported (move it "
+                                      "aside)")
+                adopted.append(cell["name"])  # copied by an export stopped before listing it
+            continue
+        for name in EXPORT_FILES:
+            src, dst = src_dir.path / name, dst_dir.path / name
+            if src.is_file() != dst.is_file() or (src.is_file() and not _same_file(src, dst)):
+                raise RunDirError(f"{dst} differs from {src}; nothing was exported (move "
+                                  f"{dest} aside to export afresh)")
+    (dest / "cells").mkdir(exist_ok=True)
+    (dest / "status").mkdir(exist_ok=True)
+    if not (dest / SWEEP_FILE).exists():
+        write_bytes_atomic(dest / SWEEP_FILE, (sweep_dir / SWEEP_FILE).read_bytes())
+    added = list(adopted)
+    for cell in done:
+        if cell["name"] in have or cell["name"] in adopted:
+            continue
+        final = cell_dir(dest, cell["name"]).path
+        tmp = final.with_name(f".{cell['name']}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        for src in cell_dir(sweep_dir, cell["name"]).result_files():
+            shutil.copy2(src, tmp / src.name)
+        os.replace(tmp, final)
+        status = read_status(sweep_dir, cell["name"])
+        write_status(dest, cell["name"], {k: status[k] for k in ("state", "attempts",
+                                                                 "started", "finished")
+                                          if k in status})
+        added.append(cell["name"])
+    exported = have | set(added)
+    write_json_atomic(dest / CELLS_FILE, _listing(
+        source, sweep_dir, [c for c in cells if c["name"] in exported]))
+    size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
+    return ExportSummary(added=added, kept=sorted(have),
+                         left=[c["name"] for c in cells if c["name"] not in exported],
+                         bytes=size)
+
+
+__all__ = ["EXPORT_FILES", "ExportSummary", "export_sweep"]

@@ -1,0 +1,294 @@
+"""The sweep file and its cells: what `load_sweep` validates before any run starts.
+
+Cells are the product of curricula x methods x grid values x seeds, in file order with the
+seed varying fastest, or (``order: seed``) seed-major. A ``methods.X.*`` grid or override
+key only applies to the methods that read section X (`continual.results.METHOD_SECTIONS`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from telapa.config import ConfigError, StrictModel, read_yaml, resolve_named, validate
+from telapa.continual.curriculum import CURRICULUM_DIR, SAFE_NAME, Curriculum, load_curriculum
+from telapa.continual.preset import (
+    RUN_PRESET_DIR,
+    RunConfig,
+    parse_run_config,
+    read_run_preset,
+)
+from telapa.continual.results import METHOD_SECTIONS
+
+MAX_SEEDS = 10_000
+"""Seeds of one sweep (the paper: 20)."""
+MAX_CELLS = 100_000
+"""Cells of one sweep (the paper's largest grid: 7 x 4 x 20 = 560)."""
+
+
+class SweepFile(StrictModel):
+    """The schema of a sweep file (see `telapa.continual.sweep`)."""
+
+    name: str | None = None
+    preset: str = "quick"
+    curricula: list[str] = Field(min_length=1)
+    methods: list[str] = Field(min_length=1)
+    seeds: int | list[int] = 1
+    """A count (seeds 0..N-1) or a list of distinct seeds; at most `MAX_SEEDS`."""
+    grid: dict[str, list[Any]] = Field(default_factory=dict)
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    order: Literal["method", "seed"] = "method"
+
+    @field_validator("seeds", mode="before")
+    @classmethod
+    def _seed_count(cls, seeds: Any) -> Any:
+        """At most `MAX_SEEDS`, checked before a count is expanded or a list parsed."""
+        count = seeds if isinstance(seeds, int) and not isinstance(seeds, bool) else (
+            len(seeds) if isinstance(seeds, list) else None)
+        if count is not None and not 0 < count <= MAX_SEEDS:
+            raise ValueError(f"{count:,} seeds; give 1 to {MAX_SEEDS:,}")
+        return seeds
+
+    @field_validator("seeds")
+    @classmethod
+    def _seed_range(cls, seeds: int | list[int]) -> int | list[int]:
+        values = range(seeds) if isinstance(seeds, int) else seeds
+        if isinstance(seeds, list) and not seeds:
+            raise ValueError("seeds is empty; give a count or at least one seed")
+        bad = [s for s in values if not 0 <= s < 2**32]
+        if bad:
+            raise ValueError(f"seeds {bad} out of range (0 <= seed < 2^32)")
+        if isinstance(seeds, list) and len(set(seeds)) != len(seeds):
+            raise ValueError("seeds lists a seed twice")
+        return seeds
+
+    @field_validator("grid")
+    @classmethod
+    def _non_empty_grid(cls, grid: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        for key, values in grid.items():
+            if not values:
+                raise ValueError(f"grid key {key!r} has no values")
+        return grid
+
+    @property
+    def seed_list(self) -> list[int]:
+        return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of a sweep."""
+
+    name: str
+    """Its run directory's name under ``DIR/cells/``."""
+    curriculum: Curriculum
+    method: str
+    seed: int
+    overrides: dict[str, Any]
+    """Dotted key -> value, applied to the preset (grid values and fixed overrides)."""
+    config: RunConfig
+    preset: str
+
+    def payload(self) -> dict[str, Any]:
+        """The cell as plain JSON data: what ``cells.json`` records and a worker runs."""
+        return {"name": self.name, "method": self.method, "seed": self.seed,
+                "preset": self.preset, "curriculum": self.curriculum.model_dump(mode="json"),
+                "config": self.config.model_dump(mode="json")}
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A validated sweep file and its cells."""
+
+    path: Path
+    name: str
+    file: SweepFile
+    cells: list[Cell] = field(default_factory=list)
+
+    def cell(self, name: str) -> Cell:
+        return next(c for c in self.cells if c.name == name)
+
+
+def _schema_has(model: type[BaseModel], parts: list[str]) -> bool:
+    """Whether ``parts`` (a dotted key split) names a setting of ``model``;
+    ``train.preset`` (the PPO preset a run preset's ``train`` builds on) is one."""
+    if model is RunConfig and parts == ["train", "preset"]:
+        return True
+    info = model.model_fields.get(parts[0])
+    if info is None:
+        return False
+    if len(parts) == 1:
+        return True
+    annotation = info.annotation
+    candidates = [annotation, *getattr(annotation, "__args__", ())]
+    for sub in candidates:
+        if isinstance(sub, type) and issubclass(sub, BaseModel):
+            return _schema_has(sub, parts[1:])
+    return False
+
+
+def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
+    node = data
+    parts = key.split(".")
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"cannot set {key!r}: {part!r} is not a mapping")
+    node[parts[-1]] = value
+
+
+def _applies(key: str, method: str) -> bool:
+    """A ``methods.X.*`` key only applies to the methods that read section X."""
+    if not key.startswith("methods."):
+        return True
+    return METHOD_SECTIONS.get(method) == key.split(".")[1]
+
+
+def _short(key: str, keys: list[str]) -> str:
+    parts = key.split(".")
+    for n in range(1, len(parts) + 1):
+        tail = ".".join(parts[-n:])
+        if not any(o != key and (o == tail or o.endswith("." + tail)) for o in keys):
+            return tail
+    return key
+
+
+def _value_text(value: Any) -> str:
+    text = "none" if value is None else json.dumps(value) if isinstance(value, dict | list) \
+        else str(value)
+    return re.sub(r"[^A-Za-z0-9._=+-]", "_", text)
+
+
+def cell_name(curriculum: str, method: str, seed: int, overrides: dict[str, Any],
+              grid_keys: list[str]) -> str:
+    """``CURRICULUM-METHOD[-key=value...]-sSEED`` with the grid keys shortened to their
+    last component(s) that tell them apart."""
+    parts = [curriculum, method]
+    for key in grid_keys:
+        if key in overrides:
+            parts.append(f"{_short(key, grid_keys)}={_value_text(overrides[key])}")
+    parts.append(f"s{seed}")
+    return "-".join(parts)
+
+
+def _resolve(name: str, base: Path, folder: Path, what: str) -> Path:
+    """A named config in ``folder`` or a path (relative paths: to ``base``)."""
+    path = resolve_named(name, folder, what)
+    if not path.is_absolute() and not path.is_relative_to(folder):
+        local = base / path
+        if local.exists():
+            return local
+    return path
+
+
+def load_sweep(path: str | Path, sets: dict[str, Any] | None = None) -> Sweep:
+    """Validates a sweep file and every one of its cells (each cell's settings as a
+    `RunConfig`); `ConfigError` names the file and the key. Nothing is run. ``sets``
+    (``telapa sweep --set``: dotted key -> value) are overrides for every cell, over the
+    file's own ``overrides``; a key of the file's ``grid`` cannot be set."""
+    from telapa.continual.registry import METHODS
+
+    path = Path(path)
+    source = str(path)
+    spec = validate(SweepFile, read_yaml(path, "sweep"), source)
+    if sets:
+        for key in sets:
+            if not _schema_has(RunConfig, key.split(".")):
+                raise ConfigError(f"unknown key {key!r} in --set: it names no setting of "
+                                  "the run preset (see continual/preset.py)")
+            if key in spec.grid:
+                raise ConfigError(f"--set {key}: {source} varies it in its grid")
+        spec = spec.model_copy(update={"overrides": {**spec.overrides, **sets}})
+    name = spec.name or path.stem
+    if not SAFE_NAME.fullmatch(name):
+        raise ConfigError(f"invalid value for 'name' in {source}: {name!r} is not a plain "
+                          "file name")
+    for method in spec.methods:
+        if method not in METHODS:
+            raise ConfigError(f"invalid value for 'methods' in {source}: unknown method "
+                              f"{method!r}; available: {', '.join(METHODS)}")
+    if len(set(spec.methods)) != len(spec.methods):
+        raise ConfigError(f"invalid value for 'methods' in {source}: a method is listed twice")
+    for section, keys in (("grid", spec.grid), ("overrides", spec.overrides)):
+        for key in keys:
+            if not _schema_has(RunConfig, key.split(".")):
+                raise ConfigError(f"unknown setting {section}.{key!r} in {source}: it names "
+                                  "no key of the run preset (see continual/preset.py)")
+    both = set(spec.grid) & set(spec.overrides)
+    if both:
+        raise ConfigError(f"{source}: {sorted(both)} both in grid and overrides")
+    base = path.parent
+    try:
+        preset_file = _resolve(spec.preset, base, RUN_PRESET_DIR, "run preset")
+        preset_data = read_run_preset(preset_file)
+        curricula = [load_curriculum(_resolve(c, base, CURRICULUM_DIR, "curriculum"))
+                     for c in spec.curricula]
+    except ConfigError as err:
+        raise ConfigError(f"{source}: {err}") from None
+    if len({c.name for c in curricula}) != len(curricula):
+        raise ConfigError(f"invalid value for 'curricula' in {source}: two curricula share "
+                          "a name")
+    grid_keys = list(spec.grid)
+    count = len(curricula) * len(spec.methods) * len(spec.seed_list) * math.prod(
+        len(v) for v in spec.grid.values())
+    if count > MAX_CELLS:
+        raise ConfigError(f"{source}: curricula x methods x grid x seeds makes {count:,} "
+                          f"cells; at most {MAX_CELLS:,}")
+    cells: dict[str, Cell] = {}
+    for curriculum, method in itertools.product(curricula, spec.methods):
+        keys = [k for k in grid_keys if _applies(k, method)]
+        for values in itertools.product(*(spec.grid[k] for k in keys)):
+            overrides = {k: v for k, v in spec.overrides.items() if _applies(k, method)}
+            overrides.update(zip(keys, values, strict=True))
+            data = json.loads(json.dumps(preset_data))
+            if isinstance(data, dict) and isinstance(data.get("train"), str):
+                data["train"] = {"preset": data["train"]}  # so train.* keys merge over it
+            for key, value in overrides.items():
+                _set_dotted(data, key, value)
+            label = ", ".join(f"{k}={v!r}" for k, v in overrides.items())
+            try:
+                config = parse_run_config(data, f"{source} (preset {spec.preset} with "
+                                                f"{label or 'no overrides'})")
+            except ConfigError as err:
+                raise ConfigError(str(err)) from None
+            for seed in spec.seed_list:
+                name_ = cell_name(curriculum.name, method, seed, overrides, grid_keys)
+                cell = Cell(name_, curriculum, method, seed, overrides, config, spec.preset)
+                cells[name_] = cell  # a methods.X key that does not apply: same cell
+    ordered = list(cells.values())
+    if spec.order == "seed":  # stable: file order within each seed
+        ordered.sort(key=lambda c: spec.seed_list.index(c.seed))
+    sweep = Sweep(path, name, spec, ordered)
+    from telapa.continual.runner import RunSpec
+
+    for cell in sweep.cells:  # budgets in whole PPO calls, seeds in range
+        try:
+            RunSpec(cell.curriculum, cell.method, cell.seed, cell.config,
+                    cell.preset).check_budgets()
+        except ConfigError as err:
+            raise ConfigError(f"{source}, cell {cell.name}: {err}") from None
+    return sweep
+
+
+def seed_jobs(cells: list[Cell], batch_seeds: bool) -> list[list[Cell]]:
+    """The jobs of ``cells``: one cell each, or (``batch_seeds``) the cells that differ
+    only in their seed together, in sweep order."""
+    if not batch_seeds:
+        return [[c] for c in cells]
+    jobs: dict[tuple, list[Cell]] = {}
+    for c in cells:
+        key = (c.curriculum.name, c.method, json.dumps(c.overrides, sort_keys=True, default=str),
+               c.preset)
+        jobs.setdefault(key, []).append(c)
+    return list(jobs.values())
+
+
+__all__ = ["MAX_CELLS", "MAX_SEEDS", "Cell", "Sweep", "SweepFile", "cell_name", "load_sweep",
+           "seed_jobs"]

@@ -1,0 +1,136 @@
+"""What a worker runs: one job (a cell, or the seeds of one cell as a `SeedBatch`) to
+the end in this process, its progress lines in the cell's log. Backends call `run_job`
+in a worker process (`LocalBackend`) or a Ray task (`RayBackend`)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+import traceback
+from typing import Any
+
+from telapa.continual.preset import parse_run_config
+from telapa.continual.progress import PlainProgress
+from telapa.continual.rundir import RunDirError
+from telapa.continual.sweep.layout import cell_dir, log_path, read_status, write_status
+
+Outcome = tuple[str, dict[str, Any]]
+"""A cell's name and its result: ``{"ok": True, "metrics": ...}`` or ``{"ok": False,
+"error": ..., "traceback": ...}``."""
+
+
+def thread_env(threads: int) -> dict[str, str]:
+    """Environment that caps the CPU threads of one worker (the BLAS/OpenMP pools, and
+    XLA's Eigen pool when one thread is asked for), so that N workers do not
+    oversubscribe the cores; beyond that the worker's CPU affinity caps it (XLA's CPU
+    client takes no thread-count flag). Every XLA flag starts with ``--``: XLA reads an
+    ``XLA_FLAGS`` value that does not as the name of a flag file, and aborts."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    flags = " ".join(f for f in flags.split() if "xla_cpu_multi_thread_eigen" not in f)
+    if threads == 1:
+        flags = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
+    return {"XLA_FLAGS": flags, "OMP_NUM_THREADS": str(threads),
+            "OPENBLAS_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
+            "TELAPA_THREADS": str(threads)}
+
+
+def _interval() -> float:
+    return float(os.environ.get("TELAPA_LOG_INTERVAL", "30"))
+
+
+def _failure(err: BaseException) -> dict[str, Any]:
+    return {"ok": False, "error": f"{type(err).__name__}: {err}",
+            "traceback": traceback.format_exc(limit=8)}
+
+
+def mark_started(sweep_dir: str, cells: list[dict[str, Any]]) -> None:
+    """Records in each cell's status when it started and in which round of the sweep
+    (``started_try``: the ``queued_try`` the sweep wrote when it queued it)."""
+    with contextlib.suppress(OSError, ValueError):  # a status file is no reason to fail
+        for cell in cells:
+            status = read_status(sweep_dir, cell["name"])
+            write_status(sweep_dir, cell["name"], status | {
+                "started": time.time(), "started_try": status.get("queued_try")})
+
+
+def run_job(sweep_dir: str, cells: list[dict[str, Any]]) -> list[Outcome]:
+    """Runs (or resumes) the cells of one job to the end in this process: `run_cell` for
+    one cell, a `SeedBatch` for several (seeds of one cell); returns ``(name, result)``
+    per cell (never raises). Each cell's status file records when it started, and the
+    sweep's round it started in (``started_try``: its ``queued_try``), so that a cell
+    reported failed without having started is not charged a try."""
+    mark_started(sweep_dir, cells)
+    if len(cells) == 1:
+        return [(cells[0]["name"], run_cell(sweep_dir, cells[0]))]
+    logs = []
+    try:
+        from telapa.continual.batch import SeedBatch
+        from telapa.continual.curriculum import parse_curriculum
+        from telapa.continual.runner import RunSpec
+        from telapa.jaxcache import enable_persistent_cache
+
+        enable_persistent_cache()
+        entries = []
+        for cell in cells:
+            run_dir = cell_dir(sweep_dir, cell["name"])
+            run_dir.discard_unstarted()  # a start that died before its manifest
+            spec = RunSpec(parse_curriculum(cell["curriculum"], cell["name"]), cell["method"],
+                           cell["seed"], parse_run_config(cell["config"], cell["name"]),
+                           cell["preset"])
+            entries.append((spec, run_dir.path))
+            logs.append(open(log_path(sweep_dir, cell["name"]), "a"))  # noqa: SIM115
+        batch = SeedBatch.open(entries, [PlainProgress(log, interval_s=_interval())
+                                         for log in logs])
+        metrics = batch.run()
+        return [(c["name"], {"ok": True, "metrics": m}) for c, m in zip(cells, metrics,
+                                                                         strict=True)]
+    except BaseException as err:  # noqa: BLE001 - recorded in the sweep's status
+        if isinstance(err, KeyboardInterrupt):
+            raise
+        failure = _failure(err)
+        return [(c["name"], _completed(sweep_dir, c["name"]) or failure) for c in cells]
+    finally:
+        for log in logs:
+            log.close()
+
+
+def _completed(sweep_dir: str, name: str) -> dict[str, Any] | None:
+    """The result of cell ``name`` if its run is complete (None otherwise)."""
+    run_dir = cell_dir(sweep_dir, name)
+    try:
+        if run_dir.is_complete():
+            return {"ok": True, "metrics": run_dir.metrics()}
+    except (RunDirError, OSError):
+        pass
+    return None
+
+
+def run_cell(sweep_dir: str, cell: dict[str, Any]) -> dict[str, Any]:
+    """Runs (or resumes) one cell to the end in this process; returns ``{"ok": True,
+    "metrics": ...}`` or ``{"ok": False, "error": ...}`` (never raises)."""
+    try:
+        from telapa.continual.curriculum import parse_curriculum
+        from telapa.continual.runner import ContinualRun, RunSpec
+        from telapa.jaxcache import enable_persistent_cache
+
+        enable_persistent_cache()
+        run_dir = cell_dir(sweep_dir, cell["name"])
+        with open(log_path(sweep_dir, cell["name"]), "a") as log:
+            progress = PlainProgress(log, interval_s=_interval())
+            if run_dir.has_run():
+                run = ContinualRun.resume(run_dir.path, progress)
+            else:
+                run_dir.discard_unstarted()  # a start that died before its manifest
+                spec = RunSpec(parse_curriculum(cell["curriculum"], cell["name"]),
+                               cell["method"], cell["seed"],
+                               parse_run_config(cell["config"], cell["name"]), cell["preset"])
+                run = ContinualRun.start(spec, run_dir.path, progress)
+            return {"ok": True, "metrics": run.run()}
+    except BaseException as err:  # noqa: BLE001 - recorded in the sweep's status
+        if isinstance(err, KeyboardInterrupt):
+            raise
+        return _failure(err)
+
+
+__all__ = ["Outcome", "mark_started", "run_cell", "run_job", "thread_env"]

@@ -1,0 +1,89 @@
+"""The generic env family (`telapa.envs.family`): any gymnasium env with a Box
+observation that no other family claims (CartPole, Pendulum, ...).
+
+The observation, flattened to ``{"obs": float32 vector}``, is also the per-step feature
+vector (D = observation size); competence is the success rate (a positive return counts
+as a success); trajectories are stored as float16; PPO preset ``configs/ppo/mujoco.yaml``.
+No JAX ports. Task options go to ``gymnasium.make``, which names a bad keyword itself.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+from telapa.envs.family import Competence, SuccessRate
+
+if TYPE_CHECKING:
+    from telapa.envs.base import EnvSpec, JaxEnv
+    from telapa.qd.trajectories import FeatureCodec
+
+
+class VectorObsFeatures(gymnasium.ObservationWrapper):
+    """Box observation -> ``{"obs": float32 vector}``; ``info["features"]`` = that vector."""
+
+    def __init__(self, env: gymnasium.Env):
+        super().__init__(env)
+        box = env.observation_space
+        if not isinstance(box, spaces.Box):
+            raise ValueError(
+                f"{env.spec.id if env.spec else env}: only Box observations are supported "
+                f"for non-MiniGrid envs, got {box}"
+            )
+        size = int(np.prod(box.shape))
+        self.observation_space = spaces.Dict(
+            {"obs": spaces.Box(-np.inf, np.inf, (size,), np.float32)}
+        )
+
+    def observation(self, observation: Any) -> dict[str, np.ndarray]:
+        return {"obs": np.asarray(observation, np.float32).reshape(-1)}
+
+    def reset(self, **kwargs):
+        obs, info = super().reset(**kwargs)
+        return obs, {**info, "features": obs["obs"]}
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward, terminated, truncated, {**info, "features": obs["obs"]}
+
+
+class GenericFamily:
+    """See the module docstring."""
+
+    name = "generic"
+    train_preset = "mujoco"
+    run_preset = "mujoco-quick"
+    count_bonus = False
+
+    def matches(self, env_id: str) -> bool:
+        return True
+
+    def check_options(self, env_id: str, options: dict[str, Any]) -> None:
+        pass  # passed on to gymnasium.make, which names a bad keyword itself
+
+    def make_single(self, env_id: str, options: dict[str, Any]) -> gymnasium.Env:
+        return VectorObsFeatures(gymnasium.make(env_id, **options))
+
+    def jax_ids(self) -> tuple[str, ...]:
+        return ()
+
+    def make_jax(self, env_id: str, options: dict[str, Any]) -> JaxEnv:
+        raise ValueError(f"{env_id} has no JAX port (the {self.name} family has none)")
+
+    def feature_dim(self, env_id: str) -> int:
+        space = gymnasium.spec(env_id).make().observation_space
+        return int(np.prod(space.shape))
+
+    def competence(self, env_id: str) -> Competence:
+        return SuccessRate()
+
+    def codec(self, spec: EnvSpec) -> FeatureCodec:
+        from telapa.qd.trajectories import float16_codec
+
+        return float16_codec(spec.feature_dim)
+
+
+__all__ = ["GenericFamily", "VectorObsFeatures"]

@@ -1,0 +1,173 @@
+"""Kills and damaged checkpoints: a run always resumes to exactly an uninterrupted run's
+results, or ends in one line naming the damaged file (issue 28, fault 2: the two kept
+checkpoints hard-linked the same method files, so one flipped byte took both)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from pathlib import Path
+
+import pytest
+
+from telapa.continual.rundir import RunDir
+from telapa.continual.runner import ContinualRun
+
+from .conftest import (
+    PHASES,
+    RUN,
+    Killed,
+    Notes,
+    assert_same_results,
+    copy_run,
+    fails,
+    flip_byte,
+    kill,
+    start_telapa,
+    telapa,
+    wait_for,
+)
+
+SEED = int(os.environ.get("TELAPA_FAULT_SEED", "28"))
+"""The seed of the random kill moments (set ``TELAPA_FAULT_SEED`` to try others)."""
+
+
+def _state(run: Path, folder: str) -> dict:
+    return json.loads((run / folder / "state.json").read_text())
+
+
+def test_the_kept_checkpoints_share_no_file(partial):
+    newest, previous = RunDir(partial).checkpoints()
+    assert (_state(partial, newest.name)["next_phase"],
+            _state(partial, previous.name)["next_phase"]) == (6, 5)
+    parts = sorted(p.name for p in newest.glob("method-*.npz"))
+    assert parts == ["method-anchor.npz", "method-fisher.npz"]
+    for name in parts:
+        a, b = (newest / name).stat(), (previous / name).stat()
+        assert (a.st_ino, a.st_nlink) != (b.st_ino, 2)  # copies, not one file twice
+        assert (newest / name).read_bytes() == (previous / name).read_bytes()
+
+
+def test_a_damaged_method_file_falls_back_to_the_previous_checkpoint(partial, reference,
+                                                                     tmp_path):
+    """Fault 2: flipping one byte of the newest checkpoint's ``method-fisher.npz`` made
+    resume fail ("cannot be read ... start the run again"): the previous checkpoint held
+    the same file. It resumes from the previous one, with the same results."""
+    run = copy_run(partial, tmp_path / "run")
+    newest = RunDir(run).latest_checkpoint()
+    flip_byte(newest / "method-fisher.npz")
+    notes = Notes()
+    ContinualRun.resume(run, notes).run()
+    assert any(f"{newest} cannot be read" in n and "falling back" in n for n in notes.notes)
+    assert_same_results(run, reference)
+
+
+@pytest.mark.parametrize("name", ["checkpoint.json", "state.json", "learner.npz",
+                                  "train_state.npz", "method-anchor.npz", "train.csv",
+                                  "files.json"])
+def test_each_kind_of_checkpoint_file_damaged_resumes_identically(partial, reference,
+                                                                  tmp_path, name):
+    """One damaged file of the newest checkpoint (or its pointer): the run resumes (from
+    the previous checkpoint, or the newest sealed one when the pointer is damaged) and
+    ends with an uninterrupted run's results."""
+    run = copy_run(partial, tmp_path / "run")
+    target = run / name if name == "checkpoint.json" else RunDir(run).latest_checkpoint() / name
+    assert target.is_file()
+    flip_byte(target, at=0.3)
+    ContinualRun.resume(run).run()
+    assert_same_results(run, reference)
+
+
+def test_both_checkpoints_damaged_is_one_line(partial, tmp_path, capsys):
+    run = copy_run(partial, tmp_path / "run")
+    for ckpt in RunDir(run).checkpoints():
+        flip_byte(ckpt / "learner.npz")
+    fails(["run", "--resume", str(run)], capsys, "learner.npz", "start the run again")
+
+
+def test_killed_inside_checkpoint_writes_resumes_identically(reference, tmp_path,
+                                                             monkeypatch):
+    """Death at random file writes, before or after a file lands (the learner, method
+    parts, state, seal, pointer, tables): each time the run resumes, and it ends with an
+    uninterrupted run's results."""
+    import telapa.io.atomic as atomic
+
+    rng = random.Random(SEED)
+    replace = os.replace
+    count = {"n": 0, "at": 0}
+
+    def dying_replace(src, dst):
+        count["n"] += 1
+        if count["n"] == count["at"] and rng.random() < 0.5:
+            raise Killed  # before the file lands
+        replace(src, dst)
+        if count["n"] == count["at"]:
+            raise Killed  # just after
+
+    monkeypatch.setattr(atomic.os, "replace", dying_replace)
+    run = tmp_path / "run"
+    kills = 0
+    start = True
+    while True:
+        count.update(n=0, at=rng.randint(1, 40))
+        try:
+            if start:
+                ContinualRun.start(_spec(), run).run()
+            else:
+                ContinualRun.resume(run).run()
+            break
+        except Killed:
+            kills += 1
+            start = start and not (run / "run.json").exists()
+    assert kills >= 3, f"seed {SEED}: only {kills} kills"
+    assert_same_results(run, reference)
+
+
+def _spec():
+    from .conftest import spec
+
+    return spec()
+
+
+def test_sigkill_at_random_moments_then_resume(reference, tmp_path, no_leaked_processes):
+    """``telapa run`` SIGKILLed twice at random moments (after a random checkpoint, plus a
+    random delay: in training, an evaluation or a checkpoint write), then resumed: an
+    uninterrupted run's results."""
+    rng = random.Random(SEED + 1)
+    run = tmp_path / "run"
+    for leg in range(2):
+        args = [*RUN, "--seed", "0", "--out", str(run)] if leg == 0 else [
+            "run", "--resume", str(run)]
+        proc = start_telapa(*args)
+        phase = rng.randint(2 + 3 * leg, 4 + 3 * leg)
+        wait_for(lambda p=phase: _committed(run) >= p, proc, what=f"checkpoint {phase}")
+        time.sleep(rng.uniform(0, 0.3))
+        kill(proc)
+    done = telapa("run", "--resume", str(run))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert_same_results(run, reference)
+
+
+def _committed(run: Path) -> int:
+    try:
+        latest = json.loads((run / "checkpoint.json").read_text())["latest"]
+        return json.loads((run / latest / "state.json").read_text())["next_phase"]
+    except (OSError, ValueError, KeyError):
+        return -1
+
+
+def test_two_resumes_at_once_one_runs(partial, reference, tmp_path, no_leaked_processes):
+    """Two ``telapa run --resume`` of one run started together: one resumes it, the other
+    is told in one line that another process has it (or, starting after the first ended,
+    finds it complete); the results are an uninterrupted run's."""
+    run = copy_run(partial, tmp_path / "run")
+    procs = [start_telapa("run", "--resume", str(run)) for _ in range(2)]
+    outcomes = [(p.wait(timeout=600), p.communicate()[1]) for p in procs]
+    assert any(code == 0 for code, _ in outcomes), outcomes
+    for code, err in outcomes:
+        if code != 0:
+            assert code == 2 and "Traceback" not in err and "is in use by pid" in err, err
+    assert_same_results(run, reference)
+    assert PHASES == _state(run, RunDir(run).latest_checkpoint().name)["next_phase"]
