@@ -109,3 +109,18 @@ def test_activations_quick(tmp_path: Path) -> None:
     for row in rows.values():
         assert row["elements"] == 4096 * 64
         assert row["forward_ns_per_element"] > 0 and row["forward_backward_ns_per_element"] > 0
+
+
+def test_visit_program_quick(tmp_path: Path) -> None:
+    """Old and new paths side by side, with their gap to the hardware."""
+    out = tmp_path / "visit_program.json"
+    report = _quick_report("visit_program.py", out, "--sizes", "1", "--env",
+                           "MiniGrid-Empty-5x5-v0", "--phases", "chunk", "fisher",
+                           "--repeats", "0", timeout=900)
+    rows = {(r["phase"], r["path"]): r for r in report["rows"]}
+    assert set(rows) == {(p, path) for p in ("chunk", "fisher") for path in ("new", "old")}
+    for row in rows.values():
+        assert row["seeds"] == 1 and row["s"] > 0 and row["env_steps_per_s"] > 0
+        assert row["t_min_s"] > 0 and row["gap"] == row["s"] / row["t_min_s"]
+    assert rows["chunk", "new"]["ppo_steps"] == report["chunk_steps"] == 2 * 2048
+    assert rows["chunk", "new"]["eval_steps"] == rows["chunk", "old"]["eval_steps"] > 0

@@ -121,8 +121,10 @@ class PPOConfig(StrictModel):
     norm_adv: bool = True
     reward_scale: PositiveFloat = 1.0
     iterations_per_call: Iterations = 1
-    """jax backend: rollout+update iterations fused in one ``lax.scan`` per host call (at
-    most `MAX_ITERATIONS`)."""
+    """jax backend: rollout+update iterations fused in one ``lax.scan`` per host call of
+    `Agent.train` (at most `MAX_ITERATIONS`). The continual runner's chunks and TeLAPA's
+    probes are one program each whatever it is (`Agent.train_and_evaluate`); run budgets
+    stay whole calls of it (`RunConfig.check_budgets`)."""
 
     @property
     def rollout_size(self) -> int:

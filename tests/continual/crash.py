@@ -17,7 +17,8 @@ class Crash(Exception):
 
 
 class CrashAfter:
-    """Raises `Crash` after ``n`` training updates; ignores everything else."""
+    """Raises `Crash` after ``n`` training progress reports (one per chunk); ignores
+    everything else."""
 
     def __init__(self, n: int):
         self.n = n

@@ -13,12 +13,14 @@ import jax
 import numpy as np
 import pandas as pd
 import pytest
+from jax._src.array import ArrayImpl
 
 from telapa.cli import main
 from telapa.continual.batch import SeedBatch, parse_seeds
 from telapa.continual.curriculum import load_curriculum
 from telapa.continual.preset import load_run_config
 from telapa.continual.runner import ContinualRun, RunSpec, load_run_tables
+from telapa.rl import agent as agent_module
 
 from .crash import kill_at_checkpoint, telapa_process
 
@@ -87,16 +89,54 @@ def test_resuming_a_complete_batch_changes_nothing(batch):
     assert {p: {n: (p / n).read_bytes() for n in before[p]} for p in _dirs(batch)} == before
 
 
-def test_first_chunk_matches_the_separate_run(tmp_path):
+def _watch_transfers(monkeypatch) -> dict:
+    """Counts `fetch` calls and records every read of a device array's value outside
+    `fetch` and checkpoints (every device-to-host transfer reads ``ArrayImpl._value``;
+    on CPU `jax.transfer_guard` does not see them)."""
+    seen = {"fetch": 0, "outside": []}
+    allowed = []
+    value = ArrayImpl._value
+
+    def read(array):
+        if not allowed:
+            seen["outside"].append(array.shape)
+        return value.fget(array)
+
+    def allowing(fn, count: int):
+        def wrapper(*args, **kwargs):
+            seen["fetch"] += count
+            allowed.append(True)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                allowed.pop()
+        return wrapper
+
+    monkeypatch.setattr(ArrayImpl, "_value", property(read))
+    monkeypatch.setattr(agent_module, "fetch", allowing(agent_module.fetch, 1))
+    monkeypatch.setattr(ContinualRun, "_save_checkpoint",
+                        allowing(ContinualRun._save_checkpoint, 0))
+    return seen
+
+
+def test_first_chunk_matches_the_separate_run_in_one_transfer(tmp_path, monkeypatch):
     """After the first chunk (2 PPO iterations) a batch member's parameters and metrics
-    equal its separate run's to float tolerance."""
+    equal its separate run's to float tolerance. A visit, batched or alone, reads results
+    back once per chunk plus once for its pre-evaluation (`fetch`; besides it only the
+    checkpoints read arrays): the start, 8 chunks and the end (EWC's Fisher) of visit 0."""
     spec = RunSpec(load_curriculum(ONE_TASK), "ewc", SEEDS[0], load_run_config(TINY), "tiny")
     both = SeedBatch.start(spec, list(SEEDS), [tmp_path / "b1", tmp_path / "b2"])
     alone = ContinualRun.start(spec, tmp_path / "alone")
     try:
-        for _ in range(2):  # the start phase, then chunk 0
-            both.step()
-            alone.step(lambda: (0.0, 0))
+        seen = _watch_transfers(monkeypatch)
+        both.step()  # the start phase: hooks, then one pre-evaluation of both seeds
+        assert seen == {"fetch": 1, "outside": []}
+        alone.step(lambda: (0.0, 0))
+        both.step()  # chunk 0 of both seeds
+        assert seen == {"fetch": 3, "outside": []}
+        alone.step(lambda: (0.0, 0))
+        assert seen == {"fetch": 4, "outside": []}
+        monkeypatch.undo()
         member, other = both.runs
         assert int(member.train_state.steps) == int(alone.train_state.steps) == 512
         pairs = zip(jax.tree.leaves(alone.train_state.ppo),
@@ -110,6 +150,10 @@ def test_first_chunk_matches_the_separate_run(tmp_path):
         assert not np.allclose(jax.tree.leaves(other.train_state.ppo.params)[0],
                                jax.tree.leaves(member.train_state.ppo.params)[0])
         assert member.records == alone.records  # the same evaluations
+        seen = _watch_transfers(monkeypatch)
+        while member.phases[member.next_phase].visit == 0:  # chunks 1-7, then the end
+            both.step()
+        assert seen == {"fetch": 7, "outside": []}
     finally:
         for run in [*both.runs, alone]:
             run.dir.unlock()

@@ -207,3 +207,35 @@ def test_state_roundtrip_templates(agent):
         fresh.load_state(method.state())
         assert _leaves_equal(fresh.state(), method.state())
     assert isinstance(make_method("ewc", CONFIG), EWC)
+
+
+@pytest.mark.parametrize("name", ["finetune-reset", "scratch", "shrink-perturb", "ewc",
+                                  "scratch-reuse"])
+def test_batched_hooks_equal_the_hooks_seed_after_seed(agent, name):
+    """`start_tasks` and `end_tasks` of three seeds (one program over the seeds where the
+    hook is device maths) give what each seed's own hook gives."""
+    def seeds():
+        methods = [make_method(name, CONFIG) for _ in range(3)]
+        states = [_state(agent, seed, m).replace(opt_state=None) for seed, m in
+                  enumerate(methods)]
+        states = [s.replace(opt_state=_trained_opt_state(agent, s.replace(
+            opt_state=agent.optimizer.init(s.params)))) for s in states]
+        return methods, states
+
+    visit = _visit(1, "B", 0)
+    ctxs = [_ctx(agent, visit, seed=20 + i) for i in range(3)]
+    batched, alone = seeds(), seeds()
+    cls = type(batched[0][0])
+    for hook in ("end", "start"):
+        if hook == "end":
+            cls.end_tasks(*batched, ctxs)
+            for m, s, c in zip(*alone, ctxs, strict=True):
+                m.end_task(s, c)
+            got = [m.state() for m in batched[0]]
+            expected = [m.state() for m in alone[0]]
+        else:
+            got = cls.start_tasks(*batched, ctxs)
+            expected = [m.start_task(s, c) for m, s, c in zip(*alone, ctxs, strict=True)]
+        for a, b in zip(jax.tree.leaves(expected), jax.tree.leaves(got), strict=True):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-7)
+    assert [m.extra_env_steps for m in batched[0]] == [m.extra_env_steps for m in alone[0]]

@@ -112,9 +112,10 @@ def test_tensorboard_holds_the_curves_losses_timings_and_archive_sizes(telapa_ru
 def test_telapa_resumes_exactly_after_a_crash(telapa_run, tmp_path):
     path, metrics = telapa_run
     crashed = tmp_path / "crashed"
-    # 16 updates per visit: crash in the middle of visit 2 (after two archives exist)
+    # 8 chunks per visit (one progress report each): crash in the middle of visit 2
+    # (after two archives exist)
     with pytest.raises(Crash):
-        ContinualRun.start(_spec(), crashed, CrashAfter(40)).run()
+        ContinualRun.start(_spec(), crashed, CrashAfter(20)).run()
     resumed = ContinualRun.resume(crashed).run()
     assert json.dumps(resumed) == json.dumps(metrics)
     for name, table in load_run_tables(path).items():
@@ -182,3 +183,39 @@ def test_telapa_encoder_is_drawn_from_the_run_seed(tmp_path):
     one, again, two = encoder(1, "a"), encoder(1, "b"), encoder(2, "c")
     assert all(np.array_equal(x, y) for x, y in zip(one, again, strict=True))
     assert not all(np.array_equal(x, y) for x, y in zip(one, two, strict=True))
+
+
+def test_a_seed_batch_probes_its_seeds_together_as_each_alone(telapa_run, tmp_path,
+                                                              monkeypatch):
+    """Two seeds of a batch reach the first transfer (visit 1's start): their K_pool
+    probes run as one batch (`select_transfer_origins`), and seed 1's transfer record
+    is the one its separate run made."""
+    from telapa.continual.batch import SeedBatch
+    from telapa.continual.telapa import method as telapa_method
+
+    batched = []
+    real = telapa_method.select_transfer_origins
+
+    def spy(*args, **kwargs):
+        batched.append(len(args[1]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(telapa_method, "select_transfer_origins", spy)
+    both = SeedBatch.start(_spec(), [1, 2], [tmp_path / "s1", tmp_path / "s2"])
+    try:
+        while both.runs[0].next_phase <= both.runs[0].phases.index(
+                next(p for p in both.runs[0].phases if p.kind == "start" and p.visit == 1)):
+            both.step()
+    finally:
+        for run in both.runs:
+            run.dir.unlock()
+    assert batched == [2]
+    path, _ = telapa_run
+    alone = [e for e in json.loads((path / "method_log.json").read_text())
+             if e["event"] == "transfer" and e["visit"] == 1]
+    together = [e for e in both.runs[0].method.log if e["event"] == "transfer"]
+    keys = ("elite_id", "index", "env_steps")
+    assert [{k: e[k] for k in keys} for e in together] == [{k: e[k] for k in keys}
+                                                          for e in alone]
+    assert [(c["elite_id"], c["sr0"], c["sr_final"]) for c in together[0]["candidates"]] == \
+        [(c["elite_id"], c["sr0"], c["sr_final"]) for c in alone[0]["candidates"]]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -83,3 +85,97 @@ def test_rejects_an_empty_batch_and_empty_chunks() -> None:
         AutoReset(ENV, 0)
     with pytest.raises(ValueError, match="chunks"):
         AutoReset(ENV, 4, chunks=(2, 0))
+
+
+def _reference_step(env: AutoReset, state, action):
+    """`AutoReset.step` as it was before issue 25: loops whose trip counts are the
+    step's chunk counts (data-dependent), the same keys and targets."""
+    env_state, obs, reward, terminated, truncated, info = env._step(state.env_state, action)
+    done = jnp.logical_or(terminated, truncated)
+    key, reset_key = jax.random.split(state.key)
+    (finished,) = jnp.nonzero(done, size=env.num_envs + env.chunks[0],
+                              fill_value=env.num_envs)
+
+    def refill(size):
+        def draw(_, carry):
+            drawn, current = carry
+            targets = jax.lax.dynamic_slice(finished, (drawn,), (size,))
+            fresh = env._reset(jax.random.split(jax.random.fold_in(reset_key, drawn), size))
+            return drawn + size, jax.tree.map(lambda x, new: x.at[targets].set(new, mode="drop"),
+                                              current, fresh)
+        return draw
+
+    left, carry = done.sum(), (jnp.int32(0), (env_state, obs))
+    for n, size in enumerate(env.chunks):
+        count = (left + size - 1) // size if n == len(env.chunks) - 1 else left // size
+        carry = jax.lax.fori_loop(0, count, refill(size), carry)
+        left = left - count * size
+    return (type(state)(carry[1][0], key), carry[1][1], reward, terminated, truncated,
+            {**info, "final_obs": obs})
+
+
+def _ending_states(env: AutoReset, members: int):
+    """``members`` states of ``env`` in which different numbers of envs (0 to all) are
+    one step before truncation."""
+    rng = np.random.default_rng(0)
+    states = []
+    for m in range(members):
+        state, _ = env.reset(jax.random.key(10 + m))
+        ending = rng.permutation(env.num_envs) < (m * 5) % (env.num_envs + 1)
+        states.append(_about_to_truncate(state, ending))
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *states)
+
+
+def test_static_and_shared_trip_counts_give_the_levels_of_each_members_loops() -> None:
+    """Every number of finished envs, alone and under ``vmap`` (with and without the
+    batch axis named), with static trip counts or the batch's largest count: the same
+    states, observations and keys as loops of each member's own count (before issue 25).
+    Static counts leave no while loop; a named axis makes the loop one of the batch's
+    largest count, without the per-member selects of a batched loop."""
+    n = 12
+    static, shared = (AutoReset(ENV, n, chunks=(6, 2, 1), static=s) for s in (True, False))
+    assert static.max_counts == (2, 2, 1)
+    states = _ending_states(static, 4)
+    action = jnp.full((4, n), Action.LEFT, jnp.int32)
+
+    def named(env):
+        return jax.vmap(partial(env.step, batch_axes=("seeds",)), axis_name="seeds")
+
+    steps = {"reference": jax.vmap(partial(_reference_step, static)),
+             "static": jax.vmap(static.step), "static named": named(static),
+             "shared": jax.vmap(shared.step), "shared named": named(shared)}
+    out = jax.jit(lambda s, a: {k: f(s, a) for k, f in steps.items()})(states, action)
+    expected = out.pop("reference")
+    assert set(np.asarray(expected[4].sum(axis=1)).tolist()) == {0, 5, 10, 2}  # ends
+    for got in out.values():
+        for a, b in zip(jax.tree.leaves(expected), jax.tree.leaves(got), strict=True):
+            np.testing.assert_array_equal(jax.random.key_data(a) if _is_key(a) else a,
+                                          jax.random.key_data(b) if _is_key(b) else b)
+    # the predicates of the while loops: per member (a batched loop selects every member's
+    # state at every iteration), one for the batch, or none (static trip counts)
+    predicates = {name: _while_predicates(jax.make_jaxpr(f)(states, action).jaxpr)
+                  for name, f in steps.items()}
+    assert predicates["reference"] == predicates["shared"] == [(4,)] * 3
+    assert predicates["shared named"] == [()] * 3
+    assert predicates["static"] == predicates["static named"] == []
+    for env in (static, shared):
+        alone = jax.jit(env.step)(jax.tree.map(lambda x: x[2], states), action[2])
+        np.testing.assert_array_equal(alone[0].env_state.grid, expected[0].env_state.grid[2])
+
+
+def _while_predicates(jaxpr) -> list[tuple[int, ...]]:
+    """The shape of the predicate of every while loop in ``jaxpr`` and its sub-jaxprs."""
+    shapes = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "while":
+            shapes.append(tuple(eqn.params["cond_jaxpr"].jaxpr.outvars[0].aval.shape))
+        for param in eqn.params.values():
+            for sub in param if isinstance(param, (list, tuple)) else [param]:
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    shapes += _while_predicates(inner)
+    return shapes
+
+
+def _is_key(x) -> bool:
+    return jnp.issubdtype(x.dtype, jax.dtypes.prng_key)

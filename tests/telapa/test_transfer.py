@@ -14,7 +14,12 @@ import pytest
 from rl.toy_envs import Corridor
 
 from telapa.config import EvalConfig, PPOConfig, TrainConfig
-from telapa.continual.telapa.transfer import probe, probe_batch, select_transfer_origin
+from telapa.continual.telapa.transfer import (
+    probe,
+    probe_batch,
+    select_transfer_origin,
+    select_transfer_origins,
+)
 from telapa.qd import ArchiveSpec, TransferConfig, init_archive, insert, make_elites
 from telapa.qd.archive import InsertStatus
 from telapa.qd.lineage import lineage_from_visits
@@ -211,3 +216,22 @@ def test_rejects_unusable_libraries(library):
     with pytest.raises(ValueError, match="parameters"):
         select_transfer_origin(AGENT, [wrong], config=TRANSFER, key=KEY,
                                rollout_key=ROLLOUT_KEY)
+
+
+def test_seeds_select_together_as_each_alone(library):
+    """select_transfer_origins: two seeds' probes (libraries of 4 and 2 candidates,
+    padded to 2 x K_pool) as one batch give each seed's own selection."""
+    libraries = [library["archives"], library["archives"][1:]]
+    keys = [KEY, jax.random.key(8)]
+    rollout_keys = [ROLLOUT_KEY, jax.random.key(9)]
+    together = select_transfer_origins(AGENT, libraries, config=TRANSFER, keys=keys,
+                                       rollout_keys=rollout_keys, penalties=[None, None])
+    assert [len(c.candidates) for c in together] == [4, 2]
+    for choice, archives, key, rollout_key in zip(together, libraries, keys, rollout_keys,
+                                                  strict=True):
+        alone = select_transfer_origin(AGENT, archives, config=TRANSFER, key=key,
+                                       rollout_key=rollout_key)
+        assert choice.candidates == alone.candidates
+        assert (choice.index, choice.elite_id, choice.env_steps) == \
+            (alone.index, alone.elite_id, alone.env_steps)
+        assert _same(choice.params, alone.params)

@@ -6,14 +6,19 @@ reports and ``--resume`` treat it as any other run). What the seeds share:
 
 * the static agents (one per env of the curriculum), so every jitted function is
   compiled once for the batch;
-* on the jax backend, the training of a chunk phase: the S seeds' `TrainState`s are
-  stacked and trained by one ``vmap``ped jitted call (`Agent.train_batch`).
+* on the jax backend, every phase as one step of the batch
+  (`telapa.continual.runner`'s phase functions): a chunk is one compiled program
+  (`train_chunk`: a ``lax.scan`` over the chunk's PPO iterations ``vmap``ped over the
+  seeds, then one population evaluation of the S policies) whose results reach the host
+  in one transfer; the pre-evaluations and final evaluations are population evaluations
+  of the S policies; the method's hooks run through its class's batched hooks
+  (`Method.start_tasks`, `Method.end_tasks`: one program over the seeds for optimizer
+  resets, Scratch's initialisation, Shrink & Perturb and EWC's Fisher estimate).
 
-Everything else runs seed after seed, in seed order: method hooks (``start_task``,
-``end_task``, ``observe``; TeLAPA's probes, illumination and maintenance), evaluations,
-the final evaluation and checkpoints. A seed's results equal those of its separate run up
-to float reassociation inside the batched PPO update (docs/assumptions.md, "Batches of
-seeds and probes").
+What still runs seed after seed, in seed order: the hooks of the other methods
+(ScratchReuse's bank, TeLAPA's probes, illumination and maintenance), ``observe`` and the
+checkpoints. A seed's results equal those of its separate run up to float reassociation
+inside the batched programs (docs/assumptions.md, "Batches of seeds and probes").
 
 Phases. All seeds have the same phases (one curriculum and preset). After a crash each
 seed resumes from its own latest checkpoint, so they may stand at different phases: the
@@ -45,10 +50,19 @@ from typing import Any
 from telapa.continual.preset import bind_env_family
 from telapa.continual.progress import Progress, SilentProgress
 from telapa.continual.rundir import RunDir, RunDirError
-from telapa.continual.runner import ContinualRun, Phase, RunError, RunSpec
+from telapa.continual.runner import (
+    ContinualRun,
+    Phase,
+    RunError,
+    RunSpec,
+    end_visit,
+    final_evaluation,
+    start_visit,
+    train_chunk,
+)
 from telapa.continual.tracking import Tracking
 from telapa.io import MemoryMonitor
-from telapa.rl.agent import Agent, BatchMemberError, stack_states, unstack_states
+from telapa.rl.agent import Agent, BatchMemberError
 
 
 class _SeedProgress:
@@ -236,8 +250,8 @@ class SeedBatch:
         lead = min(r.next_phase for r in waiting)
         group = [r for r in waiting if r.next_phase == lead]
         phase = group[0].phases[lead]
-        if phase.kind == "chunk" and self.batched:
-            self._train_chunk(group, phase)
+        if self.batched:
+            self._batched_phase(group, phase)
             return True
         for run in group:
             try:
@@ -246,29 +260,29 @@ class SeedBatch:
                 raise RunError(f"seed {run.spec.seed}, {err}") from err
         return True
 
-    def _train_chunk(self, group: list[ContinualRun], phase: Phase) -> None:
-        """The chunk ``phase`` of every run in ``group``, trained as one batch padded to
-        the batch's size (see the module docstring)."""
-        lead = group[0]
-        agent = lead.agent(lead.visits[phase.visit])
-        steps = {run.chunk_steps(phase) for run in group}
-        if len(steps) != 1:  # pragma: no cover - same phase, same budget
-            raise RunError(f"{phase.describe(lead.visits)}: seeds disagree on the steps")
-        padding = [lead.train_state] * (len(self.runs) - len(group))
-        states = stack_states([run.train_state for run in group] + padding)
-        start = time.perf_counter()
+    def _batched_phase(self, group: list[ContinualRun], phase: Phase) -> None:
+        """The phase ``phase`` of every run in ``group`` at once, padded to the batch's
+        size (`telapa.continual.runner`'s phase functions, see the module docstring),
+        then their checkpoints."""
+        size = len(self.runs)
         try:
-            states, histories = agent.train_batch(states, steps.pop(), progress=lambda done, rows: [
-                run.on_progress(done, r) for run, r in zip(group, rows, strict=False)])
+            if phase.kind == "chunk":
+                train_chunk(group, phase, size=size)
+            elif phase.kind == "start":
+                start_visit(group, phase, size=size)
+            elif phase.kind == "end":
+                end_visit(group, phase)
+            else:
+                final_evaluation(group, size=size)
         except BatchMemberError as err:
             run = group[err.member]
             raise RunError(f"seed {run.spec.seed}, {phase.describe(run.visits)}: {err.error}"
                            ) from err
-        share = (time.perf_counter() - start) / len(group)
-        members = zip(group, unstack_states(states), histories, strict=False)
-        for run, state, history in members:
-            run.timer.add("train", share)
-            run.finish_chunk(phase, state, history)
+        except FloatingPointError as err:
+            seeds = ", ".join(str(run.spec.seed) for run in group)
+            raise RunError(f"seeds {seeds}, {phase.describe(group[0].visits)}: {err}"
+                           ) from err
+        for run in group:
             run.commit_phase(self._clock(run))
 
 

@@ -7,7 +7,12 @@ optimizer state, regulariser data) across task visits and calls, per visit,
     ... PPO training with ``method.penalty`` added to the loss ...
     method.end_task(state, ctx)             # store, estimate, snapshot
 
-and at the end evaluates ``method.eval_params(task, state)`` on every task. A method's
+and at the end evaluates ``method.eval_params(task, state)`` on every task. A batch of
+seeds calls the class's `Method.start_tasks` and `Method.end_tasks` with the S seeds'
+methods, states and contexts at once: the methods whose hooks are device maths
+(optimizer resets, Scratch's initialisation, Shrink & Perturb, EWC's Fisher estimate)
+run them as one program ``vmap``ped over the seeds; the others call the per-seed hook
+one seed after the other. A method's
 persistent state (policy bank, Fisher, anchors) is a pytree returned by ``state()`` and
 reloaded by ``load_state``; its size is the "stored method state" of the paper's compute
 table. TeLAPA plugs in through the same hooks.
@@ -15,12 +20,14 @@ table. TeLAPA plugs in through the same hooks.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, ClassVar, Literal
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 import pandas as pd
 
@@ -59,6 +66,27 @@ class TaskContext:
         return self.agent.optimizer.init(params)
 
 
+def _stack(trees: Sequence[Any]) -> Any:
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *trees)
+
+
+def _unstack(tree: Any, size: int) -> list[Any]:
+    return [jax.tree.map(lambda x, i=i: x[i], tree) for i in range(size)]
+
+
+def _seed_program(agent: Agent, name: str, fn: Callable) -> Callable:
+    """``jit(vmap(fn))`` over the seeds of a batch, cached on ``agent`` under ``name``."""
+    return agent.program(("method", name), lambda: jax.jit(jax.vmap(fn)))
+
+
+def _with_fresh_optimizers(agent: Agent, states: Sequence[PPOState],
+                           params: Sequence[Params]) -> list[PPOState]:
+    """``states`` with ``params`` and fresh optimizer states, made by one program."""
+    opt = _seed_program(agent, "fresh-optimizer", agent.optimizer.init)(_stack(params))
+    return [s.replace(params=p, opt_state=o) for s, p, o in
+            zip(states, params, _unstack(opt, len(states)), strict=True)]
+
+
 class Method:
     """Finetune: one PPO instance across the sequence, optimizer state kept.
 
@@ -73,6 +101,9 @@ class Method:
     (`telapa.continual.results`), and a sweep's ``methods.<section>.*`` grid multiplies
     only the cells of the methods that declare that section."""
     reset_optimizer: ClassVar[bool] = False
+    observes_features: ClassVar[bool] = False
+    """Whether `observe` reads the evaluations' per-step features (else the runner's
+    chunk evaluations keep none: they would be the largest transfer of a chunk)."""
 
     def __init__(self, config: RunConfig, *, key: jax.Array | None = None):
         self.config = config
@@ -105,6 +136,21 @@ class Method:
         if self.reset_optimizer:
             return state.replace(opt_state=ctx.fresh_optimizer(state.params))
         return state
+
+    @classmethod
+    def start_tasks(cls, methods: Sequence[Method], states: Sequence[PPOState],
+                    ctxs: Sequence[TaskContext]) -> list[PPOState]:
+        """`start_task` of S runs of this method at one visit (one method, state and
+        context per seed): here one seed after the other; a method whose start is device
+        maths runs it as one program over the seeds (with S = 1: `start_task`)."""
+        return [m.start_task(s, c) for m, s, c in zip(methods, states, ctxs, strict=True)]
+
+    @classmethod
+    def end_tasks(cls, methods: Sequence[Method], states: Sequence[PPOState],
+                  ctxs: Sequence[TaskContext]) -> None:
+        """`end_task` of S runs of this method at one visit; see `start_tasks`."""
+        for method, state, ctx in zip(methods, states, ctxs, strict=True):
+            method.end_task(state, ctx)
 
     def observe(
         self, visit: Visit, kind: Literal["pre", "train", "post"], result: EvalResult
@@ -153,6 +199,12 @@ class FinetuneReset(Method):
     name = "finetune-reset"
     reset_optimizer = True
 
+    @classmethod
+    def start_tasks(cls, methods, states, ctxs) -> list[PPOState]:
+        if len(methods) == 1:
+            return super().start_tasks(methods, states, ctxs)
+        return _with_fresh_optimizers(ctxs[0].agent, states, [s.params for s in states])
+
 
 class Scratch(Method):
     """Every visit starts from a fresh random initialisation."""
@@ -162,6 +214,15 @@ class Scratch(Method):
     def start_task(self, state: PPOState, ctx: TaskContext) -> PPOState:
         params = ctx.init_params(ctx.key)
         return state.replace(params=params, opt_state=ctx.fresh_optimizer(params))
+
+    @classmethod
+    def start_tasks(cls, methods, states, ctxs) -> list[PPOState]:
+        if len(methods) == 1:
+            return super().start_tasks(methods, states, ctxs)
+        agent = ctxs[0].agent
+        keys = jnp.stack([c.key for c in ctxs])
+        params = _seed_program(agent, "scratch-init", ctxs[0].init_params)(keys)
+        return _with_fresh_optimizers(agent, states, _unstack(params, len(states)))
 
 
 class ScratchReuse(Scratch):
@@ -178,6 +239,11 @@ class ScratchReuse(Scratch):
         super().__init__(config, key=key)
         self.keep = self.settings.keep
         self.bank: dict[str, Params] = {}
+
+    @classmethod
+    def start_tasks(cls, methods, states, ctxs) -> list[PPOState]:
+        """One seed after the other (each seed's bank decides its start)."""
+        return [m.start_task(s, c) for m, s, c in zip(methods, states, ctxs, strict=True)]
 
     def start_task(self, state: PPOState, ctx: TaskContext) -> PPOState:
         stored = self.bank.get(ctx.visit.task)
@@ -248,26 +314,67 @@ def diagonal_fisher(
 ) -> Params:
     """``F_i = E_{s ~ pi, a ~ pi(.|s)}[(d log pi(a|s) / d theta_i)^2]`` over ``steps`` states
     visited by ``params`` on the agent's env (Kirkpatrick et al. 2017, eq. 3); per-sample
-    gradients are taken ``chunk`` states at a time."""
+    gradients are taken ``chunk`` states at a time. On jax one compiled program (the
+    sampling rollout and a ``lax.scan`` over the chunks, `fisher_program`); on gymnasium
+    the states are sampled on the host and the gradients taken by the same scan."""
+    if agent.backend == "jax":
+        fisher = agent.program(("fisher", steps, chunk, False),
+                               lambda: jax.jit(fisher_program(agent, steps, chunk)))
+        return fisher(params, key)
     obs_key, action_key = jax.random.split(key)
     obs = agent.sample_observations(params, steps, obs_key)
-    policy = agent.policy
+    of_observations = agent.program(
+        ("fisher-of-observations", steps, chunk),
+        lambda: jax.jit(partial(_fisher_of_observations, agent.policy, chunk=chunk)))
+    return of_observations(params, obs, action_key)
+
+
+def fisher_program(agent: Agent, steps: int, chunk: int = 256,
+                   batch_axes: tuple[str, ...] = ()) -> Callable[[Params, jax.Array], Params]:
+    """The pure ``fisher(params, key)`` of `diagonal_fisher` on the jax backend:
+    ``obs_key, action_key = split(key)``, the states of `Agent.observation_sampler`
+    with ``obs_key``, state j's action drawn with ``split(action_key, steps)[j]``;
+    ``batch_axes``: the ``vmap`` axes it runs under."""
+    sample = agent.observation_sampler(steps, batch_axes)
+
+    def fisher(params: Params, key: jax.Array) -> Params:
+        obs_key, action_key = jax.random.split(key)
+        return _fisher_of_observations(agent.policy, params, sample(params, obs_key),
+                                       action_key, chunk=chunk)
+
+    return fisher
+
+
+def _fisher_of_observations(policy, params: Params, obs, action_key: jax.Array, *,
+                            chunk: int) -> Params:
+    """The mean squared per-sample score over the states ``obs`` (leading axis N), the
+    sum taken ``chunk`` states at a time in order by a ``lax.scan`` (a last partial chunk
+    is filled with repeated states whose gradients are zeroed)."""
+    steps = len(jax.tree.leaves(obs)[0])
+    keys = jax.random.split(action_key, steps)
+    chunks = -(-steps // chunk)
+    if chunks * chunk > steps:  # repeat states to whole chunks, weight 0
+        rows = np.arange(chunks * chunk) % steps
+        obs, keys = jax.tree.map(lambda x: x[rows], (obs, keys))
+    valid = jnp.asarray(np.arange(chunks * chunk) < steps)
 
     def log_prob(p: Params, single_obs, k: jax.Array) -> jax.Array:
         dist, _ = policy(p, jax.tree.map(lambda x: x[None], single_obs))
         return dist.log_prob(jax.lax.stop_gradient(dist.sample(k)))[0]
 
-    @jax.jit
-    def squared_grad_sum(params: Params, batch, keys: jax.Array) -> Params:
-        grads = jax.vmap(jax.grad(log_prob), in_axes=(None, 0, 0))(params, batch, keys)
-        return jax.tree.map(lambda g: jnp.sum(g**2, axis=0), grads)
+    def add_chunk(total: Params, i: jax.Array) -> tuple[Params, None]:
+        part = jax.tree.map(lambda x: jax.lax.dynamic_slice_in_dim(x, i * chunk, chunk),
+                            (obs, keys, valid))
+        batch, batch_keys, ok = part
+        grads = jax.vmap(jax.grad(log_prob), in_axes=(None, 0, 0))(params, batch, batch_keys)
+        if chunks * chunk > steps:
+            grads = jax.tree.map(
+                lambda g: jnp.where(ok.reshape((-1,) + (1,) * (g.ndim - 1)), g, 0.0), grads)
+        sums = jax.tree.map(lambda g: jnp.sum(g**2, axis=0), grads)
+        return jax.tree.map(jnp.add, total, sums), None
 
-    keys = jax.random.split(action_key, steps)
-    total = jax.tree.map(jnp.zeros_like, params)
-    for start in range(0, steps, chunk):
-        part = slice(start, start + chunk)
-        batch = jax.tree.map(lambda x, part=part: x[part], obs)
-        total = jax.tree.map(jnp.add, total, squared_grad_sum(params, batch, keys[part]))
+    total, _ = jax.lax.scan(add_chunk, jax.tree.map(jnp.zeros_like, params),
+                            jnp.arange(chunks))
     return jax.tree.map(lambda s: s / steps, total)
 
 
@@ -297,10 +404,35 @@ class EWC(FinetuneReset):
     def start_task(self, state: PPOState, ctx: TaskContext) -> PPOState:
         return super().start_task(state, ctx).replace(penalty=self._data)
 
+    @classmethod
+    def start_tasks(cls, methods, states, ctxs) -> list[PPOState]:
+        started = super().start_tasks(methods, states, ctxs)
+        return [s.replace(penalty=m._data) for m, s in zip(methods, started, strict=True)]
+
     def end_task(self, state: PPOState, ctx: TaskContext) -> None:
         steps = self.settings.fisher_steps
-        fisher = diagonal_fisher(ctx.agent, state.params, steps, ctx.key)
-        self.extra_env_steps += steps
+        self._accumulate(diagonal_fisher(ctx.agent, state.params, steps, ctx.key), state)
+
+    @classmethod
+    def end_tasks(cls, methods, states, ctxs) -> None:
+        """The S seeds' Fisher estimates as one program ``vmap``ped over the seeds (jax
+        backend; the same samples and results as `end_task` seed after seed, up to float
+        reassociation)."""
+        agent = ctxs[0].agent
+        if len(methods) == 1 or agent.backend != "jax":
+            return super().end_tasks(methods, states, ctxs)
+        steps = methods[0].settings.fisher_steps
+        axis = "seeds"
+        fisher = agent.program(("fisher", steps, 256, True), lambda: jax.jit(jax.vmap(
+            fisher_program(agent, steps, batch_axes=(axis,)), axis_name=axis)))
+        fishers = fisher(_stack([s.params for s in states]), jnp.stack([c.key for c in ctxs]))
+        for method, state, new in zip(methods, states, _unstack(fishers, len(states)),
+                                      strict=True):
+            method._accumulate(new, state)
+
+    def _accumulate(self, fisher: Params, state: PPOState) -> None:
+        """``F <- decay F + F_new``, ``theta* <- theta`` after the Fisher of a task."""
+        self.extra_env_steps += self.settings.fisher_steps
         decay = self.settings.decay
         fisher = jax.tree.map(lambda old, new: decay * old + new, self._data["fisher"], fisher)
         self._data = {"fisher": fisher, "anchor": state.params}
@@ -346,3 +478,22 @@ class ShrinkPerturb(FinetuneReset):
         ]
         params = jax.tree.unflatten(treedef, shrunk)
         return state.replace(params=params, opt_state=ctx.fresh_optimizer(params))
+
+    @classmethod
+    def start_tasks(cls, methods, states, ctxs) -> list[PPOState]:
+        if len(methods) == 1 or ctxs[0].visit.index == 0:
+            return super().start_tasks(methods, states, ctxs)
+        settings = methods[0].settings
+
+        def shrink_perturb(params: Params, key: jax.Array) -> Params:
+            leaves, treedef = jax.tree.flatten(params)
+            keys = jax.random.split(key, len(leaves))
+            return jax.tree.unflatten(treedef, [
+                settings.alpha * p + settings.noise * jax.random.normal(k, p.shape, p.dtype)
+                for p, k in zip(leaves, keys, strict=True)])
+
+        agent = ctxs[0].agent
+        params = _seed_program(agent, f"shrink-perturb-{settings.alpha}-{settings.noise}",
+                               shrink_perturb)(_stack([s.params for s in states]),
+                                               jnp.stack([c.key for c in ctxs]))
+        return _with_fresh_optimizers(agent, states, _unstack(params, len(states)))

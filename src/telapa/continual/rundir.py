@@ -584,8 +584,7 @@ class RunDir:
             state = read_json(path, "checkpoint state")
         except (FileNotFoundError, ValueError) as err:
             raise RunDirError(str(err)) from None
-        if not isinstance(state, dict) or any(
-                k not in state for k in ("phases", "next_phase", "records")):
+        if not isinstance(state, dict) or any(k not in state for k in ("phases", "next_phase")):
             raise RunDirError(f"{path} is not a checkpoint state")
         return state
 

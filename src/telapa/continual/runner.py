@@ -10,6 +10,11 @@ For every visit of the curriculum:
    post-evaluation;
 3. ``end``: the method's end-of-task hook (`Method.end_task`);
 
+On the jax backend a chunk is one compiled program (`Agent.train_and_evaluate`): the
+chunk's PPO iterations as one ``lax.scan`` and its evaluation, for one run or for the S
+seeds of a batch (`train_chunk`), with one transfer of results to the host per chunk;
+its time counts as ``train`` (``eval`` holds the pre-evaluations).
+
 and after the last visit, ``final``: every task is evaluated with
 ``method.eval_params(task)``. A checkpoint is committed after every phase (on the
 gymnasium backend, whose envs cannot be snapshotted, only after ``start`` and ``end``),
@@ -35,6 +40,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import jax
+import jax.numpy as jnp
 import pandas as pd
 
 from telapa import __version__
@@ -67,7 +73,16 @@ from telapa.io import (
 )
 from telapa.metrics import best_sr, competence_targets, run_metrics
 from telapa.provenance import current_code, extend_code
-from telapa.rl.agent import Agent, Metrics, TrainState, episodes_key
+from telapa.rl.agent import (
+    Agent,
+    BatchMemberError,
+    Metrics,
+    TrainState,
+    episodes_key,
+    stack_states,
+    unstack_states,
+)
+from telapa.rl.evaluate import EvalResult
 from telapa.rl.ppo import PPOState
 
 AgentKey = tuple[str, str]
@@ -374,41 +389,37 @@ class ContinualRun:
 
     def _run_phase(self, phase: Phase) -> None:
         if phase.kind == "final":
-            self._final_evaluation()
-            return
-        visit = self.visits[phase.visit]
-        agent = self.agent(visit)
-        if phase.kind == "start":
-            self._start_visit(visit, agent)
-        elif phase.kind == "chunk":
+            final_evaluation([self])
+        elif phase.kind == "start":
+            start_visit([self], phase)
+        elif phase.kind == "end":
+            end_visit([self], phase)
+        elif self.spec.curriculum.backend == "jax":
+            try:
+                train_chunk([self], phase)
+            except BatchMemberError as err:
+                raise err.error from None
+        else:
+            agent = self.agent(self.visits[phase.visit])
             steps = self.chunk_steps(phase)
             with self.timer.phase("train"):
                 state, history = agent.train(self.train_state, steps,
                                              progress=self.on_progress)
-            self.finish_chunk(phase, state, history)
-        else:
-            self._end_visit(visit, agent)
+            with self.timer.phase("eval"):
+                result = agent.evaluate(state.ppo.params, self.spec.config.eval_episodes,
+                                        self.eval_key(phase))
+            self.finish_chunk(phase, state, history, result)
 
     def _context(self, visit: Visit, agent: Agent, purpose: str) -> TaskContext:
         return TaskContext(visit, agent, self._key(visit.index, purpose), agent.policy.init,
                            progress=self.progress.phase)
 
-    def _start_visit(self, visit: Visit, agent: Agent) -> None:
-        budget = self.spec.budget(visit)
-        self.progress.visit(visit, budget, 0)
-        with self.timer.phase("method"):
-            self.learner = self.method.start_task(
-                self.learner, self._context(visit, agent, "start")
-            )
-        self.train_state = agent.start(self.learner, self._episodes_key(visit))
-        self.train_rows = []
-        with self.timer.phase("eval"):
-            result = agent.evaluate(self.learner.params, self.spec.config.eval_episodes,
-                                    self._key(visit.index, "eval", 0))
+    def record_start(self, visit: Visit, result: EvalResult) -> None:
+        """Takes the visit's pre-evaluation: `observe`, the visit record, the curve."""
         self.method.observe(visit, "pre", result)
         self.records["visits"].append({
             "visit": visit.index, "tag": visit.tag, "task": visit.task,
-            "env_id": visit.env_id, "cycle": visit.cycle, "budget": budget,
+            "env_id": visit.env_id, "cycle": visit.cycle, "budget": self.spec.budget(visit),
             "pre_sr": result.sr, "pre_return": result.mean_return,
             "start_global_step": self.global_step,
         })
@@ -418,28 +429,46 @@ class ContinualRun:
         """The key of the visit's training episodes (`episodes_key` of its trainer key)."""
         return episodes_key(self._key(visit.index, "trainer"))
 
+    def chunk_span(self, phase: Phase) -> tuple[int, int]:
+        """``(done, steps)`` of the chunk ``phase``: the visit's env steps trained before
+        it, and the steps it trains: up to ``min((chunk + 1) * eval_every, budget)``, at
+        least one PPO iteration, in whole iterations (host arithmetic: the step count of
+        the state on the device is never read)."""
+        budget = self.spec.budget(self.visits[phase.visit])
+        iteration = self.spec.config.train.ppo.rollout_size
+        done = 0
+        for chunk in range(phase.chunk + 1):
+            target = min((chunk + 1) * self.spec.config.eval_every, budget)
+            steps = -(-max(target - done, 1) // iteration) * iteration
+            if chunk == phase.chunk:
+                return done, steps
+            done += steps
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def chunk_steps(self, phase: Phase) -> int:
-        """Env steps the chunk ``phase`` trains: up to ``min((chunk + 1) * eval_every,
-        budget)`` (at least one call). Reports the chunk's start to the progress sink."""
+        """Env steps the chunk ``phase`` trains (`chunk_span`). Reports the chunk's start
+        to the progress sink."""
         visit = self.visits[phase.visit]
-        budget = self.spec.budget(visit)
-        done = int(self.train_state.steps)
-        self.progress.visit(visit, budget, done)
-        target = min((phase.chunk + 1) * self.spec.config.eval_every, budget)
-        return max(target - done, 1)
+        done, steps = self.chunk_span(phase)
+        self.progress.visit(visit, self.spec.budget(visit), done)
+        return steps
+
+    def eval_key(self, phase: Phase) -> jax.Array:
+        """The key of the evaluation that ends the chunk ``phase``."""
+        return self._key(phase.visit, "eval", phase.chunk + 1)
 
     def on_progress(self, done: int, metrics: list[Metrics]) -> None:
         """Reports a training call's progress (``done`` steps of the visit)."""
         self.progress.advance(done, metrics[-1])
 
-    def finish_chunk(self, phase: Phase, state: TrainState, history: list[Metrics]) -> None:
-        """Takes the chunk's trained state and metrics: records, evaluation, `observe`."""
+    def finish_chunk(self, phase: Phase, state: TrainState, history: list[Metrics],
+                     result: EvalResult) -> None:
+        """Takes the chunk's trained state, metrics and evaluation: records, `observe`."""
         visit = self.visits[phase.visit]
-        agent = self.agent(visit)
         budget = self.spec.budget(visit)
-        before = int(self.train_state.steps)
+        before, _ = self.chunk_span(phase)
         self.train_state = state
-        steps = int(state.steps)
+        steps = history[-1]["step"]
         self.learner = state.ppo
         self.global_step += steps - before
         for row in history:
@@ -448,21 +477,11 @@ class ContinualRun:
                                     **row})
         self.tracker.training(history, [self.global_step - steps + int(row["step"])
                                         for row in history])
-        with self.timer.phase("eval"):
-            result = agent.evaluate(state.ppo.params, self.spec.config.eval_episodes,
-                                    self._key(visit.index, "eval", phase.chunk + 1))
         self._add_curve_point(visit, steps, result)
         self.method.observe(visit, "post" if steps >= budget else "train", result)
         row = self.records["visits"][-1]
         row.update(post_sr=result.sr, post_return=result.mean_return,
                    train_steps=steps, end_global_step=self.global_step)
-
-    def _end_visit(self, visit: Visit, agent: Agent) -> None:
-        with self.timer.phase("method"):
-            self.method.end_task(self.learner, self._context(visit, agent, "end"))
-        self.train_state = None
-        self.dir.write_visit_train(visit.index, visit.tag, pd.DataFrame(self.train_rows))
-        self.train_rows = []
 
     def _add_curve_point(self, visit: Visit, step: int, result) -> None:
         self.records["curve"].append({
@@ -473,22 +492,15 @@ class ContinualRun:
         self.tracker.evaluation(visit.tag, result.sr, result.mean_return, self.global_step)
         self.progress.evaluated(visit, step, result.sr)
 
-    def _final_evaluation(self) -> None:
+    def final_tasks(self) -> list[tuple[str, Visit, jax.Array]]:
+        """Every task of the curriculum (first-visit order) with its first visit and the
+        key of its final evaluation."""
         seen: dict[str, Visit] = {}
         for v in self.visits:
             seen.setdefault(v.task, v)
         final_key = jax.random.fold_in(self._visit_root, len(self.visits))
-        with self.timer.phase("final_eval"):
-            for i, (task, visit) in enumerate(seen.items()):
-                result = self.agent(visit).evaluate(
-                    self.method.eval_params(task, self.learner),
-                    self.spec.config.final_eval_episodes, jax.random.fold_in(final_key, i),
-                )
-                self.records["final"].append({"task": task, "env_id": visit.env_id,
-                                              "sr": result.sr, "mean_return": result.mean_return})
-                self.tracker.log({f"final/sr/{task}": result.sr,
-                                  f"final/return/{task}": result.mean_return}, self.global_step)
-        self.progress.note("final evaluation done")
+        return [(task, visit, jax.random.fold_in(final_key, i))
+                for i, (task, visit) in enumerate(seen.items())]
 
     # --- results --------------------------------------------------------------------
 
@@ -561,6 +573,9 @@ class ContinualRun:
 
     def _load_checkpoint(self, folder: Path) -> None:
         state = self.dir.checkpoint_state(folder)
+        if "records" not in state:
+            raise RunDirError(f"{folder}: its state.json holds no records (not a checkpoint "
+                              "of a continual run)")
         if state["phases"] != len(self.phases):
             raise RunDirError(f"{folder}: checkpoint does not match this run's phases")
         self.next_phase = state["next_phase"]
@@ -588,10 +603,126 @@ class ContinualRun:
                            if not self.complete else "run already complete")
 
 
+# --- phases of one run or of the seeds of a batch ---------------------------------------
+#
+# Each takes the runs (seeds of one method, curriculum and settings) that stand at the
+# phase and runs it for all of them together: the method's hooks through its class's
+# batched `Method.start_tasks` / `Method.end_tasks`, evaluations as one population
+# evaluation (`Agent.evaluate_batch`), a chunk as one program (`Agent.train_and_evaluate`).
+# ``size`` pads the seeds to the batch's size (copies of the first, results discarded), so
+# that a batch whose seeds lag after a resume runs the programs it has compiled. The
+# elapsed time is shared equally among the runs' timers.
+
+
+def _share(runs: list[ContinualRun], phase: str, start: float) -> None:
+    share = (time.perf_counter() - start) / len(runs)
+    for run in runs:
+        run.timer.add(phase, share)
+
+
+def _evaluate(agent: Agent, params: list[Any], episodes: int, keys: list[jax.Array],
+              size: int | None, features: bool) -> list[EvalResult]:
+    """One population evaluation of every run's ``params`` with its key, padded."""
+    padding = (size or len(params)) - len(params)
+    results = agent.evaluate_batch(stack_states(params + [params[0]] * padding), episodes,
+                                   jnp.stack(keys + [keys[0]] * padding), features=features)
+    return results[:len(params)]
+
+
+def start_visit(runs: list[ContinualRun], phase: Phase, size: int | None = None) -> None:
+    """The ``start`` phase: the method's start hooks, new training episodes, and the
+    pre-evaluation (step 0) of every run."""
+    lead = runs[0]
+    visit = lead.visits[phase.visit]
+    agent = lead.agent(visit)
+    for run in runs:
+        run.progress.visit(visit, run.spec.budget(visit), 0)
+    start = time.perf_counter()
+    learners = type(lead.method).start_tasks(
+        [run.method for run in runs], [run.learner for run in runs],
+        [run._context(visit, agent, "start") for run in runs])
+    _share(runs, "method", start)
+    for run, learner in zip(runs, learners, strict=True):
+        run.learner = learner
+        run.train_state = agent.start(learner, run._episodes_key(visit))
+        run.train_rows = []
+    start = time.perf_counter()
+    results = _evaluate(agent, [run.learner.params for run in runs],
+                        lead.spec.config.eval_episodes,
+                        [run._key(visit.index, "eval", 0) for run in runs], size,
+                        features=lead.method.observes_features)
+    _share(runs, "eval", start)
+    for run, result in zip(runs, results, strict=True):
+        run.record_start(visit, result)
+
+
+def train_chunk(runs: list[ContinualRun], phase: Phase, size: int | None = None) -> None:
+    """A ``chunk`` phase on the jax backend: every run's `TrainState` stacked, trained
+    and evaluated with its evaluation key as one `Agent.train_and_evaluate` program,
+    then each run's `ContinualRun.finish_chunk`. Raises `BatchMemberError` (the
+    position in ``runs``) on a non-finite loss."""
+    lead = runs[0]
+    visit = lead.visits[phase.visit]
+    agent = lead.agent(visit)
+    steps = {run.chunk_steps(phase) for run in runs}
+    if len(steps) != 1:  # pragma: no cover - same phase, same budget
+        raise RunError(f"{phase.describe(lead.visits)}: seeds disagree on the steps")
+    padding = (size or len(runs)) - len(runs)
+    states = stack_states([run.train_state for run in runs] + [lead.train_state] * padding)
+    keys = jnp.stack([run.eval_key(phase) for run in runs] + [lead.eval_key(phase)] * padding)
+    start = time.perf_counter()
+    states, result = agent.train_and_evaluate(
+        states, steps.pop(), episodes=lead.spec.config.eval_episodes, keys=keys,
+        features=lead.method.observes_features,
+        progress=lambda done, rows: [run.on_progress(done, r)
+                                     for run, r in zip(runs, rows, strict=False)])
+    _share(runs, "train", start)
+    members = (unstack_states(states) if len(states.steps) > 1
+               else [jax.tree.map(lambda x: x[0], states)])
+    for run, state, history, evaluation in zip(runs, members, result.metrics,
+                                               result.evaluations, strict=False):
+        run.finish_chunk(phase, state, history, evaluation)
+
+
+def end_visit(runs: list[ContinualRun], phase: Phase) -> None:
+    """The ``end`` phase: the method's end hooks, then each run's training table."""
+    lead = runs[0]
+    visit = lead.visits[phase.visit]
+    agent = lead.agent(visit)
+    start = time.perf_counter()
+    type(lead.method).end_tasks([run.method for run in runs], [run.learner for run in runs],
+                                [run._context(visit, agent, "end") for run in runs])
+    _share(runs, "method", start)
+    for run in runs:
+        run.train_state = None
+        run.dir.write_visit_train(visit.index, visit.tag, pd.DataFrame(run.train_rows))
+        run.train_rows = []
+
+
+def final_evaluation(runs: list[ContinualRun], size: int | None = None) -> None:
+    """The ``final`` phase: every task evaluated with each run's ``eval_params``."""
+    lead = runs[0]
+    start = time.perf_counter()
+    for i, (task, visit, _) in enumerate(lead.final_tasks()):
+        results = _evaluate(
+            lead.agent(visit), [run.method.eval_params(task, run.learner) for run in runs],
+            lead.spec.config.final_eval_episodes, [run.final_tasks()[i][2] for run in runs],
+            size, features=False)
+        for run, result in zip(runs, results, strict=True):
+            run.records["final"].append({"task": task, "env_id": visit.env_id,
+                                         "sr": result.sr, "mean_return": result.mean_return})
+            run.tracker.log({f"final/sr/{task}": result.sr,
+                             f"final/return/{task}": result.mean_return}, run.global_step)
+    _share(runs, "final_eval", start)
+    for run in runs:
+        run.progress.note("final evaluation done")
+
+
 def load_run_tables(path: str | Path) -> dict[str, pd.DataFrame]:
     """visits, curve and final tables of a finished run directory (checked against its
     curriculum, see `RunDir.tables`)."""
     return RunDir(path).tables()
 
 
-__all__ = ["ContinualRun", "Phase", "Progress", "RunError", "RunSpec", "load_run_tables"]
+__all__ = ["ContinualRun", "Phase", "Progress", "RunError", "RunSpec", "end_visit",
+           "final_evaluation", "load_run_tables", "start_visit", "train_chunk"]

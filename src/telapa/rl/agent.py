@@ -17,13 +17,17 @@ One training iteration collects ``num_envs * n_steps`` env steps with the curren
 and applies one PPO update (`telapa.rl.ppo.make_learn`). On the jax backend
 ``iterations_per_call`` iterations (rollout ``lax.scan`` + update) run as one jitted
 ``lax.scan``, and `train_batch` runs S states (seeds, transfer probes) as one ``vmap`` of
-that call. On the gymnasium backend the envs live on the host: the rollout is a host loop
+that call. `train_and_evaluate` is the continual runner's program: the PPO iterations of
+one evaluation chunk (one ``lax.scan``) and the evaluation that ends it, for S stacked
+states (``vmap``ped over them), as one jitted call whose results reach the host in one
+transfer (`fetch`). On the gymnasium backend the envs live on the host: the rollout is a host loop
 over the agent's `GymVectorEnv`, so a state has no env states (``env_state`` is None), it
 is valid only for the agent that produced it and only one state trains at a time.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -41,7 +45,12 @@ from telapa.envs.base import EnvSpec, JaxEnv, Obs
 from telapa.envs.gym_backend import GymVectorEnv
 from telapa.envs.intrinsic import EpisodicCountBonus, episodic_count_bonus_gym
 from telapa.envs.registry import family_of
-from telapa.rl.evaluate import EvalResult, evaluate_gym, make_jax_evaluator
+from telapa.rl.evaluate import (
+    EvalResult,
+    evaluate_gym,
+    make_jax_evaluator,
+    make_population_evaluator,
+)
 from telapa.rl.networks import Params
 from telapa.rl.policy import Policy
 from telapa.rl.ppo import (
@@ -59,6 +68,19 @@ ProgressFn = Callable[[int, list[Metrics]], None]
 BatchProgressFn = Callable[[int, list[list[Metrics]]], None]
 
 MAX_GYM_EVAL_ENVS = 16
+
+MEMBER_AXIS = "members"
+"""The name of the ``vmap`` axis over the states of a batch (`train_batch`,
+`train_and_evaluate`): `AutoReset` shares its level draws' branches over it."""
+
+LOSS_METRICS = ("loss", "pg_loss", "v_loss", "grad_norm")
+"""The metrics whose non-finite value stops training (FloatingPointError)."""
+
+
+def fetch(tree: Any) -> Any:
+    """Device arrays -> host arrays, in one transfer: the one place where
+    `train_and_evaluate` reads results back (tests count its calls)."""
+    return jax.device_get(tree)
 
 
 class BatchMemberError(FloatingPointError):
@@ -104,6 +126,17 @@ def episodes_key(key: jax.Array) -> jax.Array:
     continual runner used before its state became explicit (reseed, then reset the
     rollout), kept so that runs reproduce the results of earlier versions bit for bit."""
     return jax.random.split(jax.random.split(key)[0])[1]
+
+
+@dataclasses.dataclass(frozen=True)
+class ChunkResult:
+    """What `train_and_evaluate` brings back to the host for S states."""
+
+    metrics: list[list[Metrics]]
+    """Per state, one metrics dict per PPO iteration (as `train` returns them)."""
+    evaluations: list[EvalResult]
+    """Per state, the evaluation of its parameters after the training (empty without
+    evaluation episodes)."""
 
 
 def _host_metrics(stacked: dict[str, Any]) -> list[Metrics]:
@@ -188,9 +221,9 @@ class Agent:
         self._gym_acts: dict[bool, Callable] = {}
         self._gym_eval_env: GymVectorEnv | None = None
         self._samplers: dict[int, Callable] = {}
+        self._programs: dict[Any, Callable] = {}
         if self.backend == "jax":
             self._train_env = AutoReset(train_env or env, ppo.num_envs)
-            self._rollout = make_jax_rollout(self._train_env, self.policy, ppo.n_steps)
             self._reset = jax.jit(self._train_env.reset)
 
     # --- state ----------------------------------------------------------------------
@@ -220,30 +253,42 @@ class Agent:
 
     # --- training -------------------------------------------------------------------
 
-    def _iteration(self, state: TrainState, _) -> tuple[TrainState, dict[str, jax.Array]]:
-        """One rollout of ``n_steps`` steps in every env, then one PPO update (pure)."""
-        env_state, obs, key, traj = self._rollout(
-            state.ppo.params, state.env_state, state.obs, state.key
-        )
-        key, learn_key = jax.random.split(key)
-        ppo, tracker, metrics = self._learn(state.ppo, state.tracker, traj, obs, learn_key)
-        steps = state.steps + self.config.ppo.rollout_size
-        return TrainState(ppo, tracker, env_state, obs, key, steps), metrics
+    def _training(self, iterations: int, batch_axes: tuple[str, ...] = ()) -> Callable:
+        """``train(state) -> (state, metrics)``: ``iterations`` PPO iterations (a rollout
+        of ``n_steps`` steps in every env, then one PPO update) as one ``lax.scan``
+        (pure); ``batch_axes``: the ``vmap`` axes it runs under (`AutoReset.step`)."""
+        rollout = make_jax_rollout(self._train_env, self.policy, self.config.ppo.n_steps,
+                                   batch_axes=batch_axes)
 
-    def _call(self, state: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
-        """``iterations_per_call`` iterations as one ``lax.scan`` (pure)."""
-        return jax.lax.scan(self._iteration, state, None, self.iterations_per_call)
+        def iteration(state: TrainState, _) -> tuple[TrainState, dict[str, jax.Array]]:
+            env_state, obs, key, traj = rollout(
+                state.ppo.params, state.env_state, state.obs, state.key
+            )
+            key, learn_key = jax.random.split(key)
+            ppo, tracker, metrics = self._learn(state.ppo, state.tracker, traj, obs, learn_key)
+            steps = state.steps + self.config.ppo.rollout_size
+            return TrainState(ppo, tracker, env_state, obs, key, steps), metrics
 
-    def _compiled_call(self, state: TrainState, batched: bool) -> Callable:
-        """The jitted (and for a batch, vmapped) training call for ``state``'s shapes,
-        compiled ahead of time once; the seconds go to `compile_s`."""
-        key = (batched, *_shape_key(state))
+        return lambda state: jax.lax.scan(iteration, state, None, iterations)
+
+    def _compile(self, key: tuple, fn: Callable, *args: Any) -> Callable:
+        """``jit(fn)`` compiled ahead of time for ``args`` once per ``key``; the seconds
+        go to `compile_s`."""
         if key not in self._compiled:
             start = time.perf_counter()
-            fn = jax.vmap(self._call) if batched else self._call
-            self._compiled[key] = jax.jit(fn).lower(state).compile()
+            self._compiled[key] = jax.jit(fn).lower(*args).compile()
             self.compile_s += time.perf_counter() - start
         return self._compiled[key]
+
+    def _compiled_call(self, state: TrainState, batched: bool) -> Callable:
+        """The jitted (and for a batch, vmapped) training call of ``iterations_per_call``
+        iterations for ``state``'s shapes."""
+        k = self.iterations_per_call
+        if batched:
+            fn = jax.vmap(self._training(k, (MEMBER_AXIS,)), axis_name=MEMBER_AXIS)
+        else:
+            fn = self._training(k)
+        return self._compile(("call", batched, *_shape_key(state)), fn, state)
 
     def compile(self, state: TrainState) -> float:
         """Compiles the training call for ``state`` now (else the first `train` does);
@@ -313,6 +358,102 @@ class Agent:
             if progress is not None:
                 progress(done, per_member)
         return states, histories
+
+    def train_and_evaluate(
+        self,
+        states: TrainState,
+        steps: int,
+        *,
+        episodes: int,
+        keys: jax.Array,
+        features: bool = True,
+        progress: BatchProgressFn | None = None,
+    ) -> tuple[TrainState, ChunkResult]:
+        """Trains S stacked states (`stack_states`, all at the same step) for ``steps``
+        env steps, then evaluates each one's parameters for ``episodes`` episodes with
+        its key ``keys[i]`` (0: no evaluation), as ONE jitted call: a ``lax.scan`` over
+        the PPO iterations, ``vmap``ped over the states when S > 1, followed by one
+        population evaluation of the S parameter sets (`make_population_evaluator`).
+        The check for non-finite losses runs on the device (the training episodes'
+        competence is part of the PPO update's metrics); metrics, evaluations and step
+        counts come back in one `fetch`, and ``progress(steps, metrics)`` is called once.
+
+        ``steps`` is rounded up to whole PPO iterations (``num_envs * n_steps``; not to
+        ``iterations_per_call``, which only sets the length of `train`'s calls: the
+        iterations, their keys and their results are those of `train`). Member i equals
+        `train` then `evaluate` of member i alone (with S = 1 up to XLA's fusion of the
+        longer program; with S > 1 also up to float reassociation in the batched update,
+        docs/assumptions.md "Batches of seeds and probes"). With ``features`` False the
+        evaluations keep no per-step features (``features`` has 0 steps). jax backend
+        only; a non-finite loss raises `BatchMemberError` naming the first such member."""
+        if self.backend != "jax":
+            raise ValueError(f"{self.spec.env_id}: train_and_evaluate runs on the jax backend")
+        size = len(keys)
+        if len(jax.tree.leaves(states)[0]) != size:
+            raise ValueError(f"train_and_evaluate: {len(jax.tree.leaves(states)[0])} states "
+                             f"but {size} evaluation keys")
+        iterations = max(1, -(-steps // self.config.ppo.rollout_size))
+        program = self._compile(
+            ("chunk", size, iterations, episodes, features, *_shape_key(states)),
+            self._chunk_program(size, iterations, episodes, features), states, keys,
+        )
+        states, out = program(states, keys)
+        out = fetch(out)
+        per_iteration = self.config.ppo.rollout_size
+        metrics: list[list[Metrics]] = []
+        for i in range(size):
+            end = int(out["steps"][i])
+            rows = _host_metrics({k: v[i] for k, v in out["metrics"].items()})
+            for j, row in enumerate(rows):
+                row["step"] = end - (iterations - 1 - j) * per_iteration
+            if not out["finite"][i]:
+                bad = next(r for r in rows if not all(np.isfinite(r[k]) for k in LOSS_METRICS))
+                names = ", ".join(k for k in LOSS_METRICS if not np.isfinite(bad[k]))
+                raise BatchMemberError(i, FloatingPointError(
+                    f"PPO on {self.spec.env_id}: non-finite {names} at step {bad['step']}"))
+            metrics.append(rows)
+        evaluations = []
+        if episodes:
+            returns, lengths, feats = out["evaluation"]
+            evaluations = [EvalResult(returns[i], lengths[i], feats[i], self.competence)
+                           for i in range(size)]
+        if progress is not None:
+            progress(metrics[0][-1]["step"], metrics)
+        return states, ChunkResult(metrics, evaluations)
+
+    def _chunk_program(self, size: int, iterations: int, episodes: int,
+                       features: bool) -> Callable:
+        """The pure program of `train_and_evaluate` for S = ``size`` states."""
+        if size > 1:
+            train = jax.vmap(self._training(iterations, (MEMBER_AXIS,)),
+                             axis_name=MEMBER_AXIS)
+        else:
+            one = self._training(iterations)
+
+            def train(states: TrainState):
+                state, metrics = one(jax.tree.map(lambda x: x[0], states))
+                return jax.tree.map(lambda x: x[None], (state, metrics))
+
+        evaluate = None
+        if episodes:
+            max_steps = self.spec.max_steps
+            if not max_steps:
+                raise ValueError(f"{self.spec.env_id} has no time limit to evaluate with")
+            evaluate = make_population_evaluator(
+                self.env, self.policy, episodes, max_steps, self.config.eval.deterministic,
+                feature_steps=None if features else 1,
+            )
+
+        def program(states: TrainState, keys: jax.Array):
+            states, metrics = train(states)
+            finite = jnp.stack([jnp.isfinite(metrics[k]) for k in LOSS_METRICS]).all(axis=(0, 2))
+            out = {"metrics": metrics, "finite": finite, "steps": states.steps}
+            if evaluate is not None:
+                returns, lengths, feats = evaluate(states.ppo.params, keys)
+                out["evaluation"] = (returns, lengths, feats if features else feats[:, :, :0])
+            return states, out
+
+        return program
 
     def _finish(self, metrics: list[Metrics], done: int) -> list[Metrics]:
         """Adds ``step`` to one call's metrics; raises FloatingPointError on non-finite
@@ -409,6 +550,51 @@ class Agent:
         return evaluate_gym(self._gym_eval_env, self.gym_act(deterministic), params,
                             episodes, key, max_steps, self.competence)
 
+    def evaluate_batch(
+        self,
+        params: Params,
+        episodes: int,
+        keys: jax.Array,
+        *,
+        features: bool = True,
+    ) -> list[EvalResult]:
+        """`evaluate` of S stacked parameter sets (leading axis S), set i with
+        ``keys[i]``, on fresh episodes in the config's policy mode and the env's time
+        limit: on jax one population evaluation (`make_population_evaluator`, whose
+        results do not depend on S) and one `fetch`; on gymnasium one `evaluate` after
+        the other. Without ``features`` the results keep no per-step features."""
+        if self.backend != "jax":
+            return [self.evaluate(jax.tree.map(lambda x, i=i: x[i], params), episodes, key)
+                    for i, key in enumerate(keys)]
+        deterministic = self.config.eval.deterministic
+        max_steps = self.spec.max_steps
+        if not max_steps:
+            raise ValueError(f"{self.spec.env_id} has no time limit to evaluate with")
+
+        def build() -> Callable:
+            population = make_population_evaluator(
+                self.env, self.policy, episodes, max_steps, deterministic,
+                feature_steps=None if features else 1)
+
+            def evaluate(params: Params, keys: jax.Array):
+                returns, lengths, feats = population(params, keys)
+                return returns, lengths, feats if features else feats[:, :, :0]
+
+            return jax.jit(evaluate)
+
+        run = self.program(("evaluate", episodes, deterministic, features), build)
+        returns, lengths, feats = fetch(run(params, keys))
+        return [EvalResult(returns[i], lengths[i], feats[i], self.competence)
+                for i in range(len(returns))]
+
+    def program(self, key: Any, build: Callable[[], Callable]) -> Callable:
+        """The agent's cached function ``key``, built by ``build()`` on first use (jitted
+        programs that other modules run on this agent's env and policy, e.g. a method's
+        hooks vmapped over seeds)."""
+        if key not in self._programs:
+            self._programs[key] = build()
+        return self._programs[key]
+
     def gym_act(self, deterministic: bool) -> Callable:
         """The jitted ``act(params, obs, key)`` host rollouts use."""
         if deterministic not in self._gym_acts:
@@ -421,17 +607,9 @@ class Agent:
         n = self.config.ppo.num_envs
         n_steps = math.ceil(steps / n)
         if self.backend == "jax":
-            if n_steps not in self._samplers:
-                env = AutoReset(self.env, n)
-                rollout = make_jax_rollout(env, self.policy, n_steps)
-
-                def sample(params: Params, key: jax.Array) -> Obs:
-                    reset_key, key = jax.random.split(key)
-                    env_state, obs = env.reset(reset_key)
-                    return rollout(params, env_state, obs, key)[3].obs
-
-                self._samplers[n_steps] = jax.jit(sample)
-            obs = self._samplers[n_steps](params, key)
+            if steps not in self._samplers:
+                self._samplers[steps] = jax.jit(self.observation_sampler(steps))
+            return self._samplers[steps](params, key)
         else:
             reset_key, key = jax.random.split(key)
             seed = int(jax.random.randint(reset_key, (), 0, 2**31 - 1))
@@ -442,6 +620,25 @@ class Agent:
             env.close()
         return jax.tree.map(lambda x: jnp.reshape(x, (-1, *x.shape[2:]))[:steps], obs)
 
+    def observation_sampler(self, steps: int, batch_axes: tuple[str, ...] = ()
+                            ) -> Callable[[Params, jax.Array], Obs]:
+        """The pure ``sample(params, key) -> obs`` of `sample_observations` (jax backend):
+        ``ceil(steps / num_envs)`` steps of every env from fresh episodes (``reset_key,
+        key = split(key)``), the first ``steps`` observations in (step, env) order;
+        ``batch_axes``: the ``vmap`` axes it runs under (`AutoReset.step`)."""
+        n = self.config.ppo.num_envs
+        env = AutoReset(self.env, n)
+        rollout = make_jax_rollout(env, self.policy, math.ceil(steps / n),
+                                   batch_axes=batch_axes)
 
-__all__ = ["Agent", "BatchMemberError", "TrainState", "episodes_key", "stack_states",
-           "unstack_states"]
+        def sample(params: Params, key: jax.Array) -> Obs:
+            reset_key, key = jax.random.split(key)
+            env_state, obs = env.reset(reset_key)
+            obs = rollout(params, env_state, obs, key)[3].obs
+            return jax.tree.map(lambda x: jnp.reshape(x, (-1, *x.shape[2:]))[:steps], obs)
+
+        return sample
+
+
+__all__ = ["Agent", "BatchMemberError", "ChunkResult", "TrainState", "episodes_key", "fetch",
+           "stack_states", "unstack_states"]

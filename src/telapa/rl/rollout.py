@@ -34,9 +34,11 @@ def make_act(policy: Policy, deterministic: bool = False) -> ActFn:
 
 
 def make_jax_rollout(
-    env: AutoReset, policy: Policy, n_steps: int
+    env: AutoReset, policy: Policy, n_steps: int, *, batch_axes: tuple[str, ...] = ()
 ) -> Callable[[Params, Any, Obs, jax.Array], tuple[Any, Obs, jax.Array, Trajectory]]:
-    """``rollout(params, env_state, obs, key) -> (env_state, obs, key, traj)``; pure."""
+    """``rollout(params, env_state, obs, key) -> (env_state, obs, key, traj)``; pure.
+    ``batch_axes``: the names of the ``vmap`` axes the rollout runs under (see
+    `AutoReset.step`)."""
     act = make_act(policy)
 
     def rollout(params: Params, env_state: Any, obs: Obs, key: jax.Array):
@@ -44,7 +46,7 @@ def make_jax_rollout(
             env_state, obs, key = carry
             a, key = act(params, obs, key)
             env_state, next_obs, reward, terminated, truncated, info = env.step(
-                env_state, a.env_action
+                env_state, a.env_action, batch_axes=batch_axes
             )
             transition = Trajectory(
                 obs, a.action, a.log_prob, a.value, reward, terminated, truncated,

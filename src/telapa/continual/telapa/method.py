@@ -16,6 +16,7 @@ TeLAPA-Static keeps E_0 and N_0 and skips maintenance (paper Sec. 4 (ix)).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -30,7 +31,11 @@ from telapa.continual.telapa.banks import EpisodeBanks, bank_seq, store
 from telapa.continual.telapa.embedding import EmbeddingState
 from telapa.continual.telapa.illumination import illuminate, trajectory_codec
 from telapa.continual.telapa.maintenance import fit_initial_normalizer, maintain
-from telapa.continual.telapa.transfer import select_transfer_origin
+from telapa.continual.telapa.transfer import (
+    TransferChoice,
+    select_transfer_origin,
+    select_transfer_origins,
+)
 from telapa.qd.archive import Archive, init_archive
 from telapa.qd.export import archive_frame
 from telapa.qd.lineage import lineage_from_visits, lineage_words
@@ -53,6 +58,7 @@ class TeLAPA(Method):
     name = "telapa"
     section = "telapa"
     maintain_latent = True
+    observes_features = True
 
     def __init__(self, config: RunConfig, *, key: jax.Array | None = None):
         super().__init__(config, key=key)
@@ -79,18 +85,62 @@ class TeLAPA(Method):
         return self.tags.index(task)
 
     def start_task(self, state: PPOState, ctx: TaskContext) -> PPOState:
-        if ctx.visit.index >= MAX_VISITS:
-            raise ValueError(f"TeLAPA lineage records hold {MAX_VISITS} visits")
-        params = state.params
-        self._origin = self._no_origin()
+        self._check_visit(ctx)
+        choice = None
         if self.archives:
             with self.timer.phase("few_shot"):
                 choice = select_transfer_origin(
                     ctx.agent, list(self.archives.values()),
                     config=self.settings.qd.transfer, key=ctx.key,
-                    rollout_key=episodes_key(jax.random.fold_in(ctx.key, 1)),
+                    rollout_key=self._probe_rollout_key(ctx),
                     penalty=state.penalty, progress=ctx.report("probes"),
                 )
+        return self._start_from(state, ctx, choice)
+
+    @classmethod
+    def start_tasks(cls, methods, states, ctxs) -> list[PPOState]:
+        """The seeds' FewShotSelectElite as one batch on the jax backend: every seed's
+        K_pool probes trained and evaluated together (`select_transfer_origins`); the
+        seeds without archives start from scratch as in `start_task`."""
+        agent = ctxs[0].agent
+        probing = [i for i, m in enumerate(methods) if m.archives]
+        if len(probing) < 2 or agent.backend != "jax":
+            return super().start_tasks(methods, states, ctxs)
+        for method, ctx in zip(methods, ctxs, strict=True):
+            method._check_visit(ctx)
+        start = time.perf_counter()
+        choices = select_transfer_origins(
+            agent, [list(methods[i].archives.values()) for i in probing],
+            config=methods[0].settings.qd.transfer, keys=[ctxs[i].key for i in probing],
+            rollout_keys=[cls._probe_rollout_key(ctxs[i]) for i in probing],
+            penalties=[states[i].penalty for i in probing])
+        share = (time.perf_counter() - start) / len(probing)
+        chosen = dict(zip(probing, choices, strict=True))
+        for i in probing:
+            methods[i].timer.add("few_shot", share)
+            report = ctxs[i].report("probes")
+            if report is not None:
+                report(len(chosen[i].candidates), len(chosen[i].candidates))
+        return [m._start_from(s, c, chosen.get(i))
+                for i, (m, s, c) in enumerate(zip(methods, states, ctxs, strict=True))]
+
+    @staticmethod
+    def _probe_rollout_key(ctx: TaskContext) -> jax.Array:
+        """The probes' training episodes: `episodes_key` of ``fold_in(ctx.key, 1)``."""
+        return episodes_key(jax.random.fold_in(ctx.key, 1))
+
+    def _check_visit(self, ctx: TaskContext) -> None:
+        if ctx.visit.index >= MAX_VISITS:
+            raise ValueError(f"TeLAPA lineage records hold {MAX_VISITS} visits")
+
+    def _start_from(self, state: PPOState, ctx: TaskContext,
+                    choice: TransferChoice | None) -> PPOState:
+        """The visit's start: the chosen elite's archived weights (scratch's ``state``
+        params without a choice) with a fresh optimizer; the origin and the transfer
+        record."""
+        params = state.params
+        self._origin = self._no_origin()
+        if choice is not None:
             self.extra_env_steps += choice.env_steps
             params = choice.params
             self._origin = {"id": np.int32(choice.elite_id),

@@ -22,13 +22,14 @@ from the same ``rollout_key`` (`Agent.start`), so every candidate is also adapte
 same training episodes.
 
 Batching. The probes of one selection are independent: on the jax backend they run as
-one batch (`probe_batch`): the K candidates' `TrainState`s are stacked and trained by
-one ``vmap``ped call of `Agent.train_batch`, then each is evaluated as `probe` evaluates
-it. A batched probe's curve equals its sequential `probe` up to float reassociation in
-the batched PPO update (docs/assumptions.md, "Batches of seeds and probes").
+one batch (`probe_batch`): the K candidates' `TrainState`s are stacked, and each probe
+moment is one program that trains all of them (``vmap``ped) and evaluates them
+(`Agent.train_and_evaluate`). A batched probe's curve equals its sequential `probe` up
+to float reassociation in the batched PPO update (docs/assumptions.md, "Batches of seeds
+and probes").
 
-Compute. Each probe costs its PPO env steps (``steps`` rounded up to whole training
-calls) plus the steps of its ``points x episodes`` evaluation episodes; both are
+Compute. Each probe costs its PPO env steps (``steps`` rounded up to whole PPO
+iterations) plus the steps of its ``points x episodes`` evaluation episodes; both are
 method-specific extra env steps in the paper's compute accounting.
 """
 
@@ -41,6 +42,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from telapa.qd.archive import Archive
@@ -91,14 +93,22 @@ def probe(
     success rate at ``points`` moments of a ``steps``-step PPO adaptation: point i
     (i = 0 .. points-1) is taken once ``ceil(i * steps / (points - 1))`` env steps have
     been trained, so the first is the zero-shot SR before any update and the last the SR
-    after the whole budget. `Agent.train` trains whole calls (``num_envs * n_steps`` x
-    ``iterations_per_call`` steps on jax), so each point lies less than one call past its
-    nominal moment and the total is ``steps`` rounded up to whole calls. Each SR comes
-    from ``agent.evaluate(params_i, episodes, key)``. Pure: nothing outside is changed.
+    after the whole budget. PPO trains whole iterations (``num_envs * n_steps`` steps),
+    so each point lies less than one iteration past its nominal moment and the total is
+    ``steps`` rounded up to whole iterations, whatever ``iterations_per_call`` is
+    (docs/assumptions.md, "Probe budgets"). Each SR comes from
+    ``agent.evaluate(params_i, episodes, key)``. On the jax backend each moment's
+    training and evaluation are one program (`Agent.train_and_evaluate`). Pure: nothing
+    outside is changed.
 
     Returns ``(sr_curve, env_steps)``: the (points,) float32 success rates and the env
     steps spent (PPO steps trained + steps of all evaluation episodes).
     """
+    if agent.backend == "jax":
+        curves, costs = probe_batch(agent, [params], steps=steps, points=points,
+                                    episodes=episodes, key=key, rollout_key=rollout_key,
+                                    penalty=penalty)
+        return curves[0], costs[0]
     state = _probe_start(agent, params, penalty, rollout_key)
     curve = np.zeros(points, np.float32)
     eval_steps = 0
@@ -123,24 +133,38 @@ def probe_batch(
     rollout_key: jax.Array,
     penalty: Any = None,
 ) -> tuple[np.ndarray, list[int]]:
-    """`probe` of every parameter tree in ``params``, trained as one batch (jax backend):
-    the K states are stacked and trained together by `Agent.train_batch` between the
-    probe moments; each is evaluated as `probe` evaluates it. Returns the (K, points)
-    curves and each probe's env steps."""
+    """`probe` of every parameter tree in ``params``, as one batch (jax backend): the K
+    states are stacked; the zero-shot point is one population evaluation
+    (`Agent.evaluate_batch`), each later point one program that trains the K states to
+    the point's moment and evaluates them (`Agent.train_and_evaluate`, every probe with
+    the same ``key``). Returns the (K, points) curves and each probe's env steps."""
     states = stack_states([_probe_start(agent, p, penalty, rollout_key) for p in params])
-    curves = np.zeros((len(params), points), np.float32)
-    eval_steps = [0] * len(params)
+    return _probe_states(agent, states, steps=steps, points=points, episodes=episodes,
+                         keys=jnp.stack([key] * len(params)))
+
+
+def _probe_states(agent: Agent, states: TrainState, *, steps: int, points: int,
+                  episodes: int, keys: jax.Array) -> tuple[np.ndarray, list[int]]:
+    """The probe curves of stacked probe ``states`` (probe j evaluated with ``keys[j]``)
+    and each probe's env steps."""
+    size = len(keys)
+    curves = np.zeros((size, points), np.float32)
+    eval_steps = np.zeros(size, np.int64)
     trained = 0
     for i, target in enumerate(_probe_moments(steps, points)):
         if trained < target:
-            states, _ = agent.train_batch(states, target - trained)
-            trained = int(states.steps[0])
-        for j in range(len(params)):
-            candidate = jax.tree.map(lambda x, j=j: x[j], states.ppo.params)
-            result = agent.evaluate(candidate, episodes, key)
-            curves[j, i] = result.sr
-            eval_steps[j] += int(np.sum(result.lengths))
-    return curves, [trained + e for e in eval_steps]
+            states, result = agent.train_and_evaluate(states, target - trained,
+                                                      episodes=episodes, keys=keys,
+                                                      features=False)
+            trained = result.metrics[0][-1]["step"]
+            evaluations = result.evaluations
+        else:
+            evaluations = agent.evaluate_batch(states.ppo.params, episodes, keys,
+                                               features=False)
+        for j, evaluation in enumerate(evaluations):
+            curves[j, i] = evaluation.sr
+            eval_steps[j] += int(np.sum(evaluation.lengths))
+    return curves, [trained + int(e) for e in eval_steps]
 
 
 @dataclass(frozen=True)
@@ -247,6 +271,76 @@ def select_transfer_origin(
     do not fit the network.
     """
     start = time.perf_counter()
+    pool = _gather(agent, archives, config)
+    settings = {"steps": config.probe_steps, "points": config.probe_points,
+                "episodes": config.probe_eval_episodes, "key": key,
+                "rollout_key": rollout_key, "penalty": penalty}
+    rows = len(pool.params)
+    if batch and agent.backend == "jax":
+        curves, costs = probe_batch(agent, pool.params, **settings)
+        if progress is not None:
+            progress(rows, rows)
+    else:
+        curves, costs = [], []
+        for done, params in enumerate(pool.params, start=1):
+            curve, cost = probe(agent, params, **settings)
+            curves.append(curve)
+            costs.append(cost)
+            if progress is not None:
+                progress(done, rows)
+    return _choose(pool, archives, np.stack(curves), costs, config=config, start=start)
+
+
+def select_transfer_origins(
+    agent: Agent,
+    libraries: Sequence[Sequence[Archive]],
+    *,
+    config: TransferConfig,
+    keys: Sequence[jax.Array],
+    rollout_keys: Sequence[jax.Array],
+    penalties: Sequence[Any],
+) -> list[TransferChoice]:
+    """`select_transfer_origin` of S seeds at once (jax backend): seed i's library
+    ``libraries[i]``, probe key ``keys[i]``, rollout key and penalty. Every seed's pool
+    is gathered as in `select_transfer_origin`; then all seeds' probes (padded to S x
+    ``config.k_pool`` with copies, results discarded) are one batch: one population
+    evaluation at the zero-shot point and one train-and-evaluate program per later
+    moment. Each seed's choice equals its own `select_transfer_origin` up to float
+    reassociation in the batched PPO update. ``wall_s`` of each choice is its share of
+    the batch's time."""
+    start = time.perf_counter()
+    pools = [_gather(agent, archives, config) for archives in libraries]
+    members = [(i, params) for i, pool in enumerate(pools) for params in pool.params]
+    members += [members[0]] * (len(pools) * config.k_pool - len(members))
+    states = stack_states([
+        _probe_start(agent, params, penalties[i], rollout_keys[i]) for i, params in members])
+    curves, costs = _probe_states(
+        agent, states, steps=config.probe_steps, points=config.probe_points,
+        episodes=config.probe_eval_episodes, keys=jnp.stack([keys[i] for i, _ in members]))
+    choices, first = [], 0
+    share = (time.perf_counter() - start) / len(pools)
+    for pool, archives in zip(pools, libraries, strict=True):
+        size = len(pool.params)
+        choice = _choose(pool, archives, curves[first:first + size], costs[first:first + size],
+                         config=config, start=time.perf_counter() - share)
+        choices.append(choice)
+        first += size
+    return choices
+
+
+@dataclass(frozen=True)
+class _Pool:
+    """C_{k+1} of one library: the pooled elites, their valid rows and parameter trees."""
+
+    pool: Any
+    rows: list[int]
+    params: list[Params]
+    unravel: Any
+
+
+def _gather(agent: Agent, archives: Sequence[Archive], config: TransferConfig) -> _Pool:
+    """Lines 1-2 of FewShotSelectElite: the pool of ``config.k_pool`` elites and their
+    parameter trees (ValueError for an empty library or parameters of another size)."""
     flat, unravel = flatten_params(agent.policy.init(jax.random.key(0)))
     pool, idx = pool_candidates(archives, k_pool=config.k_pool)
     if pool.elites.params.shape[-1] != flat.shape[0]:
@@ -257,25 +351,14 @@ def select_transfer_origin(
     rows = [int(r) for r in np.asarray(idx) if r >= 0]
     if not rows:
         raise ValueError("the archive library holds no valid elite")
+    return _Pool(pool, rows, [unravel(pool.elites.params[row]) for row in rows], unravel)
 
-    settings = {"steps": config.probe_steps, "points": config.probe_points,
-                "episodes": config.probe_eval_episodes, "key": key,
-                "rollout_key": rollout_key, "penalty": penalty}
-    candidates_params = [unravel(pool.elites.params[row]) for row in rows]
-    if batch and agent.backend == "jax":
-        curves, costs = probe_batch(agent, candidates_params, **settings)
-        if progress is not None:
-            progress(len(rows), len(rows))
-    else:
-        curves, costs = [], []
-        for done, params in enumerate(candidates_params, start=1):
-            curve, cost = probe(agent, params, **settings)
-            curves.append(curve)
-            costs.append(cost)
-            if progress is not None:
-                progress(done, len(rows))
 
-    results = probe_summary(np.stack(curves))
+def _choose(gathered: _Pool, archives: Sequence[Archive], curves: np.ndarray,
+            costs: Sequence[int], *, config: TransferConfig, start: float) -> TransferChoice:
+    """Lines 7-10 of FewShotSelectElite from the probe curves of a pool."""
+    pool, rows, unravel = gathered.pool, gathered.rows, gathered.unravel
+    results = probe_summary(np.asarray(curves))
     weights = {"w_final": config.w_final, "w_slope": config.w_slope, "w_auc": config.w_auc}
     scores = np.asarray(few_shot_scores(results, epsilon=config.epsilon, **weights))
     window = np.asarray(near_best(results.sr_final, epsilon=config.epsilon))

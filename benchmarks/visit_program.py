@@ -1,0 +1,365 @@
+"""The visit program against the path it replaced, side by side in one process (issue 25).
+
+One evaluation chunk of the study preset (`configs/runs/study.yaml`: the MiniGrid PPO
+shapes, 16 envs x 128 steps, 4 epochs, minibatch 256; ``eval_every`` = 73,728 PPO steps =
+36 iterations, then a 50-episode evaluation) on one task (default DoorKey-8x8, the
+primary curriculum's C), for each number of seeds S in ``--sizes`` (default 1 5 8):
+
+- ``old``: the chunk as the runner ran it before issue 25: `AutoReset` with loops of
+  data-dependent trip counts (`LegacyAutoReset`), `Agent.train` (S = 1) or
+  `Agent.train_batch` (one jitted call and one host round trip per
+  ``iterations_per_call`` = 1 iteration, NaN and competence checks on the host), then
+  `Agent.evaluate` seed after seed;
+- ``new``: `Agent.train_and_evaluate`: the 36 iterations as one ``lax.scan`` vmapped over
+  the seeds and one population evaluation, one program, one transfer;
+
+and the other phases that left the host loop: the pre-evaluation (``evaluate``: seed after
+seed against `Agent.evaluate_batch`) and EWC's Fisher estimate (``fisher``: the host loop
+over 256-state chunks seed after seed against `EWC.end_tasks`, one vmapped program).
+Each variant runs once to compile (``first_s``, compilation included) and then
+``--repeats`` times (``s``: the fastest). ``env_steps_per_s`` counts PPO and evaluation
+env steps together (evaluation steps as measured).
+
+How far from the hardware: ``t_min = env_steps / R_env + FLOPs / R_flop`` (as
+`benchmarks/hardware.py`): ``R_flop`` the best f32 matmul rate measured here (a 2048^3
+product), ``R_env`` the best port rate of the task in
+``benchmarks/results/env_throughput*.json`` when there is one, FLOPs from the policy's
+weights W: ``(2 + 6 epochs) W`` per PPO step, ``2 W`` per evaluation step and ``2 W +
+6 W`` per Fisher sample; ``gap = s / t_min``.
+
+    python benchmarks/visit_program.py                  # S = 1 5 8 (minutes on 2 cores)
+    python benchmarks/visit_program.py --quick          # smoke check: tiny chunk, S = 1 2
+    python benchmarks/visit_program.py --new-only --sizes 1 8 64 256   # an accelerator
+
+Writes ``benchmarks/results/visit_program.json`` (``--quick``: ``.quick.json``), rewritten
+after every measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import sys
+import time
+from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from telapa.continual.methods import EWC, TaskContext
+from telapa.continual.preset import load_run_config
+from telapa.continual.registry import make_method
+from telapa.envs.base import AutoReset, AutoResetState
+from telapa.rl.agent import Agent, stack_states
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "visit_program.json"
+VERSIONS = ("jax", "jaxlib", "flax", "optax", "numpy")
+PHASES = ("chunk", "evaluate", "fisher")
+
+
+class LegacyAutoReset(AutoReset):
+    """`AutoReset.step` as it was before issue 25: the chunk loops' trip counts are the
+    step's counts (under ``vmap``, a ``while_loop`` over the largest count of any member
+    that selects the whole env state at every iteration). Same levels and keys."""
+
+    def step(self, state: AutoResetState, action: jax.Array, *, batch_axes=()):
+        env_state, obs, reward, terminated, truncated, info = self._step(
+            state.env_state, action)
+        done = jnp.logical_or(terminated, truncated)
+        key, reset_key = jax.random.split(state.key)
+        (finished,) = jnp.nonzero(done, size=self.num_envs + self.chunks[0],
+                                  fill_value=self.num_envs)
+
+        def refill(size: int):
+            def draw(_, carry):
+                drawn, current = carry
+                targets = jax.lax.dynamic_slice(finished, (drawn,), (size,))
+                keys = jax.random.split(jax.random.fold_in(reset_key, drawn), size)
+                fresh = self._reset(keys)
+                return drawn + size, jax.tree.map(
+                    lambda x, new: x.at[targets].set(new, mode="drop"), current, fresh)
+            return draw
+
+        left, carry = done.sum(), (jnp.int32(0), (env_state, obs))
+        for n, size in enumerate(self.chunks):
+            count = (left + size - 1) // size if n == len(self.chunks) - 1 else left // size
+            carry = jax.lax.fori_loop(0, count, refill(size), carry)
+            left = left - count * size
+        env_state, next_obs = carry[1]
+        return (AutoResetState(env_state, key), next_obs, reward, terminated, truncated,
+                {**info, "final_obs": obs})
+
+
+def legacy_fisher(agent: Agent, params, steps: int, key: jax.Array, chunk: int = 256):
+    """EWC's Fisher estimate as it was before issue 25: a jitted sampler, then a host
+    loop over ``chunk``-state slices of a jitted per-sample gradient sum."""
+    obs_key, action_key = jax.random.split(key)
+    obs = agent.sample_observations(params, steps, obs_key)
+    squared_grad_sum = agent.program("legacy-fisher", lambda: _squared_grad_sum(agent))
+    keys = jax.random.split(action_key, steps)
+    total = jax.tree.map(jnp.zeros_like, params)
+    for start in range(0, steps, chunk):
+        part = slice(start, start + chunk)
+        batch = jax.tree.map(lambda x, part=part: x[part], obs)
+        total = jax.tree.map(jnp.add, total, squared_grad_sum(params, batch, keys[part]))
+    return jax.tree.map(lambda s: s / steps, total)
+
+
+def _squared_grad_sum(agent: Agent) -> Callable:
+    def log_prob(p, single_obs, k):
+        dist, _ = agent.policy(p, jax.tree.map(lambda x: x[None], single_obs))
+        return dist.log_prob(jax.lax.stop_gradient(dist.sample(k)))[0]
+
+    @jax.jit
+    def squared_grad_sum(params, batch, keys):
+        grads = jax.vmap(jax.grad(log_prob), in_axes=(None, 0, 0))(params, batch, keys)
+        return jax.tree.map(lambda g: jnp.sum(g**2, axis=0), grads)
+
+    return squared_grad_sum
+
+
+def machine_info() -> dict:
+    """The machine and versions (`benchmarks/env_throughput.py`'s fields, without its
+    MiniGrid and gymnasium imports, which an accelerator's image may lack)."""
+    cpu_model = platform.processor()
+    if Path("/proc/cpuinfo").exists():
+        names = [line.split(":", 1)[1].strip()
+                 for line in Path("/proc/cpuinfo").read_text().splitlines()
+                 if line.startswith("model name")]
+        cpu_model = names[0] if names else cpu_model
+    return {"cpu_model": cpu_model, "logical_cores": os.cpu_count(),
+            "load_average_1m": os.getloadavg()[0], "platform": platform.platform(),
+            "jax_backend": jax.default_backend(),
+            "jax_devices": [str(device) for device in jax.devices()],
+            "python": platform.python_version()}
+
+
+def package_versions(packages: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for pkg in packages:
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
+def matmul_rate(m: int, k: int, n: int, *, seconds: float = 2.0) -> float:
+    """Sustained f32 GFLOP/s of a jitted ``(m, k) @ (k, n)`` product, 16 products per
+    call (as `benchmarks/hardware.py`)."""
+    a = jax.random.normal(jax.random.key(0), (16, m, k), jnp.float32)
+    b = jax.random.normal(jax.random.key(1), (k, n), jnp.float32)
+    f = jax.jit(lambda a, b: jnp.einsum("bmk,kn->bmn", a, b))
+    f(a, b).block_until_ready()
+    calls, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        f(a, b).block_until_ready()
+        calls += 1
+    return 2 * 16 * m * k * n * calls / (time.perf_counter() - start) / 1e9
+
+
+def block(tree: Any) -> Any:
+    return jax.block_until_ready(tree)
+
+
+def timed(fn: Callable[[], Any], repeats: int) -> dict[str, float]:
+    """``first_s`` (compilation included) and the fastest of ``repeats`` further runs."""
+    start = time.perf_counter()
+    out = block(fn())
+    first = time.perf_counter() - start
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        out = block(fn())
+        times.append(time.perf_counter() - start)
+    return {"first_s": first, "s": min(times) if times else first, "out": out}
+
+
+def peak_memory_bytes() -> int:
+    """The accelerator's peak bytes in use (its allocator's count), else the process's
+    peak RSS."""
+    stats = jax.devices()[0].memory_stats() if jax.default_backend() != "cpu" else None
+    if stats and "peak_bytes_in_use" in stats:
+        return int(stats["peak_bytes_in_use"])
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def env_rate(env_id: str) -> float | None:
+    """The best measured port rate of ``env_id`` on this platform, if measured."""
+    pattern = "env_throughput.json" if jax.default_backend() == "cpu" else \
+        "env_throughput.gpu.json"
+    path = ROOT / "benchmarks" / "results" / pattern
+    if not path.exists():
+        return None
+    rates = [r["steps_per_s"] for r in json.loads(path.read_text())["results"]
+             if r["name"] == "port" and r["env_id"] == env_id]
+    return max(rates) if rates else None
+
+
+def gap(row: dict, *, flops: float, env_steps: int, r_flop: float, r_env: float | None
+        ) -> None:
+    """Adds ``gflop``, ``t_min_s`` and ``gap`` (measured / t_min) to a measurement row."""
+    t_min = flops / (r_flop * 1e9) + (env_steps / r_env if r_env else 0.0)
+    row.update(gflop=flops / 1e9, t_min_s=t_min, gap=row["s"] / t_min,
+               t_min_counts_env=r_env is not None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny chunk, S = 1 2")
+    parser.add_argument("--sizes", type=int, nargs="+", help="seeds per batch (default 1 5 8)")
+    parser.add_argument("--env", default="MiniGrid-DoorKey-8x8-v0")
+    parser.add_argument("--preset", default="study")
+    parser.add_argument("--repeats", type=int, help="timed runs after the first (default 2; "
+                        "--quick 1)")
+    parser.add_argument("--new-only", action="store_true",
+                        help="only the new programs (large S on an accelerator)")
+    parser.add_argument("--phases", nargs="+", default=list(PHASES), choices=PHASES)
+    parser.add_argument("--out", type=Path, help=f"default: {RESULTS} (--quick: .quick.json)")
+    args = parser.parse_args(argv)
+    args.out = args.out or (RESULTS.with_suffix(".quick.json") if args.quick else RESULTS)
+    sizes = args.sizes or ([1, 2] if args.quick else [1, 5, 8])
+    repeats = args.repeats if args.repeats is not None else (1 if args.quick else 2)
+    if min(sizes) < 1 or repeats < 0:
+        parser.error("--sizes must be >= 1 and --repeats >= 0")
+
+    config = load_run_config(args.preset)
+    train = config.train
+    chunk_steps, episodes = config.eval_every, config.eval_episodes
+    fisher_steps = config.methods.ewc.fisher_steps
+    if args.quick:
+        chunk_steps, episodes, fisher_steps = 2 * train.ppo.rollout_size, 8, 512
+    new = Agent(args.env, train)
+    old = Agent(args.env, train)
+    old._train_env = LegacyAutoReset(old._train_env.env, train.ppo.num_envs)
+    weights = sum(np.size(x) for x in jax.tree.leaves(new.policy.init(jax.random.key(0))))
+    r_flop = matmul_rate(2048, 2048, 2048, seconds=0.5 if args.quick else 2.0)
+    r_env = env_rate(args.env)
+    rows: list[dict] = []
+    report = {"benchmark": "visit_program", "quick": args.quick, "machine": machine_info(),
+              "versions": package_versions(VERSIONS), "device": str(jax.devices()[0]),
+              "env_id": args.env, "preset": args.preset, "chunk_steps": chunk_steps,
+              "iterations": chunk_steps // train.ppo.rollout_size, "eval_episodes": episodes,
+              "fisher_steps": fisher_steps, "policy_weights": int(weights),
+              "matmul_gflops": r_flop, "env_rate": r_env, "rows": rows}
+
+    def write() -> None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=1) + "\n")
+
+    def record(row: dict, result: dict, *, ppo_steps: int, eval_steps: int,
+               flops: float) -> None:
+        row.update(first_s=result["first_s"], s=result["s"], ppo_steps=ppo_steps,
+                   eval_steps=eval_steps,
+                   env_steps_per_s=(ppo_steps + eval_steps) / result["s"],
+                   ppo_steps_per_s=ppo_steps / result["s"],
+                   peak_memory_bytes=peak_memory_bytes())
+        gap(row, flops=flops, env_steps=ppo_steps + eval_steps, r_flop=r_flop, r_env=r_env)
+        rows.append(row)
+        print(json.dumps({k: v for k, v in row.items() if k != "out"}), file=sys.stderr)
+        write()
+
+    ppo_flops = (2 + 6 * train.ppo.epochs) * weights
+    iterations = chunk_steps // train.ppo.rollout_size
+
+    def measure_chunk(size: int, starts: list, states, keys) -> None:
+        """The chunk: PPO iterations and the evaluation that ends them."""
+        ppo_steps = size * chunk_steps
+
+        def run_new():
+            out, result = new.train_and_evaluate(states, chunk_steps, episodes=episodes,
+                                                 keys=keys, features=False)
+            return out, sum(int(e.lengths.sum()) for e in result.evaluations)
+
+        def run_old():
+            if size == 1:
+                state, _ = old.train(starts[0], chunk_steps)
+                params = [state.ppo.params]
+            else:
+                stacked, _ = old.train_batch(states, chunk_steps)
+                params = [jax.tree.map(lambda x, i=i: x[i], stacked.ppo.params)
+                          for i in range(size)]
+            results = [old.evaluate(p, episodes, k) for p, k in zip(params, keys, strict=True)]
+            return None, sum(int(r.lengths.sum()) for r in results)
+
+        paths = [("new", new, run_new)] + ([] if args.new_only else [("old", old, run_old)])
+        for path, agent, run in paths:
+            compile_before = agent.compile_s
+            result = timed(run, repeats)
+            eval_steps = result["out"][1]
+            row = {"phase": "chunk", "path": path, "seeds": size,
+                   "compile_s": agent.compile_s - compile_before,
+                   "iteration_s": result["s"] / iterations}
+            record(row, result, ppo_steps=ppo_steps, eval_steps=eval_steps,
+                   flops=ppo_steps * ppo_flops + eval_steps * 2 * weights)
+
+    def measure_evaluate(size: int, states, keys) -> None:
+        """The pre-evaluation: one population evaluation against seed after seed."""
+        params = states.ppo.params
+        result = timed(lambda: new.evaluate_batch(params, episodes, keys, features=False),
+                       repeats)
+        steps = sum(int(e.lengths.sum()) for e in result["out"])
+        record({"phase": "evaluate", "path": "new", "seeds": size}, result, ppo_steps=0,
+               eval_steps=steps, flops=steps * 2 * weights)
+        if not args.new_only:
+            result = timed(lambda: [old.evaluate(jax.tree.map(lambda x, i=i: x[i], params),
+                                                 episodes, keys[i]) for i in range(size)],
+                           repeats)
+            record({"phase": "evaluate", "path": "old", "seeds": size}, result, ppo_steps=0,
+                   eval_steps=steps, flops=steps * 2 * weights)
+
+    def measure_fisher(size: int, starts: list, keys) -> None:
+        """EWC's Fisher estimate at a task's end: one vmapped program against the host
+        loop seed after seed."""
+        ewc_config = config.model_copy(update={"methods": config.methods.model_copy(
+            update={"ewc": config.methods.ewc.model_copy(
+                update={"fisher_steps": fisher_steps})})})
+        member_params = [s.ppo.params for s in starts]
+        ctxs = [TaskContext(None, new, k, new.policy.init) for k in keys]
+
+        def run_new():
+            methods = [make_method("ewc", ewc_config) for _ in range(size)]
+            for m, p in zip(methods, member_params, strict=True):
+                m.initial_penalty(p)
+            EWC.end_tasks(methods, [s.ppo for s in starts], ctxs)
+            return [m.state() for m in methods]
+
+        def run_old():
+            return [legacy_fisher(old, p, fisher_steps, k)
+                    for p, k in zip(member_params, keys, strict=True)]
+
+        flops = size * fisher_steps * 8 * weights
+        paths = [("new", run_new)] + ([] if args.new_only else [("old", run_old)])
+        for path, run in paths:
+            record({"phase": "fisher", "path": path, "seeds": size}, timed(run, repeats),
+                   ppo_steps=0, eval_steps=size * fisher_steps, flops=flops)
+
+    def measure(size: int) -> None:
+        starts = [new.start(new.init_ppo(jax.random.key(s)), jax.random.key(1000 + s))
+                  for s in range(size)]
+        states = stack_states(starts)
+        keys = jax.random.split(jax.random.key(7), size)
+        if "chunk" in args.phases:
+            measure_chunk(size, starts, states, keys)
+        if "evaluate" in args.phases:
+            measure_evaluate(size, states, keys)
+        if "fisher" in args.phases:
+            measure_fisher(size, starts, keys)
+
+    for size in sizes:
+        measure(size)
+    write()
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
