@@ -11,9 +11,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", ROOT / "BENCHMARKS.md", *sorted((ROOT / "docs").glob("*.md"))]
-CITING = [*DOCS, *sorted((ROOT / "src").rglob("*.py")),
-          *sorted((ROOT / "configs").rglob("*.yaml")), *sorted((ROOT / "benchmarks").glob("*.*")),
-          *sorted((ROOT / "experiments").glob("*.*"))]
+CITING = [*DOCS, *sorted((ROOT / "src").rglob("*.py")), *sorted((ROOT / "src").rglob("*.yaml")),
+          *sorted((ROOT / "benchmarks").glob("*.*")), *sorted((ROOT / "experiments").glob("*.*")),
+          *sorted(p for p in (ROOT / "tests").rglob("*.py") if p != Path(__file__).resolve())]
 CITED = {"docs/assumptions.md": ROOT / "docs" / "assumptions.md",
          "docs/design.md": ROOT / "docs" / "design.md", "BENCHMARKS.md": ROOT / "BENCHMARKS.md"}
 WITH_CONTENTS = [ROOT / "docs" / "assumptions.md", ROOT / "docs" / "design.md"]
