@@ -11,7 +11,7 @@ Two stages inside a time budget (``--budget-s``, default 480 s of the call's 9 m
    the budget is spent; a cell stopped by the budget resumes from its checkpoints.
 
 Resumable across calls. The state lives in ``--state`` (default ``.gpu_study``, an
-ignored folder the call carries): a finished stage or cell is skipped. At the end the
+ignored folder the call carries): a measured size or a finished cell is skipped. At the end the
 state is packed into ``$OUT/gpu_study_state.tar.gz``; unpack it into ``.gpu_study`` here
 and carry it in the next call. Finished cells keep only their small outputs (run.json,
 metrics, tables, accounting); a stopped cell keeps its whole run directories when the
@@ -85,30 +85,26 @@ class Study:
     # --- stage 1 ----------------------------------------------------------------------
 
     def finetune(self) -> None:
-        done = self.state / "finetune.done"
-        if done.exists():
+        measured = {r["seeds"] for r in self.report["rows"] if r["stage"] == "finetune"}
+        sizes = [s for s in self.args.sizes if s not in measured]
+        if not sizes:
             return
-        out = self.state / "visit_program.json"
+        out = self.state / f"visit_program-call{self.report['calls']}.json"
         cmd = [sys.executable, str(ROOT / "benchmarks" / "visit_program.py"), "--new-only",
                "--phases", "chunk", "--repeats", "1", "--out", str(out),
-               "--sizes", *map(str, self.args.sizes)]
+               "--sizes", *map(str, sizes)]
         if self.args.quick:
             cmd.append("--quick")
         limit = max(self.left() * self.args.finetune_share, 1)
         try:
             subprocess.run(cmd, cwd=ROOT / "benchmarks", timeout=limit, check=True)
-            done.touch()
         except subprocess.TimeoutExpired:
             self.note(f"finetune stage stopped at its {limit:.0f} s limit")
         except subprocess.CalledProcessError as err:
             self.note(f"finetune stage failed (exit {err.returncode})")
         if not out.exists():
             return
-        measured = json.loads(out.read_text())
-        seen = {(r["stage"], r["seeds"]) for r in self.report["rows"]}
-        for r in measured["rows"]:
-            if ("finetune", r["seeds"]) in seen:
-                continue
+        for r in json.loads(out.read_text())["rows"]:
             self.report["rows"].append({
                 "stage": "finetune", "seeds": r["seeds"], "device": self.device,
                 "env_steps_per_s": r["ppo_steps_per_s"],

@@ -9,7 +9,8 @@
 # 3. leaves $OUT/gpu_study.json (rows with seeds, env_steps_per_s, the card) and
 #    $OUT/gpu_study_state.tar.gz, the state of the next call: here,
 #      rm -rf .gpu_study && mkdir .gpu_study && tar -xzf FILES_AT/gpu_study_state.tar.gz -C .gpu_study
-#    then call again (finished stages and cells are skipped, a stopped cell resumes).
+#    then call again (measured sizes and finished cells are skipped, a stopped cell
+#    resumes).
 # Commit gpu_study.json to benchmarks/results/ with the card it names.
 set -uo pipefail
 cd "$(dirname "$0")/.."
