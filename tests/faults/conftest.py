@@ -211,13 +211,13 @@ def spec(seed: int = 0):
 
 @pytest.fixture(scope="module")
 def partial(tmp_path_factory) -> Path:
-    """The suite's run killed in its second visit, after its first chunk (updates 7 of 8):
+    """The suite's run killed in its second visit, after its first chunk (at the 4th of 4 chunks):
     two checkpoints, both holding EWC's state, the newest one mid-visit (``train_state.npz``,
     ``train.csv``)."""
     from telapa.continual.runner import ContinualRun
 
     out = tmp_path_factory.mktemp("partial") / "run"
-    run = ContinualRun.start(spec(), out, KillAfter(6))
+    run = ContinualRun.start(spec(), out, KillAfter(3))  # progress is per chunk (2 a visit)
     with pytest.raises(Killed):
         run.run()
     return out
