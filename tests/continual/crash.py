@@ -17,8 +17,10 @@ class Crash(Exception):
 
 
 class CrashAfter:
-    """Raises `Crash` after ``n`` training progress reports (one per chunk); ignores
-    everything else."""
+    """Raises ``error`` (`Crash`) after ``n`` training progress reports (one per chunk);
+    ignores everything else."""
+
+    error: type[BaseException] = Crash
 
     def __init__(self, n: int):
         self.n = n
@@ -29,7 +31,7 @@ class CrashAfter:
     def advance(self, steps, metrics):
         self.n -= 1
         if self.n < 0:
-            raise Crash
+            raise self.error
 
     def evaluated(self, visit, step, sr):
         pass

@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 import psutil
 import pytest
+from continual.crash import CrashAfter  # tests/ is on sys.path (pytest rootdir-less packages)
 
 from telapa.cli import main
 
@@ -164,28 +165,11 @@ class Killed(BaseException):
     """A simulated death of the process (a BaseException: nothing catches it)."""
 
 
-class KillAfter:
-    """A progress sink that kills the run after ``n`` training updates."""
+class KillAfter(CrashAfter):
+    """A progress sink that kills the run (`Killed`) after ``n`` training progress
+    reports (one per chunk)."""
 
-    def __init__(self, n: int):
-        self.n = n
-
-    def visit(self, visit, budget, done):
-        pass
-
-    def advance(self, steps, metrics):
-        self.n -= 1
-        if self.n < 0:
-            raise Killed
-
-    def evaluated(self, visit, step, sr):
-        pass
-
-    def note(self, text):
-        pass
-
-    def phase(self, name, done, total):
-        pass
+    error = Killed
 
 
 class Notes(KillAfter):
