@@ -10,7 +10,15 @@ from rl.toy_envs import Corridor
 
 from telapa.config import PPOConfig, TrainConfig
 from telapa.continual.curriculum import Visit
-from telapa.continual.methods import EWC, TaskContext, diagonal_fisher
+from telapa.continual.methods import (
+    EWC,
+    L2Init,
+    QuadraticData,
+    TaskContext,
+    accumulate_quadratic,
+    diagonal_fisher,
+    quadratic_penalty,
+)
 from telapa.continual.preset import MethodsConfig, parse_run_config
 from telapa.continual.registry import METHOD_SECTIONS, METHODS, make_method
 from telapa.rl import Agent
@@ -102,6 +110,43 @@ def test_scratch_reuse_bank(agent, keep):
     assert _leaves_equal(fresh.params, agent.policy.init(jax.random.key(9)))
     assert _leaves_equal(method.eval_params("B", current), current.params)
     assert method.stored_tasks() == ["A"]
+
+
+def test_quadratic_penalty_and_its_gradient_by_hand():
+    # P = c sum_i u_i (theta_i - a_i)^2, grad P = 2 c u (theta - a)
+    params = {"w": jnp.array([[1.0, 2.0], [3.0, 4.0]]), "b": jnp.array([0.5])}
+    data = QuadraticData(anchor={"w": jnp.array([[0.0, 2.0], [1.0, 1.0]]), "b": jnp.array([1.5])},
+                         weight={"w": jnp.array([[1.0, 2.0], [3.0, 0.0]]), "b": jnp.array([4.0])},
+                         scale=jnp.float32(0.5))
+    # w: 1*1 + 2*0 + 3*4 + 0*9 = 13; b: 4*1 = 4; 0.5 * 17
+    assert float(quadratic_penalty(params, data)) == 8.5
+    grad = jax.grad(quadratic_penalty)(params, data)
+    np.testing.assert_array_equal(grad["w"], [[1.0, 0.0], [6.0, 0.0]])
+    np.testing.assert_array_equal(grad["b"], [-4.0])
+    # uniform weights: one scalar per leaf; 0.25 * (1 + 0 + 4 + 9 + 1)
+    uniform = data.replace(weight={"w": jnp.float32(1.0), "b": jnp.float32(1.0)},
+                           scale=jnp.float32(0.25))
+    assert float(quadratic_penalty(params, uniform)) == 3.75
+
+
+def test_accumulate_quadratic_by_hand():
+    data = QuadraticData(anchor={"w": jnp.zeros(2)}, weight={"w": jnp.array([1.0, 3.0])},
+                         scale=jnp.float32(2.0))
+    new = accumulate_quadratic(data, {"w": jnp.array([5.0, 6.0])}, {"w": jnp.array([2.0, 2.0])},
+                               decay=0.5)
+    np.testing.assert_array_equal(new.weight["w"], [2.5, 3.5])  # 0.5 u + u_new
+    np.testing.assert_array_equal(new.anchor["w"], [5.0, 6.0])  # theta
+    assert float(new.scale) == 2.0
+
+
+def test_l2init_and_ewc_share_the_penalty(agent):
+    l2, ewc = make_method("l2init", CONFIG), make_method("ewc", CONFIG)
+    assert isinstance(l2, L2Init) and l2.penalty is ewc.penalty is quadratic_penalty
+    params = agent.policy.init(jax.random.key(1))
+    l2_data, ewc_data = l2.initial_penalty(params), ewc.initial_penalty(params)
+    assert float(l2_data.scale) == 0.25 and float(ewc_data.scale) == 2.0  # lam, lam / 2
+    assert all(np.shape(u) == () and float(u) == 1.0 for u in jax.tree.leaves(l2_data.weight))
+    assert all(float(np.abs(u).max()) == 0.0 for u in jax.tree.leaves(ewc_data.weight))
 
 
 def test_l2init_penalty_by_hand(agent):
@@ -210,7 +255,7 @@ def test_state_roundtrip_templates(agent):
 
 
 @pytest.mark.parametrize("name", ["finetune-reset", "scratch", "shrink-perturb", "ewc",
-                                  "scratch-reuse"])
+                                  "l2init", "scratch-reuse"])
 def test_batched_hooks_equal_the_hooks_seed_after_seed(agent, name):
     """`start_tasks` and `end_tasks` of three seeds (one program over the seeds where the
     hook is device maths) give what each seed's own hook gives."""

@@ -13,7 +13,7 @@ reports and ``--resume`` treat it as any other run). What the seeds share:
   in one transfer; the pre-evaluations and final evaluations are population evaluations
   of the S policies; the method's hooks run through its class's batched hooks
   (`Method.start_tasks`, `Method.end_tasks`: one program over the seeds for optimizer
-  resets, Scratch's initialisation, Shrink & Perturb and EWC's Fisher estimate).
+  resets, Scratch's initialisation, Shrink & Perturb and EWC's task end).
 
 What still runs seed after seed, in seed order: the hooks of the other methods
 (ScratchReuse's bank, TeLAPA's probes, illumination and maintenance), ``observe`` and the

@@ -10,7 +10,7 @@ optimizer state, regulariser data) across task visits and calls, per visit,
 and at the end evaluates ``method.eval_params(task, state)`` on every task. A batch of
 seeds calls the class's `Method.start_tasks` and `Method.end_tasks` with the S seeds'
 methods, states and contexts at once: the methods whose hooks are device maths
-(optimizer resets, Scratch's initialisation, Shrink & Perturb, EWC's Fisher estimate)
+(optimizer resets, Scratch's initialisation, Shrink & Perturb, EWC's task end)
 run them as one program ``vmap``ped over the seeds; the others call the per-seed hook
 one seed after the other. A method's
 persistent state (policy bank, Fisher, anchors) is a pytree returned by ``state()`` and
@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pandas as pd
+from flax import struct
 
 from telapa.config import NetworkConfig
 from telapa.continual.curriculum import Visit
@@ -183,6 +184,13 @@ class Method:
     def stored_tasks(self) -> list[str]:
         return []
 
+    def legacy_layout(self, params: Params, tasks: list[str],
+                      agent_for: Callable[[str], Agent]) -> LegacyLayout | None:
+        """The checkpoint layout earlier versions of this method wrote, if it changed
+        since (templates as `state_like`'s arguments give them), read when a checkpoint
+        does not match today's; None: it never changed."""
+        return None
+
     def tables(self) -> dict[str, pd.DataFrame]:
         """Method tables written beside the run's own (``NAME.csv``) at every checkpoint,
         e.g. TeLAPA's ``elites``: what reports and ``telapa inspect`` read."""
@@ -273,40 +281,124 @@ class ScratchReuse(Scratch):
         return list(self.bank)
 
 
-def _squared_distance(params: Params, anchor: Params, weight: Params | None = None) -> jax.Array:
-    diffs = jax.tree.map(lambda p, a: (p - a) ** 2, params, anchor)
-    if weight is not None:
-        diffs = jax.tree.map(jnp.multiply, weight, diffs)
-    return sum(jnp.sum(d) for d in jax.tree.leaves(diffs))
+@struct.dataclass
+class QuadraticData:
+    """``PPOState.penalty`` of the quadratic penalty (`quadratic_penalty`): the anchor
+    ``a``, the per-parameter factors ``u`` (a pytree like the parameters whose leaves
+    broadcast against them: a scalar per leaf for uniform weights) and the scale ``c``."""
+
+    anchor: Params
+    weight: Params
+    scale: jax.Array
 
 
-class L2Init(FinetuneReset):
-    """Transfer-style init with ``lam * ||theta - theta_0||^2`` (Kumar et al. 2023),
-    theta_0 the run's initial parameters."""
+def quadratic_penalty(params: Params, data: QuadraticData) -> jax.Array:
+    """``P(theta) = c sum_i u_i (theta_i - a_i)^2``, the regulariser of L2Init and EWC:
+    the per-parameter weights ``w_i = c u_i`` of each method are a scale and a factor
+    (`QuadraticPenalty`). Summed leaf by leaf in the parameters' order."""
+    terms = jax.tree.map(lambda p, a, u: u * (p - a) ** 2, params, data.anchor, data.weight)
+    return data.scale * sum(jnp.sum(t) for t in jax.tree.leaves(terms))
 
-    name = "l2init"
-    section = "l2init"
+
+def accumulate_quadratic(data: QuadraticData, params: Params, fresh: Params, *,
+                         decay: float) -> QuadraticData:
+    """The boundary update of a moving anchor: ``u <- decay u + u_new``, ``a <- theta``
+    (``fresh`` is ``u_new``, ``params`` is theta)."""
+    weight = jax.tree.map(lambda old, new: decay * old + new, data.weight, fresh)
+    return data.replace(anchor=params, weight=weight)
+
+
+@dataclass(frozen=True)
+class LegacyLayout:
+    """A checkpoint layout that earlier versions of a method wrote, and how it reads into
+    today's: the templates of its ``PPOState.penalty`` (in ``learner.npz`` and
+    ``train_state.npz``) and of its method parts, and their conversions."""
+
+    penalty: Any
+    parts: dict[str, Any]
+    convert_penalty: Callable[[Any], Any]
+    convert_parts: Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class QuadraticPenalty(FinetuneReset):
+    """Transfer-style init with a quadratic pull towards an anchor,
+
+        P(theta) = c sum_i u_i (theta_i - a_i)^2        (`quadratic_penalty`),
+
+    the same function (and so the same compiled PPO update) for every subclass; they
+    differ in their weights ``w_i = c u_i`` and anchor: `L2Init` (``c = lam``, ``u_i =
+    1``, ``a = theta_0`` for the whole run) and `EWC` (``c = lam / 2``, ``u = F`` the
+    online diagonal Fisher, ``a`` the last finished task's parameters). The data lives in
+    ``PPOState.penalty`` (a `QuadraticData`) and the method state (parts ``anchor`` and
+    ``weight``; ``c`` comes from the settings). A visit starts with the method's data."""
+
+    penalty = staticmethod(quadratic_penalty)
 
     def __init__(self, config: RunConfig, *, key: jax.Array | None = None):
         super().__init__(config, key=key)
-        lam = self.settings.lam
-        self.penalty = lambda params, data: lam * _squared_distance(params, data["anchor"])
-        self._anchor: Params | None = None
+        self._data: QuadraticData | None = None
 
-    def initial_penalty(self, params: Params) -> Any:
-        self._anchor = params
-        return {"anchor": params}
+    @property
+    def scale(self) -> float:
+        """``c``."""
+        raise NotImplementedError
+
+    def initial_weight(self, params: Params) -> Params:
+        """``u`` at the start of the run."""
+        raise NotImplementedError
+
+    def _with(self, anchor: Params, weight: Params) -> QuadraticData:
+        return QuadraticData(anchor=anchor, weight=weight,
+                             scale=jnp.asarray(self.scale, jnp.float32))
+
+    def initial_penalty(self, params: Params) -> QuadraticData:
+        self._data = self._with(params, self.initial_weight(params))
+        return self._data
+
+    def start_task(self, state: PPOState, ctx: TaskContext) -> PPOState:
+        return super().start_task(state, ctx).replace(penalty=self._data)
+
+    @classmethod
+    def start_tasks(cls, methods, states, ctxs) -> list[PPOState]:
+        started = super().start_tasks(methods, states, ctxs)
+        return [s.replace(penalty=m._data) for m, s in zip(methods, started, strict=True)]
 
     def state(self) -> dict[str, Any]:
-        return {"anchor": self._anchor}
+        return {"anchor": self._data.anchor, "weight": self._data.weight}
 
     def load_state(self, tree: dict[str, Any]) -> None:
-        self._anchor = tree["anchor"]
+        self._data = self._with(tree["anchor"], tree["weight"])
 
     def state_like(
         self, params: Params, tasks: list[str], agent_for: Callable[[str], Agent]
     ) -> dict[str, Any]:
-        return {"anchor": params}
+        return {"anchor": params, "weight": self.initial_weight(params)}
+
+
+class L2Init(QuadraticPenalty):
+    """Transfer-style init with ``lam * ||theta - theta_0||^2`` (Kumar et al. 2023),
+    theta_0 the run's initial parameters: `QuadraticPenalty` with ``c = lam`` and ``u_i =
+    1`` (one scalar per leaf), whose anchor and weights never change."""
+
+    name = "l2init"
+    section = "l2init"
+
+    @property
+    def scale(self) -> float:
+        return self.settings.lam
+
+    def initial_weight(self, params: Params) -> Params:
+        return jax.tree.map(lambda p: jnp.ones((), p.dtype), params)
+
+    def legacy_layout(self, params: Params, tasks: list[str],
+                      agent_for: Callable[[str], Agent]) -> LegacyLayout:
+        """Before the quadratic penalty: ``{"anchor": theta_0}`` as penalty and state."""
+        def convert(tree: dict[str, Any]) -> QuadraticData:
+            return self._with(tree["anchor"], self.initial_weight(tree["anchor"]))
+        return LegacyLayout(
+            penalty={"anchor": params}, parts={"anchor": params},
+            convert_penalty=convert,
+            convert_parts=lambda parts: self.state_like(parts["anchor"], tasks, agent_for))
 
 
 def diagonal_fisher(
@@ -378,75 +470,72 @@ def _fisher_of_observations(policy, params: Params, obs, action_key: jax.Array, 
     return jax.tree.map(lambda s: s / steps, total)
 
 
-class EWC(FinetuneReset):
+class EWC(QuadraticPenalty):
     """Transfer-style init with online EWC: ``(lam / 2) sum_i F_i (theta_i - theta*_i)^2``.
 
     At each task end the Fisher of the finished task's policy is estimated from
     ``fisher_steps`` extra env steps and accumulated as ``F <- decay F + F_new``;
-    ``theta*`` becomes the finished task's parameters (Schwarz et al. 2018).
+    ``theta*`` becomes the finished task's parameters (Schwarz et al. 2018):
+    `QuadraticPenalty` with ``c = lam / 2``, ``u = F`` (`accumulate_quadratic`).
     """
 
     name = "ewc"
     section = "ewc"
 
-    def __init__(self, config: RunConfig, *, key: jax.Array | None = None):
-        super().__init__(config, key=key)
-        lam = self.settings.lam
-        self.penalty = lambda params, data: 0.5 * lam * _squared_distance(
-            params, data["anchor"], data["fisher"]
-        )
-        self._data: dict[str, Params] | None = None
+    @property
+    def scale(self) -> float:
+        return 0.5 * self.settings.lam
 
-    def initial_penalty(self, params: Params) -> Any:
-        self._data = {"fisher": jax.tree.map(jnp.zeros_like, params), "anchor": params}
-        return self._data
+    def initial_weight(self, params: Params) -> Params:
+        return jax.tree.map(jnp.zeros_like, params)
 
-    def start_task(self, state: PPOState, ctx: TaskContext) -> PPOState:
-        return super().start_task(state, ctx).replace(penalty=self._data)
-
-    @classmethod
-    def start_tasks(cls, methods, states, ctxs) -> list[PPOState]:
-        started = super().start_tasks(methods, states, ctxs)
-        return [s.replace(penalty=m._data) for m, s in zip(methods, started, strict=True)]
+    def _accumulate(self, agent: Agent) -> Callable:
+        """``accumulate(data, params, fisher) -> data`` (jitted)."""
+        decay = self.settings.decay
+        return agent.program(("ewc-accumulate", decay), lambda: jax.jit(
+            partial(accumulate_quadratic, decay=decay)))
 
     def end_task(self, state: PPOState, ctx: TaskContext) -> None:
         steps = self.settings.fisher_steps
-        self._accumulate(diagonal_fisher(ctx.agent, state.params, steps, ctx.key), state)
+        fisher = diagonal_fisher(ctx.agent, state.params, steps, ctx.key)
+        self._data = self._accumulate(ctx.agent)(self._data, state.params, fisher)
+        self.extra_env_steps += steps
 
     @classmethod
     def end_tasks(cls, methods, states, ctxs) -> None:
-        """The S seeds' Fisher estimates as one program ``vmap``ped over the seeds (jax
-        backend; the same samples and results as `end_task` seed after seed, up to float
-        reassociation)."""
+        """The S seeds' Fisher estimates and boundary updates as one program ``vmap``ped
+        over the seeds (jax backend; the same samples and results as `end_task` seed
+        after seed, up to float reassociation)."""
         agent = ctxs[0].agent
         if len(methods) == 1 or agent.backend != "jax":
             return super().end_tasks(methods, states, ctxs)
-        steps = methods[0].settings.fisher_steps
-        axis = "seeds"
-        fisher = agent.program(("fisher", steps, 256, True), lambda: jax.jit(jax.vmap(
-            fisher_program(agent, steps, batch_axes=(axis,)), axis_name=axis)))
-        fishers = fisher(_stack([s.params for s in states]), jnp.stack([c.key for c in ctxs]))
-        for method, state, new in zip(methods, states, _unstack(fishers, len(states)),
-                                      strict=True):
-            method._accumulate(new, state)
+        settings = methods[0].settings
+        steps, decay, axis = settings.fisher_steps, settings.decay, "seeds"
 
-    def _accumulate(self, fisher: Params, state: PPOState) -> None:
-        """``F <- decay F + F_new``, ``theta* <- theta`` after the Fisher of a task."""
-        self.extra_env_steps += self.settings.fisher_steps
-        decay = self.settings.decay
-        fisher = jax.tree.map(lambda old, new: decay * old + new, self._data["fisher"], fisher)
-        self._data = {"fisher": fisher, "anchor": state.params}
+        def build() -> Callable:
+            fisher = fisher_program(agent, steps, batch_axes=(axis,))
 
-    def state(self) -> dict[str, Any]:
-        return dict(self._data)
+            def boundary(data: QuadraticData, params: Params, key: jax.Array):
+                return accumulate_quadratic(data, params, fisher(params, key), decay=decay)
+            return jax.jit(jax.vmap(boundary, axis_name=axis))
 
-    def load_state(self, tree: dict[str, Any]) -> None:
-        self._data = dict(tree)
+        boundary = agent.program(("ewc-boundary", steps, decay), build)
+        data = boundary(_stack([m._data for m in methods]), _stack([s.params for s in states]),
+                        jnp.stack([c.key for c in ctxs]))
+        for method, new in zip(methods, _unstack(data, len(methods)), strict=True):
+            method._data = new
+            method.extra_env_steps += steps
 
-    def state_like(
-        self, params: Params, tasks: list[str], agent_for: Callable[[str], Agent]
-    ) -> dict[str, Any]:
-        return {"fisher": params, "anchor": params}
+    def legacy_layout(self, params: Params, tasks: list[str],
+                      agent_for: Callable[[str], Agent]) -> LegacyLayout:
+        """Before the quadratic penalty: ``{"fisher": F, "anchor": theta*}`` as penalty
+        and state (read exactly: ``u`` is F)."""
+        def convert(tree: dict[str, Any]) -> QuadraticData:
+            return self._with(tree["anchor"], tree["fisher"])
+        old = {"fisher": params, "anchor": params}
+        return LegacyLayout(
+            penalty=old, parts=old, convert_penalty=convert,
+            convert_parts=lambda parts: {"anchor": parts["anchor"], "weight": parts["fisher"]})
 
 
 class DFF(Finetune):

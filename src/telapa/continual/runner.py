@@ -587,16 +587,41 @@ class ContinualRun:
         self.method.timer = PhaseTimer.from_totals(state["method_timer"])
         self.wall_s, self.segments = state["wall_s"], state["segments"]
         self.peak_rss = state["peak_rss_bytes"]
-        like = self.method.state_like(self.learner.params, state["stored_tasks"],
-                                      self._agent_for_task)
-        self.learner, method_state = self.dir.load_checkpoint(folder, learner=self.learner,
-                                                              method=like)
+        tasks = state["stored_tasks"]
+        like = self.method.state_like(self.learner.params, tasks, self._agent_for_task)
+        legacy = None
+        try:
+            self.learner, method_state = self.dir.load_checkpoint(
+                folder, learner=self.learner, method=like)
+        except (CheckpointError, FileNotFoundError) as err:
+            legacy = self.method.legacy_layout(self.learner.params, tasks,
+                                               self._agent_for_task)
+            if legacy is None:
+                raise
+            try:
+                learner, old_state = self.dir.load_checkpoint(
+                    folder, learner=self.learner.replace(penalty=legacy.penalty),
+                    method=legacy.parts)
+            except (CheckpointError, FileNotFoundError) as legacy_err:
+                raise CheckpointError(
+                    f"{folder} is neither in this version's layout ({err}) nor in the one "
+                    f"earlier versions of {self.spec.method} wrote ({legacy_err})") from None
+            self.learner = learner.replace(penalty=legacy.convert_penalty(learner.penalty))
+            method_state = legacy.convert_parts(old_state)
         self.method.load_state(method_state)
         self.train_rows = self.dir.checkpoint_train_rows(folder)
         if self._mid_visit():
             visit = self.visits[self.phases[self.next_phase].visit]
             self.train_state = self.agent(visit).start(self.learner, self._episodes_key(visit))
-            saved = self.dir.checkpoint_train_state(folder, self.train_state)
+            if legacy is None:
+                saved = self.dir.checkpoint_train_state(folder, self.train_state)
+            else:
+                ppo = self.train_state.ppo
+                saved = self.dir.checkpoint_train_state(folder, self.train_state.replace(
+                    ppo=ppo.replace(penalty=legacy.penalty)))
+                if saved is not None:
+                    saved = saved.replace(ppo=saved.ppo.replace(
+                        penalty=legacy.convert_penalty(saved.ppo.penalty)))
             if saved is not None:
                 self.train_state = saved
         self.progress.note(f"resumed at {self.phases[self.next_phase].describe(self.visits)}"
