@@ -284,3 +284,45 @@ def test_batched_hooks_equal_the_hooks_seed_after_seed(agent, name):
         for a, b in zip(jax.tree.leaves(expected), jax.tree.leaves(got), strict=True):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-7)
     assert [m.extra_env_steps for m in batched[0]] == [m.extra_env_steps for m in alone[0]]
+
+
+def test_scratch_reuse_batch_starts_as_each_seed_alone(agent, monkeypatch):
+    """Two seeds through a first visit of A, of B and a revisit of A: the batched
+    starts (fresh draws and bank policies as programs over the seeds, never the per-seed
+    hook) give what each seed's `start_task` gives."""
+    visits = [_visit(0, "A", 0), _visit(1, "B", 0), _visit(2, "A", 1)]
+
+    def run(batched: bool) -> list[list[PPOState]]:
+        methods = [make_method("scratch-reuse", CONFIG) for _ in range(2)]
+        states = [_state(agent, seed) for seed in range(2)]
+        starts = []
+        for visit in visits:
+            ctxs = [_ctx(agent, visit, seed=10 * visit.index + s) for s in range(2)]
+            if batched:
+                states = type(methods[0]).start_tasks(methods, states, ctxs)
+            else:
+                states = [m.start_task(s, c) for m, s, c in
+                          zip(methods, states, ctxs, strict=True)]
+            # "training": every seed moves its parameters before the visit ends
+            states = [s.replace(params=jax.tree.map(lambda p, i=i: p + 0.1 * (i + 1),
+                                                    s.params))
+                      for i, s in enumerate(states)]
+            for m, s, c in zip(methods, states, ctxs, strict=True):
+                m.end_task(s, c)
+            starts.append(states)
+        return starts
+
+    alone = run(batched=False)
+    monkeypatch.setattr("telapa.continual.methods.ScratchReuse.start_task",
+                        lambda *a: pytest.fail("the batch called the per-seed hook"))
+    together = run(batched=True)
+    for a, b in zip(jax.tree.leaves(alone), jax.tree.leaves(together), strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-7)
+    # the revisit started from the bank's first-visit policy (moved by the "training")
+    first = alone[0]
+    revisit = alone[2]
+    for seed in range(2):
+        moved = jax.tree.map(lambda p: p - 0.1 * (seed + 1), revisit[seed].params)
+        for x, y in zip(jax.tree.leaves(moved), jax.tree.leaves(first[seed].params),
+                        strict=True):
+            np.testing.assert_allclose(x, y, atol=1e-6)

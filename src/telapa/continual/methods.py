@@ -228,9 +228,14 @@ class Scratch(Method):
         if len(methods) == 1:
             return super().start_tasks(methods, states, ctxs)
         agent = ctxs[0].agent
-        keys = jnp.stack([c.key for c in ctxs])
-        params = _seed_program(agent, "scratch-init", ctxs[0].init_params)(keys)
-        return _with_fresh_optimizers(agent, states, _unstack(params, len(states)))
+        return _with_fresh_optimizers(agent, states, _fresh_params(ctxs))
+
+
+def _fresh_params(ctxs: Sequence[TaskContext]) -> list[Params]:
+    """``ctx.init_params(ctx.key)`` of every context, as one program over them."""
+    keys = jnp.stack([c.key for c in ctxs])
+    params = _seed_program(ctxs[0].agent, "scratch-init", ctxs[0].init_params)(keys)
+    return _unstack(params, len(ctxs))
 
 
 class ScratchReuse(Scratch):
@@ -250,8 +255,18 @@ class ScratchReuse(Scratch):
 
     @classmethod
     def start_tasks(cls, methods, states, ctxs) -> list[PPOState]:
-        """One seed after the other (each seed's bank decides its start)."""
-        return [m.start_task(s, c) for m, s, c in zip(methods, states, ctxs, strict=True)]
+        """Each seed's bank decides its start, as in `start_task`; the seeds that start
+        from scratch draw their initialisations as one program, and every seed's fresh
+        optimizer is one program (with S = 1: `start_task`)."""
+        if len(methods) == 1:
+            return [methods[0].start_task(states[0], ctxs[0])]
+        params = [m.bank.get(c.visit.task) for m, c in zip(methods, ctxs, strict=True)]
+        fresh = [i for i, p in enumerate(params) if p is None]
+        if fresh:
+            drawn = _fresh_params([ctxs[i] for i in fresh])
+            for i, p in zip(fresh, drawn, strict=True):
+                params[i] = p
+        return _with_fresh_optimizers(ctxs[0].agent, states, params)
 
     def start_task(self, state: PPOState, ctx: TaskContext) -> PPOState:
         stored = self.bank.get(ctx.visit.task)
