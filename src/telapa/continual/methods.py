@@ -80,6 +80,19 @@ def _seed_program(agent: Agent, name: str, fn: Callable) -> Callable:
     return agent.program(("method", name), lambda: jax.jit(jax.vmap(fn)))
 
 
+def _seed_inits(agent: Agent, init: Callable[[jax.Array], Params]) -> Callable:
+    """``init`` of each key of a ``(S,)`` key array as ONE jitted program: a ``lax.map``
+    (a loop over the seeds), not a ``vmap``. Networks draw orthogonal kernels through a
+    QR decomposition, and a ``vmap``ped init turns each into a batched QR, which
+    jaxlib's CPU LAPACK kernel splits over XLA's intra-op thread pool and waits for
+    (``ParallelBatchMap``): two such QRs running at once on a two-thread pool each hold a
+    thread while waiting for the other's work, and the program never ends (seen in a
+    sweep worker on 2 cores, tests/continual/test_methods.py). The loop gives every seed
+    an unbatched QR, computed as its own `Policy.init` computes it."""
+    return agent.program(("method", "seed-inits"),
+                         lambda: jax.jit(lambda keys: jax.lax.map(init, keys)))
+
+
 def _with_fresh_optimizers(agent: Agent, states: Sequence[PPOState],
                            params: Sequence[Params]) -> list[PPOState]:
     """``states`` with ``params`` and fresh optimizer states, made by one program."""
@@ -232,10 +245,10 @@ class Scratch(Method):
 
 
 def _fresh_params(ctxs: Sequence[TaskContext]) -> list[Params]:
-    """``ctx.init_params(ctx.key)`` of every context, as one program over them."""
+    """``ctx.init_params(ctx.key)`` of every context, as one program over them
+    (`_seed_inits`)."""
     keys = jnp.stack([c.key for c in ctxs])
-    params = _seed_program(ctxs[0].agent, "scratch-init", ctxs[0].init_params)(keys)
-    return _unstack(params, len(ctxs))
+    return _unstack(_seed_inits(ctxs[0].agent, ctxs[0].init_params)(keys), len(ctxs))
 
 
 class ScratchReuse(Scratch):
