@@ -13,10 +13,11 @@ reports and ``--resume`` treat it as any other run). What the seeds share:
   in one transfer; the pre-evaluations and final evaluations are population evaluations
   of the S policies; the method's hooks run through its class's batched hooks
   (`Method.start_tasks`, `Method.end_tasks`: one program over the seeds for optimizer
-  resets, Scratch's initialisation, Shrink & Perturb and EWC's task end).
+  resets, Scratch's and Scratch-Reuse's initialisations, Shrink & Perturb and EWC's
+  task end).
 
 What still runs seed after seed, in seed order: the hooks of the other methods
-(ScratchReuse's bank, TeLAPA's probes, illumination and maintenance), ``observe`` and the
+(TeLAPA's illumination and maintenance; its probes are one batch), ``observe`` and the
 checkpoints. A seed's results equal those of its separate run up to float reassociation
 inside the batched programs (docs/assumptions.md, "Batches of seeds and probes").
 
