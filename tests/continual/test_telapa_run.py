@@ -134,13 +134,13 @@ def test_telapa_static_with_cross_archive_injection(telapa_run, tmp_path, monkey
     pools = []
     from telapa.continual.telapa import method as telapa_method
 
-    real = telapa_method.illuminate
+    real = telapa_method.Illumination
 
     def spy(*args, pool=None, **kwargs):
         pools.append(pool)
         return real(*args, pool=pool, **kwargs)
 
-    monkeypatch.setattr(telapa_method, "illuminate", spy)
+    monkeypatch.setattr(telapa_method, "Illumination", spy)
     data = load_run_config(TINY).model_dump()
     data["methods"]["telapa"]["qd"]["injection"]["p_inj"] = 0.5
     spec = RunSpec(load_curriculum("smoke"), "telapa-static", 1,
@@ -187,20 +187,27 @@ def test_telapa_encoder_is_drawn_from_the_run_seed(tmp_path):
 
 def test_a_seed_batch_probes_its_seeds_together_as_each_alone(telapa_run, tmp_path,
                                                               monkeypatch):
-    """Two seeds of a batch reach the first transfer (visit 1's start): their K_pool
-    probes run as one batch (`select_transfer_origins`), and seed 1's transfer record
-    is the one its separate run made."""
+    """Two seeds of a batch reach the first transfer (visit 1's start): their visit-0
+    illuminations run in lockstep (`illuminate_seeds`), their K_pool probes as one batch
+    (`select_transfer_origins`), and seed 1's illumination and transfer records are the
+    ones its separate run made."""
     from telapa.continual.batch import SeedBatch
     from telapa.continual.telapa import method as telapa_method
 
-    batched = []
+    batched, lockstep = [], []
     real = telapa_method.select_transfer_origins
+    real_illuminate = telapa_method.illuminate_seeds
 
     def spy(*args, **kwargs):
         batched.append(len(args[1]))
         return real(*args, **kwargs)
 
+    def spy_illuminate(agent, runs):
+        lockstep.append(len(runs))
+        return real_illuminate(agent, runs)
+
     monkeypatch.setattr(telapa_method, "select_transfer_origins", spy)
+    monkeypatch.setattr(telapa_method, "illuminate_seeds", spy_illuminate)
     both = SeedBatch.start(_spec(), [1, 2], [tmp_path / "s1", tmp_path / "s2"])
     try:
         while both.runs[0].next_phase <= both.runs[0].phases.index(
@@ -209,8 +216,14 @@ def test_a_seed_batch_probes_its_seeds_together_as_each_alone(telapa_run, tmp_pa
     finally:
         for run in both.runs:
             run.dir.unlock()
-    assert batched == [2]
+    assert batched == [2] and lockstep == [2]
     path, _ = telapa_run
+    log = json.loads((path / "method_log.json").read_text())
+    keys = ("archive_size", "d_min", "gate", "env_steps")
+    illuminated = [{k: e[k] for k in keys} for e in both.runs[0].method.log
+                   if e["event"] == "illumination"]
+    assert illuminated == [{k: e[k] for k in keys} for e in log
+                           if e["event"] == "illumination" and e["visit"] == 0]
     alone = [e for e in json.loads((path / "method_log.json").read_text())
              if e["event"] == "transfer" and e["visit"] == 1]
     together = [e for e in both.runs[0].method.log if e["event"] == "transfer"]

@@ -10,10 +10,13 @@ import numpy as np
 import pytest
 
 from telapa.config import EvalConfig, NetworkConfig, PPOConfig, TrainConfig
+from telapa.continual.telapa import illumination as illumination_module
 from telapa.continual.telapa.embedding import EmbeddingState, describe
 from telapa.continual.telapa.illumination import (
+    Illumination,
     evaluate_population,
     illuminate,
+    illuminate_seeds,
     trajectory_codec,
 )
 from telapa.envs.minigrid.features import minigrid_codec
@@ -322,3 +325,76 @@ def test_refresh_is_built_around_the_new_policy(setup, built):
         assert row.parent_id in own, row  # never an elite of the first visit
         if row.elite_id >= 0:
             own.add(row.elite_id)
+
+
+def _assert_same_illumination(alone, together) -> None:
+    (archive, log, calls), (archive2, log2, calls2) = alone, together
+    for a, b in zip(jax.tree.leaves(host(archive)), jax.tree.leaves(host(archive2)),
+                    strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    exact = ("index", "parent_id", "injected", "status", "elite_id", "replaced_id",
+             "archive_size", "env_steps")
+    for a, b in zip([log.base, *log.rows], [log2.base, *log2.rows], strict=True):
+        assert [getattr(a, f) for f in exact] == [getattr(b, f) for f in exact]
+        np.testing.assert_allclose([a.sigma, a.sr, a.fitness, a.distance, a.d_min],
+                                   [b.sigma, b.sr, b.fitness, b.distance, b.d_min],
+                                   rtol=1e-5, atol=1e-6)
+    assert log.env_steps == log2.env_steps and log.gate == pytest.approx(log2.gate)
+    assert calls == calls2
+
+
+@pytest.mark.parametrize("batch_size", [1, 5])
+def test_seeds_in_lockstep_illuminate_as_each_alone(setup, monkeypatch, batch_size):
+    """Two seeds (their own base policy, encoder, key and archive; BuildArchive then
+    RefreshArchive) illuminated in lockstep: one population evaluation per step for both,
+    and each seed's archive, log and progress those of its `illuminate` alone."""
+    agent, embedding, base = setup
+    wide = embedding.replace(  # spreads the latents: refreshes find room (test above)
+        normalizer=Normalizer(jnp.zeros(LATENT.latent_dim), jnp.full(LATENT.latent_dim, 0.01)))
+    seeds = [dict(base_params=base, embedding=wide, key=KEY, parent_id=7),
+             dict(base_params=agent.policy.init(jax.random.key(4)),
+                  embedding=EmbeddingState.create(jax.random.key(2), LATENT).replace(
+                      normalizer=wide.normalizer), key=jax.random.key(3), parent_id=-1)]
+
+    def kwargs(seed, visit, calls, initial=None):
+        return dict(visit=visit, tag=TAG, latent_config=LATENT, qd_config=QD,
+                    iterations=ITERATIONS, batch_size=batch_size, initial_archive=initial,
+                    progress=lambda *a: calls.append(a),
+                    **{k: v for k, v in seed.items() if k != "base_params"})
+
+    def alone(seed, visit, initial=None):
+        calls = []
+        archive, log = illuminate(agent, seed["base_params"],
+                                  **kwargs(seed, visit, calls, initial))
+        return archive, log, calls
+
+    def together(visit, initials):
+        calls = [[], []]
+        runs = [Illumination(agent, seed["base_params"],
+                             **kwargs(seed, visit, c, initial))
+                for seed, c, initial in zip(seeds, calls, initials, strict=True)]
+        return [(a, log, c) for (a, log), c in
+                zip(illuminate_seeds(agent, runs), calls, strict=True)]
+
+    evaluations = []
+    real = illumination_module.evaluate_populations
+
+    def counted(agent, flats, *args, **kw):
+        evaluations.append([int(f.shape[0]) for f in flats])
+        return real(agent, flats, *args, **kw)
+
+    built = [alone(seed, VISIT) for seed in seeds]
+    monkeypatch.setattr(illumination_module, "evaluate_populations", counted)
+    built2 = together(VISIT, [None, None])
+    steps = -(-ITERATIONS // batch_size)
+    assert evaluations == [[1, 1]] + [[min(batch_size, ITERATIONS - i * batch_size)] * 2
+                                       for i in range(steps)]
+    monkeypatch.setattr(illumination_module, "evaluate_populations", real)
+    for a, b in zip(built, built2, strict=True):
+        _assert_same_illumination(a, b)
+    assert built[0][1].rows != built[1][1].rows  # two seeds, two illuminations
+    # a revisit of both seeds: RefreshArchive of each seed's own archive
+    refreshed = [alone(seed, 5, initial=b[0]) for seed, b in zip(seeds, built, strict=True)]
+    refreshed2 = together(5, [b[0] for b in built2])
+    for a, b in zip(refreshed, refreshed2, strict=True):
+        _assert_same_illumination(a, b)

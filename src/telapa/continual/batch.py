@@ -16,10 +16,10 @@ reports and ``--resume`` treat it as any other run). What the seeds share:
   resets, Scratch's and Scratch-Reuse's initialisations, Shrink & Perturb and EWC's
   task end).
 
-What still runs seed after seed, in seed order: the hooks of the other methods
-(TeLAPA's illumination and maintenance; its probes are one batch), ``observe`` and the
-checkpoints. A seed's results equal those of its separate run up to float reassociation
-inside the batched programs (docs/assumptions.md, "Batches of seeds and probes").
+What still runs seed after seed, in seed order: TeLAPA's maintenance (its probes are one
+batch, its illuminations run in lockstep), ``observe`` and the checkpoints. A seed's
+results equal those of its separate run up to float reassociation inside the batched
+programs (docs/assumptions.md, "Batches of seeds and probes").
 
 Phases. All seeds have the same phases (one curriculum and preset). After a crash each
 seed resumes from its own latest checkpoint, so they may stand at different phases: the

@@ -18,6 +18,14 @@ steady-state loop: every candidate sees the archive after the previous insertion
 Keys: ``k_base, k_loop = split(key)``; the base policy is evaluated with ``k_base``; batch
 j (0-based) uses ``k_prop, k_eval = split(fold_in(k_loop, j))`` for `propose` and
 `evaluate_population`.
+
+Seeds in lockstep. The seeds of a batch illuminate together (`illuminate_seeds`, one
+`Illumination` per seed): at every step all seeds' candidates are one population
+evaluation (each with the key it has alone: per-episode randomness, so its episodes are
+its own), each seed inserts its own into its own archive in proposal order, and the
+step's log rows of all seeds reach the host in one transfer. Nothing of a seed depends on
+the others: its archive and log are those of `illuminate` alone, up to float
+reassociation in the batched policy (tested equal).
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import NamedTuple
 
@@ -106,8 +114,8 @@ def _population_evaluator(
             agent.env, agent.policy, episodes, max_steps, deterministic, feature_steps=t_max
         )
 
-        def run(flat: jax.Array, key: jax.Array):
-            return evaluate(jax.vmap(unravel)(flat), jax.random.split(key, flat.shape[0]))
+        def run(flat: jax.Array, keys: jax.Array):
+            return evaluate(jax.vmap(unravel)(flat), keys)
 
         cache[cache_key] = jax.jit(run)
     return cache[cache_key]
@@ -129,27 +137,53 @@ def evaluate_population(
     mode and time limit). On the jax backend all B run in one jitted loop
     (`make_population_evaluator`); on the gymnasium backend in a host loop. Features keep
     the first ``t_max`` steps (zero-padded)."""
-    flat_params = jnp.asarray(flat_params, jnp.float32)
-    b, n_params = flat_params.shape
+    (evaluation,) = evaluate_populations(agent, [flat_params], unravel, episodes=episodes,
+                                         keys=[key], t_max=t_max)
+    return evaluation
+
+
+def evaluate_populations(
+    agent: Agent,
+    flat_params: Sequence[jax.Array],
+    unravel: Unravel,
+    *,
+    episodes: int,
+    keys: Sequence[jax.Array],
+    t_max: int = T_MAX,
+) -> list[PopulationEval]:
+    """`evaluate_population` of several populations ``(flat_params[i], keys[i])`` (the
+    seeds of a batch; one parameter layout) as ONE population evaluation on the jax
+    backend: their candidates concatenated, candidate b of population i evaluated with
+    ``split(keys[i], B_i)[b]`` as it would be alone, and the episode lengths read back in
+    one transfer."""
+    flats = [jnp.asarray(f, jnp.float32) for f in flat_params]
+    sizes = [int(f.shape[0]) for f in flats]
+    member_keys = [jax.random.split(k, b) for k, b in zip(keys, sizes, strict=True)]
     if agent.backend == "jax":
-        run = _population_evaluator(agent, unravel, n_params, episodes, t_max)
-        returns, lengths, features = run(flat_params, key)
+        flat = flats[0] if len(flats) == 1 else jnp.concatenate(flats)
+        run = _population_evaluator(agent, unravel, int(flat.shape[1]), episodes, t_max)
+        returns, lengths, features = run(
+            flat, member_keys[0] if len(flats) == 1 else jnp.concatenate(member_keys))
     else:
-        keys = jax.random.split(key, b)
-        results = [agent.evaluate(unravel(flat_params[i]), episodes, keys[i]) for i in range(b)]
+        results = [agent.evaluate(unravel(f[i]), episodes, k[i])
+                   for f, k in zip(flats, member_keys, strict=True) for i in range(f.shape[0])]
         returns = jnp.asarray(np.stack([r.returns for r in results]), jnp.float32)
         lengths = jnp.asarray(np.stack([r.lengths for r in results]), jnp.int32)
         features = jnp.stack(
             [pad_or_truncate(jnp.asarray(r.features), r.lengths, t_max)[0] for r in results]
         )
-    return PopulationEval(
-        returns=returns,
-        lengths=lengths,
-        features=features,
-        sr=jnp.asarray(agent.competence(returns), jnp.float32),
-        fitness=jnp.mean(returns, axis=-1),
-        env_steps=int(np.asarray(lengths, np.int64).sum()),
-    )
+    sr = jnp.asarray(agent.competence(returns), jnp.float32)
+    fitness = jnp.mean(returns, axis=-1)
+    steps = np.asarray(lengths, np.int64).sum(axis=-1)
+    bounds = np.cumsum([0, *sizes])
+    return [
+        PopulationEval(returns=returns[a:b], lengths=lengths[a:b], features=features[a:b],
+                       sr=sr[a:b], fitness=fitness[a:b], env_steps=int(steps[a:b].sum()))
+        if len(sizes) > 1 else
+        PopulationEval(returns=returns, lengths=lengths, features=features, sr=sr,
+                       fitness=fitness, env_steps=int(steps.sum()))
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+    ]
 
 
 def trajectory_codec(agent: Agent) -> FeatureCodec:
@@ -255,21 +289,17 @@ def _base_offspring(
     )
 
 
-def _rows(
-    start: int,
-    size_before: int,
-    offspring: Offspring,
-    evaluation: PopulationEval,
-    info,
-) -> list[IlluminationRow]:
-    """Host rows of one inserted batch (sizes follow the sequential insertions)."""
-    off, ev, inf = jax.device_get(
-        (
-            (offspring.parent_id, offspring.injected, offspring.sigma),
-            (evaluation.sr, evaluation.fitness, evaluation.lengths.sum(-1)),
-            info,
-        )
-    )
+def _row_data(offspring: Offspring, evaluation: PopulationEval, info) -> tuple:
+    """What the log rows of one inserted batch read (device arrays, fetched by the
+    caller together with the other seeds')."""
+    return ((offspring.parent_id, offspring.injected, offspring.sigma),
+            (evaluation.sr, evaluation.fitness, evaluation.lengths.sum(-1)), info)
+
+
+def _rows_from(start: int, size_before: int, fetched: tuple) -> list[IlluminationRow]:
+    """Host rows of one inserted batch from its fetched `_row_data` (sizes follow the
+    sequential insertions)."""
+    off, ev, inf = fetched
     sizes = size_before + np.cumsum(inf.status == int(InsertStatus.ADDED))
     return [
         IlluminationRow(
@@ -289,6 +319,185 @@ def _rows(
         )
         for k in range(len(sizes))
     ]
+
+
+class Illumination:
+    """One seed's `illuminate`, as steps that a caller can run in lockstep with other
+    seeds' (`illuminate_seeds`): step 0 evaluates theta_t and inserts it as the base elite
+    (the lines "Archive initialization"), step j >= 1 proposes, evaluates and inserts the
+    loop's batch j - 1. Arguments: those of `illuminate`."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        base_params: Params,
+        *,
+        visit: int,
+        tag: int,
+        embedding: EmbeddingState,
+        latent_config: LatentConfig,
+        qd_config: QDConfig,
+        key: jax.Array,
+        iterations: int,
+        batch_size: int = 1,
+        initial_archive: Archive | None = None,
+        parent_id: int = -1,
+        lineage: jax.Array | None = None,
+        pool: ElitePool | None = None,
+        progress: ProgressFn | None = None,
+    ):
+        if iterations < 0 or batch_size < 1:
+            raise ValueError(f"need iterations >= 0, batch_size >= 1; got {iterations}, "
+                             f"{batch_size}")
+        self.start = time.perf_counter()
+        ill = qd_config.illumination
+        self.episodes = ill.eval_episodes
+        flat_base, self.unravel = flatten_params(base_params)
+        codec = trajectory_codec(agent)
+        if initial_archive is None:
+            words = lineage_words(visit + 1) if lineage is None else int(np.shape(lineage)[-1])
+            spec = qd_config.archive_spec(
+                n_params=flat_base.shape[0],
+                desc_dim=latent_config.latent_dim,
+                raw_dim=3 * latent_config.latent_dim,
+                lineage_words=words,
+            )
+            archive = init_archive(
+                spec,
+                tag=tag,
+                id_offset=tag << 24,
+                codec=codec if ill.store_trajectories else None,
+                episodes=ill.stored_episodes,
+                steps=ill.traj_steps,
+                embedding_version=int(embedding.version),
+                normalizer_id=embedding.normalizer_id,
+            )
+        else:
+            _check_refresh(initial_archive, tag, embedding, self.episodes)
+            archive = copy_archive(initial_archive)  # the caller's archive survives donation
+        traj_shape = (0, 0) if archive.traj is None else tuple(archive.traj.u8.shape[1:3])
+        if lineage is None:
+            lineage = jnp.zeros((archive.spec.lineage_words,), jnp.uint32)
+        if visit >= archive.spec.lineage_words * LINEAGE_BITS:
+            raise ValueError(f"visit {visit} does not fit {archive.spec.lineage_words} "
+                             "lineage words")
+        self.archive = archive
+        self.t_eval = max(latent_config.t_max, traj_shape[1])
+        self._statics = dict(latent_config=latent_config,
+                             codec=None if archive.traj is None else codec,
+                             traj_shape=traj_shape)
+        self.visit, self.embedding, self.ill = visit, embedding, ill
+        self.iterations, self.batch_size = iterations, batch_size
+        self.injection, self.pool, self.progress = qd_config.injection, pool, progress
+        self.base = _base_offspring(flat_base, ill.sigma0, parent_id, jnp.asarray(lineage),
+                                    visit)
+        self.k_base, self.k_loop = jax.random.split(key)
+        self.size = int(archive.size)
+        self.steps = 1 + -(-iterations // batch_size)
+        """Steps: the base elite, then one per batch of proposals."""
+        self.gate: jax.Array | None = None
+        self.base_row: IlluminationRow | None = None
+        self.rows: list[IlluminationRow] = []
+        self.env_steps = 0
+
+    def _batch(self, j: int) -> tuple[int, int]:
+        """``(done, n)`` of step ``j >= 1``: proposals before its batch, and its size."""
+        done = (j - 1) * self.batch_size
+        return done, min(self.batch_size, self.iterations - done)
+
+    def proposal(self, j: int) -> tuple[Offspring, jax.Array]:
+        """The offspring of step ``j`` and the key of their evaluation: theta_t with
+        ``k_base``; batch ``i = j - 1`` with ``k_prop, k_eval = split(fold_in(k_loop,
+        i))``, parents chosen (optional injection), sigma_i self-adapted, mutated."""
+        if j == 0:
+            return self.base, self.k_base
+        _, n = self._batch(j)
+        k_prop, k_eval = jax.random.split(jax.random.fold_in(self.k_loop, j - 1))
+        ill, inj = self.ill, self.injection
+        offspring = propose(
+            k_prop, self.archive, n=n, visit=self.visit, tau=ill.tau,
+            sigma_min=ill.sigma_min, sigma_max=ill.sigma_max, pool=self.pool,
+            p_inj=inj.p_inj, lam=inj.lam, subset=inj.subset, own_visit=True,
+        )
+        return offspring, k_eval
+
+    def insert(self, j: int, offspring: Offspring, evaluation: PopulationEval) -> tuple:
+        """Describes the evaluated offspring of step ``j`` under E_{t-1} and inserts them
+        in proposal order, gated on g_i (d_min adapted after every change; theta_t is
+        forced in, becomes the reference, and sets g_i). Device work only: returns what
+        the step's log rows read, for `record`."""
+        candidates, traj = _candidates(
+            offspring, evaluation.features, evaluation.lengths, evaluation.sr,
+            evaluation.fitness, self.embedding, jnp.asarray(self.visit, jnp.int32),
+            **self._statics,
+        )
+        base = j == 0
+        self.archive, info = insert_batch(
+            self.archive, candidates, gate=0.0 if base else self.gate, traj=traj,
+            donate=True, force=base,
+        )
+        if base:
+            self.archive = set_reference(
+                self.archive, descriptor=candidates.descriptor[0], sr=candidates.sr[0],
+                fitness=candidates.fitness[0],
+            )
+            self.gate = competence_gate(self.archive.ref_sr, gamma=self.ill.gate_gamma,
+                                        floor=self.ill.gate_floor)
+        self.env_steps += evaluation.env_steps
+        return _row_data(offspring, evaluation, info)
+
+    def record(self, j: int, fetched: tuple) -> None:
+        """The log rows of step ``j`` from its fetched `insert` result; reports progress
+        after every batch."""
+        if j == 0:
+            (self.base_row,) = _rows_from(-1, self.size, fetched)
+            self.size = self.base_row.archive_size
+            return
+        done, n = self._batch(j)
+        rows = _rows_from(done, self.size, fetched)
+        self.rows.extend(rows)
+        self.size = rows[-1].archive_size
+        if self.progress is not None:
+            self.progress(done + n, self.iterations, self.size)
+
+    def result(self, wall_s: float | None = None) -> tuple[Archive, IlluminationLog]:
+        """The archive H and the `IlluminationLog` (``wall_s``: default the time since
+        this illumination was made)."""
+        log = IlluminationLog(
+            base=self.base_row, rows=self.rows, gate=float(self.gate),
+            env_steps=self.env_steps,
+            wall_s=time.perf_counter() - self.start if wall_s is None else wall_s,
+        )
+        return self.archive, log
+
+
+def illuminate_seeds(agent: Agent, runs: Sequence[Illumination]
+                     ) -> list[tuple[Archive, IlluminationLog]]:
+    """The illuminations ``runs`` (the seeds of a batch, on one agent) in lockstep: at
+    every step, all seeds' offspring are ONE population evaluation
+    (`evaluate_populations`: each candidate with the key it has alone), then each seed
+    inserts its own in MAP-Elites order into its own archive, and the log rows of all
+    seeds reach the host in one transfer. Each seed's archive and log are those of its
+    `illuminate` alone (up to float reassociation in the batched policy); its ``wall_s``
+    is its share of the elapsed time."""
+    layouts = {(r.episodes, r.t_eval, r.base.params.shape[1]) for r in runs}
+    if len(layouts) > 1:
+        raise ValueError(f"illuminations in lockstep need one evaluation layout (episodes, "
+                         f"T, parameters); got {sorted(layouts)}")
+    start = time.perf_counter()
+    for j in range(max(r.steps for r in runs)):
+        active = [r for r in runs if j < r.steps]
+        proposals = [r.proposal(j) for r in active]
+        evaluations = evaluate_populations(
+            agent, [off.params for off, _ in proposals], active[0].unravel,
+            episodes=active[0].episodes, keys=[key for _, key in proposals],
+            t_max=active[0].t_eval)
+        pending = [r.insert(j, off, ev) for r, (off, _), ev in
+                   zip(active, proposals, evaluations, strict=True)]
+        for r, fetched in zip(active, jax.device_get(pending), strict=True):
+            r.record(j, fetched)
+    share = (time.perf_counter() - start) / len(runs)
+    return [r.result(share if len(runs) > 1 else None) for r in runs]
 
 
 def illuminate(
@@ -327,104 +536,16 @@ def illuminate(
     > 0) enables cross-archive elite injection. Episodes are stored for re-embedding
     when ``illumination.store_trajectories`` (a refresh keeps the archive's choice).
     Nothing is trained: theta_t is only read.
-    ``iterations`` may be 0 (only the base elite). Deterministic given ``key``.
+    ``iterations`` may be 0 (only the base elite). Deterministic given ``key``. The
+    steps are those of `Illumination`; `illuminate_seeds` runs several seeds' in lockstep.
     """
-    if iterations < 0 or batch_size < 1:
-        raise ValueError(f"need iterations >= 0, batch_size >= 1; got {iterations}, {batch_size}")
-    start = time.perf_counter()
-    ill = qd_config.illumination
-    episodes = ill.eval_episodes
-    flat_base, unravel = flatten_params(base_params)
-    codec = trajectory_codec(agent)
-
-    # 1. Archive initialization
-    if initial_archive is None:
-        words = lineage_words(visit + 1) if lineage is None else int(np.shape(lineage)[-1])
-        spec = qd_config.archive_spec(
-            n_params=flat_base.shape[0],
-            desc_dim=latent_config.latent_dim,
-            raw_dim=3 * latent_config.latent_dim,
-            lineage_words=words,
-        )
-        archive = init_archive(
-            spec,
-            tag=tag,
-            id_offset=tag << 24,
-            codec=codec if ill.store_trajectories else None,
-            episodes=ill.stored_episodes,
-            steps=ill.traj_steps,
-            embedding_version=int(embedding.version),
-            normalizer_id=embedding.normalizer_id,
-        )
-    else:
-        _check_refresh(initial_archive, tag, embedding, episodes)
-        archive = copy_archive(initial_archive)  # the caller's archive survives donation
-    traj_shape = (0, 0) if archive.traj is None else tuple(archive.traj.u8.shape[1:3])
-    traj_codec = None if archive.traj is None else codec
-    if lineage is None:
-        lineage = jnp.zeros((archive.spec.lineage_words,), jnp.uint32)
-    if visit >= archive.spec.lineage_words * LINEAGE_BITS:
-        raise ValueError(f"visit {visit} does not fit {archive.spec.lineage_words} lineage words")
-    t_eval = max(latent_config.t_max, traj_shape[1])
-    statics = dict(latent_config=latent_config, codec=traj_codec, traj_shape=traj_shape)
-    visit_arr = jnp.asarray(visit, jnp.int32)
-
-    def evaluate_and_insert(archive, offspring, eval_key, gate, force=False):
-        ev = evaluate_population(
-            agent, offspring.params, unravel, episodes=episodes, key=eval_key, t_max=t_eval
-        )
-        cands, traj = _candidates(
-            offspring, ev.features, ev.lengths, ev.sr, ev.fitness, embedding, visit_arr,
-            **statics,
-        )
-        archive, info = insert_batch(
-            archive, cands, gate=gate, traj=traj, donate=True, force=force
-        )
-        return archive, cands, ev, info
-
-    k_base, k_loop = jax.random.split(key)
-    size = int(archive.size)
-    base_off = _base_offspring(flat_base, ill.sigma0, parent_id, jnp.asarray(lineage), visit)
-    archive, base, base_ev, base_info = evaluate_and_insert(
-        archive, base_off, k_base, 0.0, force=True
+    run = Illumination(
+        agent, base_params, visit=visit, tag=tag, embedding=embedding,
+        latent_config=latent_config, qd_config=qd_config, key=key, iterations=iterations,
+        batch_size=batch_size, initial_archive=initial_archive, parent_id=parent_id,
+        lineage=lineage, pool=pool, progress=progress,
     )
-    (base_row,) = _rows(-1, size, base_off, base_ev, base_info)
-    archive = set_reference(
-        archive, descriptor=base.descriptor[0], sr=base.sr[0], fitness=base.fitness[0]
-    )
-    gate = competence_gate(archive.ref_sr, gamma=ill.gate_gamma, floor=ill.gate_floor)
-
-    # 2. Illumination loop
-    rows: list[IlluminationRow] = []
-    env_steps = base_ev.env_steps
-    size = base_row.archive_size
-    inj = qd_config.injection
-    for j, done in enumerate(range(0, iterations, batch_size)):
-        n = min(batch_size, iterations - done)
-        k_prop, k_eval = jax.random.split(jax.random.fold_in(k_loop, j))
-        # choose parents (optional injection), self-adapt sigma_i, mutate
-        offspring = propose(
-            k_prop, archive, n=n, visit=visit, tau=ill.tau, sigma_min=ill.sigma_min,
-            sigma_max=ill.sigma_max, pool=pool, p_inj=inj.p_inj, lam=inj.lam,
-            subset=inj.subset, own_visit=True,
-        )
-        # evaluate for m episodes, describe under E_{t-1}, gate on g_i, insert in proposal
-        # order (d_min adapted after every change)
-        archive, _, ev, info = evaluate_and_insert(archive, offspring, k_eval, gate)
-        rows.extend(_rows(done, size, offspring, ev, info))
-        env_steps += ev.env_steps
-        size = rows[-1].archive_size
-        if progress is not None:
-            progress(done + n, iterations, size)
-
-    log = IlluminationLog(
-        base=base_row,
-        rows=rows,
-        gate=float(gate),
-        env_steps=env_steps,
-        wall_s=time.perf_counter() - start,
-    )
-    return archive, log
+    return illuminate_seeds(agent, [run])[0]
 
 
 def _check_refresh(archive: Archive, tag: int, embedding: EmbeddingState, episodes: int) -> None:

@@ -29,7 +29,12 @@ from telapa.continual.methods import Method, TaskContext
 from telapa.continual.preset import RunConfig
 from telapa.continual.telapa.banks import EpisodeBanks, bank_seq, store
 from telapa.continual.telapa.embedding import EmbeddingState
-from telapa.continual.telapa.illumination import illuminate, trajectory_codec
+from telapa.continual.telapa.illumination import (
+    Illumination,
+    IlluminationLog,
+    illuminate_seeds,
+    trajectory_codec,
+)
 from telapa.continual.telapa.maintenance import fit_initial_normalizer, maintain
 from telapa.continual.telapa.transfer import (
     TransferChoice,
@@ -159,6 +164,36 @@ class TeLAPA(Method):
             )
 
     def end_task(self, state: PPOState, ctx: TaskContext) -> None:
+        illumination, maintenance_key = self._before_illumination(ctx)
+        with self.timer.phase("illumination"):
+            run = Illumination(ctx.agent, state.params, **illumination)
+            (result,) = illuminate_seeds(ctx.agent, [run])
+        self._after_illumination(ctx, *result, maintenance_key)
+
+    @classmethod
+    def end_tasks(cls, methods, states, ctxs) -> None:
+        """The seeds' task ends with their illuminations in lockstep on the jax backend
+        (`illuminate_seeds`: each step's candidates of all seeds one population
+        evaluation, inserted seed by seed in MAP-Elites order); N_0 and maintenance seed
+        after seed, as in `end_task`."""
+        agent = ctxs[0].agent
+        if len(methods) == 1 or agent.backend != "jax":
+            return super().end_tasks(methods, states, ctxs)
+        prepared = [m._before_illumination(c) for m, c in zip(methods, ctxs, strict=True)]
+        start = time.perf_counter()
+        runs = [Illumination(agent, s.params, **illumination)
+                for s, (illumination, _) in zip(states, prepared, strict=True)]
+        results = illuminate_seeds(agent, runs)
+        share = (time.perf_counter() - start) / len(methods)
+        for method, ctx, result, (_, maintenance_key) in zip(methods, ctxs, results, prepared,
+                                                             strict=True):
+            method.timer.add("illumination", share)
+            method._after_illumination(ctx, *result, maintenance_key)
+
+    def _before_illumination(self, ctx: TaskContext) -> tuple[dict[str, Any], jax.Array]:
+        """N_0 before the first archive; the keyword arguments of this task end's
+        `Illumination` (BuildArchive or RefreshArchive, with the injection pool) and the
+        maintenance key."""
         qd, latent = self.settings.qd, self.settings.latent
         task = ctx.visit.task
         illumination_key, maintenance_key, normalizer_key = jax.random.split(ctx.key, 3)
@@ -173,17 +208,20 @@ class TeLAPA(Method):
                              "bank_sets": len(bank_seq(self.banks))})
         others = [a for t, a in self.archives.items() if t != task]
         pool = union(others) if qd.injection.p_inj > 0 and others else None
-        with self.timer.phase("illumination"):
-            archive, log = illuminate(
-                ctx.agent, state.params, visit=ctx.visit.index, tag=self._tag(task),
-                embedding=self.embedding, latent_config=latent, qd_config=qd,
-                key=illumination_key, iterations=qd.illumination.iterations,
-                batch_size=qd.illumination.batch_size,
-                initial_archive=self.archives.get(task), parent_id=int(self._origin["id"]),
-                lineage=self._origin["lineage"], pool=pool,
-                progress=ctx.report("illumination"),
-            )
-        self.archives[task] = archive
+        illumination = dict(
+            visit=ctx.visit.index, tag=self._tag(task), embedding=self.embedding,
+            latent_config=latent, qd_config=qd, key=illumination_key,
+            iterations=qd.illumination.iterations, batch_size=qd.illumination.batch_size,
+            initial_archive=self.archives.get(task), parent_id=int(self._origin["id"]),
+            lineage=self._origin["lineage"], pool=pool, progress=ctx.report("illumination"),
+        )
+        return illumination, maintenance_key
+
+    def _after_illumination(self, ctx: TaskContext, archive: Archive, log: IlluminationLog,
+                            maintenance_key: jax.Array) -> None:
+        """Keeps the task's archive and its record, then BoundaryMaintenance (TeLAPA)."""
+        latent = self.settings.latent
+        self.archives[ctx.visit.task] = archive
         self.extra_env_steps += log.env_steps
         self.log.append({"event": "illumination", "visit": ctx.visit.index,
                          "visit_tag": ctx.visit.tag, "archive_size": int(archive.size),
