@@ -14,8 +14,11 @@ primary curriculum's C), for each number of seeds S in ``--sizes`` (default 1 5 
   the seeds and one population evaluation, one program, one transfer;
 
 and the other phases that left the host loop: the pre-evaluation (``evaluate``: seed after
-seed against `Agent.evaluate_batch`) and EWC's Fisher estimate (``fisher``: the host loop
-over 256-state chunks seed after seed against `EWC.end_tasks`, one vmapped program).
+seed against `Agent.evaluate_batch`), EWC's Fisher estimate (``fisher``: the host loop
+over 256-state chunks seed after seed against `EWC.end_tasks`, one vmapped program) and
+TeLAPA's BuildArchive (``illumination``: `illuminate` seed after seed against
+`illuminate_seeds`, the seeds in lockstep with one population evaluation per MAP-Elites
+step; the preset's N_ME and batch size, each seed its own policy, encoder and key).
 Each variant runs once to compile (``first_s``, compilation included) and then
 ``--repeats`` times (``s``: the fastest). ``env_steps_per_s`` counts PPO and evaluation
 env steps together (evaluation steps as measured).
@@ -56,13 +59,15 @@ import numpy as np
 from telapa.continual.methods import EWC, TaskContext
 from telapa.continual.preset import load_run_config
 from telapa.continual.registry import make_method
+from telapa.continual.telapa.embedding import EmbeddingState
+from telapa.continual.telapa.illumination import Illumination, illuminate, illuminate_seeds
 from telapa.envs.base import AutoReset, AutoResetState
 from telapa.rl.agent import Agent, stack_states
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "visit_program.json"
 VERSIONS = ("jax", "jaxlib", "flax", "optax", "numpy")
-PHASES = ("chunk", "evaluate", "fisher")
+PHASES = ("chunk", "evaluate", "fisher", "illumination")
 
 
 class LegacyAutoReset(AutoReset):
@@ -342,6 +347,37 @@ def main(argv: list[str] | None = None) -> int:
             record({"phase": "fisher", "path": path, "seeds": size}, timed(run, repeats),
                    ppo_steps=0, eval_steps=size * fisher_steps, flops=flops)
 
+    def measure_illumination(size: int, starts: list) -> None:
+        """BuildArchive of every seed: seed after seed against the seeds in lockstep."""
+        telapa = config.methods.telapa
+        qd, latent = telapa.qd, telapa.latent
+        if args.quick:
+            qd = qd.model_copy(update={"illumination": qd.illumination.model_copy(
+                update={"iterations": 4, "eval_episodes": 4})})
+        seeds = [dict(base_params=s.ppo.params, visit=0, tag=0,
+                      embedding=EmbeddingState.create(jax.random.key(100 + i), latent),
+                      latent_config=latent, qd_config=qd, key=jax.random.key(200 + i),
+                      iterations=qd.illumination.iterations,
+                      batch_size=qd.illumination.batch_size)
+                 for i, s in enumerate(starts)]
+
+        def run_new():
+            runs = [Illumination(new, seed.pop("base_params"), **seed)
+                    for seed in map(dict, seeds)]
+            return [log.env_steps for _, log in illuminate_seeds(new, runs)]
+
+        def run_old():
+            return [illuminate(old, seed.pop("base_params"), **seed)[1].env_steps
+                    for seed in map(dict, seeds)]
+
+        paths = [("new", run_new)] + ([] if args.new_only else [("old", run_old)])
+        for path, run in paths:
+            result = timed(run, repeats)
+            steps = sum(result["out"])
+            record({"phase": "illumination", "path": path, "seeds": size,
+                    "candidates": size * qd.illumination.iterations}, result,
+                   ppo_steps=0, eval_steps=steps, flops=steps * 2 * weights)
+
     def measure(size: int) -> None:
         starts = [new.start(new.init_ppo(jax.random.key(s)), jax.random.key(1000 + s))
                   for s in range(size)]
@@ -353,6 +389,8 @@ def main(argv: list[str] | None = None) -> int:
             measure_evaluate(size, states, keys)
         if "fisher" in args.phases:
             measure_fisher(size, starts, keys)
+        if "illumination" in args.phases:
+            measure_illumination(size, starts)
 
     for size in sizes:
         measure(size)
