@@ -188,13 +188,14 @@ def test_telapa_encoder_is_drawn_from_the_run_seed(tmp_path):
 def test_a_seed_batch_probes_its_seeds_together_as_each_alone(telapa_run, tmp_path,
                                                               monkeypatch):
     """Two seeds of a batch reach the first transfer (visit 1's start): their visit-0
-    illuminations run in lockstep (`illuminate_seeds`), their K_pool probes as one batch
-    (`select_transfer_origins`), and seed 1's illumination and transfer records are the
-    ones its separate run made."""
+    illuminations run in lockstep (`illuminate_seeds`), their maintenance's boundary
+    updates as one program (`maintain_seeds`), their K_pool probes as one batch
+    (`select_transfer_origins`), and seed 1's illumination, maintenance and transfer
+    records are the ones its separate run made."""
     from telapa.continual.batch import SeedBatch
     from telapa.continual.telapa import method as telapa_method
 
-    batched, lockstep = [], []
+    batched, lockstep, maintained = [], [], []
     real = telapa_method.select_transfer_origins
     real_illuminate = telapa_method.illuminate_seeds
 
@@ -206,8 +207,15 @@ def test_a_seed_batch_probes_its_seeds_together_as_each_alone(telapa_run, tmp_pa
         lockstep.append(len(runs))
         return real_illuminate(agent, runs)
 
+    real_maintain = telapa_method.maintain_seeds
+
+    def spy_maintain(embeddings, *args, **kwargs):
+        maintained.append(len(embeddings))
+        return real_maintain(embeddings, *args, **kwargs)
+
     monkeypatch.setattr(telapa_method, "select_transfer_origins", spy)
     monkeypatch.setattr(telapa_method, "illuminate_seeds", spy_illuminate)
+    monkeypatch.setattr(telapa_method, "maintain_seeds", spy_maintain)
     both = SeedBatch.start(_spec(), [1, 2], [tmp_path / "s1", tmp_path / "s2"])
     try:
         while both.runs[0].next_phase <= both.runs[0].phases.index(
@@ -216,9 +224,14 @@ def test_a_seed_batch_probes_its_seeds_together_as_each_alone(telapa_run, tmp_pa
     finally:
         for run in both.runs:
             run.dir.unlock()
-    assert batched == [2] and lockstep == [2]
+    assert batched == [2] and lockstep == [2] and maintained == [2]
     path, _ = telapa_run
     log = json.loads((path / "method_log.json").read_text())
+    keys = ("updated", "version", "bank_sets")
+    assert [{k: e[k] for k in keys} for e in both.runs[0].method.log
+            if e["event"] == "maintenance"] == [{k: e[k] for k in keys} for e in log
+                                               if e["event"] == "maintenance"
+                                               and e["visit"] == 0]
     keys = ("archive_size", "d_min", "gate", "env_steps")
     illuminated = [{k: e[k] for k in keys} for e in both.runs[0].method.log
                    if e["event"] == "illumination"]

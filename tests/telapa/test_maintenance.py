@@ -9,11 +9,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from telapa.continual.telapa import maintenance as maintenance_module
 from telapa.continual.telapa.banks import EpisodeBanks, bank_seq, fit_episodes, store, to_bank
 from telapa.continual.telapa.embedding import EmbeddingState, describe
 from telapa.continual.telapa.maintenance import (
     fit_initial_normalizer,
     maintain,
+    maintain_seeds,
     reembed_archive,
     refit_indices,
 )
@@ -177,9 +179,9 @@ def test_refit_indices_anchor_fraction_by_hand():
 # --- maintenance --------------------------------------------------------------------------
 
 
-def make_banks(n_sets: int, seed: int) -> EpisodeBanks:
+def make_banks(n_sets: int, seed: int, capacity: int = 16) -> EpisodeBanks:
     rng = np.random.default_rng(seed)
-    banks = EpisodeBanks.create(CODEC, capacity=16, episodes=E, t_max=T)
+    banks = EpisodeBanks.create(CODEC, capacity=capacity, episodes=E, t_max=T)
     for i in range(n_sets):
         banks = store(banks, *episodes(rng), 1.0 if i % 3 == 0 else 0.1, i % 4)
     return banks
@@ -388,3 +390,50 @@ def test_initial_normalizer_is_fit_on_the_banked_sets_before_any_update():
             state0, EpisodeBanks.create(CODEC, capacity=8, episodes=E, t_max=T),
             config=CONFIG, key=jax.random.key(0),
         )
+
+
+def test_seeds_maintained_together_as_each_alone(monkeypatch):
+    """Four seeds: banks of 10 and 70 sets (padded to 64 and 128 rows alone; one size
+    together), 5 sets (another batch size B) and 3 (below B_min: skipped). The ready
+    seeds' boundary updates run as vmapped programs (one per B), and every seed's
+    encoder, normalizer, archives and log are those of its `maintain` alone."""
+    seeds = [(10, 6, 16), (70, 8, 80), (5, 9, 16), (3, 7, 16)]
+    states = [new_state(10 + i) for i in range(len(seeds))]
+    archives = [make_archives(state) for state in states]
+    banks = [make_banks(n, seed, capacity) for n, seed, capacity in seeds]
+    keys = [jax.random.key(20 + i) for i in range(len(seeds))]
+
+    def reevaluate(tag, params):
+        return reevaluated_episodes(params)
+
+    alone = [maintain(st, b, a, config=CONFIG, key=k, reevaluate=reevaluate, refit_sets=6)
+             for st, b, a, k in zip(states, banks, archives, keys, strict=True)]
+    programs = []
+    real = maintenance_module.boundary_updates
+
+    def spy(students, teachers, banks_, keys_, config):
+        programs.append([b.num_sets for b in banks_])
+        return real(students, teachers, banks_, keys_, config)
+
+    monkeypatch.setattr(maintenance_module, "boundary_updates", spy)
+    together = maintain_seeds(states, banks, archives, config=CONFIG, keys=keys,
+                              reevaluate=reevaluate, refit_sets=6)
+    assert programs == [[10, 70, 5]]
+    def values(out):  # the normalizer's content hash differs with its last float bit
+        return {t: a.replace(normalizer_id=jnp.zeros_like(a.normalizer_id))
+                for t, a in out.items()}
+
+    for (state, out, log), (state2, out2, log2) in zip(alone, together, strict=True):
+        for a, b in zip(jax.tree.leaves((state, values(out))),
+                        jax.tree.leaves((state2, values(out2))), strict=True):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
+        for a in out2.values() if log2.updated else ():  # stamped with its seed's new N
+            assert a.normalizer_hex == state2.normalizer_id
+        assert (log.updated, log.version, log.bank_sets, log.refit_seq, log.refit_anchors) == \
+            (log2.updated, log2.version, log2.bank_sets, log2.refit_seq, log2.refit_anchors)
+        assert log.losses.keys() == log2.losses.keys()
+        np.testing.assert_allclose(list(log.losses.values()), list(log2.losses.values()),
+                                   rtol=1e-4, atol=1e-5)
+        assert {t: (a.size_after, a.dropped) for t, a in log.archives.items()} == \
+            {t: (a.size_after, a.dropped) for t, a in log2.archives.items()}
+    assert [log.updated for _, _, log in together] == [True, True, True, False]

@@ -16,8 +16,9 @@ reports and ``--resume`` treat it as any other run). What the seeds share:
   resets, Scratch's and Scratch-Reuse's initialisations, Shrink & Perturb and EWC's
   task end).
 
-What still runs seed after seed, in seed order: TeLAPA's maintenance (its probes are one
-batch, its illuminations run in lockstep), ``observe`` and the checkpoints. A seed's
+What still runs seed after seed, in seed order: TeLAPA's normalizer refits and
+re-embeddings (its probes are one batch, its illuminations run in lockstep, its boundary
+updates are one program), ``observe`` and the checkpoints. A seed's
 results equal those of its separate run up to float reassociation inside the batched
 programs (docs/assumptions.md, "Batches of seeds and probes").
 

@@ -160,9 +160,10 @@ def padded_size(num_sets: int) -> int:
     return max(64, 1 << max(num_sets - 1, 0).bit_length())
 
 
-def pad_bank(bank: Bank) -> Bank:
-    """``bank`` with `padded_size` sets: empty (length 0), non-anchor sets appended."""
-    pad = padded_size(bank.num_sets) - bank.num_sets
+def pad_bank(bank: Bank, rows: int | None = None) -> Bank:
+    """``bank`` with ``rows`` sets (default `padded_size`): empty (length 0), non-anchor
+    sets appended."""
+    pad = (padded_size(bank.num_sets) if rows is None else rows) - bank.num_sets
     return Bank(
         features=jnp.pad(bank.features, ((0, pad), (0, 0), (0, 0), (0, 0))),
         lengths=jnp.pad(bank.lengths, ((0, pad), (0, 0))),
@@ -234,6 +235,13 @@ def boundary_update(
     Raises ValueError when the bank is malformed or smaller than ``min_bank_sets``
     (check `bank_ready` first to skip the update, as the paper's algorithm does).
     """
+    _check_bank(bank, config)
+    b = batch_size(bank.num_sets, config)
+    return _boundary_update(student_params, teacher_params, pad_bank(bank),
+                            jnp.int32(bank.num_sets), key, config, b)
+
+
+def _check_bank(bank: Bank, config: LatentConfig) -> None:
     f, lens, anc = bank.features, bank.lengths, bank.is_anchor
     if f.ndim != 4 or lens.shape != f.shape[:2] or anc.shape != f.shape[:1]:
         raise ValueError(
@@ -246,9 +254,46 @@ def boundary_update(
     if not bank_ready(bank, config):
         raise ValueError(f"bank holds {bank.num_sets} episode sets < min_bank_sets="
                          f"{config.min_bank_sets}")
-    b = batch_size(bank.num_sets, config)
-    return _boundary_update(student_params, teacher_params, pad_bank(bank),
-                            jnp.int32(bank.num_sets), key, config, b)
+
+
+def boundary_updates(
+    students: list[Params],
+    teachers: list[Params],
+    banks: list[Bank],
+    keys: list[jax.Array],
+    config: LatentConfig,
+) -> list[tuple[Params, dict[str, jax.Array]]]:
+    """`boundary_update` of several encoders (the seeds of a batch), each ``(students[i],
+    teachers[i], banks[i], keys[i])``, as one program ``vmap``ped over them: every bank is
+    padded to the largest `padded_size` among them (padding sets are never drawn, and the
+    real sets' batches do not depend on the padding: `sample_rows`), so each result is
+    that of `boundary_update` alone up to float rounding (the teacher's length groups hold
+    other padding). Banks of different batch sizes B run as one program per B. Same
+    errors as `boundary_update`, raised before any work."""
+    for bank in banks:
+        _check_bank(bank, config)
+    rows = max(padded_size(bank.num_sets) for bank in banks)
+    results: list[tuple[Params, dict[str, jax.Array]] | None] = [None] * len(banks)
+    by_b: dict[int, list[int]] = {}
+    for i, bank in enumerate(banks):
+        by_b.setdefault(batch_size(bank.num_sets, config), []).append(i)
+    for b, members in by_b.items():
+        def stack(trees):
+            return jax.tree.map(lambda *xs: jnp.stack(xs), *trees)
+        padded = stack([pad_bank(banks[i], rows) for i in members])
+        params, metrics = _boundary_updates(
+            stack([students[i] for i in members]), stack([teachers[i] for i in members]),
+            padded, jnp.asarray([banks[i].num_sets for i in members], jnp.int32),
+            jnp.stack([keys[i] for i in members]), config, b)
+        for j, i in enumerate(members):
+            results[i] = jax.tree.map(lambda x, j=j: x[j], (params, metrics))
+    return results
+
+
+@partial(jax.jit, static_argnames=("config", "b"))
+def _boundary_updates(students, teachers, banks, num_sets, keys, config, b):
+    return jax.vmap(partial(_boundary_update_body, config=config, b=b))(
+        students, teachers, banks, num_sets, keys)
 
 
 @partial(jax.jit, static_argnames=("config", "b"))
@@ -261,6 +306,13 @@ def _boundary_update(
     config: LatentConfig,
     b: int,
 ) -> tuple[Params, dict[str, jax.Array]]:
+    return _boundary_update_body(student_params, teacher_params, bank, num_sets, key,
+                                 config=config, b=b)
+
+
+def _boundary_update_body(student_params: Params, teacher_params: Params, bank: Bank,
+                          num_sets: jax.Array, key: jax.Array, *, config: LatentConfig,
+                          b: int) -> tuple[Params, dict[str, jax.Array]]:
     opt = optax.adam(config.lr)
     grad_fn = jax.value_and_grad(boundary_loss, has_aux=True)
     z_teacher = jax.lax.stop_gradient(encode(teacher_params, bank.features, bank.lengths))

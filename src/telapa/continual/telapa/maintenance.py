@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -48,7 +48,14 @@ from telapa.continual.telapa.banks import (
     to_bank,
 )
 from telapa.continual.telapa.embedding import EmbeddingState, describe
-from telapa.latent import Bank, LatentConfig, bank_ready, boundary_update, pad_or_truncate
+from telapa.latent import (
+    Bank,
+    LatentConfig,
+    bank_ready,
+    boundary_update,
+    boundary_updates,
+    pad_or_truncate,
+)
 from telapa.latent import normalizer as latent_normalizer
 from telapa.qd.archive import Archive, repack
 from telapa.qd.trajectories import Trajectories
@@ -345,38 +352,91 @@ def maintain(
     The input archives are not modified (immutable pytrees): they are the stale
     pre-maintenance snapshots of step 4. The maintained archives share unchanged buffers
     (parameters) with them, so save or `copy_archive` a snapshot before a donating
-    insertion into its successor.
+    insertion into its successor. `maintain_seeds` maintains the seeds of a batch.
     """
+    (result,) = maintain_seeds([embedding], [banks], [archives], config=config, keys=[key],
+                               reevaluate=reevaluate, refit_sets=refit_sets)
+    return result
+
+
+def maintain_seeds(
+    embeddings: Sequence[EmbeddingState],
+    banks: Sequence[EpisodeBanks],
+    archives: Sequence[Mapping[str, Archive]],
+    *,
+    config: LatentConfig,
+    keys: Sequence[jax.Array],
+    reevaluate: Reevaluate | None = None,
+    refit_sets: int = REFIT_SETS,
+) -> list[tuple[EmbeddingState, dict[str, Archive], MaintenanceLog]]:
+    """`maintain` of S seeds (seed i: ``embeddings[i]``, ``banks[i]``, ``archives[i]``,
+    ``keys[i]``), with the boundary updates of every seed whose bank is ready as one
+    program ``vmap``ped over those seeds (`boundary_updates`: their banks padded to one
+    size; padding sets are never drawn), then each seed's refit and re-embedding. Each
+    seed's result is its `maintain` alone up to float rounding (one seed: exactly); a
+    seed's ``update`` time is its share of the batched update."""
     t_start = time.perf_counter()
-    bank = to_bank(banks)
-    seq = bank_seq(banks)
-    n_anchor = int(np.sum(np.asarray(bank.is_anchor)))
-    sizes = {
-        "bank_sets": bank.num_sets,
-        "anchor_sets": banks.anchor.size,
-        "replay_sets": banks.replay.size,
-    }
-    if not bank_ready(bank, config):
+    unions = [to_bank(b) for b in banks]
+    ready = [i for i, bank in enumerate(unions) if bank_ready(bank, config)]
+    split = [jax.random.split(k) for k in keys]
+    t0 = time.perf_counter()
+    updates: dict[int, tuple[Any, Any]] = {}
+    if len(ready) == 1:
+        (i,) = ready
+        updates[i] = boundary_update(embeddings[i].encoder, embeddings[i].encoder, unions[i],
+                                     split[i][0], config)
+    elif ready:
+        encoders = [embeddings[i].encoder for i in ready]  # teacher snapshot = student
+        done = boundary_updates(encoders, encoders, [unions[i] for i in ready],
+                                [split[i][0] for i in ready], config)
+        updates = dict(zip(ready, done, strict=True))
+    updates = jax.block_until_ready(updates)
+    t_update = (time.perf_counter() - t0) / max(len(ready), 1)
+    t_prepare = (t0 - t_start) / len(banks)
+    out = []
+    for i, (embedding, seed_banks, seed_archives) in enumerate(
+            zip(embeddings, banks, archives, strict=True)):
+        if i in updates:
+            out.append(_after_update(embedding, seed_banks, unions[i], seed_archives,
+                                     *updates[i], split[i][1], config=config,
+                                     reevaluate=reevaluate, refit_sets=refit_sets,
+                                     spent={"update": t_update, "prepare": t_prepare}))
+            continue
         log = MaintenanceLog(
             updated=False,
             version=int(embedding.version),
             normalizer_id=embedding.normalizer_id,
-            **sizes,
+            **_bank_sizes(seed_banks, unions[i]),
             losses={},
             refit_seq=(),
             refit_anchors=0,
             archives={},
-            seconds={"total": time.perf_counter() - t_start},
+            seconds={"total": t_prepare},
         )
-        return embedding, dict(archives), log
+        out.append((embedding, dict(seed_archives), log))
+    return out
 
-    k_update, k_refit = jax.random.split(key)
-    t0 = time.perf_counter()
-    teacher = embedding.encoder
-    student, metrics = boundary_update(embedding.encoder, teacher, bank, k_update, config)
-    student = jax.block_until_ready(student)
-    t_update = time.perf_counter() - t0
 
+def _bank_sizes(banks: EpisodeBanks, bank: Bank) -> dict[str, int]:
+    return {"bank_sets": bank.num_sets, "anchor_sets": banks.anchor.size,
+            "replay_sets": banks.replay.size}
+
+
+def _after_update(
+    embedding: EmbeddingState,
+    banks: EpisodeBanks,
+    bank: Bank,
+    archives: Mapping[str, Archive],
+    student: Any,
+    metrics: Mapping[str, jax.Array],
+    k_refit: jax.Array,
+    *,
+    config: LatentConfig,
+    reevaluate: Reevaluate | None,
+    refit_sets: int,
+    spent: dict[str, float],
+) -> tuple[EmbeddingState, dict[str, Archive], MaintenanceLog]:
+    """Steps 3 and 4 of `maintain` after the boundary update gave ``student``."""
     t0 = time.perf_counter()
     trained = embedding.replace(
         encoder=student, version=jnp.asarray(embedding.version + 1, jnp.int32)
@@ -391,20 +451,22 @@ def maintain(
         out[tag], logs[tag] = reembed_archive(tag, archive, state, config, reevaluate)
     t_reembed = time.perf_counter() - t0
 
+    seq = bank_seq(banks)
+    n_anchor = int(np.sum(np.asarray(bank.is_anchor)))
     log = MaintenanceLog(
         updated=True,
         version=int(state.version),
         normalizer_id=state.normalizer_id,
-        **sizes,
+        **_bank_sizes(banks, bank),
         losses=_loss_summary(metrics),
         refit_seq=tuple(int(s) for s in seq[rows]),
         refit_anchors=int(np.sum(rows < n_anchor)),
         archives=logs,
         seconds={
-            "update": t_update,
+            "update": spent["update"],
             "refit": t_refit,
             "reembed": t_reembed,
-            "total": time.perf_counter() - t_start,
+            "total": spent["prepare"] + spent["update"] + t_refit + t_reembed,
         },
     )
     return state, out, log

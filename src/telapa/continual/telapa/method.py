@@ -35,7 +35,12 @@ from telapa.continual.telapa.illumination import (
     illuminate_seeds,
     trajectory_codec,
 )
-from telapa.continual.telapa.maintenance import fit_initial_normalizer, maintain
+from telapa.continual.telapa.maintenance import (
+    MaintenanceLog,
+    fit_initial_normalizer,
+    maintain,
+    maintain_seeds,
+)
 from telapa.continual.telapa.transfer import (
     TransferChoice,
     select_transfer_origin,
@@ -172,10 +177,11 @@ class TeLAPA(Method):
 
     @classmethod
     def end_tasks(cls, methods, states, ctxs) -> None:
-        """The seeds' task ends with their illuminations in lockstep on the jax backend
+        """The seeds' task ends on the jax backend: their illuminations in lockstep
         (`illuminate_seeds`: each step's candidates of all seeds one population
-        evaluation, inserted seed by seed in MAP-Elites order); N_0 and maintenance seed
-        after seed, as in `end_task`."""
+        evaluation, inserted seed by seed in MAP-Elites order), then their maintenance
+        with the boundary updates one vmapped program (`maintain_seeds`); N_0 seed after
+        seed, as in `end_task`."""
         agent = ctxs[0].agent
         if len(methods) == 1 or agent.backend != "jax":
             return super().end_tasks(methods, states, ctxs)
@@ -185,10 +191,27 @@ class TeLAPA(Method):
                 for s, (illumination, _) in zip(states, prepared, strict=True)]
         results = illuminate_seeds(agent, runs)
         share = (time.perf_counter() - start) / len(methods)
-        for method, ctx, result, (_, maintenance_key) in zip(methods, ctxs, results, prepared,
-                                                             strict=True):
+        for method, ctx, result in zip(methods, ctxs, results, strict=True):
             method.timer.add("illumination", share)
-            method._after_illumination(ctx, *result, maintenance_key)
+            method._keep_archive(ctx, *result)
+        if not cls.maintain_latent:
+            return
+        reports = [c.report("maintenance") for c in ctxs]
+        for report in reports:
+            if report is not None:
+                report(0, 1)
+        start = time.perf_counter()
+        maintained = maintain_seeds(
+            [m.embedding for m in methods], [m.banks for m in methods],
+            [m.archives for m in methods], config=methods[0].settings.latent,
+            keys=[key for _, key in prepared])
+        share = (time.perf_counter() - start) / len(methods)
+        for method, ctx, report, (embedding, archives, log) in zip(
+                methods, ctxs, reports, maintained, strict=True):
+            method.timer.add("maintenance", share)
+            if report is not None:
+                report(1, 1)
+            method._maintained(ctx, embedding, archives, log)
 
     def _before_illumination(self, ctx: TaskContext) -> tuple[dict[str, Any], jax.Array]:
         """N_0 before the first archive; the keyword arguments of this task end's
@@ -220,27 +243,35 @@ class TeLAPA(Method):
     def _after_illumination(self, ctx: TaskContext, archive: Archive, log: IlluminationLog,
                             maintenance_key: jax.Array) -> None:
         """Keeps the task's archive and its record, then BoundaryMaintenance (TeLAPA)."""
-        latent = self.settings.latent
-        self.archives[ctx.visit.task] = archive
-        self.extra_env_steps += log.env_steps
-        self.log.append({"event": "illumination", "visit": ctx.visit.index,
-                         "visit_tag": ctx.visit.tag, "archive_size": int(archive.size),
-                         "d_min": float(archive.d_min), "gate": log.gate,
-                         "env_steps": log.env_steps, "wall_s": log.wall_s})
+        self._keep_archive(ctx, archive, log)
         if not self.maintain_latent:
             return
         report = ctx.report("maintenance")
         with self.timer.phase("maintenance"):
             if report is not None:
                 report(0, 1)
-            self.embedding, self.archives, mlog = maintain(
-                self.embedding, self.banks, self.archives, config=latent, key=maintenance_key
-            )
+            maintained = maintain(self.embedding, self.banks, self.archives,
+                                  config=self.settings.latent, key=maintenance_key)
             if report is not None:
                 report(1, 1)
+        self._maintained(ctx, *maintained)
+
+    def _keep_archive(self, ctx: TaskContext, archive: Archive, log: IlluminationLog) -> None:
+        """The task's new archive and the illumination's record."""
+        self.archives[ctx.visit.task] = archive
+        self.extra_env_steps += log.env_steps
+        self.log.append({"event": "illumination", "visit": ctx.visit.index,
+                         "visit_tag": ctx.visit.tag, "archive_size": int(archive.size),
+                         "d_min": float(archive.d_min), "gate": log.gate,
+                         "env_steps": log.env_steps, "wall_s": log.wall_s})
+
+    def _maintained(self, ctx: TaskContext, embedding: EmbeddingState,
+                    archives: dict[str, Archive], log: MaintenanceLog) -> None:
+        """Takes BoundaryMaintenance's E_t and archives, and its record."""
+        self.embedding, self.archives = embedding, archives
         self.log.append({"event": "maintenance", "visit": ctx.visit.index,
-                         "updated": mlog.updated, "version": mlog.version,
-                         "normalizer_id": mlog.normalizer_id, "bank_sets": mlog.bank_sets})
+                         "updated": log.updated, "version": log.version,
+                         "normalizer_id": log.normalizer_id, "bank_sets": log.bank_sets})
 
     # --- persistent state ---------------------------------------------------------------
 
