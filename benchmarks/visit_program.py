@@ -18,7 +18,10 @@ seed against `Agent.evaluate_batch`), EWC's Fisher estimate (``fisher``: the hos
 over 256-state chunks seed after seed against `EWC.end_tasks`, one vmapped program) and
 TeLAPA's BuildArchive (``illumination``: `illuminate` seed after seed against
 `illuminate_seeds`, the seeds in lockstep with one population evaluation per MAP-Elites
-step; the preset's N_ME and batch size, each seed its own policy, encoder and key).
+step; the preset's N_ME and batch size, each seed its own policy, encoder and key) and
+TeLAPA's BoundaryMaintenance (``maintenance``: `maintain` seed after seed against
+`maintain_seeds`, the boundary updates one vmapped program; each seed's banks hold
+``min_bank_sets`` evaluations of its policy, no archive to re-embed).
 Each variant runs once to compile (``first_s``, compilation included) and then
 ``--repeats`` times (``s``: the fastest). ``env_steps_per_s`` counts PPO and evaluation
 env steps together (evaluation steps as measured).
@@ -59,15 +62,18 @@ import numpy as np
 from telapa.continual.methods import EWC, TaskContext
 from telapa.continual.preset import load_run_config
 from telapa.continual.registry import make_method
+from telapa.continual.telapa.banks import EpisodeBanks, store
 from telapa.continual.telapa.embedding import EmbeddingState
 from telapa.continual.telapa.illumination import Illumination, illuminate, illuminate_seeds
+from telapa.continual.telapa.maintenance import maintain, maintain_seeds
 from telapa.envs.base import AutoReset, AutoResetState
+from telapa.qd.trajectories import float16_codec
 from telapa.rl.agent import Agent, stack_states
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "visit_program.json"
 VERSIONS = ("jax", "jaxlib", "flax", "optax", "numpy")
-PHASES = ("chunk", "evaluate", "fisher", "illumination")
+PHASES = ("chunk", "evaluate", "fisher", "illumination", "maintenance")
 
 
 class LegacyAutoReset(AutoReset):
@@ -378,6 +384,55 @@ def main(argv: list[str] | None = None) -> int:
                     "candidates": size * qd.illumination.iterations}, result,
                    ppo_steps=0, eval_steps=steps, flops=steps * 2 * weights)
 
+    def measure_maintenance(size: int, starts: list) -> None:
+        """The boundary update and refit of every seed: seed after seed against one
+        vmapped update."""
+        latent = config.methods.telapa.latent
+        if args.quick:
+            latent = latent.model_copy(update={"steps": 4, "min_bank_sets": 4,
+                                               "batch_size": 4, "min_anchors": 1})
+        sets, per_set = latent.min_bank_sets, min(16, episodes)
+        params = stack_states([s.ppo.params for s in starts])
+        seeds, lengths = [], []
+        for i in range(size):
+            banks = EpisodeBanks.create(float16_codec(latent.feature_dim), episodes=per_set,
+                                        t_max=latent.t_max)
+            keys_i = jax.random.split(jax.random.key(300 + i), sets)
+            member = jax.tree.map(lambda x, i=i: jnp.stack([x[i]] * sets), params)
+            for j, result in enumerate(new.evaluate_batch(member, per_set, keys_i)):
+                lengths.append(np.minimum(result.lengths, latent.t_max))
+                banks = store(banks, result.features, result.lengths, result.sr, j,
+                              anchor_threshold=0.0 if j % 3 == 0 else 1.01)
+            seeds.append((EmbeddingState.create(jax.random.key(100 + i), latent), banks,
+                          jax.random.key(400 + i)))
+
+        # encoder FLOPs: 2 W per valid episode step forward, 3x that with the gradient;
+        # per update step 3 B sequences (two views and the original), views 80% long on
+        # average; the teacher embeds every bank episode once, the refit every set again
+        enc_weights = sum(np.size(x) for x in jax.tree.leaves(seeds[0][0].encoder))
+        mean_len = float(np.mean(np.concatenate(lengths)))
+        per_seed = 2 * enc_weights * mean_len * (
+            latent.steps * latent.batch_size * (2 * 0.8 + 1) * 3 + 2 * sets * per_set)
+        flops = size * per_seed
+
+        def run_new():
+            out = maintain_seeds([e for e, _, _ in seeds], [b for _, b, _ in seeds],
+                                 [{} for _ in seeds], config=latent,
+                                 keys=[k for _, _, k in seeds])
+            return [log.bank_sets for _, _, log in out]
+
+        def run_old():
+            return [maintain(e, b, {}, config=latent, key=k)[2].bank_sets
+                    for e, b, k in seeds]
+
+        paths = [("new", run_new)] + ([] if args.new_only else [("old", run_old)])
+        for path, run in paths:
+            result = timed(run, repeats)
+            assert result["out"] == [sets] * size, result["out"]
+            record({"phase": "maintenance", "path": path, "seeds": size,
+                    "update_steps": latent.steps, "bank_sets": sets}, result,
+                   ppo_steps=0, eval_steps=0, flops=flops)
+
     def measure(size: int) -> None:
         starts = [new.start(new.init_ppo(jax.random.key(s)), jax.random.key(1000 + s))
                   for s in range(size)]
@@ -391,6 +446,8 @@ def main(argv: list[str] | None = None) -> int:
             measure_fisher(size, starts, keys)
         if "illumination" in args.phases:
             measure_illumination(size, starts)
+        if "maintenance" in args.phases:
+            measure_maintenance(size, starts)
 
     for size in sizes:
         measure(size)
