@@ -30,7 +30,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_core import InitErrorDetails
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from telapa.config import (
     CONFIG_DIR,
@@ -47,7 +47,13 @@ from telapa.config import (
 )
 from telapa.latent.config import LatentConfig
 from telapa.overrides import merge, read_layered
-from telapa.plugins import METHODS_GROUP, PluginError, import_env_module, load_entry_points
+from telapa.plugins import (
+    METHODS_GROUP,
+    PluginError,
+    entry_points,
+    import_env_module,
+    load_entry_point,
+)
 from telapa.qd.config import QDConfig
 
 RUN_PRESET_DIR = CONFIG_DIR / "runs"
@@ -91,6 +97,8 @@ class TeLAPAConfig(StrictModel):
 _PLUGIN_SECTIONS: dict[str, tuple[type[BaseModel], str]] = {}
 """Plug-in section name -> (its settings model, the method that declared it)."""
 _ENTRY_POINTS_READ = False
+_UNLOADABLE: list[str] = []
+"""Why the ``telapa.methods`` entry points that failed to load did (`plugin_section`)."""
 
 
 def register_section(name: str, model: type[BaseModel], owner: str) -> None:
@@ -119,18 +127,36 @@ def register_section(name: str, model: type[BaseModel], owner: str) -> None:
 
 def plugin_section(name: str) -> type[BaseModel] | None:
     """The model of the plug-in section ``name``; on the first section it does not know,
-    the ``telapa.methods`` entry points are loaded and their sections registered. None:
-    no method declares it."""
+    the ``telapa.methods`` entry points are loaded and their sections registered (one
+    that fails to load is skipped and named when a section stays unknown:
+    `unknown_section_error`). None: no method declares it."""
     global _ENTRY_POINTS_READ
     if name not in _PLUGIN_SECTIONS and not _ENTRY_POINTS_READ:
         _ENTRY_POINTS_READ = True
-        for ep_name, method in load_entry_points(METHODS_GROUP).items():
+        for ep_name in entry_points(METHODS_GROUP):
+            try:
+                method = load_entry_point(METHODS_GROUP, ep_name)
+            except PluginError as err:
+                _UNLOADABLE.append(str(err))
+                continue
             section, model = getattr(method, "section", None), getattr(
                 method, "settings_model", None)
             if isinstance(section, str) and model is not None:
                 register_section(section, model, getattr(method, "name", ep_name))
     known = _PLUGIN_SECTIONS.get(name)
     return None if known is None else known[0]
+
+
+def unknown_section_error(name: str, value: Any) -> InitErrorDetails:
+    """The error of ``methods.<name>`` that no method declares: an unknown key, or, when
+    some method plug-ins failed to load, a message that names them (one of them may have
+    declared it)."""
+    if not _UNLOADABLE:
+        return InitErrorDetails(type="extra_forbidden", loc=(name,), input=value)
+    why = "; ".join(_UNLOADABLE)
+    return InitErrorDetails(type=PydanticCustomError(
+        "unknown_section", "no method declares this settings section, and {why}",
+        {"why": why}), loc=(name,), input=value)
 
 
 def section_names() -> list[str]:
@@ -164,8 +190,7 @@ class MethodsConfig(StrictModel):
                 continue
             model = plugin_section(key)
             if model is None:
-                errors.append(InitErrorDetails(type="extra_forbidden", loc=(key,),
-                                               input=value))
+                errors.append(unknown_section_error(key, value))
             elif not isinstance(value, model):
                 try:
                     checked[key] = model.model_validate(value)
