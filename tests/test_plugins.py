@@ -37,6 +37,7 @@ from telapa.continual.registry import (
 )
 from telapa.continual.rundir import RunDir
 from telapa.continual.runner import ContinualRun
+from telapa.continual.sweep import load_sweep
 from telapa.envs.family import NormalizedReturn, ReturnAtLeast
 from telapa.envs.registry import check_env_id, families, family_of, make, register_family
 from telapa.overrides import override
@@ -200,6 +201,22 @@ def test_a_method_entry_point_named_after_a_built_in_is_refused(plugin_site):
         "ewc2": "plugmeth_clash:PlugFinetune"}})
     with pytest.raises(PluginError, match="'ewc'.*name of a built-in method"):
         find_method("ewc2")
+
+
+def test_a_sweep_grid_of_a_plug_in_section_multiplies_only_its_method(plugin_site, tmp_path):
+    register_method(_plug_class(plugin_site, "plugmeth_grid", "plug-grid", "plug_grid"))
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({
+        "preset": "quick", "curricula": ["smoke"], "methods": ["plug-grid", "finetune"],
+        "grid": {"methods.plug_grid.lam": [0.1, 0.2]}}))
+    cells = load_sweep(tmp_path / "s.yaml").cells
+    assert [c.name for c in cells] == ["smoke-plug-grid-lam=0.1-s0", "smoke-plug-grid-lam=0.2-s0",
+                                       "smoke-finetune-s0"]
+    assert [c.config.methods.section("plug_grid").lam for c in cells[:2]] == [0.1, 0.2]
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump({
+        "preset": "quick", "curricula": ["smoke"], "methods": ["finetune"],
+        "grid": {"methods.plug_grid.lamb": [1]}}))
+    with pytest.raises(ConfigError, match="unknown setting grid.'methods.plug_grid.lamb'"):
+        load_sweep(tmp_path / "bad.yaml")
 
 
 # --- env families ---------------------------------------------------------------------

@@ -24,6 +24,7 @@ from telapa.continual.preset import (
     RUN_PRESET_DIR,
     MethodsConfig,
     RunConfig,
+    bind_env_family,
     parse_run_config,
     plugin_section,
     read_run_preset,
@@ -269,11 +270,12 @@ def load_sweep(path: str | Path, sets: dict[str, Any] | None = None) -> Sweep:
             for key, value in overrides.items():
                 _set_dotted(data, key, value)
             label = ", ".join(f"{k}={v!r}" for k, v in overrides.items())
-            try:
-                config = parse_run_config(data, f"{source} (preset {spec.preset} with "
-                                                f"{label or 'no overrides'})")
-            except ConfigError as err:
-                raise ConfigError(str(err)) from None
+            where = f"{source} (preset {spec.preset} with {label or 'no overrides'})"
+            # the cell's settings with its env family's latent D, as its run will record
+            # them: ``cells.json`` then holds what a worker validates again
+            config = bind_env_family(parse_run_config(data, where),
+                                     list(curriculum.task_ids().values()),
+                                     f"{where}, curriculum {curriculum.name!r}")
             for seed in spec.seed_list:
                 name_ = cell_name(curriculum.name, method, seed, overrides, grid_keys)
                 cell = Cell(name_, curriculum, method, seed, overrides, config, spec.preset)
