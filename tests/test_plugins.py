@@ -314,3 +314,16 @@ def test_a_run_s_missing_import_is_named_by_its_readers(tmp_path):
 def test_run_presets_keep_refusing_unknown_sections():
     with pytest.raises(ConfigError, match="unknown key 'methods.ewcc' in x.yaml"):
         parse_run_config({**QUICK.model_dump(), "methods": {"ewcc": {"lam": 1}}}, "x.yaml")
+
+
+def test_train_takes_a_module_id_env(plugin_site, tmp_path, capsys):
+    write_module(plugin_site, "walkmod_t", WALK_ENV + "\ngymnasium.register('WalkT-v0', "
+                                                      "entry_point=Walk)\n")
+    out = tmp_path / "train"
+    assert main(["train", "--env", "walkmod_t:WalkT-v0", "--backend", "gymnasium",
+                 "--steps", "256", "--set", "ppo={num_envs: 2, n_steps: 64, batch_size: 64}",
+                 "--out", str(out), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["env"] == "walkmod_t:WalkT-v0" and summary["steps"] == 256
+    assert 1.0 <= summary["eval_return"] <= 2.0  # every Walk return is 1 or 2
+    assert json.loads((out / "run.json").read_text())["env"] == "walkmod_t:WalkT-v0"
