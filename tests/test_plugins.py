@@ -151,7 +151,9 @@ def test_a_registered_method_brings_its_settings_section(plugin_site):
     assert parse_run_config(bound.model_dump(mode="json")) == bound
     for data, message in (({"plug_a": {"lam": -1}}, "invalid value for 'methods.plug_a.lam'"),
                           ({"plug_b": {}}, "unknown key 'methods.plug_b'"),
-                          ({"plug_a": {"lamb": 1}}, "unknown key 'methods.plug_a.lamb'")):
+                          ({"plug_a": {"lamb": 1}}, "unknown key 'methods.plug_a.lamb'"),
+                          ({"plug_a": {"lam": True}}, "invalid value for 'methods.plug_a.lam' "
+                                                      "in p.yaml: a boolean where a number")):
         with pytest.raises(ConfigError, match=message):
             parse_run_config({**QUICK.model_dump(), "methods": data}, "p.yaml")
 

@@ -39,6 +39,7 @@ from telapa.config import (
     StrictModel,
     TrainConfig,
     UnitInterval,
+    bool_errors,
     format_validation_errors,
     load_config,
     preset_path,
@@ -192,6 +193,12 @@ class MethodsConfig(StrictModel):
             if model is None:
                 errors.append(unknown_section_error(key, value))
             elif not isinstance(value, model):
+                wrong = bool_errors(model, value)  # as `validate` does for the built-ins
+                errors.extend(InitErrorDetails(
+                    type=PydanticCustomError("bool_number", "a boolean where a number belongs"),
+                    loc=(key, *loc.split(".")), input=True) for loc in wrong)
+                if wrong:
+                    continue
                 try:
                     checked[key] = model.model_validate(value)
                 except ValidationError as err:
