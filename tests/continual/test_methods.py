@@ -239,3 +239,34 @@ def test_batched_hooks_equal_the_hooks_seed_after_seed(agent, name):
         for a, b in zip(jax.tree.leaves(expected), jax.tree.leaves(got), strict=True):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-7)
     assert [m.extra_env_steps for m in batched[0]] == [m.extra_env_steps for m in alone[0]]
+
+
+def _equations(jaxpr):
+    """Every equation of ``jaxpr`` and of the programs nested in it (loops, calls)."""
+    for eqn in jaxpr.eqns:
+        yield eqn
+        for value in eqn.params.values():
+            for sub in value if isinstance(value, (tuple, list)) else (value,):
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    yield from _equations(inner)
+
+
+def test_batched_scratch_inits_draw_no_batched_qr(agent):
+    """The seeds' fresh initialisations are one program whose QR decompositions (the
+    orthogonal kernels) stay unbatched: a batched QR splits over XLA's CPU thread pool
+    and waits for it, and two at once on a two-thread pool never end (a sweep worker
+    hung so, tests/continual/test_sweep.py on 2 cores)."""
+    ctxs = [_ctx(agent, _visit(1, "B", 0), seed=20 + i) for i in range(3)]
+    methods = [make_method("scratch", CONFIG) for _ in ctxs]
+    states = [_state(agent, i) for i in range(3)]
+    got = type(methods[0]).start_tasks(methods, states, ctxs)
+    for state, ctx in zip(got, ctxs, strict=True):  # each seed's own draw
+        assert _leaves_equal(state.params, agent.policy.init(ctx.key))
+    program = agent.program(("method", "seed-inits"), lambda: None)
+    jaxpr = jax.make_jaxpr(program)(jnp.stack([c.key for c in ctxs])).jaxpr
+    qrs = [e for e in _equations(jaxpr) if "householder" in e.primitive.name
+           or "qr" in e.primitive.name]
+    assert qrs, "the policy draws no orthogonal kernel: the test checks nothing"
+    assert all(v.aval.ndim == 2 for e in qrs for v in e.invars), \
+        [(e.primitive.name, [v.aval.shape for v in e.invars]) for e in qrs]

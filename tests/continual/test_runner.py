@@ -19,6 +19,7 @@ from telapa.continual.registry import METHODS
 from telapa.continual.rundir import RunDirError
 from telapa.continual.runner import ContinualRun, RunError, RunSpec, load_run_tables
 from telapa.envs import make
+from telapa.rl.agent import BatchMemberError
 from telapa.rl.policy import Policy
 
 from .crash import Crash, CrashAfter
@@ -214,10 +215,11 @@ def test_corrupt_checkpoint_pointer_is_named(finished, tmp_path):
 
 
 def test_non_finite_loss_names_the_phase(tmp_path, monkeypatch):
-    def explode(self, state, steps, progress=None):
-        raise FloatingPointError("PPO on MiniGrid-Empty-5x5-v0: non-finite loss at step 256")
+    def explode(self, states, steps, **kwargs):  # what the chunk program raises
+        raise BatchMemberError(0, FloatingPointError(
+            "PPO on MiniGrid-Empty-5x5-v0: non-finite loss at step 256"))
 
-    monkeypatch.setattr("telapa.rl.agent.Agent.train", explode)
+    monkeypatch.setattr("telapa.rl.agent.Agent.train_and_evaluate", explode)
     with pytest.raises(RunError, match=r"visit 0 \(A, MiniGrid-Empty-5x5-v0\), chunk 0.*loss"):
         ContinualRun.start(_spec("finetune"), tmp_path / "nan").run()
     # the pre-evaluation checkpoint survives

@@ -80,6 +80,19 @@ def _seed_program(agent: Agent, name: str, fn: Callable) -> Callable:
     return agent.program(("method", name), lambda: jax.jit(jax.vmap(fn)))
 
 
+def _seed_inits(agent: Agent, init: Callable[[jax.Array], Params]) -> Callable:
+    """``init`` of each key of a ``(S,)`` key array as ONE jitted program: a ``lax.map``
+    (a loop over the seeds), not a ``vmap``. Networks draw orthogonal kernels through a
+    QR decomposition, and a ``vmap``ped init turns each into a batched QR, which
+    jaxlib's CPU LAPACK kernel splits over XLA's intra-op thread pool and waits for
+    (``ParallelBatchMap``): two such QRs running at once on a two-thread pool each hold a
+    thread while waiting for the other's work, and the program never ends (seen in a
+    sweep worker on 2 cores, tests/continual/test_methods.py). The loop gives every seed
+    an unbatched QR, computed as its own `Policy.init` computes it."""
+    return agent.program(("method", "seed-inits"),
+                         lambda: jax.jit(lambda keys: jax.lax.map(init, keys)))
+
+
 def _with_fresh_optimizers(agent: Agent, states: Sequence[PPOState],
                            params: Sequence[Params]) -> list[PPOState]:
     """``states`` with ``params`` and fresh optimizer states, made by one program."""
@@ -225,7 +238,7 @@ class Scratch(Method):
             return super().start_tasks(methods, states, ctxs)
         agent = ctxs[0].agent
         keys = jnp.stack([c.key for c in ctxs])
-        params = _seed_program(agent, "scratch-init", ctxs[0].init_params)(keys)
+        params = _seed_inits(agent, ctxs[0].init_params)(keys)
         return _with_fresh_optimizers(agent, states, _unstack(params, len(states)))
 
 
