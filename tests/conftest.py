@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from plugin_modules import isolated_registries
 from shared_runs import QUICK_METHODS, QUICK_SEEDS, made_once, make_quick_run
 
 from telapa.jaxcache import ENV_VAR, enable_persistent_cache
@@ -41,3 +42,10 @@ def quick_runs(quick_run) -> dict[tuple[str, int], Path]:
     TeLAPA's seed 1 last (test_telapa_run.py needs only that one: while another worker
     makes it, this one makes the others)."""
     return {(m, s): quick_run(m, s) for m in QUICK_METHODS for s in QUICK_SEEDS}
+
+
+@pytest.fixture
+def plugin_site(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """A folder on ``sys.path`` for the test's own modules and installed packages, and
+    every plug-in registry put back as it was afterwards (tests/plugin_modules.py)."""
+    yield from isolated_registries(monkeypatch, tmp_path)

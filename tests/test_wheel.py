@@ -12,58 +12,26 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 import subprocess
-import sys
-import sysconfig
 import zipfile
 from pathlib import Path
 
 import pandas as pd
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
-    return {**env, **extra}
+from fresh_venv import ROOT, build_wheel, clean_env, make_venv
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     """telapa's wheel, built from a copy of the sources (the checkout is not written)."""
-    work = tmp_path_factory.mktemp("wheel")
-    source = work / "source"
-    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "*.pyc")
-    shutil.copytree(ROOT / "src", source / "src", ignore=ignore, symlinks=True)
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, source / name)
-    dist = work / "dist"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                    "--quiet", "-w", str(dist), str(source)], check=True, env=_clean_env(),
-                   cwd=work)
-    (found,) = dist.glob("telapa-*.whl")
-    return found
+    return build_wheel(tmp_path_factory.mktemp("wheel"))
 
 
 @pytest.fixture(scope="module")
 def venv(wheel, tmp_path_factory) -> Path:
     """A fresh virtual environment outside the checkout with the wheel installed."""
-    folder = tmp_path_factory.mktemp("venv") / "env"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
-    python = folder / "bin" / "python"
-    purelib = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True, capture_output=True, text=True, env=_clean_env()).stdout.strip()
-    borrowed = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
-    Path(purelib, "borrowed-deps.pth").write_text("".join(f"{p}\n" for p in borrowed))
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install",
-                    "--no-deps", "--no-index", "--quiet", str(wheel)], check=True,
-                   env=_clean_env())
-    return folder
+    return make_venv(tmp_path_factory.mktemp("venv") / "env", wheel)
 
 
 def test_the_wheel_ships_the_configs_as_files(wheel):
@@ -83,7 +51,7 @@ def test_the_wheel_ships_the_configs_as_files(wheel):
 
 def test_the_installed_wheel_runs_a_smoke_curriculum_from_another_directory(venv, tmp_path):
     python, telapa = venv / "bin" / "python", venv / "bin" / "telapa"
-    env = _clean_env(TELAPA_JAX_CACHE=os.environ.get("TELAPA_JAX_CACHE", "off"))
+    env = clean_env(TELAPA_JAX_CACHE=os.environ.get("TELAPA_JAX_CACHE", "off"))
     where = subprocess.run(
         [str(python), "-c", "import telapa, telapa.config as c; print(telapa.__file__); "
                             "print(c.CONFIG_DIR)"],

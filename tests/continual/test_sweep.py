@@ -22,6 +22,7 @@ import pytest
 from telapa.cli import main
 from telapa.config import CONFIG_DIR, ConfigError
 from telapa.continual.batch import SeedBatch
+from telapa.continual.preset import bind_env_family, parse_run_config
 from telapa.continual.rundir import RunDirError
 from telapa.continual.runner import RunSpec
 from telapa.continual.sweep import (
@@ -68,6 +69,19 @@ def test_sweep_file_errors_name_the_file_and_key(tmp_path, extra, message):
     path = _write(tmp_path, BASE + extra)
     with pytest.raises(ConfigError, match=message.format(file=path)):
         load_sweep(path)
+
+
+def test_a_cell_records_its_env_family_s_latent_dimension(tmp_path):
+    """A cell's settings hold its family's D, so that the worker validates again what
+    the cell records (the MuJoCo and generic families' D is not the default 11)."""
+    (tmp_path / "cart.yaml").write_text("name: cart\nbackend: gymnasium\n"
+                                        "tasks: {A: CartPole-v1}\norder: [A]\n")
+    sweep = load_sweep(_write(tmp_path, "preset: mujoco-quick\ncurricula: [cart.yaml]\n"
+                                        "methods: [finetune]\n"))
+    (cell,) = sweep.cells
+    assert cell.config.methods.telapa.latent.feature_dim == 4  # CartPole's observation
+    config = parse_run_config(cell.payload()["config"], "cells.json")
+    assert bind_env_family(config, ["CartPole-v1"]) == config
 
 
 @pytest.mark.parametrize(("text", "message"), [

@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
+from plugin_modules import import_route_module
 
 from telapa.cli import main
 from telapa.continual.tracking import RunTracker, Tracking, TrackingError, tracker_key
@@ -198,3 +200,57 @@ def test_resume_refuses_a_contradicting_set_in_one_line(tracked, capsys):
     before = (dirs[0] / "metrics.json").read_bytes()
     assert main(["run", "--resume", str(dirs[0]), "--set", "train.ppo.lr=0.002"]) == 0
     assert (dirs[0] / "metrics.json").read_bytes() == before
+
+
+@pytest.mark.skipif(not any(HAVE.values()), reason="neither wandb nor mlflow is installed "
+                    "(pip install 'telapa[tracking]')")
+def test_a_sweep_tracks_each_cell_and_its_workers_import_the_plug_ins(plugin_site, tmp_path,
+                                                                       monkeypatch):
+    """``telapa sweep --import M --track ...``: the worker process imports M (which
+    registers the cells' env and method) before it reads its cells, each cell's run.json
+    records M, and each cell logs to its own tracked run, grouped by curriculum and
+    method; neither option is part of the sweep's record, so the sweep is the same
+    without them."""
+    uri = _offline(monkeypatch, tmp_path)
+    import_route_module(plugin_site, "plugmod_sweep", env_id="PlugSweep-v0",
+                        method="plug-sweep", section="plug_sweep")
+    (tmp_path / "cur.yaml").write_text(json.dumps({
+        "name": "plug", "backend": "gymnasium", "tasks": {"A": "PlugSweep-v0"},
+        "order": ["A"], "cycles": 2}))
+    (tmp_path / "sweep.yaml").write_text(json.dumps({
+        "name": "plug", "preset": "mujoco-quick", "curricula": ["cur.yaml"],
+        "methods": ["plug-sweep"], "seeds": 1, "grid": {"methods.plug_sweep.lam": [0.1, 0.2]},
+        "overrides": {"steps_per_visit": 1024, "eval_every": 1024}}))
+    out = tmp_path / "out"
+    trackers = [a for name, ok in HAVE.items() if ok for a in ("--track", name)]
+    argv = ["sweep", str(tmp_path / "sweep.yaml"), "--out", str(out), "--workers", "1",
+            "--import", "plugmod_sweep"]
+    assert main([*argv, *trackers, "--track-project", "telapa-sweep"]) == 0
+    cells = {f"plug-plug-sweep-lam={lam}-s0": lam for lam in (0.1, 0.2)}
+    assert sorted(p.name for p in (out / "cells").iterdir()) == sorted(cells)
+    for name, lam in cells.items():
+        run_dir = out / "cells" / name
+        manifest = json.loads((run_dir / "run.json").read_text())
+        assert manifest["imports"] == ["plugmod_sweep"] and manifest["status"] == "complete"
+        assert yaml.safe_load((run_dir / "config.yaml").read_text())["methods"][
+            "plug_sweep"] == {"lam": lam}
+        if HAVE["wandb"]:
+            record = json.loads((run_dir / "tracking.json").read_text())
+            assert len(list((run_dir / "wandb").glob(
+                f"offline-run-*-{record['wandb']['id']}"))) == 1
+    if HAVE["mlflow"]:
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(tracking_uri=uri)
+        experiment = client.get_experiment_by_name("telapa-sweep")
+        runs = {r.info.run_name: r for r in client.search_runs([experiment.experiment_id])}
+        assert sorted(runs) == sorted(cells)
+        for name, run in runs.items():
+            assert run.info.status == "FINISHED"
+            assert run.data.tags["group"] == "plug-plug-sweep"
+            assert run.data.tags["method"] == "plug-sweep"
+            rows = _sr_curve(out / "cells" / name, "A'")
+            history = client.get_metric_history(run.info.run_id, "sr/Ap")
+            assert [m.step for m in history] == rows["global_step"].tolist()
+    assert "plugmod_sweep" not in (out / "cells.json").read_text()
+    assert main(argv) == 0  # the same sweep without --track: every cell is done

@@ -12,7 +12,7 @@ import errno
 import sys
 
 from telapa.cli import demo, report, run, sweep, train
-from telapa.cli.common import CLIError
+from telapa.cli.common import CLIError, import_plugins
 from telapa.jaxcache import enable_persistent_cache
 
 
@@ -34,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     enable_persistent_cache()
     try:
+        import_plugins(getattr(ns, "imports", None))  # before any config is validated
         ns.func(ns)
     except CLIError as err:
         parser.exit(getattr(err, "status", 2), f"telapa: error: {err}\n")

@@ -70,6 +70,54 @@ def add_set_option(parser: argparse.ArgumentParser) -> None:
                              "(a dotted key; the value is read as YAML; repeatable)")
 
 
+def add_import_option(parser: argparse.ArgumentParser) -> None:
+    """``--import MODULE`` (repeatable, into ``ns.imports``): a module imported before
+    anything is validated (`telapa.plugins`), e.g. one that registers the user's envs or
+    methods; `telapa.cli.main` imports it."""
+    parser.add_argument("--import", dest="imports", action="append", metavar="MODULE",
+                        help="import this module first (it may register gymnasium ids, "
+                             "env families or methods: see 'Extending telapa'); recorded "
+                             "in run.json, imported again by --resume; repeatable")
+
+
+def import_plugins(modules: Sequence[str] | None) -> tuple[str, ...]:
+    """Imports the ``--import`` modules; `CLIError` naming one that cannot be imported."""
+    from telapa.plugins import PluginError, import_modules
+
+    try:
+        return import_modules(modules or ())
+    except PluginError as err:
+        raise CLIError(str(err)) from None
+
+
+def add_track_options(parser: argparse.ArgumentParser, unit: str) -> None:
+    """``--track wandb|mlflow`` (repeatable) and ``--track-project NAME``, read by
+    `tracking_of`; ``unit`` says what one tracked run is (``one tracked run per seed``)."""
+    from telapa.continual.tracking import TRACKERS
+
+    parser.add_argument("--track", action="append", choices=TRACKERS,
+                        help=f"also log the curves to Weights & Biases or MLflow ({unit}, "
+                             "grouped by curriculum and method; needs telapa[tracking]; "
+                             "repeatable). TensorBoard events are always written to "
+                             "RUN_DIR/tb")
+    parser.add_argument("--track-project", default="telapa", metavar="NAME",
+                        help="the W&B project / MLflow experiment of --track (default "
+                             "telapa)")
+
+
+def tracking_of(ns: argparse.Namespace):
+    """The ``--track`` trackers (a `telapa.continual.tracking.Tracking`), their packages
+    checked before any work."""
+    from telapa.continual.tracking import Tracking, TrackingError
+
+    try:
+        tracking = Tracking(tuple(dict.fromkeys(ns.track or ())), ns.track_project)
+        tracking.check()
+    except TrackingError as err:
+        raise CLIError(str(err)) from None
+    return tracking
+
+
 def int_in(low: int, high: int) -> Callable[[str], int]:
     """An argparse type: an integer in ``low .. high``."""
     def parse(text: str) -> int:

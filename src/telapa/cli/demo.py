@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from telapa.cli.common import CLIError, seed_int, stdout_console
+from telapa.cli.common import CLIError, add_import_option, seed_int, stdout_console
 from telapa.cli.run import build_spec, execute, metrics_tables
 from telapa.continual.results import load_run, score
 from telapa.continual.rundir import RunDirError, claim_new_dir
@@ -24,7 +24,8 @@ DEMO_METHODS = ("finetune", "scratch-reuse", "telapa")
 def _cmd_demo(ns: argparse.Namespace) -> None:
     out = Path(ns.out or Path("runs") / f"demo-{datetime.now():%Y%m%d-%H%M%S}")
     console = Console(stderr=True)
-    specs = {m: build_spec(ns.curriculum, m, ns.seed, ns.preset) for m in DEMO_METHODS}
+    specs = {m: build_spec(ns.curriculum, m, ns.seed, ns.preset, imports=ns.imports)
+             for m in DEMO_METHODS}
     # every output is checked before any work (existing ones first, so a refusal leaves
     # nothing new behind)
     for method in sorted(DEMO_METHODS, key=lambda m: not (out / m).exists()):
@@ -56,4 +57,5 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                            "family's quick preset)")
     demo.add_argument("--seed", type=seed_int, default=0, help="0 <= S < 2^32")
     demo.add_argument("--out", help="folder for the runs (default: runs/demo-<time>)")
+    add_import_option(demo)
     demo.set_defaults(func=_cmd_demo)

@@ -1,7 +1,7 @@
 """``telapa run`` (one method on one curriculum, resumable) and ``telapa metrics``.
 
     telapa run --curriculum NAME|FILE --method NAME --seed S [--preset quick|paper|mujoco|FILE]
-               [--set KEY=VALUE ...] [--track wandb|mlflow] [--out DIR]
+               [--set KEY=VALUE ...] [--track wandb|mlflow] [--import MODULE ...] [--out DIR]
     telapa run --curriculum NAME|FILE --method NAME --seeds 0-7 [...] [--out PARENT]
     telapa run --resume RUN_DIR [RUN_DIR...] [options that agree with the run]
     telapa metrics RUN_DIR|SWEEP_DIR... [--skip-incomplete] [--json]
@@ -14,7 +14,9 @@ with ``--out``). ``--resume`` with several run directories resumes them as one b
 (`telapa.overrides`); ``run.json`` records it, and ``--resume`` refuses one that
 contradicts the run's settings. Every run writes TensorBoard events into ``RUN_DIR/tb``;
 ``--track wandb`` / ``--track mlflow`` also log to Weights & Biases / MLflow, one tracked
-run per seed (`telapa.continual.tracking`).
+run per seed (`telapa.continual.tracking`). ``--import MODULE`` (repeatable) imports the
+user's module before anything is read (`telapa.plugins`: it may register env ids, env
+families and methods); ``run.json`` records it and ``--resume`` imports it again.
 
 When stderr is not a terminal (a cluster job's log), progress is printed as plain lines
 (phase, steps, steps/s, ETA) every ``--log-interval`` seconds instead of live bars.
@@ -36,23 +38,26 @@ from rich.table import Table
 
 from telapa.cli.common import (
     CLIError,
+    add_import_option,
     add_set_option,
+    add_track_options,
     json_safe,
     load_runs,
     rich_table,
     seed_int,
     stdout_console,
+    tracking_of,
 )
 from telapa.config import ConfigError
 from telapa.continual.batch import SeedBatch, parse_seeds
 from telapa.continual.curriculum import Visit, load_curriculum
 from telapa.continual.preset import bind_env_family, load_run_config
 from telapa.continual.progress import PlainProgress
-from telapa.continual.registry import METHODS
+from telapa.continual.registry import bind_method, find_method, method_names
 from telapa.continual.results import CurriculumResults, score
 from telapa.continual.rundir import RunDirError, claim_new_dir
 from telapa.continual.runner import SEED_LIMIT, ContinualRun, RunError, RunSpec
-from telapa.continual.tracking import TRACKERS, Tracking, TrackingError
+from telapa.continual.tracking import Tracking, TrackingError
 from telapa.envs.registry import common_family
 from telapa.io import CheckpointError
 from telapa.overrides import differences, override, parse_sets
@@ -134,14 +139,18 @@ def batch_outs(curriculum: str, method: str, seeds: list[int], parent: str | Non
 
 def build_spec(
     curriculum: str, method: str, seed: int, preset: str | None,
-    intrinsic_beta: float | None = None, sets: list[str] | None = None
+    intrinsic_beta: float | None = None, sets: list[str] | None = None,
+    imports: list[str] | None = None,
 ) -> RunSpec:
     """Validates everything a run needs before any work starts. ``preset`` None: the run
     preset of the curriculum's env family (``quick`` for MiniGrid, ``mujoco-quick`` for
     MuJoCo), so that no family trains with another family's PPO settings by default.
-    ``sets``: ``--set KEY=VALUE`` items, applied over the preset (`telapa.overrides`)."""
-    if method not in METHODS:
-        raise CLIError(f"unknown method {method!r}; available: {', '.join(METHODS)}")
+    ``sets``: ``--set KEY=VALUE`` items, applied over the preset (`telapa.overrides`).
+    ``imports``: the ``--import`` modules (already imported), recorded with the run."""
+    try:
+        find_method(method)
+    except ConfigError as err:
+        raise CLIError(str(err)) from None
     if not 0 <= seed < SEED_LIMIT:
         raise CLIError(f"seed {seed} is out of range: use 0 <= seed < 2^32")
     try:
@@ -159,7 +168,8 @@ def build_spec(
         config = override(config, overrides)
         # the env family's latent D, and options it rejects, are checked before any work
         bind_env_family(config, env_ids, f"curriculum {cur.name!r}")
-        spec = RunSpec(cur, method, seed, config, preset, overrides)
+        spec = RunSpec(cur, method, seed, config, preset, overrides,
+                       tuple(dict.fromkeys(imports or ())))
         spec.check_budgets()
         return spec
     except ConfigError as err:
@@ -226,9 +236,10 @@ def check_resume_options(ns: argparse.Namespace, stored: RunSpec, path: str,
             if "intrinsic_beta" in given:
                 config = config.model_copy(update={"intrinsic_beta": given["intrinsic_beta"]})
             config = override(config, sets)
-            stored_config = bind_env_family(stored.config,
-                                            list(stored.curriculum.task_ids().values()))
-            config = bind_env_family(config, list(stored.curriculum.task_ids().values()))
+            env_ids = list(stored.curriculum.task_ids().values())
+            stored_config = bind_method(bind_env_family(stored.config, env_ids),
+                                        stored.method)
+            config = bind_method(bind_env_family(config, env_ids), stored.method)
         except ConfigError as err:
             raise CLIError(str(err)) from None
         changed = differences(stored_config, config, sets)
@@ -245,16 +256,6 @@ def check_resume_options(ns: argparse.Namespace, stored: RunSpec, path: str,
     if wrong:
         raise CLIError(f"{path} was started with other settings; these options "
                        f"contradict it: {'; '.join(wrong)}. Leave them out to resume it")
-
-
-def tracking_of(ns: argparse.Namespace) -> Tracking:
-    """The ``--track`` trackers, their packages checked before any work."""
-    try:
-        tracking = Tracking(tuple(dict.fromkeys(ns.track or ())), ns.track_project)
-        tracking.check()
-    except TrackingError as err:
-        raise CLIError(str(err)) from None
-    return tracking
 
 
 def _cmd_run(ns: argparse.Namespace) -> None:
@@ -296,7 +297,7 @@ def _cmd_run(ns: argparse.Namespace) -> None:
             raise CLIError(f"{' and '.join(missing)} required (or --resume RUN_DIR)")
         seed = 0 if ns.seed is None else ns.seed
         spec = build_spec(ns.curriculum, ns.method, seed, ns.preset, ns.intrinsic_beta,
-                          ns.sets)
+                          ns.sets, ns.imports)
         out = Path(ns.out) if ns.out else _default_out(spec.curriculum.name, ns.method, seed)
         try:
             claim_new_dir(out, resume_hint=f"resume it with `telapa run --resume {out}`")
@@ -323,7 +324,7 @@ def _run_seeds(ns: argparse.Namespace, console: Console, tracking: Tracking) -> 
         if not 0 <= seed < SEED_LIMIT:
             raise CLIError(f"--seeds: seed {seed} is out of range: use 0 <= seed < 2^32")
     spec = build_spec(ns.curriculum, ns.method, seeds[0], ns.preset, ns.intrinsic_beta,
-                      ns.sets)
+                      ns.sets, ns.imports)
     outs = batch_outs(spec.curriculum.name, ns.method, seeds, ns.out)
     for out in outs:
         try:
@@ -403,7 +404,8 @@ def _records(frame: pd.DataFrame) -> dict[str, dict[str, float]]:
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     run = sub.add_parser("run", help="run one method on a curriculum (resumable)")
     run.add_argument("--curriculum", help="curriculum name in configs/curricula or a YAML file")
-    run.add_argument("--method", help=f"one of: {', '.join(METHODS)}")
+    run.add_argument("--method", help=f"one of: {', '.join(method_names())} (or a "
+                                      "plug-in's, see --import)")
     run.add_argument("--seed", type=seed_int, help="0 <= S < 2^32 (default 0)")
     run.add_argument("--seeds", metavar="SEEDS",
                      help="several seeds in one process, e.g. 0-7 or 0,2,5 (one run "
@@ -413,6 +415,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                           "or a YAML file; default: the curriculum's env family's quick "
                           "preset (quick for MiniGrid, mujoco-quick for MuJoCo)")
     add_set_option(run)
+    add_import_option(run)
     run.add_argument("--out", help="run directory (default: under runs/); with --seeds "
                                    "the directory that holds the seeds' run directories")
     run.add_argument("--intrinsic-beta", type=float, metavar="BETA",
@@ -420,12 +423,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--resume", metavar="RUN_DIR", nargs="+",
                      help="continue a killed run (other options must agree with it); "
                           "several run directories resume as one batch of seeds")
-    run.add_argument("--track", action="append", choices=TRACKERS,
-                     help="also log the run's curves to Weights & Biases or MLflow (one "
-                          "tracked run per seed; needs telapa[tracking]; repeatable). "
-                          "TensorBoard events are always written to RUN_DIR/tb")
-    run.add_argument("--track-project", default="telapa", metavar="NAME",
-                     help="the W&B project / MLflow experiment of --track (default telapa)")
+    add_track_options(run, "one tracked run per seed")
     run.add_argument("--log-interval", type=float, default=30.0, metavar="SECONDS",
                      help="seconds between progress lines when stderr is not a terminal")
     run.set_defaults(func=_cmd_run)

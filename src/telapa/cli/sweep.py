@@ -2,7 +2,7 @@
 
     telapa sweep FILE --out DIR [--workers N] [--threads T] [--retries R]
                  [--backend local|ray] [--address ADDR] [--batch-seeds] [--export DEST]
-                 [--set KEY=VALUE ...]
+                 [--set KEY=VALUE ...] [--import MODULE ...] [--track wandb|mlflow]
     telapa sweep status DIR
     telapa sweep export DIR DEST
 
@@ -10,8 +10,12 @@ Re-running the same command resumes the sweep: finished cells are skipped, parti
 resume from their checkpoints, failed ones are tried again. ``--set KEY=VALUE``
 (repeatable) adds an override for every cell over the file's ``overrides``; the sweep
 directory records the cells' settings, so re-running it with another ``--set`` is
-refused. ``telapa metrics DIR`` and ``telapa report DIR`` score a sweep directory's
-finished cells.
+refused. ``--import MODULE`` (repeatable) imports the user's module before the sweep file
+is read, and in every worker before its cells (local processes and Ray tasks alike);
+each cell's ``run.json`` records it. ``--track wandb`` / ``--track mlflow`` log every
+cell to its own tracked run, grouped by curriculum and method (TensorBoard events are
+always written to each cell's run directory). ``telapa metrics DIR`` and ``telapa
+report DIR`` score a sweep directory's finished cells.
 """
 
 from __future__ import annotations
@@ -23,7 +27,15 @@ from pathlib import Path
 
 from rich.table import Table
 
-from telapa.cli.common import CLIError, add_set_option, int_in, stdout_console
+from telapa.cli.common import (
+    CLIError,
+    add_import_option,
+    add_set_option,
+    add_track_options,
+    int_in,
+    stdout_console,
+    tracking_of,
+)
 from telapa.config import ConfigError
 from telapa.continual.rundir import RunDirError
 
@@ -54,6 +66,7 @@ def _cmd_sweep(ns: argparse.Namespace) -> None:
         raise CLIError("usage: telapa sweep FILE --out DIR (or telapa sweep status DIR)")
     if ns.out is None:
         raise CLIError("--out DIR is required")
+    tracking = tracking_of(ns)
     from telapa.continual.sweep import LocalBackend, RayBackend, load_sweep, run_sweep
     from telapa.overrides import parse_sets
 
@@ -69,7 +82,8 @@ def _cmd_sweep(ns: argparse.Namespace) -> None:
         backend = LocalBackend(ns.workers, ns.threads)
     try:
         counts = run_sweep(sweep, ns.out, backend, retries=ns.retries,
-                           batch_seeds=ns.batch_seeds, export=ns.export, on_event=_log)
+                           batch_seeds=ns.batch_seeds, export=ns.export, on_event=_log,
+                           imports=ns.imports or (), tracking=tracking)
     except (RunDirError, ConfigError) as err:
         raise CLIError(str(err)) from None
     except KeyboardInterrupt:
@@ -160,6 +174,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     sweep.add_argument("args", nargs="+", metavar="FILE | status DIR | export DIR DEST")
     sweep.add_argument("--out", help="sweep directory (re-running the command resumes it)")
     add_set_option(sweep)
+    add_import_option(sweep)
+    add_track_options(sweep, "one tracked run per cell")
     sweep.add_argument("--backend", choices=["local", "ray"], default="local")
     sweep.add_argument("--address", help="Ray cluster address (default: a local Ray instance)")
     sweep.add_argument("--workers", type=int_in(1, MAX_WORKERS), default=1,

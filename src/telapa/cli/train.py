@@ -1,9 +1,11 @@
 """``telapa train``: PPO on one environment.
 
     telapa train --env ID --steps N [--seed S] [--backend jax|gymnasium] [--config FILE]
-                 [--set KEY=VALUE ...] [--out DIR] [--json]
+                 [--set KEY=VALUE ...] [--import MODULE ...] [--out DIR] [--json]
 
 ``--set ppo.lr=1e-3`` (repeatable) changes one setting of the config (`telapa.overrides`).
+``--env`` takes any id of the registry, ``module:Id`` included; ``--import MODULE``
+(repeatable) imports the user's module first (`telapa.plugins`).
 ``train`` writes a run directory: ``config.yaml`` (the resolved `TrainConfig`, loadable
 with ``--config``), ``run.json`` (arguments, ``--set`` overrides and final results),
 ``metrics.csv`` (one row per PPO iteration) and TensorBoard events under ``tb/``. With
@@ -27,6 +29,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from telapa.cli.common import (
     CLIError,
+    add_import_option,
     add_set_option,
     check_env_id,
     env_steps,
@@ -55,7 +58,8 @@ def _run_dir(out: str | None, env_id: str, backend: str, seed: int) -> Path:
     if out:
         return Path(out)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path("runs") / f"{env_id}-{backend}-s{seed}-{stamp}"
+    name = env_id.replace(":", "-")  # module:Id
+    return Path("runs") / f"{name}-{backend}-s{seed}-{stamp}"
 
 
 def train_run(
@@ -67,9 +71,11 @@ def train_run(
     out: str | None = None,
     console: Console | None = None,
     sets: list[str] | None = None,
+    imports: list[str] | None = None,
 ) -> dict[str, Any]:
     """Validates, trains, evaluates and writes a run directory; returns the summary.
-    ``sets``: ``--set KEY=VALUE`` items applied over the config (`telapa.overrides`)."""
+    ``sets``: ``--set KEY=VALUE`` items applied over the config (`telapa.overrides`);
+    ``imports``: the ``--import`` modules (already imported), recorded in ``run.json``."""
     import pandas as pd
     from tensorboardX import SummaryWriter
 
@@ -91,7 +97,7 @@ def train_run(
         raise CLIError(str(err)) from None
     write_text_atomic(run_dir / "config.yaml", dump_config(config))
     args = {"env": env_id, "steps": steps, "seed": seed, "backend": backend,
-            "overrides": overrides}
+            "overrides": overrides, **({"imports": list(imports)} if imports else {})}
 
     trainer = PPOTrainer(env_id, config, key=seed, backend=backend, total_steps=steps)
     with console.status(f"compiling PPO for {env_id} ({backend})"):
@@ -158,7 +164,7 @@ def train_run(
 
 def _cmd_train(ns: argparse.Namespace) -> None:
     summary = train_run(ns.env, ns.steps, ns.seed, ns.backend, ns.config, ns.out,
-                        sets=ns.sets)
+                        sets=ns.sets, imports=ns.imports)
     if ns.json:
         print(json.dumps(summary), flush=True)
     else:
@@ -172,13 +178,15 @@ def _cmd_train(ns: argparse.Namespace) -> None:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     train = sub.add_parser("train", help="train PPO on one environment")
-    train.add_argument("--env", required=True, help="env id, e.g. MiniGrid-DoorKey-8x8-v0")
+    train.add_argument("--env", required=True, help="env id, e.g. MiniGrid-DoorKey-8x8-v0 "
+                                                    "(or module:Id)")
     train.add_argument("--steps", required=True, type=env_steps,
                        help="env steps (at most 1e10)")
     train.add_argument("--seed", type=seed_int, default=0, help="0 <= S < 2^32")
     train.add_argument("--backend", choices=["jax", "gymnasium"], default="jax")
     train.add_argument("--config", help="YAML config (default: configs/ppo preset)")
     add_set_option(train)
+    add_import_option(train)
     train.add_argument("--out", help="run directory (default: runs/<env>-<backend>-s<seed>-<time>)")
     train.add_argument("--json", action="store_true", help="print a JSON summary line")
     train.set_defaults(func=_cmd_train)

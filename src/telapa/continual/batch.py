@@ -51,6 +51,7 @@ from typing import Any
 
 from telapa.continual.preset import bind_env_family
 from telapa.continual.progress import Progress, SilentProgress
+from telapa.continual.registry import bind_method
 from telapa.continual.rundir import RunDir, RunDirError
 from telapa.continual.runner import (
     ContinualRun,
@@ -182,8 +183,8 @@ class SeedBatch:
             elif spec is None:
                 raise RunDirError(f"{path} holds no run to resume")
             specs.append(spec)
-        key = [(s.method, s.curriculum, bind_env_family(
-            s.config, list(s.curriculum.task_ids().values()))) for s in specs]
+        key = [(s.method, s.curriculum, bind_method(bind_env_family(
+            s.config, list(s.curriculum.task_ids().values())), s.method)) for s in specs]
         for (_, path), same in zip(entries, key, strict=True):
             if same != key[0]:
                 raise RunDirError(f"{path} is not a run of the same method, curriculum and "

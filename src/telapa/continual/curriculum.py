@@ -21,6 +21,16 @@ curriculum is loaded: MiniGrid ``observe_mission``; MuJoCo (``backend: gymnasium
 ``friction``, the friction regime (``{env_id: Hopper-v5, options: {friction: 0.75}}``,
 see ``configs/curricula/hopper.yaml``). All tasks of a curriculum belong to one family.
 
+An env id may name the module that registers it, ``my_package.envs:Ring-v0``: the module
+is imported when the curriculum is read (`telapa.plugins`). A task's ``success`` sets
+the competence target of its env (`Success`), in place of its family's: MiniGrid and
+the generic family count an episode with a positive return as a success (SR = mean_e
+[R_e > 0]), MuJoCo scores the normalized return SR~ = clip(mean_e R_e / R*, 0, 1)::
+
+    tasks:
+      A: {env_id: CartPole-v1, success: {return_at_least: 195}}     # SR: share of R >= 195
+      B: {env_id: Pendulum-v1, success: {normalized_return: {low: -1200, high: -200}}}
+
 Tags are the keys of ``tasks``; ``order`` may repeat them. The n-th visit of task ``A`` is
 tagged ``A`` followed by n-1 primes (``A``, ``A'``, ``A''``). Every env id is checked on the
 curriculum's backend when it is loaded, before any work starts.
@@ -35,8 +45,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     Field,
+    FiniteFloat,
+    SerializerFunctionWrapHandler,
     ValidationInfo,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -48,7 +61,9 @@ from telapa.config import (
     resolve_named,
     validate,
 )
+from telapa.envs.family import Competence, NormalizedReturn, ReturnAtLeast
 from telapa.envs.registry import check_env_id, family_of
+from telapa.plugins import import_env_module
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,99}")
 """Curriculum names (and other names that become one path component)."""
@@ -63,15 +78,85 @@ CURRICULUM_DIR = CONFIG_DIR / "curricula"
 """Where the named curricula live: ``configs/curricula/<name>.yaml``."""
 
 
-class TaskSpec(StrictModel):
-    """One task family: an env id, options for ``telapa.envs.make``, an optional budget."""
+class ReturnRange(StrictModel):
+    """The returns of no competence (``low``, R_0) and of full competence (``high``, R*)."""
 
+    low: FiniteFloat = 0.0
+    high: FiniteFloat
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ReturnRange:
+        if not self.high > self.low:
+            raise ValueError(f"high ({self.high}) must be greater than low ({self.low})")
+        return self
+
+
+class Success(StrictModel):
+    """A task's competence target, in place of its env family's (exactly one form):
+
+    * ``return_at_least: X``: SR = mean_e [R_e >= X], the share of evaluation episodes
+      whose return reaches X (`telapa.envs.family.ReturnAtLeast`);
+    * ``normalized_return: {low: R_0, high: R*}`` (or ``normalized_return: R*``, with
+      R_0 = 0): SR~ = clip((mean_e R_e - R_0) / (R* - R_0), 0, 1)
+      (`telapa.envs.family.NormalizedReturn`).
+
+    The competence drives everything the family's would: gates, anchors, probes, every
+    metric (SR, TTT, BWT, ...) and PPO's training success rate; the return stays the
+    fitness."""
+
+    return_at_least: FiniteFloat | None = None
+    normalized_return: ReturnRange | None = None
+
+    @field_validator("normalized_return", mode="before")
+    @classmethod
+    def _reference_only(cls, value: Any) -> Any:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return {"high": value}
+        return value
+
+    @model_validator(mode="after")
+    def _one_form(self) -> Success:
+        given = [k for k in ("return_at_least", "normalized_return")
+                 if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of return_at_least: X or normalized_return: "
+                             f"{{low: R_0, high: R*}} (got {', '.join(given) or 'neither'})")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _given_form_only(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        return {k: v for k, v in data.items() if v is not None} if isinstance(data, dict) \
+            else data
+
+    def competence(self) -> Competence:
+        """The `Competence` score this target defines."""
+        if self.return_at_least is not None:
+            return ReturnAtLeast(self.return_at_least)
+        target = self.normalized_return
+        return NormalizedReturn(target.high, low=target.low)
+
+
+class TaskSpec(StrictModel):
+    """One task family: an env id, options for ``telapa.envs.make``, an optional budget
+    and an optional competence target."""
 
     env_id: str
     options: dict[str, Any] = Field(default_factory=dict)
     steps: EnvSteps | None = None
     """Env steps per visit of this task; overrides `Curriculum.steps_per_visit`; at most
     `MAX_ENV_STEPS`."""
+    success: Success | None = None
+    """The competence target of this task (`Success`); None: its env family's."""
+
+    @model_serializer(mode="wrap")
+    def _without_default_success(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """No ``success: null``: a curriculum without targets dumps as it did before
+        targets existed (a sweep's ``cells.json`` and a run's ``curriculum.yaml``)."""
+        data = handler(self)
+        if self.success is None and isinstance(data, dict):
+            data.pop("success", None)
+        return data
 
 
 @dataclass(frozen=True)
@@ -90,6 +175,8 @@ class Visit:
     """Number of earlier visits of this task."""
     steps: int | None
     """Env steps for this visit; None: use the run preset's budget."""
+    competence: Competence | None = None
+    """The task's competence score (its ``success``); None: its env family's."""
 
 
 class Curriculum(StrictModel):
@@ -140,7 +227,8 @@ class Curriculum(StrictModel):
             for tag, spec in tasks.items():
                 try:
                     check_env_id(spec.env_id, backend)
-                    family_of(spec.env_id).check_options(spec.env_id, spec.options)
+                    family_of(spec.env_id).check_options(import_env_module(spec.env_id),
+                                                         spec.options)
                 except ValueError as err:
                     raise ValueError(f"task {tag!r}: {err}") from None
         return tasks
@@ -176,7 +264,9 @@ class Curriculum(StrictModel):
             seen[task] = cycle + 1
             steps = spec.steps if spec.steps is not None else self.steps_per_visit
             tag = task + "'" * cycle
-            visits.append(Visit(index, task, tag, spec.env_id, dict(spec.options), cycle, steps))
+            competence = spec.success.competence() if spec.success is not None else None
+            visits.append(Visit(index, task, tag, spec.env_id, dict(spec.options), cycle, steps,
+                                competence))
         return visits
 
     def task_ids(self) -> dict[str, str]:

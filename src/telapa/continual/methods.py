@@ -31,6 +31,7 @@ import numpy as np
 import optax
 import pandas as pd
 from flax import struct
+from pydantic import BaseModel
 
 from telapa.config import NetworkConfig
 from telapa.continual.curriculum import Visit
@@ -105,7 +106,7 @@ class Method:
     """Finetune: one PPO instance across the sequence, optimizer state kept.
 
     A new method is one subclass with its ``name`` (and ``section``, if it has settings),
-    listed in `telapa.continual.registry.METHODS`."""
+    listed in `telapa.continual.registry.METHODS`, or a plug-in (`telapa.plugins`)."""
 
     name: ClassVar[str] = "finetune"
     section: ClassVar[str | None] = None
@@ -114,6 +115,9 @@ class Method:
     grouped by the settings of their own method's section only
     (`telapa.continual.results`), and a sweep's ``methods.<section>.*`` grid multiplies
     only the cells of the methods that declare that section."""
+    settings_model: ClassVar[type[BaseModel] | None] = None
+    """The pydantic model of ``section`` when it is the method's own (a plug-in's: the
+    built-in sections are fields of `MethodsConfig`); None: a built-in section."""
     reset_optimizer: ClassVar[bool] = False
     observes_features: ClassVar[bool] = False
     """Whether `observe` reads the evaluations' per-step features (else the runner's
@@ -121,8 +125,8 @@ class Method:
 
     def __init__(self, config: RunConfig, *, key: jax.Array | None = None):
         self.config = config
-        self.settings: Any = None if self.section is None else getattr(config.methods,
-                                                                       self.section)
+        self.settings: Any = None if self.section is None else config.methods.section(
+            self.section)
         """This method's settings, ``config.methods.<section>`` (None without a section)."""
         self.key = jax.random.key(0) if key is None else key
         """The method's own randomness, drawn from the run seed by the runner (TeLAPA: the

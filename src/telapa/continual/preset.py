@@ -5,6 +5,12 @@ minutes; ``paper``: the paper's numbers and our documented choices where it is s
 see docs/assumptions.md). ``train`` is a PPO preset name from ``configs/ppo/`` or an
 inline `TrainConfig` mapping. A preset may build on another with ``base: NAME`` (or a
 path) and change part of it (`telapa.overrides.read_layered`).
+
+``methods.<section>`` holds a method's settings: the built-in sections are the fields of
+`MethodsConfig`; a plug-in method (`telapa.plugins`) brings its own section and the
+pydantic model that validates it (`register_section`, called by
+`telapa.continual.registry.register_method`), so ``methods.<its section>.KEY`` works in
+presets, ``--set`` and sweep grids like a built-in key.
 """
 
 from __future__ import annotations
@@ -13,13 +19,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import (
+    BaseModel,
+    ConfigDict,
     Field,
+    ModelWrapValidatorHandler,
     NonNegativeFloat,
     PositiveFloat,
     PositiveInt,
+    ValidationError,
     field_validator,
     model_validator,
 )
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from telapa.config import (
     CONFIG_DIR,
@@ -28,6 +39,8 @@ from telapa.config import (
     StrictModel,
     TrainConfig,
     UnitInterval,
+    bool_errors,
+    format_validation_errors,
     load_config,
     preset_path,
     resolve_named,
@@ -35,6 +48,13 @@ from telapa.config import (
 )
 from telapa.latent.config import LatentConfig
 from telapa.overrides import merge, read_layered
+from telapa.plugins import (
+    METHODS_GROUP,
+    PluginError,
+    entry_points,
+    import_env_module,
+    load_entry_point,
+)
 from telapa.qd.config import QDConfig
 
 RUN_PRESET_DIR = CONFIG_DIR / "runs"
@@ -75,12 +95,149 @@ class TeLAPAConfig(StrictModel):
     latent: LatentConfig = Field(default_factory=LatentConfig)
 
 
+_PLUGIN_SECTIONS: dict[str, tuple[type[BaseModel], str]] = {}
+"""Plug-in section name -> (its settings model, the method that declared it)."""
+_ENTRY_POINTS_READ = False
+_UNLOADABLE: list[str] = []
+"""Why the ``telapa.methods`` entry points that failed to load did (`plugin_section`)."""
+
+
+def register_section(name: str, model: type[BaseModel], owner: str) -> None:
+    """Adds ``methods.<name>``, validated by ``model`` (a pydantic model whose fields all
+    have defaults), declared by the method ``owner``. A built-in section's name, or a
+    section another method declared with another model, is a `PluginError`."""
+    if name in MethodsConfig.model_fields:
+        raise PluginError(f"method {owner!r} declares the settings section {name!r} with "
+                          "its own model, but that is a built-in section; leave "
+                          "settings_model out to read the built-in one, or rename it")
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise PluginError(f"method {owner!r}: settings_model of section {name!r} must be a "
+                          f"pydantic model class, got {model!r}")
+    try:
+        model()
+    except ValidationError as err:
+        raise PluginError(f"method {owner!r}: every setting of section {name!r} needs a "
+                          f"default ({format_validation_errors(err, model.__name__)})"
+                          ) from None
+    known = _PLUGIN_SECTIONS.get(name)
+    if known is not None and known[0] is not model:
+        raise PluginError(f"methods {known[1]!r} and {owner!r} both declare the settings "
+                          f"section {name!r} with different models")
+    _PLUGIN_SECTIONS.setdefault(name, (model, owner))
+
+
+def plugin_section(name: str) -> type[BaseModel] | None:
+    """The model of the plug-in section ``name``; on the first section it does not know,
+    the ``telapa.methods`` entry points are loaded and their sections registered (one
+    that fails to load is skipped and named when a section stays unknown:
+    `unknown_section_error`). None: no method declares it."""
+    global _ENTRY_POINTS_READ
+    if name not in _PLUGIN_SECTIONS and not _ENTRY_POINTS_READ:
+        _ENTRY_POINTS_READ = True
+        for ep_name in entry_points(METHODS_GROUP):
+            try:
+                method = load_entry_point(METHODS_GROUP, ep_name)
+            except PluginError as err:
+                _UNLOADABLE.append(str(err))
+                continue
+            section, model = getattr(method, "section", None), getattr(
+                method, "settings_model", None)
+            if isinstance(section, str) and model is not None:
+                register_section(section, model, getattr(method, "name", ep_name))
+    known = _PLUGIN_SECTIONS.get(name)
+    return None if known is None else known[0]
+
+
+def unknown_section_error(name: str, value: Any) -> InitErrorDetails:
+    """The error of ``methods.<name>`` that no method declares: an unknown key, or, when
+    some method plug-ins failed to load, a message that names them (one of them may have
+    declared it)."""
+    if not _UNLOADABLE:
+        return InitErrorDetails(type="extra_forbidden", loc=(name,), input=value)
+    why = "; ".join(_UNLOADABLE)
+    return InitErrorDetails(type=PydanticCustomError(
+        "unknown_section", "no method declares this settings section, and {why}",
+        {"why": why}), loc=(name,), input=value)
+
+
+def section_names() -> list[str]:
+    """The built-in sections and the plug-in sections registered so far."""
+    return [*MethodsConfig.model_fields, *_PLUGIN_SECTIONS]
+
+
 class MethodsConfig(StrictModel):
+    """The methods' settings sections: the built-in ones below, and ``methods.<section>``
+    of each plug-in method (`register_section`), read with `section`."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
     telapa: TeLAPAConfig = Field(default_factory=TeLAPAConfig)
     ewc: EWCConfig = EWCConfig()
     l2init: L2InitConfig = L2InitConfig()
     shrink_perturb: ShrinkPerturbConfig = ShrinkPerturbConfig()
     scratch_reuse: ScratchReuseConfig = ScratchReuseConfig()
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _plugin_sections(cls, data: Any, handler: ModelWrapValidatorHandler) -> MethodsConfig:
+        """Validates each key that is not a built-in section by its plug-in model; a key
+        no method declares is an unknown key, as in every other model."""
+        if not isinstance(data, dict):
+            return handler(data)
+        errors: list[InitErrorDetails] = []
+        checked = dict(data)
+        for key, value in data.items():
+            if key in cls.model_fields:
+                continue
+            model = plugin_section(key)
+            if model is None:
+                errors.append(unknown_section_error(key, value))
+            elif not isinstance(value, model):
+                wrong = bool_errors(model, value)  # as `validate` does for the built-ins
+                errors.extend(InitErrorDetails(
+                    type=PydanticCustomError("bool_number", "a boolean where a number belongs"),
+                    loc=(key, *loc.split(".")), input=True) for loc in wrong)
+                if wrong:
+                    continue
+                try:
+                    checked[key] = model.model_validate(value)
+                except ValidationError as err:
+                    errors.extend(InitErrorDetails(type=e["type"], loc=(key, *e["loc"]),
+                                                   input=e["input"], ctx=e.get("ctx", {}))
+                                  for e in err.errors())
+        try:
+            result = handler(checked)
+        except ValidationError as err:
+            if not errors:
+                raise
+            errors = [*err.errors(), *errors]
+        if errors:
+            raise ValidationError.from_exception_data(cls.__name__, errors)
+        return result
+
+    def section(self, name: str) -> BaseModel:
+        """The settings of section ``name``: a built-in field, or a plug-in section (its
+        model's defaults when the preset leaves it out); `PluginError` for a section no
+        method declares."""
+        if name in type(self).model_fields:
+            return getattr(self, name)
+        extra = self.__pydantic_extra__ or {}
+        if name in extra:
+            return extra[name]
+        model = plugin_section(name)
+        if model is None:
+            raise PluginError(f"no method declares the settings section {name!r}; known: "
+                              f"{', '.join(section_names())}")
+        return model()
+
+    def with_section(self, name: str) -> MethodsConfig:
+        """This config with plug-in section ``name`` written out (its defaults when it was
+        left out), so that ``config.yaml`` records every setting its method reads; a
+        built-in section: unchanged."""
+        if name in type(self).model_fields or name in (self.__pydantic_extra__ or {}):
+            return self
+        data = self.model_dump(exclude_unset=True)
+        return type(self).model_validate({**data, name: self.section(name).model_dump()})
 
 
 class RunConfig(StrictModel):
@@ -206,7 +363,7 @@ def bind_env_family(config: RunConfig, env_ids: list[str], source: str = "run") 
         family = common_family(env_ids)
     except ValueError as err:
         raise ConfigError(f"{source}: {err}") from None
-    dims = {env_id: family.feature_dim(env_id) for env_id in env_ids}
+    dims = {env_id: family.feature_dim(import_env_module(env_id)) for env_id in env_ids}
     if len(set(dims.values())) != 1:
         raise ConfigError(f"{source}: tasks have different sketch dimensions {dims}")
     dim = next(iter(dims.values()))

@@ -1,5 +1,14 @@
 """Every continual method by name (`telapa run --method NAME`), and what follows from
-each method's declared settings section (`Method.section`)."""
+each method's declared settings section (`Method.section`).
+
+The built-in methods are listed here. A plug-in method (`telapa.plugins`) is a `Method`
+subclass that an installed package names under the ``telapa.methods`` entry point
+(loaded the first time its name is asked for, or when every name is listed), or that a
+module given to ``--import`` passes to `register_method`. A plug-in's own settings
+section comes with its pydantic model (`Method.settings_model`), registered with the run
+presets (`telapa.continual.preset.register_section`); a name or section of a built-in is
+an error naming both.
+"""
 
 from __future__ import annotations
 
@@ -16,21 +25,27 @@ from telapa.continual.methods import (
     ScratchReuse,
     ShrinkPerturb,
 )
-from telapa.continual.preset import MethodsConfig, RunConfig
+from telapa.continual.preset import MethodsConfig, RunConfig, register_section
 from telapa.continual.telapa.method import TeLAPA, TeLAPAStatic
+from telapa.plugins import METHODS_GROUP, PluginError, entry_points, load_entry_point
 
-METHODS: dict[str, type[Method]] = {
+BUILTIN_METHODS: dict[str, type[Method]] = {
     m.name: m
     for m in (
         TeLAPA, TeLAPAStatic, Scratch, ScratchReuse, Finetune, FinetuneReset, EWC, L2Init, DFF,
         ShrinkPerturb,
     )
 }
+"""The methods telapa ships."""
+
+METHODS: dict[str, type[Method]] = dict(BUILTIN_METHODS)
+"""Every method known so far: the built-ins and the plug-ins registered (an entry point
+is added the first time it is asked for: use `find_method`, `method_names`)."""
 
 METHOD_SECTIONS: dict[str, str] = {name: m.section for name, m in METHODS.items()
                                    if m.section is not None}
-"""Method -> the ``methods.*`` section of `RunConfig` it reads (the others ignore it),
-as the methods declare it."""
+"""Built-in method -> the ``methods.*`` section of `RunConfig` it reads (the others
+ignore it), as the methods declare it; `method_section` answers for plug-ins too."""
 
 _unknown = {n: s for n, s in METHOD_SECTIONS.items() if s not in MethodsConfig.model_fields}
 if _unknown:
@@ -38,16 +53,87 @@ if _unknown:
                     f"lacks (it has {sorted(MethodsConfig.model_fields)})")
 
 
+def _qualname(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def register_method(method: type[Method]) -> type[Method]:
+    """Adds the plug-in ``method`` (a `Method` subclass) under its ``name``; returns it, so
+    it can decorate the class. Its ``section``, when it is not a built-in one, needs a
+    ``settings_model`` and is registered with the run presets. A built-in's name, another
+    class under the same name, or a section it cannot have is a `PluginError`;
+    registering the same class again is a no-op."""
+    if not (isinstance(method, type) and issubclass(method, Method)):
+        raise PluginError(f"{method!r} is not a telapa.continual.methods.Method subclass")
+    name = method.__dict__.get("name")
+    if not isinstance(name, str) or not name:
+        raise PluginError(f"method class {_qualname(method)} has no name of its own (set "
+                          "the class attribute name)")
+    if name in BUILTIN_METHODS and BUILTIN_METHODS[name] is not method:
+        raise PluginError(f"method {name!r} ({_qualname(method)}) has the name of a built-in "
+                          f"method ({_qualname(BUILTIN_METHODS[name])}); give it another name")
+    known = METHODS.get(name)
+    if known is not None and known is not method:
+        raise PluginError(f"two methods are named {name!r}: {_qualname(known)} and "
+                          f"{_qualname(method)}")
+    section = method.section
+    if section is not None:
+        if method.settings_model is not None:
+            register_section(section, method.settings_model, name)
+        elif section not in MethodsConfig.model_fields:
+            raise PluginError(f"method {name!r} declares the settings section {section!r}, "
+                              "which is not a built-in one; give the class a settings_model "
+                              "(a pydantic model of its settings)")
+    METHODS[name] = method
+    return method
+
+
+def find_method(name: str) -> type[Method]:
+    """The method class registered as ``name``, loading the ``telapa.methods`` entry point
+    of that name on first use; `PluginError` naming the available methods otherwise."""
+    method = METHODS.get(name)
+    if method is not None:
+        return method
+    if name in entry_points(METHODS_GROUP):
+        loaded = load_entry_point(METHODS_GROUP, name)
+        registered = register_method(loaded)
+        if registered.name != name:
+            raise PluginError(f"{METHODS_GROUP} entry point {name!r} gives the method named "
+                              f"{registered.name!r}; name the entry point after it")
+        return registered
+    raise PluginError(f"unknown method {name!r}; available: {', '.join(method_names())}")
+
+
+def method_names() -> list[str]:
+    """The names of every method: registered ones, then installed entry points not yet
+    loaded (nothing is imported)."""
+    return list(dict.fromkeys([*METHODS, *entry_points(METHODS_GROUP)]))
+
+
 def method_section(name: str) -> str | None:
     """The settings section the method ``name`` reads; None for a method without one,
     or one not (or no longer) registered."""
-    method = METHODS.get(name)
-    return None if method is None else method.section
+    try:
+        return find_method(name).section
+    except PluginError:
+        return None
 
 
 def make_method(name: str, config: RunConfig, *, key: jax.Array | None = None) -> Method:
-    """The method registered as ``name`` (see `METHODS`), with its own randomness ``key``
-    (the runner derives it from the run seed)."""
-    if name not in METHODS:
-        raise ValueError(f"unknown method {name!r}; available: {', '.join(METHODS)}")
-    return METHODS[name](config, key=key)
+    """The method registered as ``name`` (see `find_method`), with its own randomness
+    ``key`` (the runner derives it from the run seed)."""
+    return find_method(name)(config, key=key)
+
+
+def bind_method(config: RunConfig, name: str) -> RunConfig:
+    """``config`` with the plug-in settings section of method ``name`` written out (its
+    defaults when the preset left it out): ``config.yaml`` then records what the method
+    reads, and runs group by it as by a built-in section (`MethodsConfig.with_section`)."""
+    section = method_section(name)
+    if section is None or section in MethodsConfig.model_fields:
+        return config
+    return config.model_copy(update={"methods": config.methods.with_section(section)})
+
+
+__all__ = ["BUILTIN_METHODS", "METHODS", "METHOD_SECTIONS", "bind_method", "find_method",
+           "make_method", "method_names", "method_section", "register_method"]

@@ -1,7 +1,8 @@
 """The run directory: what a continual run writes, and its checkpoints.
 
     RUN_DIR/
-      run.json            spec (curriculum, method, seed, preset) and status
+      run.json            spec (curriculum, method, seed, preset, overrides, imports)
+                          and status
       config.yaml         the resolved `RunConfig`
       curriculum.yaml     the resolved `Curriculum`
       visits.csv          one row per visit (pre/post SR and return, steps, wall time)
@@ -242,6 +243,31 @@ class RunDir:
         spec.update(status=status, **extra)
         write_json_atomic(self.path / MANIFEST, spec)
 
+    def import_plugins(self) -> tuple[str, ...]:
+        """Imports the modules the run was started with (``run.json`` ``imports``, from
+        ``--import``), so that its plug-in methods, env families and env ids are known
+        before its curriculum and settings are read; returns them. `RunDirError` names
+        the run and a module that cannot be imported."""
+        from telapa.plugins import PluginError, import_modules
+
+        names = self.spec().get("imports") or []
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise RunDirError(f"{self.path / MANIFEST}: 'imports' is not a list of module "
+                              "names")
+        try:
+            return import_modules(names, source=f"{self.path} (run.json imports)")
+        except PluginError as err:
+            raise RunDirError(str(err)) from None
+
+    def _import_recorded(self) -> None:
+        """`import_plugins` when there is a readable manifest (a missing or damaged one
+        is for the readers of the manifest to report)."""
+        try:
+            self.spec()
+        except RunDirError:
+            return
+        self.import_plugins()
+
     def _yaml(self, name: str) -> Any:
         from telapa.config import ConfigError, read_yaml
 
@@ -255,6 +281,7 @@ class RunDir:
         from telapa.config import ConfigError
         from telapa.continual.curriculum import parse_curriculum
 
+        self._import_recorded()
         try:
             return parse_curriculum(self._yaml("curriculum.yaml"),
                                     str(self.path / "curriculum.yaml"))
@@ -266,6 +293,7 @@ class RunDir:
         from telapa.config import ConfigError
         from telapa.continual.preset import parse_run_config
 
+        self._import_recorded()
         try:
             return parse_run_config(self._yaml("config.yaml"), str(self.path / "config.yaml"))
         except ConfigError as err:

@@ -55,7 +55,7 @@ from telapa.continual.preset import (
     evaluations_per_visit,
 )
 from telapa.continual.progress import Progress, SilentProgress
-from telapa.continual.registry import make_method
+from telapa.continual.registry import bind_method, make_method
 from telapa.continual.rundir import (
     CURVE_COLUMNS,
     FINAL_COLUMNS,
@@ -85,7 +85,7 @@ from telapa.rl.agent import (
 from telapa.rl.evaluate import EvalResult
 from telapa.rl.ppo import PPOState
 
-AgentKey = tuple[str, str]
+AgentKey = tuple[str, str, str]
 
 
 @dataclass(frozen=True)
@@ -123,6 +123,10 @@ class RunSpec:
     overrides: dict[str, Any] = dataclasses.field(default_factory=dict)
     """The ``--set`` settings (dotted key -> value) ``config`` has over ``preset``, as
     recorded in ``run.json`` (``config`` already holds them)."""
+    imports: tuple[str, ...] = ()
+    """Modules imported before the run's curriculum and settings are read (``--import``:
+    its plug-ins), as recorded in ``run.json``; every later reader of the run directory
+    imports them again (`RunDir.import_plugins`)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.seed, bool) or not 0 <= self.seed < SEED_LIMIT:
@@ -169,9 +173,9 @@ class ContinualRun:
 
     def __init__(self, spec: RunSpec, run_dir: RunDir, progress: Progress | None = None,
                  *, agents: dict[AgentKey, Agent] | None = None):
-        spec = dataclasses.replace(spec, config=bind_env_family(
+        spec = dataclasses.replace(spec, config=bind_method(bind_env_family(
             spec.config, list(spec.curriculum.task_ids().values()),
-            f"curriculum {spec.curriculum.name!r}"))
+            f"curriculum {spec.curriculum.name!r}"), spec.method))
         self.spec = spec
         self.dir = run_dir
         self.progress = progress or SilentProgress()
@@ -220,6 +224,7 @@ class ContinualRun:
         run_dir.create(
             {"curriculum": spec.curriculum.name, "method": spec.method, "seed": spec.seed,
              "preset": spec.preset, "overrides": spec.overrides,
+             **({"imports": list(spec.imports)} if spec.imports else {}),
              "backend": spec.curriculum.backend,
              "telapa": __version__, "jax": jax.__version__,
              "code": extend_code(None, current_code(), resumed=False)},
@@ -252,7 +257,8 @@ class ContinualRun:
             return RunSpec(curriculum=run_dir.curriculum(), method=meta["method"],
                            seed=int(meta["seed"]), config=run_dir.config(),
                            preset=meta.get("preset", "custom"),
-                           overrides=dict(meta.get("overrides") or {}))
+                           overrides=dict(meta.get("overrides") or {}),
+                           imports=run_dir.import_plugins())
         except ConfigError as err:
             raise RunDirError(f"{run_dir.path}: {err}") from None
 
@@ -302,12 +308,12 @@ class ContinualRun:
 
     def agent(self, visit: Visit) -> Agent:
         """The static agent of ``visit``'s env (made on first use, kept in ``agents``)."""
-        key = (visit.env_id, repr(sorted(visit.options.items())))
+        key = (visit.env_id, repr(sorted(visit.options.items())), repr(visit.competence))
         if key not in self.agents:
             self.agents[key] = Agent(
                 visit.env_id, self.train_config, backend=self.spec.curriculum.backend,
                 env_options=visit.options, penalty=self.method.penalty,
-                intrinsic_beta=self.spec.config.intrinsic_beta,
+                intrinsic_beta=self.spec.config.intrinsic_beta, competence=visit.competence,
             )
         return self.agents[key]
 

@@ -11,7 +11,8 @@ A family answers, for the ids it `matches`:
 * ``feature_dim(env_id)``: D, the sketch's dimension (what the latent embedder reads);
 * ``competence(env_id)``: the `Competence` score of a set of episode returns that drives
   gates, anchors, few-shot selection, every metric and PPO's training statistics (the
-  return stays the fitness);
+  return stays the fitness); a curriculum task's ``success`` replaces it for that task
+  (`telapa.continual.curriculum.Success`);
 * ``codec(spec)``: how stored trajectories of the env with `EnvSpec` ``spec`` are
   compressed (`telapa.qd.trajectories.FeatureCodec`);
 * ``train_preset``: the default PPO preset, ``configs/ppo/<train_preset>.yaml``;
@@ -24,7 +25,8 @@ The families are MiniGrid (`telapa.envs.minigrid.family`), MuJoCo (`telapa.envs.
 and a generic fallback for any other Box-observation gymnasium env
 (`telapa.envs.generic`); `telapa.envs.registry` imports and asks them. A new family is
 one module with a class that follows `EnvFamily`, one line in the registry, and its YAML
-presets.
+presets; or, outside telapa, a plug-in (`telapa.plugins`: the ``telapa.families`` entry
+point, or `telapa.envs.registry.register_family` from a module given to ``--import``).
 """
 
 from __future__ import annotations
@@ -87,17 +89,41 @@ class SuccessRate(Competence):
 
 
 @dataclass(frozen=True)
-class NormalizedReturn(Competence):
-    """SR~ = clip(mean_e R_e / R*, 0, 1) (paper App. MuJoCo, normalized competence):
-    f(R) = R, g(m) = clip(m / R*, 0, 1)."""
+class ReturnAtLeast(Competence):
+    """SR = mean_e [R_e >= X], the share of episodes whose return reaches the target X
+    (a curriculum's ``success: {return_at_least: X}``): f(R) = [R >= X], g = identity."""
 
-    reference: float
-    """R*, the return that counts as full competence (> 0)."""
+    threshold: float
+    """X, the return that counts as a success."""
 
     def __post_init__(self) -> None:
-        if not self.reference > 0:
-            raise ValueError(f"NormalizedReturn: reference return must be > 0, got "
-                             f"{self.reference}")
+        if not np.isfinite(self.threshold):
+            raise ValueError(f"ReturnAtLeast: the threshold must be finite, got "
+                             f"{self.threshold}")
+
+    def episode_score(self, returns: Any) -> Any:
+        xp = _xp(returns)
+        return (xp.asarray(returns) >= xp.float32(self.threshold)).astype(xp.float32)
+
+    def of_mean_score(self, mean: Any) -> Any:
+        return mean
+
+
+@dataclass(frozen=True)
+class NormalizedReturn(Competence):
+    """SR~ = clip((mean_e R_e - R_0) / (R* - R_0), 0, 1) (paper App. MuJoCo, normalized
+    competence, where R_0 = 0): f(R) = R, g(m) = clip((m - R_0) / (R* - R_0), 0, 1)."""
+
+    reference: float
+    """R*, the return that counts as full competence (> ``low``)."""
+    low: float = 0.0
+    """R_0, the return that counts as none (0: the paper's SR~ = clip(mean R / R*, 0, 1))."""
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.low) and np.isfinite(self.reference)
+                and self.reference > self.low):
+            raise ValueError(f"NormalizedReturn: reference return must be > {self.low}, "
+                             f"got {self.reference}")
 
     def episode_score(self, returns: Any) -> Any:
         xp = _xp(returns)
@@ -105,7 +131,8 @@ class NormalizedReturn(Competence):
 
     def of_mean_score(self, mean: Any) -> Any:
         xp = _xp(mean)
-        return xp.clip(mean / xp.float32(self.reference), 0.0, 1.0).astype(xp.float32)
+        span = xp.float32(self.reference - self.low)
+        return xp.clip((mean - xp.float32(self.low)) / span, 0.0, 1.0).astype(xp.float32)
 
 
 class EnvFamily(Protocol):
@@ -126,4 +153,4 @@ class EnvFamily(Protocol):
     def codec(self, spec: EnvSpec) -> FeatureCodec: ...
 
 
-__all__ = ["Competence", "EnvFamily", "NormalizedReturn", "SuccessRate"]
+__all__ = ["Competence", "EnvFamily", "NormalizedReturn", "ReturnAtLeast", "SuccessRate"]

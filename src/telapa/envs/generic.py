@@ -2,9 +2,13 @@
 observation that no other family claims (CartPole, Pendulum, ...).
 
 The observation, flattened to ``{"obs": float32 vector}``, is also the per-step feature
-vector (D = observation size); competence is the success rate (a positive return counts
-as a success); trajectories are stored as float16; PPO preset ``configs/ppo/mujoco.yaml``.
-No JAX ports. Task options go to ``gymnasium.make``, which names a bad keyword itself.
+vector (D = observation size); competence is by default the success rate with a positive
+return counting as a success (SR = mean_e [R_e > 0]), which suits sparse 0/1 rewards
+only: CartPole would always succeed and Pendulum never. A curriculum sets the target of
+its own tasks, ``success: {return_at_least: X}`` or ``success: {normalized_return: {low:
+R_0, high: R*}}`` (`telapa.continual.curriculum.Success`). Trajectories are stored as
+float16; PPO preset ``configs/ppo/mujoco.yaml``. No JAX ports. Task options go to
+``gymnasium.make``, which names a bad keyword itself.
 """
 
 from __future__ import annotations

@@ -1,11 +1,18 @@
 """The one registry of environments: every env family, asked in order, and what follows
 from an env id (its family, its environments on both backends, its PPO preset).
 
-Families are asked in `FAMILIES` order; the generic family (`telapa.envs.generic`) takes
-any id no other family claims. The ``jax`` backend makes a family's functional port
-(`telapa.envs.base.JaxEnv`); the ``gymnasium`` backend a host `GymVectorEnv` of the
-family's single envs. A new family is one module (see `telapa.envs.family`) imported
-here and added to `FAMILIES`.
+Families are asked in order: the built-in `FAMILIES`, then the plug-in families, and
+the generic family (`telapa.envs.generic`) takes any id no other family claims. The
+``jax`` backend makes a family's functional port (`telapa.envs.base.JaxEnv`); the
+``gymnasium`` backend a host `GymVectorEnv` of the family's single envs. A new family is
+one module (see `telapa.envs.family`): built in, it is imported here and added to
+`FAMILIES`; as a plug-in, an installed package names it under the ``telapa.families``
+entry point (loaded the first time an id no built-in family claims is asked about), or a
+module given to ``--import`` calls `register_family`.
+
+An env id may name the module that registers it, ``module:Id`` (as ``gymnasium.make``
+reads it): the module is imported, then ``Id`` is asked about and made; every function
+here takes either form (`telapa.plugins.import_env_module`).
 """
 
 from __future__ import annotations
@@ -20,6 +27,12 @@ from telapa.envs.generic import GenericFamily
 from telapa.envs.gym_backend import GymVectorEnv, check_gym_id
 from telapa.envs.minigrid.family import MiniGridFamily
 from telapa.envs.mujoco import MujocoFamily
+from telapa.plugins import (
+    FAMILIES_GROUP,
+    PluginError,
+    import_env_module,
+    load_entry_points,
+)
 
 FAMILIES: tuple[EnvFamily, ...] = (MiniGridFamily(), MujocoFamily())
 """The specific families, in the order they are asked."""
@@ -27,14 +40,64 @@ GENERIC: EnvFamily = GenericFamily()
 """The family of every id the others do not claim."""
 
 
+_PLUGINS: dict[str, EnvFamily] = {}
+"""Plug-in families by name, in the order they were registered."""
+_ENTRY_POINTS_LOADED = False
+
+
+def register_family(family: EnvFamily | type) -> EnvFamily:
+    """Adds a plug-in family (an `EnvFamily` object, or a class made with no arguments),
+    asked after the built-in ones and before the generic one; returns the object. A
+    name a built-in family has is a `PluginError`; registering the same family again
+    is a no-op."""
+    if isinstance(family, type):
+        family = family()
+    name = getattr(family, "name", None)
+    missing = [m for m in ("matches", "check_options", "make_single", "jax_ids", "make_jax",
+                           "feature_dim", "competence", "codec", "train_preset",
+                           "run_preset", "count_bonus") if not hasattr(family, m)]
+    if not isinstance(name, str) or not name or missing:
+        raise PluginError(f"env family {family!r} does not follow telapa.envs.family."
+                          f"EnvFamily (missing: {', '.join(missing) or 'name'})")
+    builtin = {f.name for f in (*FAMILIES, GENERIC)}
+    if name in builtin:
+        raise PluginError(f"env family {name!r} ({type(family).__module__}."
+                          f"{type(family).__qualname__}) has the name of a built-in family "
+                          f"({', '.join(sorted(builtin))}); give it another name")
+    known = _PLUGINS.get(name)
+    if known is not None and type(known) is not type(family):
+        raise PluginError(f"two env families are named {name!r}: "
+                          f"{type(known).__module__}.{type(known).__qualname__} and "
+                          f"{type(family).__module__}.{type(family).__qualname__}")
+    return _PLUGINS.setdefault(name, family)
+
+
+def plugin_families() -> tuple[EnvFamily, ...]:
+    """The plug-in families: the ``telapa.families`` entry points (loaded on the first
+    call) and those registered by `register_family`."""
+    global _ENTRY_POINTS_LOADED
+    if not _ENTRY_POINTS_LOADED:
+        for name, family in load_entry_points(FAMILIES_GROUP).items():
+            registered = register_family(family)
+            if registered.name != name:
+                raise PluginError(f"{FAMILIES_GROUP} entry point {name!r} gives the family "
+                                  f"named {registered.name!r}; name the entry point after it")
+        _ENTRY_POINTS_LOADED = True
+    return tuple(_PLUGINS.values())
+
+
 def family_of(env_id: str) -> EnvFamily:
     """The family that owns ``env_id`` (the generic family if no other matches)."""
-    return next((f for f in FAMILIES if f.matches(env_id)), GENERIC)
+    env_id = import_env_module(env_id)
+    found = next((f for f in FAMILIES if f.matches(env_id)), None)
+    if found is None:
+        found = next((f for f in plugin_families() if f.matches(env_id)), GENERIC)
+    return found
 
 
 def families() -> list[str]:
-    """Names of the families (generic last)."""
-    return [f.name for f in FAMILIES] + [GENERIC.name]
+    """Names of the families (built-in, plug-in, generic last)."""
+    return [f.name for f in (*FAMILIES, *plugin_families())] + [GENERIC.name]
 
 
 def common_family(env_ids: list[str], where: str = "curriculum") -> EnvFamily:
@@ -56,7 +119,7 @@ def default_config(env_id: str) -> TrainConfig:
 
 def jax_env_ids() -> list[str]:
     """Ids available on the ``jax`` backend (every family's ports)."""
-    return sorted(i for f in (*FAMILIES, GENERIC) for i in f.jax_ids())
+    return sorted(i for f in (*FAMILIES, *plugin_families(), GENERIC) for i in f.jax_ids())
 
 
 def _unknown_jax_id(env_id: str, hint: str = "") -> ValueError:
@@ -66,14 +129,24 @@ def _unknown_jax_id(env_id: str, hint: str = "") -> ValueError:
 
 def check_env_id(env_id: str, backend: Backend) -> None:
     """Raises ``ValueError`` naming ``env_id`` and the alternatives unless it exists on
-    ``backend`` (checked before any work starts)."""
-    if backend == "jax":
-        if env_id not in jax_env_ids():
-            raise _unknown_jax_id(env_id, " (any gymnasium id runs with backend 'gymnasium')")
-    elif backend == "gymnasium":
-        check_gym_id(env_id)
-    else:
+    ``backend`` (checked before any work starts); for ``module:Id``, the module is
+    imported first and the error names it."""
+    if backend not in ("jax", "gymnasium"):
         raise ValueError(f"unknown backend {backend!r}; expected 'jax' or 'gymnasium'")
+    name = import_env_module(env_id)
+    try:
+        if backend == "jax":
+            if name not in jax_env_ids():
+                raise _unknown_jax_id(name, " (any gymnasium id runs with backend "
+                                            "'gymnasium')")
+        else:
+            check_gym_id(name)
+    except ValueError as err:
+        if name == env_id:
+            raise
+        module = env_id[: -len(name) - 1]
+        raise PluginError(f"env id {env_id!r}: module {module!r} was imported but {err}"
+                          ) from None
 
 
 def make(env_id: str, backend: Backend = "jax", **options: Any):
@@ -82,8 +155,10 @@ def make(env_id: str, backend: Backend = "jax", **options: Any):
     ``jax``: the family's port with its task options (e.g. ``observe_mission=False``).
     ``gymnasium``: a `GymVectorEnv` of the family's single envs; ``num_envs`` (default 8),
     ``seed`` (0) and ``wrapper`` (applied to each single env) configure the vector env,
-    every other option is a task option of the family.
+    every other option is a task option of the family. ``module:Id``: the module is
+    imported, then ``Id`` is made (and is the env's ``spec.env_id``).
     """
+    env_id = import_env_module(env_id)
     if backend == "jax":
         family = family_of(env_id)
         if env_id not in family.jax_ids():
@@ -102,4 +177,5 @@ def make(env_id: str, backend: Backend = "jax", **options: Any):
 
 
 __all__ = ["FAMILIES", "GENERIC", "check_env_id", "common_family", "default_config",
-           "families", "family_of", "jax_env_ids", "make"]
+           "families", "family_of", "jax_env_ids", "make", "plugin_families",
+           "register_family"]

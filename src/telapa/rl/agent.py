@@ -42,6 +42,7 @@ from flax import struct
 from telapa.config import TrainConfig
 from telapa.envs import AutoReset, Backend, make
 from telapa.envs.base import EnvSpec, JaxEnv, Obs
+from telapa.envs.family import Competence
 from telapa.envs.gym_backend import GymVectorEnv
 from telapa.envs.intrinsic import EpisodicCountBonus, episodic_count_bonus_gym
 from telapa.envs.registry import family_of
@@ -168,6 +169,8 @@ class Agent:
             include the bonus.
         gym_seed: the seed a gymnasium vector env is created with (every training reset
             reseeds it from the state's key, so results do not depend on it).
+        competence: the score of a set of returns (a curriculum task's ``success``);
+            None: the env family's (`EnvFamily.competence`).
     """
 
     def __init__(
@@ -181,6 +184,7 @@ class Agent:
         penalty: Penalty | None = None,
         intrinsic_beta: float | None = None,
         gym_seed: int = 0,
+        competence: Competence | None = None,
     ):
         self.config = config
         ppo = config.ppo
@@ -204,7 +208,7 @@ class Agent:
         self.spec: EnvSpec = env.spec
         self.family = family_of(self.spec.env_id)
         """The env family (`telapa.envs.family`): competence, sketch, trajectory codec."""
-        self.competence = self.family.competence(self.spec.env_id)
+        self.competence = competence or self.family.competence(self.spec.env_id)
         self.policy = Policy.create(self.spec, config.network)
         total_updates = math.ceil(total_steps / ppo.rollout_size) if total_steps else None
         self.optimizer = make_optimizer(ppo, total_updates)

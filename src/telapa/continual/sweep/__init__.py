@@ -17,7 +17,7 @@ A sweep file (YAML)::
 Cells are the product of the four lists, in file order with the seed varying fastest, or
 (``order: seed``) seed-major: a study that stops early then holds whole seeds of every
 method. A grid or override key under ``methods.X`` only applies to the methods that read
-section X (`continual.results.METHOD_SECTIONS`): ``methods.ewc.lam`` does not multiply
+section X (`continual.registry.method_section`): ``methods.ewc.lam`` does not multiply
 the Finetune cells of the same sweep. Relative paths in the file are relative to the
 file. Unknown keys, empty lists, unknown methods or curricula, dotted keys that name no
 setting and values a setting rejects are errors that name the file and the key, before

@@ -3,9 +3,10 @@ status files and (optionally) an export as cells finish."""
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,19 +15,31 @@ from telapa.continual.sweep.export import export_sweep
 from telapa.continual.sweep.grammar import Sweep, seed_jobs
 from telapa.continual.sweep.layout import prepare_sweep_dir, read_status, write_status
 from telapa.continual.sweep.status import STATES, cell_state
+from telapa.continual.tracking import Tracking
 
 
 def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
               batch_seeds: bool = False, export: str | Path | None = None,
-              on_event: Callable[[str], None] = lambda text: None) -> dict[str, int]:
+              on_event: Callable[[str], None] = lambda text: None,
+              imports: Sequence[str] = (), tracking: Tracking | None = None
+              ) -> dict[str, int]:
     """Runs every cell of ``sweep`` that is not done under ``out`` on ``backend``; a
     failed cell is tried up to ``retries`` more times (each error recorded in its status
     file). With ``batch_seeds`` the seeds of a cell run as one job (`seed_jobs`). With
     ``export``, the done cells are exported there (`export_sweep`) before the first job,
     which also checks the destination, and again as each cell finishes; an export that
     fails then is reported through ``on_event`` and does not stop the sweep.
+    ``imports`` (``--import``): modules every worker imports before it reads its cells
+    (each cell's ``run.json`` records them); ``tracking`` (``--track``): one tracked run
+    per cell, grouped by curriculum and method (`telapa.continual.tracking`).
     Returns the count of cells per state at the end."""
     out = Path(out)
+    runtime: dict[str, Any] = {}
+    if imports:
+        runtime["imports"] = list(dict.fromkeys(imports))
+    if tracking is not None and tracking.trackers:
+        runtime["tracking"] = {"trackers": list(tracking.trackers),
+                               "project": tracking.project}
     prepare_sweep_dir(sweep, out)
     lock = RunDir(out)
     try:
@@ -56,7 +69,9 @@ def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
                 write_status(out, cell.name, read_status(out, cell.name)
                              | {"state": "queued", "queued_try": token})
             failed, unstarted, started = [], [], False
-            for name, result in backend.run(out, seed_jobs(todo, batch_seeds)):
+            jobs = [[dataclasses.replace(c, runtime=runtime) for c in job]
+                    for job in seed_jobs(todo, batch_seeds)]
+            for name, result in backend.run(out, jobs):
                 status = read_status(out, name)
                 ran = status.get("started_try") == token
                 started |= ran

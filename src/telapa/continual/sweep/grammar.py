@@ -2,7 +2,8 @@
 
 Cells are the product of curricula x methods x grid values x seeds, in file order with the
 seed varying fastest, or (``order: seed``) seed-major. A ``methods.X.*`` grid or override
-key only applies to the methods that read section X (`continual.results.METHOD_SECTIONS`).
+key only applies to the methods that read section X (`continual.registry.method_section`,
+plug-in methods' own sections included).
 """
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ from telapa.config import ConfigError, StrictModel, read_yaml, resolve_named, va
 from telapa.continual.curriculum import CURRICULUM_DIR, SAFE_NAME, Curriculum, load_curriculum
 from telapa.continual.preset import (
     RUN_PRESET_DIR,
+    MethodsConfig,
     RunConfig,
+    bind_env_family,
     parse_run_config,
+    plugin_section,
     read_run_preset,
 )
-from telapa.continual.results import METHOD_SECTIONS
 
 MAX_SEEDS = 10_000
 """Seeds of one sweep (the paper: 20)."""
@@ -95,12 +98,22 @@ class Cell:
     """Dotted key -> value, applied to the preset (grid values and fixed overrides)."""
     config: RunConfig
     preset: str
+    runtime: dict[str, Any] = field(default_factory=dict, compare=False)
+    """What a worker needs besides the cell's record, given by the command that runs the
+    sweep (not in ``cells.json``: another ``--track`` is the same sweep): ``imports``,
+    the modules to import before the cell is read (``--import``), and ``tracking``, the
+    external trackers (``--track``: ``trackers``, ``project``)."""
 
     def payload(self) -> dict[str, Any]:
-        """The cell as plain JSON data: what ``cells.json`` records and a worker runs."""
+        """The cell as plain JSON data: what ``cells.json`` records."""
         return {"name": self.name, "method": self.method, "seed": self.seed,
                 "preset": self.preset, "curriculum": self.curriculum.model_dump(mode="json"),
                 "config": self.config.model_dump(mode="json")}
+
+    def work(self) -> dict[str, Any]:
+        """What a worker runs (`telapa.continual.sweep.jobs.run_job`): the `payload` and
+        the `runtime` entries."""
+        return {**self.payload(), **self.runtime}
 
 
 @dataclass(frozen=True)
@@ -123,7 +136,8 @@ def _schema_has(model: type[BaseModel], parts: list[str]) -> bool:
         return True
     info = model.model_fields.get(parts[0])
     if info is None:
-        return False
+        plugin = plugin_section(parts[0]) if model is MethodsConfig else None
+        return plugin is not None and (len(parts) == 1 or _schema_has(plugin, parts[1:]))
     if len(parts) == 1:
         return True
     annotation = info.annotation
@@ -148,7 +162,9 @@ def _applies(key: str, method: str) -> bool:
     """A ``methods.X.*`` key only applies to the methods that read section X."""
     if not key.startswith("methods."):
         return True
-    return METHOD_SECTIONS.get(method) == key.split(".")[1]
+    from telapa.continual.registry import method_section  # the methods load jax: on use
+
+    return method_section(method) == key.split(".")[1]
 
 
 def _short(key: str, keys: list[str]) -> str:
@@ -193,7 +209,7 @@ def load_sweep(path: str | Path, sets: dict[str, Any] | None = None) -> Sweep:
     `RunConfig`); `ConfigError` names the file and the key. Nothing is run. ``sets``
     (``telapa sweep --set``: dotted key -> value) are overrides for every cell, over the
     file's own ``overrides``; a key of the file's ``grid`` cannot be set."""
-    from telapa.continual.registry import METHODS
+    from telapa.continual.registry import find_method
 
     path = Path(path)
     source = str(path)
@@ -211,9 +227,10 @@ def load_sweep(path: str | Path, sets: dict[str, Any] | None = None) -> Sweep:
         raise ConfigError(f"invalid value for 'name' in {source}: {name!r} is not a plain "
                           "file name")
     for method in spec.methods:
-        if method not in METHODS:
-            raise ConfigError(f"invalid value for 'methods' in {source}: unknown method "
-                              f"{method!r}; available: {', '.join(METHODS)}")
+        try:
+            find_method(method)
+        except ConfigError as err:
+            raise ConfigError(f"invalid value for 'methods' in {source}: {err}") from None
     if len(set(spec.methods)) != len(spec.methods):
         raise ConfigError(f"invalid value for 'methods' in {source}: a method is listed twice")
     for section, keys in (("grid", spec.grid), ("overrides", spec.overrides)):
@@ -253,11 +270,12 @@ def load_sweep(path: str | Path, sets: dict[str, Any] | None = None) -> Sweep:
             for key, value in overrides.items():
                 _set_dotted(data, key, value)
             label = ", ".join(f"{k}={v!r}" for k, v in overrides.items())
-            try:
-                config = parse_run_config(data, f"{source} (preset {spec.preset} with "
-                                                f"{label or 'no overrides'})")
-            except ConfigError as err:
-                raise ConfigError(str(err)) from None
+            where = f"{source} (preset {spec.preset} with {label or 'no overrides'})"
+            # the cell's settings with its env family's latent D, as its run will record
+            # them: ``cells.json`` then holds what a worker validates again
+            config = bind_env_family(parse_run_config(data, where),
+                                     list(curriculum.task_ids().values()),
+                                     f"{where}, curriculum {curriculum.name!r}")
             for seed in spec.seed_list:
                 name_ = cell_name(curriculum.name, method, seed, overrides, grid_keys)
                 cell = Cell(name_, curriculum, method, seed, overrides, config, spec.preset)

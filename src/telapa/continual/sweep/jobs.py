@@ -1,6 +1,8 @@
 """What a worker runs: one job (a cell, or the seeds of one cell as a `SeedBatch`) to
 the end in this process, its progress lines in the cell's log. Backends call `run_job`
-in a worker process (`LocalBackend`) or a Ray task (`RayBackend`)."""
+in a worker process (`LocalBackend`) or a Ray task (`RayBackend`). A job's cells carry
+what the sweep's command adds (`Cell.runtime`): the modules to import first, so that a
+plug-in method or env is known in the worker too, and the trackers to log to."""
 
 from __future__ import annotations
 
@@ -54,6 +56,28 @@ def mark_started(sweep_dir: str, cells: list[dict[str, Any]]) -> None:
                 "started": time.time(), "started_try": status.get("queued_try")})
 
 
+def _runtime(cells: list[dict[str, Any]]):
+    """Imports the job's ``imports`` (the sweep's ``--import`` modules) and returns them
+    with its `Tracking` (the sweep's ``--track``), both from its first cell (a job's cells
+    share them: `telapa.continual.sweep.grammar.Cell.runtime`)."""
+    from telapa.continual.tracking import Tracking
+    from telapa.plugins import import_modules
+
+    imports = import_modules(cells[0].get("imports") or (), source="the sweep's --import")
+    tracking = cells[0].get("tracking")
+    return imports, Tracking(tuple(tracking["trackers"]), tracking["project"]) \
+        if tracking else None
+
+
+def _spec(cell: dict[str, Any], imports: tuple[str, ...]):
+    from telapa.continual.curriculum import parse_curriculum
+    from telapa.continual.runner import RunSpec
+
+    return RunSpec(parse_curriculum(cell["curriculum"], cell["name"]), cell["method"],
+                   cell["seed"], parse_run_config(cell["config"], cell["name"]),
+                   cell["preset"], imports=imports)
+
+
 def run_job(sweep_dir: str, cells: list[dict[str, Any]]) -> list[Outcome]:
     """Runs (or resumes) the cells of one job to the end in this process: `run_cell` for
     one cell, a `SeedBatch` for several (seeds of one cell); returns ``(name, result)``
@@ -66,22 +90,18 @@ def run_job(sweep_dir: str, cells: list[dict[str, Any]]) -> list[Outcome]:
     logs = []
     try:
         from telapa.continual.batch import SeedBatch
-        from telapa.continual.curriculum import parse_curriculum
-        from telapa.continual.runner import RunSpec
         from telapa.jaxcache import enable_persistent_cache
 
         enable_persistent_cache()
+        imports, tracking = _runtime(cells)
         entries = []
         for cell in cells:
             run_dir = cell_dir(sweep_dir, cell["name"])
             run_dir.clear_unstarted()  # a start that died before its manifest
-            spec = RunSpec(parse_curriculum(cell["curriculum"], cell["name"]), cell["method"],
-                           cell["seed"], parse_run_config(cell["config"], cell["name"]),
-                           cell["preset"])
-            entries.append((spec, run_dir.path))
+            entries.append((_spec(cell, imports), run_dir.path))
             logs.append(open(log_path(sweep_dir, cell["name"]), "a"))  # noqa: SIM115
         batch = SeedBatch.open(entries, [PlainProgress(log, interval_s=_interval())
-                                         for log in logs])
+                                         for log in logs], tracking=tracking)
         metrics = batch.run()
         return [(c["name"], {"ok": True, "metrics": m}) for c, m in zip(cells, metrics,
                                                                          strict=True)]
@@ -110,22 +130,20 @@ def run_cell(sweep_dir: str, cell: dict[str, Any]) -> dict[str, Any]:
     """Runs (or resumes) one cell to the end in this process; returns ``{"ok": True,
     "metrics": ...}`` or ``{"ok": False, "error": ...}`` (never raises)."""
     try:
-        from telapa.continual.curriculum import parse_curriculum
-        from telapa.continual.runner import ContinualRun, RunSpec
+        from telapa.continual.runner import ContinualRun
         from telapa.jaxcache import enable_persistent_cache
 
         enable_persistent_cache()
+        imports, tracking = _runtime([cell])
         run_dir = cell_dir(sweep_dir, cell["name"])
         with open(log_path(sweep_dir, cell["name"]), "a") as log:
             progress = PlainProgress(log, interval_s=_interval())
             if run_dir.exists():
-                run = ContinualRun.resume(run_dir.path, progress)
+                run = ContinualRun.resume(run_dir.path, progress, tracking=tracking)
             else:
                 run_dir.clear_unstarted()  # a start that died before its manifest
-                spec = RunSpec(parse_curriculum(cell["curriculum"], cell["name"]),
-                               cell["method"], cell["seed"],
-                               parse_run_config(cell["config"], cell["name"]), cell["preset"])
-                run = ContinualRun.start(spec, run_dir.path, progress)
+                run = ContinualRun.start(_spec(cell, imports), run_dir.path, progress,
+                                         tracking=tracking)
             return {"ok": True, "metrics": run.run()}
     except BaseException as err:  # noqa: BLE001 - recorded in the sweep's status
         if isinstance(err, KeyboardInterrupt):

@@ -83,7 +83,7 @@ class LocalBackend:
         try:
             with ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init_worker,
                                      initargs=(self.threads, queue, os.getpid())) as pool:
-                futures = {pool.submit(self.job, str(sweep_dir), [c.payload() for c in job]):
+                futures = {pool.submit(self.job, str(sweep_dir), [c.work() for c in job]):
                            job for job in jobs}
                 for future in as_completed(futures):
                     try:

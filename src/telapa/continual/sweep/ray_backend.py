@@ -46,7 +46,7 @@ class RayBackend:
         try:
             task = ray.remote(num_cpus=self.threads, max_retries=0)(run_job).options(
                 runtime_env={"env_vars": thread_env(self.threads)})
-            refs = {task.remote(str(sweep_dir.resolve()), [c.payload() for c in job]): job
+            refs = {task.remote(str(sweep_dir.resolve()), [c.work() for c in job]): job
                     for job in jobs}
             pending = list(refs)
             while pending:
