@@ -19,7 +19,13 @@ from telapa.latent import (
     sample_batch,
 )
 from telapa.latent.embedder import encode
-from telapa.latent.losses import boundary_loss, pad_bank, padded_size, sample_rows
+from telapa.latent.losses import (
+    boundary_loss,
+    boundary_updates,
+    pad_bank,
+    padded_size,
+    sample_rows,
+)
 
 
 def test_info_nce_by_hand_two_pairs():
@@ -154,6 +160,13 @@ def test_bank_checks():
     with pytest.raises(ValueError, match="bank must be"):
         boundary_update(params, params, Bank(bank.features, bank.lengths[:, 0], bank.is_anchor),
                         jax.random.key(0), SMALL)
+    # several banks: the one that fails is named, before any work
+    few = Bank(bank.features[:5], bank.lengths[:5], bank.is_anchor[:5])
+    with pytest.raises(ValueError, match="^bank 1: bank holds 5 episode sets < min_bank"):
+        boundary_updates([params] * 2, [params] * 2, [bank, few], [jax.random.key(0)] * 2,
+                         SMALL)
+    with pytest.raises(ValueError, match="one student, teacher and key per bank"):
+        boundary_updates([params], [params] * 2, [bank] * 2, [jax.random.key(0)] * 2, SMALL)
 
 
 def test_a_padded_bank_gives_the_same_batches():

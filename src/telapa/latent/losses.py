@@ -270,8 +270,14 @@ def boundary_updates(
     that of `boundary_update` alone up to float rounding (the teacher's length groups hold
     other padding). Banks of different batch sizes B run as one program per B. Same
     errors as `boundary_update`, raised before any work."""
-    for bank in banks:
-        _check_bank(bank, config)
+    if not (len(students) == len(teachers) == len(banks) == len(keys)) or not banks:
+        raise ValueError(f"boundary_updates needs one student, teacher and key per bank; got "
+                         f"{len(students)}, {len(teachers)}, {len(banks)}, {len(keys)}")
+    for i, bank in enumerate(banks):
+        try:
+            _check_bank(bank, config)
+        except ValueError as err:
+            raise ValueError(f"bank {i}: {err}") from None
     rows = max(padded_size(bank.num_sets) for bank in banks)
     results: list[tuple[Params, dict[str, jax.Array]] | None] = [None] * len(banks)
     by_b: dict[int, list[int]] = {}

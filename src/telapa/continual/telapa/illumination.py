@@ -480,6 +480,8 @@ def illuminate_seeds(agent: Agent, runs: Sequence[Illumination]
     seeds reach the host in one transfer. Each seed's archive and log are those of its
     `illuminate` alone (up to float reassociation in the batched policy); its ``wall_s``
     is its share of the elapsed time."""
+    if not runs:
+        raise ValueError("illuminate_seeds needs at least one illumination")
     layouts = {(r.episodes, r.t_eval, r.base.params.shape[1]) for r in runs}
     if len(layouts) > 1:
         raise ValueError(f"illuminations in lockstep need one evaluation layout (episodes, "

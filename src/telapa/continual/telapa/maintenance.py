@@ -375,6 +375,10 @@ def maintain_seeds(
     size; padding sets are never drawn), then each seed's refit and re-embedding. Each
     seed's result is its `maintain` alone up to float rounding (one seed: exactly); a
     seed's ``update`` time is its share of the batched update."""
+    if not (len(embeddings) == len(banks) == len(archives) == len(keys)) or not banks:
+        raise ValueError(f"maintain_seeds needs one embedding, bank, archive dict and key per "
+                         f"seed; got {len(embeddings)}, {len(banks)}, {len(archives)}, "
+                         f"{len(keys)}")
     t_start = time.perf_counter()
     unions = [to_bank(b) for b in banks]
     ready = [i for i, bank in enumerate(unions) if bank_ready(bank, config)]
