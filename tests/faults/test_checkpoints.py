@@ -43,7 +43,7 @@ def test_the_kept_checkpoints_share_no_file(partial):
     assert (_state(partial, newest.name)["next_phase"],
             _state(partial, previous.name)["next_phase"]) == (6, 5)
     parts = sorted(p.name for p in newest.glob("method-*.npz"))
-    assert parts == ["method-anchor.npz", "method-fisher.npz"]
+    assert parts == ["method-anchor.npz", "method-weight.npz"]
     for name in parts:
         a, b = (newest / name).stat(), (previous / name).stat()
         assert (a.st_ino, a.st_nlink) != (b.st_ino, 2)  # copies, not one file twice
@@ -52,12 +52,13 @@ def test_the_kept_checkpoints_share_no_file(partial):
 
 def test_a_damaged_method_file_falls_back_to_the_previous_checkpoint(partial, reference,
                                                                      tmp_path):
-    """Fault 2: flipping one byte of the newest checkpoint's ``method-fisher.npz`` made
-    resume fail ("cannot be read ... start the run again"): the previous checkpoint held
-    the same file. It resumes from the previous one, with the same results."""
+    """Fault 2: flipping one byte of the newest checkpoint's EWC Fisher (then
+    ``method-fisher.npz``, now ``method-weight.npz``) made resume fail ("cannot be read
+    ... start the run again"): the previous checkpoint held the same file. It resumes
+    from the previous one, with the same results."""
     run = copy_run(partial, tmp_path / "run")
     newest = RunDir(run).latest_checkpoint()
-    flip_byte(newest / "method-fisher.npz")
+    flip_byte(newest / "method-weight.npz")
     notes = Notes()
     ContinualRun.resume(run, notes).run()
     assert any(f"{newest} cannot be read" in n and "falling back" in n for n in notes.notes)
