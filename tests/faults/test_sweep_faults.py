@@ -219,7 +219,13 @@ def test_a_sweep_interrupted_by_ctrl_c_is_resumable(sweep_file, tmp_path):
             signal.raise_signal(signal.SIGINT)
             yield from ()
 
-    with pytest.raises(KeyboardInterrupt):
-        run_sweep(sweep, out, Interrupted())
+    # Python's own Ctrl-C handling, as a `telapa sweep` process has it (a library an
+    # earlier test in this worker started, e.g. Ray or wandb, may have replaced it)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_sweep(sweep, out, Interrupted())
+    finally:
+        signal.signal(signal.SIGINT, previous)
     counts = run_sweep(sweep, out, Finisher())
     assert counts["done"] == 2
