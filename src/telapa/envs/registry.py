@@ -18,10 +18,11 @@ here takes either form (`telapa.plugins.import_env_module`).
 from __future__ import annotations
 
 from functools import partial
+from pathlib import Path
 from typing import Any
 
-from telapa.config import TrainConfig, load_config, preset_path
-from telapa.envs.base import Backend
+from telapa.config import CONFIG_DIR, TrainConfig, load_config, preset_path
+from telapa.envs.base import Backend, EnvSpec
 from telapa.envs.family import EnvFamily
 from telapa.envs.generic import GenericFamily
 from telapa.envs.gym_backend import GymVectorEnv, check_gym_id
@@ -45,11 +46,33 @@ _PLUGINS: dict[str, EnvFamily] = {}
 _ENTRY_POINTS_LOADED = False
 
 
+def _qualname(family: EnvFamily) -> str:
+    return f"{type(family).__module__}.{type(family).__qualname__}"
+
+
+def _check_presets(family: EnvFamily) -> None:
+    """`PluginError` naming the family unless its ``train_preset`` names a PPO preset of
+    ``configs/ppo/`` and its ``run_preset`` a run preset of ``configs/runs/`` (or a path
+    to a YAML file)."""
+    for field, value in (("train_preset", family.train_preset),
+                         ("run_preset", family.run_preset)):
+        folder = CONFIG_DIR / ("ppo" if field == "train_preset" else "runs")
+        is_path = field == "run_preset" and isinstance(value, str) and (
+            "/" in value or value.endswith((".yaml", ".yml")))
+        found = isinstance(value, str) and value and (
+            Path(value).is_file() if is_path else (folder / f"{value}.yaml").is_file())
+        if not found:
+            names = ", ".join(sorted(p.stem for p in folder.glob("*.yaml")))
+            raise PluginError(f"env family {family.name!r} ({_qualname(family)}): "
+                              f"{field} {value!r} is not a preset of telapa's "
+                              f"configs/{folder.name}/ (available: {names})")
+
+
 def register_family(family: EnvFamily | type) -> EnvFamily:
     """Adds a plug-in family (an `EnvFamily` object, or a class made with no arguments),
     asked after the built-in ones and before the generic one; returns the object. A
-    name a built-in family has is a `PluginError`; registering the same family again
-    is a no-op."""
+    name a built-in family has, or a ``train_preset``/``run_preset`` that names no
+    preset, is a `PluginError`; registering the same family again is a no-op."""
     if isinstance(family, type):
         family = family()
     name = getattr(family, "name", None)
@@ -61,14 +84,14 @@ def register_family(family: EnvFamily | type) -> EnvFamily:
                           f"EnvFamily (missing: {', '.join(missing) or 'name'})")
     builtin = {f.name for f in (*FAMILIES, GENERIC)}
     if name in builtin:
-        raise PluginError(f"env family {name!r} ({type(family).__module__}."
-                          f"{type(family).__qualname__}) has the name of a built-in family "
-                          f"({', '.join(sorted(builtin))}); give it another name")
+        raise PluginError(f"env family {name!r} ({_qualname(family)}) has the name of a "
+                          f"built-in family ({', '.join(sorted(builtin))}); give it another "
+                          "name")
+    _check_presets(family)
     known = _PLUGINS.get(name)
     if known is not None and type(known) is not type(family):
-        raise PluginError(f"two env families are named {name!r}: "
-                          f"{type(known).__module__}.{type(known).__qualname__} and "
-                          f"{type(family).__module__}.{type(family).__qualname__}")
+        raise PluginError(f"two env families are named {name!r}: {_qualname(known)} and "
+                          f"{_qualname(family)}")
     return _PLUGINS.setdefault(name, family)
 
 
@@ -149,6 +172,22 @@ def check_env_id(env_id: str, backend: Backend) -> None:
                           ) from None
 
 
+def _check_port(family: EnvFamily, env_id: str, env: Any) -> None:
+    """``ValueError`` naming the family unless its port of ``env_id`` says it is that id
+    and has the family's sketch dimension D (what the run's latent space reads)."""
+    spec = getattr(env, "spec", None)
+    if not isinstance(spec, EnvSpec):
+        raise ValueError(f"env family {family.name!r} ({_qualname(family)}): make_jax"
+                         f"({env_id!r}) gave {type(env).__name__}, not a JaxEnv with an "
+                         "EnvSpec `spec`")
+    dim = family.feature_dim(env_id)
+    if spec.env_id != env_id or spec.feature_dim != dim:
+        raise ValueError(f"env family {family.name!r} ({_qualname(family)}): make_jax"
+                         f"({env_id!r}) gave spec env_id={spec.env_id!r}, feature_dim="
+                         f"{spec.feature_dim}; expected {env_id!r} and feature_dim({env_id!r})"
+                         f" = {dim}")
+
+
 def make(env_id: str, backend: Backend = "jax", **options: Any):
     """Creates ``env_id`` on ``backend``.
 
@@ -163,7 +202,9 @@ def make(env_id: str, backend: Backend = "jax", **options: Any):
         family = family_of(env_id)
         if env_id not in family.jax_ids():
             raise _unknown_jax_id(env_id)
-        return family.make_jax(env_id, options)
+        env = family.make_jax(env_id, options)
+        _check_port(family, env_id, env)
+        return env
     if backend == "gymnasium":
         num_envs = options.pop("num_envs", 8)
         seed = options.pop("seed", 0)
