@@ -7,9 +7,12 @@ uses it from a directory outside the checkout.
   recorded in ``config.yaml``, its ``lam`` scales the PPO loss's penalty, and ``telapa
   metrics`` groups the runs by it.
 * ``examples/linewalk``: an env named ``module:Id`` in a curriculum that sets its success
-  target (``return_at_least: 2``): every LineWalk return is 1 (time out) or 2 (goal), so
-  SR = mean return - 1 in every evaluation, where the default target (a positive
-  return) would give SR = 1 throughout.
+  target (``return_at_least: 2``), and the same env through the package's env family
+  (its ``telapa.families`` entry point) on the ``jax`` backend, with no success line:
+  every LineWalk return is 1 (time out) or 2 (goal), so SR = mean return - 1 in every
+  evaluation either way, where the generic family's target (a positive return) would
+  give SR = 1 throughout. Both runs share one fresh environment (`linewalk_venv`); the
+  family's JAX port is checked against the gymnasium env in tests/envs/test_linewalk_port.py.
 """
 
 from __future__ import annotations
@@ -109,10 +112,33 @@ def test_metrics_group_the_method_s_runs_by_its_section(method_runs):
     assert rows == {"finetune-l2 [lam=0.001]", "finetune-l2 [lam=0.002]"}
 
 
-def test_an_env_from_a_module_id_is_scored_by_the_curriculum_s_success_target(wheel, tmp_path):
-    venv = _venv(wheel, tmp_path, "linewalk")
-    work = tmp_path / "work"
+@pytest.fixture(scope="module")
+def linewalk_venv(wheel, tmp_path_factory) -> tuple[Path, Path]:
+    """The fresh environment with telapa's wheel and the linewalk example installed, and a
+    working directory outside the checkout, shared by the linewalk tests."""
+    root = tmp_path_factory.mktemp("linewalk")
+    venv = _venv(wheel, root, "linewalk")
+    work = root / "work"
     work.mkdir()
+    return venv, work
+
+
+def _sr_is_mean_return_minus_one(out: Path) -> pd.DataFrame:
+    """Every return is 1 or 2: SR under "return >= 2" is mean return - 1, exactly, in every
+    evaluation and in PPO's episode statistics; returns the curve."""
+    curve = pd.read_csv(out / "curve.csv")
+    final = pd.read_csv(out / "final.csv")
+    for table in (curve, final):
+        np.testing.assert_allclose(table["sr"], table["mean_return"] - 1.0, atol=1e-6)
+    assert curve["mean_return"].min() >= 1.0  # the generic family would have said SR = 1
+    train = pd.concat(pd.read_csv(p) for p in sorted((out / "train").glob("*.csv")))
+    np.testing.assert_allclose(train["success_rate"], train["episode_return"] - 1.0,
+                               atol=1e-5)  # PPO's episode statistics use the same target
+    return curve
+
+
+def test_an_env_from_a_module_id_is_scored_by_the_curriculum_s_success_target(linewalk_venv):
+    venv, work = linewalk_venv
     curriculum = shutil.copy(EXAMPLES / "linewalk" / "linewalk.yaml", work)
     out = work / "run"
     _telapa(venv, "run", "--curriculum", str(curriculum), "--method", "finetune",
@@ -122,13 +148,27 @@ def test_an_env_from_a_module_id_is_scored_by_the_curriculum_s_success_target(wh
     stored = yaml.safe_load((out / "curriculum.yaml").read_text())
     assert stored["tasks"]["A"]["env_id"] == "telapa_linewalk:LineWalk-v0"
     assert stored["tasks"]["A"]["success"] == {"return_at_least": 2.0}
-    # every return is 1 or 2: SR under "return >= 2" is mean return - 1, exactly
-    curve = pd.read_csv(out / "curve.csv")
-    final = pd.read_csv(out / "final.csv")
-    for table in (curve, final):
-        np.testing.assert_allclose(table["sr"], table["mean_return"] - 1.0, atol=1e-6)
+    curve = _sr_is_mean_return_minus_one(out)
     assert curve["sr"].iloc[0] < 1.0  # the untrained policy misses the goal at times
-    assert curve["mean_return"].min() >= 1.0  # the default target would have said SR = 1
-    train = pd.concat(pd.read_csv(p) for p in sorted((out / "train").glob("*.csv")))
-    np.testing.assert_allclose(train["success_rate"], train["episode_return"] - 1.0,
-                               atol=1e-5)  # PPO's episode statistics use the same target
+
+
+def test_an_env_family_from_an_entry_point_runs_its_jax_port_with_its_own_competence(
+        linewalk_venv):
+    """linewalk-family.yaml names plain ``LineWalk-v0`` on the jax backend, with no success
+    line: the installed package's family claims the id (entry point), makes its JAX port,
+    sets D = 1 (its sketch) and scores with its competence (return >= 2)."""
+    venv, work = linewalk_venv
+    curriculum = shutil.copy(EXAMPLES / "linewalk" / "linewalk-family.yaml", work)
+    out = work / "family-run"
+    _telapa(venv, "run", "--curriculum", str(curriculum), "--method", "finetune",
+            *[a for s in TINY for a in ("--set", s)], "--out", str(out), cwd=work)
+    manifest = json.loads((out / "run.json").read_text())
+    assert manifest["status"] == "complete" and manifest["preset"] == "mujoco-quick"
+    assert manifest["backend"] == "jax"
+    stored = yaml.safe_load((out / "curriculum.yaml").read_text())
+    assert {t["env_id"] for t in stored["tasks"].values()} == {"LineWalk-v0"}
+    assert all(t.get("success") is None for t in stored["tasks"].values())
+    config = yaml.safe_load((out / "config.yaml").read_text())
+    assert config["methods"]["telapa"]["latent"]["feature_dim"] == 1  # the family's sketch
+    curve = _sr_is_mean_return_minus_one(out)
+    assert len(curve) == 4 * 3 and (curve["sr"] < 1.0).any()

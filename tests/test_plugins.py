@@ -258,6 +258,63 @@ def test_a_family_named_after_a_built_in_is_refused(plugin_site):
         register_family(module.RingFamily)
 
 
+def test_a_family_whose_presets_telapa_lacks_is_named_when_it_loads(plugin_site, tmp_path):
+    """A family names presets of telapa's configs/ (a run preset may be a path): one that
+    is not there fails when the family loads, naming it, not when a run reads it."""
+    write_module(plugin_site, "ringfam_presets", FAMILY.format(name="ring") + """
+    train_preset = "ring"
+""")
+    install_entry_points(plugin_site, "ring_presets", {"telapa.families": {
+        "ring": "ringfam_presets:RingFamily"}})
+    with pytest.raises(PluginError) as err:
+        family_of("RingWorld-v0")
+    assert str(err.value).startswith(
+        "env family 'ring' (ringfam_presets.RingFamily): train_preset 'ring' is not a "
+        "preset of telapa's configs/ppo/ (available: minigrid, minigrid-sb3, mujoco")
+    module = __import__("ringfam_presets")
+    module.RingFamily.train_preset = "mujoco"
+    module.RingFamily.run_preset = "ring-quick"
+    with pytest.raises(PluginError, match=r"run_preset 'ring-quick' is not a preset of "
+                                          r"telapa's configs/runs/ \(available: "):
+        register_family(module.RingFamily)
+    module.RingFamily.run_preset = str(tmp_path / "ring-quick.yaml")  # a path: must exist
+    with pytest.raises(PluginError, match="run_preset '.*ring-quick.yaml' is not a preset"):
+        register_family(module.RingFamily)
+    (tmp_path / "ring-quick.yaml").write_text("base: mujoco-quick\n")
+    assert register_family(module.RingFamily).run_preset.endswith("ring-quick.yaml")
+
+
+PORT_FAMILY = FAMILY + """
+    def jax_ids(self):
+        return ("RingWorld-v0",)
+
+    def feature_dim(self, env_id):
+        return 3
+
+    def make_jax(self, env_id, options):
+        import dataclasses
+
+        from telapa.envs.registry import make
+
+        port = make("MiniGrid-Empty-5x5-v0", "jax")  # D = 11
+        port.spec = dataclasses.replace(port.spec, env_id=env_id)
+        return port
+"""
+
+
+def test_a_jax_port_that_does_not_match_its_family_is_named_when_made(plugin_site):
+    """``make`` checks the port a family gives: its spec's id and sketch dimension D must
+    be the family's (the run's latent space reads D), before any work."""
+    write_module(plugin_site, "ringfam_port", PORT_FAMILY.format(name="ring"))
+    register_family(__import__("ringfam_port").RingFamily)
+    with pytest.raises(ValueError) as err:
+        make("RingWorld-v0", "jax")
+    assert str(err.value) == (
+        "env family 'ring' (ringfam_port.RingFamily): make_jax('RingWorld-v0') gave spec "
+        "env_id='RingWorld-v0', feature_dim=11; expected 'RingWorld-v0' and "
+        "feature_dim('RingWorld-v0') = 3")
+
+
 # --- --import -------------------------------------------------------------------------
 
 def test_import_fails_in_one_line_before_any_work(tmp_path, capsys):
