@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -284,6 +286,32 @@ def test_batched_hooks_equal_the_hooks_seed_after_seed(agent, name):
         for a, b in zip(jax.tree.leaves(expected), jax.tree.leaves(got), strict=True):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-7)
     assert [m.extra_env_steps for m in batched[0]] == [m.extra_env_steps for m in alone[0]]
+
+
+@pytest.mark.parametrize("vmap", [True, False])
+def test_ewc_end_tasks_batched_or_looped_equal_each_seed_alone(agent, vmap):
+    """EWC's Fisher estimates of three seeds as one program, the seeds ``vmap``ped (an
+    accelerator's default) or looped by ``lax.map`` (the CPU's), give each seed's own
+    `end_task`; on CPU the default is the loop."""
+    def seeds():
+        methods = [make_method("ewc", CONFIG) for _ in range(3)]
+        return methods, [_state(agent, seed, m) for seed, m in enumerate(methods)]
+
+    ctxs = [_ctx(agent, _visit(0, "A", 0), seed=30 + i) for i in range(3)]
+    (batched, states), (alone, _) = seeds(), seeds()
+    EWC.end_tasks(batched, states, ctxs, vmap=vmap)
+    for m, s, c in zip(alone, states, ctxs, strict=True):
+        m.end_task(s, c)
+    for a, b in zip(jax.tree.leaves([m.state() for m in alone]),
+                    jax.tree.leaves([m.state() for m in batched]), strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-7)
+    assert [m.extra_env_steps for m in batched] == [12, 12, 12]
+    steps, decay = CONFIG.methods.ewc.fisher_steps, CONFIG.methods.ewc.decay
+    assert ("ewc-boundary", steps, decay, vmap) in agent._programs
+    fresh = Agent(Corridor(), TRAIN)
+    EWC.end_tasks(*seeds(), [dataclasses.replace(c, agent=fresh) for c in ctxs])
+    assert [k for k in fresh._programs if k[0] == "ewc-boundary"] == [
+        ("ewc-boundary", steps, decay, jax.default_backend() != "cpu")]
 
 
 def test_scratch_reuse_batch_starts_as_each_seed_alone(agent, monkeypatch):

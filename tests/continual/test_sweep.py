@@ -588,12 +588,21 @@ def test_ray_backend_on_a_local_head_gives_identical_results(local_sweep, tmp_pa
     """The README's local recipe: a head on the loopback address. Every socket Ray opens
     (head, its workers, the driver) listens on 127.0.0.1 only, and the head advertises
     127.0.0.1 (issue 28, fault 12: ``--node-ip-address 127.0.0.1`` alone still advertised
-    the machine's address and listened on every interface)."""
+    the machine's address and listened on every interface). The sweep's ``--import``
+    module is imported by the Ray worker that runs the cell, not only by the driver, and
+    the cell records it."""
     ray_bin = Path(sys.executable).with_name("ray")
     port = _free_port()
     temp = tempfile.mkdtemp(prefix="rayt", dir="/tmp")  # short: Ray's socket paths
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
-           "RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+    site = tmp_path / "site"  # a user's module that notes every process importing it
+    site.mkdir()
+    (site / "sweep_marker.py").write_text(
+        "import os, pathlib\n"
+        "with open(pathlib.Path(os.environ['MARKER_DIR']) / 'imported', 'a') as f:\n"
+        "    f.write(f'{os.getpid()}\\n')\n")
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "MARKER_DIR": str(tmp_path),
+           "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+           "PYTHONPATH": os.pathsep.join([str(site), *(p for p in sys.path if p)])}
     head = subprocess.Popen(
         [str(ray_bin), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
          f"--port={port}", "--num-cpus=1", "--num-gpus=0", "--include-dashboard=false",
@@ -604,11 +613,13 @@ def test_ray_backend_on_a_local_head_gives_identical_results(local_sweep, tmp_pa
     try:
         _wait_for_port(port, head)
         out = tmp_path / "ray"
-        proc = subprocess.run(
+        driver = subprocess.Popen(
             [sys.executable, "-m", "telapa.cli", "sweep", str(TINY_SWEEP), "--out", str(out),
-             "--backend", "ray", "--address", f"127.0.0.1:{port}", "--threads", "1"],
-            env=env, capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, proc.stderr
+             "--backend", "ray", "--address", f"127.0.0.1:{port}", "--threads", "1",
+             "--import", "sweep_marker"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _, stderr = driver.communicate(timeout=600)
+        assert driver.returncode == 0, stderr
     finally:
         listening = sockets.stop()
         head.send_signal(signal.SIGTERM)  # --block: the head takes its processes down
@@ -625,6 +636,9 @@ def test_ray_backend_on_a_local_head_gives_identical_results(local_sweep, tmp_pa
     outside = {addr: name for addr, name in listening.items() if addr[0] not in LOOPBACK}
     assert not outside, f"Ray sockets not on the loopback address: {outside}"
     ours, theirs = local_sweep / "cells" / CELL, out / "cells" / CELL
+    importers = {int(pid) for pid in (tmp_path / "imported").read_text().split()}
+    assert importers - {driver.pid}, "no Ray worker imported the --import module"
+    assert json.loads((theirs / "run.json").read_text())["imports"] == ["sweep_marker"]
     assert json.loads((theirs / "metrics.json").read_text()) == json.loads(
         (ours / "metrics.json").read_text())
     for name in ("visits", "curve", "final"):
