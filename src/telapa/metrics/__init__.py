@@ -7,6 +7,10 @@ intervals, rliable's aggregates, and comparisons of methods over seeds.
     aggregates.py    performance profiles, probability of improvement
     comparisons.py   paired sign-flip and Welch tests, Holm, seeds to decide
     summary.py       the main and revisit tables
+
+``scipy.stats`` is imported inside the functions that use it, not at module level: it
+takes about 1 s to import, and every ``telapa`` process imports this package (a run
+writes its metrics at the end), including the many short ones of a sweep and the tests.
 """
 
 from telapa.metrics.aggregates import (

@@ -15,7 +15,6 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats
 
 from telapa.metrics.stats import (
     BOOTSTRAP_RESAMPLES,
@@ -93,6 +92,7 @@ def performance_profile_interval(
 
 def _improvement(xs: list[np.ndarray], ys: list[np.ndarray]) -> np.ndarray:
     """Mean over tasks of U_m / (N_m K_m), runs along the last axis."""
+    from scipy import stats  # here, not at the top: see telapa.metrics
     per_task = [stats.mannwhitneyu(x, y, axis=-1, method="asymptotic").statistic
                 / (x.shape[-1] * y.shape[-1]) for x, y in zip(xs, ys, strict=True)]
     return np.mean(per_task, axis=0)

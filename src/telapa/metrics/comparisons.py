@@ -49,7 +49,6 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats
 
 Better = Literal["higher", "lower"]
 
@@ -89,6 +88,7 @@ def sign_flip_p(a: ArrayLike, b: ArrayLike, *, better: Better = "higher",
     sign-flip permutation test of mean(a - b) (module docstring), exact over all 2^n sign
     patterns when n <= ``exact_max``, else ``n_resamples`` random patterns seeded by
     ``seed``. All differences 0 give p = 1."""
+    from scipy import stats  # here, not at the top: see telapa.metrics
     _check_better(better)
     x, y = _array(a, "a"), _array(b, "b")
     if x.size != y.size or x.size == 0:
@@ -106,6 +106,7 @@ def sign_flip_p(a: ArrayLike, b: ArrayLike, *, better: Better = "higher",
 def welch_p(a: ArrayLike, b: ArrayLike, *, better: Better = "higher") -> float:
     """One-sided p that ``a`` is better than ``b`` (Welch's t-test). Two constant samples
     give 0 or 1 by their means (1 when equal)."""
+    from scipy import stats  # here, not at the top: see telapa.metrics
     _check_better(better)
     x, y = _array(a, "a"), _array(b, "b")
     if x.size < 2 or y.size < 2:
@@ -141,6 +142,7 @@ def paired_seeds_to_decide(differences: ArrayLike, *, alpha: float = 0.05,
     """Seeds at which the paired test at one-sided level ``alpha`` detects the mean of
     ``differences`` with ``power`` (module docstring); None when the mean is 0 or more
     than `MAX_SEEDS` would be needed; the exact test's floor when the SD is 0."""
+    from scipy import stats  # here, not at the top: see telapa.metrics
     d = _array(differences, "differences")
     mean = abs(float(d.mean()))
     if mean == 0:
@@ -162,6 +164,7 @@ def welch_seeds_to_decide(a: ArrayLike, b: ArrayLike, *, alpha: float = 0.05,
     difference of the means of ``a`` and ``b`` with ``power`` (module docstring); None
     when the means are equal or more than `MAX_SEEDS` would be needed; 2 when neither
     sample varies."""
+    from scipy import stats  # here, not at the top: see telapa.metrics
     x, y = _array(a, "a"), _array(b, "b")
     diff = abs(float(x.mean() - y.mean()))
     if diff == 0:

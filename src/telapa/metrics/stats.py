@@ -42,7 +42,6 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats
 
 Statistic = Literal["mean", "iqm"]
 Resample = Literal["runs", "tasks"]
@@ -77,6 +76,7 @@ def mean_ci(values: Iterable[float], confidence: float = 0.95) -> tuple[float, f
     if n == 1:
         return mean, math.nan, 1
     s = float(x.std(ddof=1))
+    from scipy import stats  # here, not at the top: see telapa.metrics
     return mean, float(stats.t.ppf(0.5 * (1.0 + confidence), n - 1)) * s / math.sqrt(n), n
 
 
@@ -87,6 +87,7 @@ def _check_confidence(confidence: float) -> None:
 
 def _reduce(statistic: Statistic) -> Callable[[np.ndarray], np.ndarray]:
     """``statistic`` over the last axis (the mean, or scipy's 25% trimmed mean)."""
+    from scipy import stats  # here, not at the top: see telapa.metrics
     if statistic == "mean":
         return lambda x: np.mean(x, axis=-1)
     if statistic == "iqm":
@@ -154,6 +155,7 @@ def percentile_bootstrap(
     A statistic with several outputs returns them along its first axis; lo and hi have its
     shape. Each sample must hold at least two values (`enough_to_resample`).
     """
+    from scipy import stats  # here, not at the top: see telapa.metrics
     _check_confidence(confidence)
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
