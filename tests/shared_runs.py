@@ -22,6 +22,16 @@ TINY = Path(__file__).resolve().parent / "continual" / "tiny_run.yaml"
 """The tiny run preset of the continual tests: the whole pipeline, small budgets."""
 QUICK_METHODS = ("finetune", "telapa")
 QUICK_SEEDS = (0, 1)
+_AGENTS: dict[str, dict] = {}
+
+
+def tiny_agents(method: str) -> dict:
+    """The static agents (env, policy, compiled programs) of this process's runs of
+    ``method`` on the smoke curriculum with the tiny preset, shared as a seed batch
+    shares them (`ContinualRun.start`'s ``agents``): a later run, crashed or resumed,
+    skips the tracing and compiling an earlier one did. Results come from the run
+    directory alone: agents hold no run state."""
+    return _AGENTS.setdefault(method, {})
 
 
 def made_once(tmp_path_factory: pytest.TempPathFactory, name: str,
@@ -70,7 +80,8 @@ def make_quick_run(method: str, seed: int) -> Callable[[Path], None]:
     def make(folder: Path) -> None:
         log = PhaseLog()
         spec = RunSpec(load_curriculum("smoke"), method, seed, load_run_config(TINY), "tiny")
-        ContinualRun.start(spec, folder / f"{method}-s{seed}", log).run()
+        ContinualRun.start(spec, folder / f"{method}-s{seed}", log,
+                           agents=tiny_agents(method)).run()
         (folder / "phases.json").write_text(json.dumps(log.seen))
     return make
 

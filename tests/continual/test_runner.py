@@ -10,6 +10,7 @@ from pathlib import Path
 import jax
 import pandas as pd
 import pytest
+from shared_runs import tiny_agents
 
 from telapa.cli import main
 from telapa.continual.curriculum import load_curriculum
@@ -32,10 +33,14 @@ def _spec(method: str = "ewc", seed: int = 3) -> RunSpec:
     return RunSpec(load_curriculum("smoke"), method, seed, load_run_config(TINY), "tiny")
 
 
+EWC_AGENTS = tiny_agents("ewc")
+"""The agents of this file's runs of `_spec()` (tests/shared_runs.py, `tiny_agents`)."""
+
+
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     path = tmp_path_factory.mktemp("runs") / "ewc"
-    metrics = ContinualRun.start(_spec(), path).run()
+    metrics = ContinualRun.start(_spec(), path, agents=EWC_AGENTS).run()
     return path, metrics
 
 
@@ -94,10 +99,10 @@ def test_resume_after_a_crash_gives_the_same_results(finished, tmp_path):
     crashed = tmp_path / "crashed"
     # 22 updates: inside visit 1 (16 updates per visit), between two checkpoints
     with pytest.raises(Crash):
-        ContinualRun.start(_spec(), crashed, CrashAfter(22)).run()
+        ContinualRun.start(_spec(), crashed, CrashAfter(22), agents=EWC_AGENTS).run()
     state = json.loads((crashed / "checkpoint.json").read_text())
     assert json.loads((crashed / state["latest"] / "state.json").read_text())["next_phase"] > 10
-    resumed = ContinualRun.resume(crashed).run()
+    resumed = ContinualRun.resume(crashed, agents=EWC_AGENTS).run()
     assert json.dumps(resumed) == json.dumps(metrics)
     for name, table in load_run_tables(path).items():
         pd.testing.assert_frame_equal(load_run_tables(crashed)[name], table, obj=name)
@@ -110,7 +115,7 @@ def test_resuming_a_complete_run_changes_nothing(finished):
     path, metrics = finished
     names = ("curve.csv", "accounting.json", "metrics.json", "run.json", "checkpoint.json")
     before = {name: (path / name).read_bytes() for name in names}
-    assert ContinualRun.resume(path).run() == json.loads(json.dumps(metrics))
+    assert ContinualRun.resume(path, agents=EWC_AGENTS).run() == json.loads(json.dumps(metrics))
     assert {name: (path / name).read_bytes() for name in names} == before
     assert json.loads(before["accounting.json"])["segments"] == 1
 
@@ -152,7 +157,7 @@ def test_unreadable_newest_checkpoint_falls_back_to_the_previous(finished, tmp_p
         def note(self, text):
             notes.append(text)
 
-    run = ContinualRun.resume(copy, Notes(10**9))
+    run = ContinualRun.resume(copy, Notes(10**9), agents=EWC_AGENTS)
     assert any(f"{pointer['latest']}" in n and "falling back" in n for n in notes), notes
     assert run.next_phase == len(run.phases) - 1  # only the final evaluation is left
     assert json.dumps(run.run()) == json.dumps(metrics)

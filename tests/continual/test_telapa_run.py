@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from shared_runs import quick_phases
+from shared_runs import quick_phases, tiny_agents
 
 from telapa.continual.curriculum import load_curriculum
 from telapa.continual.preset import load_run_config, parse_run_config
@@ -115,8 +115,8 @@ def test_telapa_resumes_exactly_after_a_crash(telapa_run, tmp_path):
     # 8 chunks per visit (one progress report each): crash in the middle of visit 2
     # (after two archives exist)
     with pytest.raises(Crash):
-        ContinualRun.start(_spec(), crashed, CrashAfter(20)).run()
-    resumed = ContinualRun.resume(crashed).run()
+        ContinualRun.start(_spec(), crashed, CrashAfter(20), agents=tiny_agents("telapa")).run()
+    resumed = ContinualRun.resume(crashed, agents=tiny_agents("telapa")).run()
     assert json.dumps(resumed) == json.dumps(metrics)
     for name, table in load_run_tables(path).items():
         pd.testing.assert_frame_equal(load_run_tables(crashed)[name], table, obj=name)

@@ -183,6 +183,12 @@ class Notes(KillAfter):
         self.notes.append(text)
 
 
+FAULT_AGENTS: dict = {}
+"""The static agents of this process's runs of `spec` (any seed: agents do not depend on
+it), shared as a seed batch shares them: a resume skips the tracing and compiling an
+earlier run did, and its results still come from the run directory alone."""
+
+
 def spec(seed: int = 0):
     """The suite's run as a `RunSpec`."""
     from telapa.continual.curriculum import load_curriculum
@@ -201,7 +207,8 @@ def partial(tmp_path_factory) -> Path:
     from telapa.continual.runner import ContinualRun
 
     out = tmp_path_factory.mktemp("partial") / "run"
-    run = ContinualRun.start(spec(), out, KillAfter(3))  # progress is per chunk (2 a visit)
+    # progress is per chunk (2 a visit)
+    run = ContinualRun.start(spec(), out, KillAfter(3), agents=FAULT_AGENTS)
     with pytest.raises(Killed):
         run.run()
     return out

@@ -16,6 +16,7 @@ from telapa.continual.rundir import RunDir
 from telapa.continual.runner import ContinualRun
 
 from .conftest import (
+    FAULT_AGENTS,
     PHASES,
     RUN,
     Killed,
@@ -60,7 +61,7 @@ def test_a_damaged_method_file_falls_back_to_the_previous_checkpoint(partial, re
     newest = RunDir(run).latest_checkpoint()
     flip_byte(newest / "method-weight.npz")
     notes = Notes()
-    ContinualRun.resume(run, notes).run()
+    ContinualRun.resume(run, notes, agents=FAULT_AGENTS).run()
     assert any(f"{newest} cannot be read" in n and "falling back" in n for n in notes.notes)
     assert_same_results(run, reference)
 
@@ -77,7 +78,7 @@ def test_each_kind_of_checkpoint_file_damaged_resumes_identically(partial, refer
     target = run / name if name == "checkpoint.json" else RunDir(run).latest_checkpoint() / name
     assert target.is_file()
     flip_byte(target, at=0.3)
-    ContinualRun.resume(run).run()
+    ContinualRun.resume(run, agents=FAULT_AGENTS).run()
     assert_same_results(run, reference)
 
 
@@ -115,9 +116,9 @@ def test_killed_inside_checkpoint_writes_resumes_identically(reference, tmp_path
         count.update(n=0, at=rng.randint(1, 40))
         try:
             if start:
-                ContinualRun.start(_spec(), run).run()
+                ContinualRun.start(_spec(), run, agents=FAULT_AGENTS).run()
             else:
-                ContinualRun.resume(run).run()
+                ContinualRun.resume(run, agents=FAULT_AGENTS).run()
             break
         except Killed:
             kills += 1
