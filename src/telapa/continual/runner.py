@@ -85,7 +85,10 @@ from telapa.rl.agent import (
 from telapa.rl.evaluate import EvalResult
 from telapa.rl.ppo import PPOState
 
-AgentKey = tuple[str, str, str]
+AgentKey = tuple[str, ...]
+"""What an `Agent` is made of (`ContinualRun.agent`): the env id, options and competence,
+the backend, the train config (the method's network), the method's penalty and the
+intrinsic bonus. Runs with the same key may share the agent (a seed batch, the demo)."""
 
 
 @dataclass(frozen=True)
@@ -189,7 +192,9 @@ class ContinualRun:
             update={"network": self.method.network(config.train.network)}
         )
         self.agents: dict[AgentKey, Agent] = {} if agents is None else agents
-        """The static agent of each env (shared with the other runs of a batch)."""
+        """The static agent of each env (shared with the other runs of a batch, or of
+        whatever else passed the same ``agents``: the key holds all an agent is made of,
+        so any runs may share one dict; ``compile_s`` then counts the shared agents')."""
         first = self.agent(self.visits[0])
         params = first.policy.init(self._init_key)
         self.learner: PPOState = first.fresh_ppo(params, self.method.initial_penalty(params))
@@ -308,7 +313,9 @@ class ContinualRun:
 
     def agent(self, visit: Visit) -> Agent:
         """The static agent of ``visit``'s env (made on first use, kept in ``agents``)."""
-        key = (visit.env_id, repr(sorted(visit.options.items())), repr(visit.competence))
+        key = (visit.env_id, repr(sorted(visit.options.items())), repr(visit.competence),
+               self.spec.curriculum.backend, self.train_config.model_dump_json(),
+               repr(self.method.penalty), repr(self.spec.config.intrinsic_beta))
         if key not in self.agents:
             self.agents[key] = Agent(
                 visit.env_id, self.train_config, backend=self.spec.curriculum.backend,
