@@ -37,10 +37,15 @@ def _spec(method: str = "telapa", cycles: int = 2) -> RunSpec:
     return RunSpec(_curriculum(cycles), method, 1, load_run_config(TINY), "tiny")
 
 
+AGENTS: dict = {}
+"""The agents of this file's in-process runs, shared where they are made of the same
+(`telapa.continual.runner.AgentKey`): each program is traced and compiled once."""
+
+
 @pytest.fixture(scope="module")
 def telapa_run(tmp_path_factory):
     path = tmp_path_factory.mktemp("mujoco") / "run"
-    metrics = ContinualRun.start(_spec(), path).run()
+    metrics = ContinualRun.start(_spec(), path, agents=AGENTS).run()
     return path, metrics
 
 
@@ -94,7 +99,8 @@ def test_telapa_mujoco_run_resumes_exactly_after_sigkill(telapa_run, tmp_path):
 
 @pytest.mark.parametrize("method", sorted(set(METHODS) - {"telapa"}))
 def test_every_method_runs_a_friction_curriculum(method, tmp_path):
-    metrics = ContinualRun.start(_spec(method, cycles=1), tmp_path / method).run()
+    metrics = ContinualRun.start(_spec(method, cycles=1), tmp_path / method,
+                                 agents=AGENTS).run()
     tables = load_run_tables(tmp_path / method)
     assert list(tables["visits"]["tag"]) == ["F0.50", "F1.50"]
     # one cycle: no revisits, so Mean SR (the revisit mean) is undefined; SR~ of the visits

@@ -277,21 +277,25 @@ def test_run_json_records_the_code_of_each_segment(finished, tmp_path, monkeypat
 
 
 def test_runs_share_an_agent_only_when_it_is_made_of_the_same(tmp_path):
-    """One ``agents`` dict for several runs (a batch, the demo): seeds of one method share
-    the agent of an env; a method with another penalty (EWC, Finetune) or network (DFF's
-    activations) gets its own."""
+    """One ``agents`` dict for several runs (a batch, the demo): seeds of one method and
+    methods without a penalty (Finetune, Scratch) share the agent of an env; a method with
+    a penalty gets its own (EWC's and L2Init's penalty data differ in structure under one
+    penalty function, and compiled programs fix it), as does another network (DFF)."""
     agents: dict = {}
+    cases = [("ewc", "ewc", 3), ("ewc-4", "ewc", 4), ("l2init", "l2init", 3),
+             ("finetune", "finetune", 3), ("scratch", "scratch", 3), ("dff", "dff", 3)]
     runs = {name: ContinualRun.start(_spec(method, seed), tmp_path / name, agents=agents)
-            for name, method, seed in [("ewc", "ewc", 3), ("ewc-4", "ewc", 4),
-                                       ("finetune", "finetune", 3), ("dff", "dff", 3)]}
+            for name, method, seed in cases}
     try:
         visit = runs["ewc"].visits[0]
         agent = {name: run.agent(visit) for name, run in runs.items()}
         assert agent["ewc"] is agent["ewc-4"]
+        assert agent["finetune"] is agent["scratch"]
+        assert agent["l2init"] is not agent["ewc"]
         assert agent["finetune"] is not agent["ewc"]  # the penalty enters the loss
         assert agent["dff"] is not agent["finetune"]  # the network differs
         assert agent["dff"].config.network.activation == "dff"
-        assert len(agents) == 3
+        assert len(agents) == 4
     finally:
         for run in runs.values():
             run.dir.unlock()

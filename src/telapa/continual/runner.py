@@ -86,9 +86,12 @@ from telapa.rl.evaluate import EvalResult
 from telapa.rl.ppo import PPOState
 
 AgentKey = tuple[str, ...]
-"""What an `Agent` is made of (`ContinualRun.agent`): the env id, options and competence,
-the backend, the train config (the method's network), the method's penalty and the
-intrinsic bonus. Runs with the same key may share the agent (a seed batch, the demo)."""
+"""What an `Agent` and the programs it compiles are made of (`ContinualRun.agent`): the
+env id, options and competence, the backend, the train config (the method's network), the
+intrinsic bonus and, for a method with a penalty, the method (its penalty data has the
+method's own structure, which the compiled programs fix: EWC's and L2Init's differ under
+one penalty function). Runs with the same key share the agent when they share an
+``agents`` dict (a seed batch, the demo's penalty-free methods)."""
 
 
 @dataclass(frozen=True)
@@ -313,9 +316,10 @@ class ContinualRun:
 
     def agent(self, visit: Visit) -> Agent:
         """The static agent of ``visit``'s env (made on first use, kept in ``agents``)."""
+        penalty = "" if self.method.penalty is None else self.spec.method
         key = (visit.env_id, repr(sorted(visit.options.items())), repr(visit.competence),
                self.spec.curriculum.backend, self.train_config.model_dump_json(),
-               repr(self.method.penalty), repr(self.spec.config.intrinsic_beta))
+               repr(self.spec.config.intrinsic_beta), penalty)
         if key not in self.agents:
             self.agents[key] = Agent(
                 visit.env_id, self.train_config, backend=self.spec.curriculum.backend,
