@@ -8,7 +8,8 @@ so an installed telapa asks it about every id no built-in family claims; it clai
 * competence: SR = mean_e [R_e >= 2], the share of episodes that reach the goal
   (`ReturnAtLeast` of the goal reward; a task's ``success`` still replaces it);
 * sketch: the walker's position (D = 1, `telapa_linewalk.jax_port.sketch`), stored
-  exactly by its codec (the position as an integer, uint8 up to a limit of 255);
+  exactly by its codec (the position as an integer: uint8 up to a limit of 255, else
+  uint16, up to `MAX_LIMIT`);
 * task options ``length`` and ``limit``, checked when the curriculum is read;
 * on the ``jax`` backend, the functional port `telapa_linewalk.jax_port.JaxLineWalk`;
   on ``gymnasium``, the gymnasium env with the same observation and sketch;
