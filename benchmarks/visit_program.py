@@ -15,10 +15,12 @@ primary curriculum's C), for each number of seeds S in ``--sizes`` (default 1 5 
 
 and the other phases that left the host loop: the pre-evaluation (``evaluate``: seed after
 seed against `Agent.evaluate_batch`), EWC's Fisher estimate (``fisher``: the host loop
-over 256-state chunks seed after seed against `EWC.end_tasks`, one vmapped program) and
+over 256-state chunks seed after seed against `EWC.end_tasks`, one program over the
+seeds: vmapped on accelerators, a ``lax.map`` loop on CPU) and
 TeLAPA's BuildArchive (``illumination``: `illuminate` seed after seed against
-`illuminate_seeds`, the seeds in lockstep with one population evaluation per MAP-Elites
-step; the preset's N_ME and batch size, each seed its own policy, encoder and key) and
+`illuminate_seeds`: on accelerators the seeds in lockstep with one population evaluation
+per MAP-Elites step, on CPU seed after seed; the preset's N_ME and batch size, each seed
+its own policy, encoder and key) and
 TeLAPA's BoundaryMaintenance (``maintenance``: `maintain` seed after seed against
 `maintain_seeds`, the boundary updates one vmapped program; each seed's banks hold
 ``min_bank_sets`` evaluations of its policy, no archive to re-embed).

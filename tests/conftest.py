@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from plugin_modules import isolated_registries
-from shared_runs import QUICK_METHODS, QUICK_SEEDS, made_once, make_quick_run
+from shared_runs import QUICK_METHODS, QUICK_SEEDS, made_once, make_quick_runs
 
 from telapa.jaxcache import ENV_VAR, enable_persistent_cache
 
@@ -28,10 +28,12 @@ def pytest_configure(config: pytest.Config) -> None:
 def quick_run(tmp_path_factory) -> Callable[[str, int], Path]:
     """``quick_run(method, seed)``: the run directory of a finished smoke run (curriculum
     ``smoke``, run preset ``tests/continual/tiny_run.yaml`` named ``tiny``), made once per
-    session on first use. Tests read it; a test that writes copies it first."""
+    session on first use, with the method's other seeds (`make_quick_runs`). Tests read
+    it; a test that writes copies it first."""
     def get(method: str, seed: int) -> Path:
-        folder = made_once(tmp_path_factory, f"quick-{method}-s{seed}",
-                           make_quick_run(method, seed))
+        if seed not in QUICK_SEEDS:
+            raise ValueError(f"quick runs have seeds {QUICK_SEEDS}, not {seed}")
+        folder = made_once(tmp_path_factory, f"quick-{method}", make_quick_runs(method))
         return folder / f"{method}-s{seed}"
     return get
 
@@ -39,8 +41,8 @@ def quick_run(tmp_path_factory) -> Callable[[str, int], Path]:
 @pytest.fixture(scope="session")
 def quick_runs(quick_run) -> dict[tuple[str, int], Path]:
     """(method, seed) -> run directory: Finetune and TeLAPA, seeds 0 and 1 (`quick_run`),
-    TeLAPA's seed 1 last (test_telapa_run.py needs only that one: while another worker
-    makes it, this one makes the others)."""
+    TeLAPA's last (test_telapa_run.py needs only those: while another worker makes them,
+    this one makes Finetune's)."""
     return {(m, s): quick_run(m, s) for m in QUICK_METHODS for s in QUICK_SEEDS}
 
 

@@ -74,18 +74,23 @@ class PhaseLog:
         self.seen.append((name, done, total))
 
 
-def make_quick_run(method: str, seed: int) -> Callable[[Path], None]:
-    """Makes the quick run of ``method`` and ``seed`` as ``FOLDER/METHOD-sSEED`` with the
-    method phases it reported in ``FOLDER/phases.json``."""
+def make_quick_runs(method: str) -> Callable[[Path], None]:
+    """Makes the quick runs of ``method``, one seed after the other (`QUICK_SEEDS`) in
+    this process with one set of agents (`tiny_agents`), as ``FOLDER/METHOD-sSEED``, each
+    with the method phases it reported in ``FOLDER/METHOD-sSEED.phases.json``. The seeds
+    of a method compile the same programs, so one worker compiles them once."""
     def make(folder: Path) -> None:
-        log = PhaseLog()
-        spec = RunSpec(load_curriculum("smoke"), method, seed, load_run_config(TINY), "tiny")
-        ContinualRun.start(spec, folder / f"{method}-s{seed}", log,
-                           agents=tiny_agents(method)).run()
-        (folder / "phases.json").write_text(json.dumps(log.seen))
+        for seed in QUICK_SEEDS:
+            log = PhaseLog()
+            spec = RunSpec(load_curriculum("smoke"), method, seed, load_run_config(TINY),
+                           "tiny")
+            run = folder / f"{method}-s{seed}"
+            ContinualRun.start(spec, run, log, agents=tiny_agents(method)).run()
+            run.with_name(f"{run.name}.phases.json").write_text(json.dumps(log.seen))
     return make
 
 
 def quick_phases(run: Path) -> list[tuple[str, int, int]]:
     """The method phases ``(name, done, total)`` a quick run reported, in order."""
-    return [tuple(p) for p in json.loads((run.parent / "phases.json").read_text())]
+    return [tuple(p) for p in json.loads(run.with_name(f"{run.name}.phases.json")
+                                         .read_text())]

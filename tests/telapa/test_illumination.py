@@ -368,13 +368,13 @@ def test_seeds_in_lockstep_illuminate_as_each_alone(setup, monkeypatch, batch_si
                                   **kwargs(seed, visit, calls, initial))
         return archive, log, calls
 
-    def together(visit, initials):
+    def together(visit, initials, lockstep=True):
         calls = [[], []]
         runs = [Illumination(agent, seed["base_params"],
                              **kwargs(seed, visit, c, initial))
                 for seed, c, initial in zip(seeds, calls, initials, strict=True)]
         return [(a, log, c) for (a, log), c in
-                zip(illuminate_seeds(agent, runs), calls, strict=True)]
+                zip(illuminate_seeds(agent, runs, lockstep=lockstep), calls, strict=True)]
 
     evaluations = []
     real = illumination_module.evaluate_populations
@@ -389,6 +389,12 @@ def test_seeds_in_lockstep_illuminate_as_each_alone(setup, monkeypatch, batch_si
     steps = -(-ITERATIONS // batch_size)
     assert evaluations == [[1, 1]] + [[min(batch_size, ITERATIONS - i * batch_size)] * 2
                                        for i in range(steps)]
+    if batch_size == 1 and jax.default_backend() == "cpu":  # the default: seed after seed
+        evaluations.clear()
+        apart = together(VISIT, [None, None], lockstep=None)
+        assert evaluations == ([[1]] * (steps + 1)) * 2
+        for a, b in zip(built, apart, strict=True):
+            _assert_same_illumination(a, b)
     monkeypatch.setattr(illumination_module, "evaluate_populations", real)
     for a, b in zip(built, built2, strict=True):
         _assert_same_illumination(a, b)

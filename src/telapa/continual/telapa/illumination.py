@@ -471,17 +471,28 @@ class Illumination:
         return self.archive, log
 
 
-def illuminate_seeds(agent: Agent, runs: Sequence[Illumination]
-                     ) -> list[tuple[Archive, IlluminationLog]]:
+def illuminate_seeds(agent: Agent, runs: Sequence[Illumination], *,
+                     lockstep: bool | None = None) -> list[tuple[Archive, IlluminationLog]]:
     """The illuminations ``runs`` (the seeds of a batch, on one agent) in lockstep: at
     every step, all seeds' offspring are ONE population evaluation
     (`evaluate_populations`: each candidate with the key it has alone), then each seed
     inserts its own in MAP-Elites order into its own archive, and the log rows of all
     seeds reach the host in one transfer. Each seed's archive and log are those of its
     `illuminate` alone (up to float reassociation in the batched policy); its ``wall_s``
-    is its share of the elapsed time."""
+    is its share of the elapsed time.
+
+    ``lockstep`` (default: on accelerators) chooses that; without it the seeds are
+    illuminated one after the other, each as its `illuminate`. On a 2-core CPU the
+    lockstep evaluation of 5 seeds took 31.1 s against 26.8 s seed after seed (the
+    study preset's BuildArchive on DoorKey-8x8; BENCHMARKS.md, "Visits as compiled
+    programs"): the CPU has no idle width for the batch to fill, and each evaluation
+    step waits for the longest episode of all seeds' candidates."""
     if not runs:
         raise ValueError("illuminate_seeds needs at least one illumination")
+    if lockstep is None:
+        lockstep = jax.default_backend() != "cpu"
+    if not lockstep and len(runs) > 1:
+        return [illuminate_seeds(agent, [run])[0] for run in runs]
     layouts = {(r.episodes, r.t_eval, r.base.params.shape[1]) for r in runs}
     if len(layouts) > 1:
         raise ValueError(f"illuminations in lockstep need one evaluation layout (episodes, "
