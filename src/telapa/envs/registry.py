@@ -18,10 +18,16 @@ here takes either form (`telapa.plugins.import_env_module`).
 from __future__ import annotations
 
 from functools import partial
-from pathlib import Path
 from typing import Any
 
-from telapa.config import CONFIG_DIR, TrainConfig, load_config, preset_path
+from telapa.config import (
+    CONFIG_DIR,
+    ConfigError,
+    TrainConfig,
+    load_config,
+    preset_path,
+    resolve_named,
+)
 from telapa.envs.base import Backend, EnvSpec
 from telapa.envs.family import EnvFamily
 from telapa.envs.generic import GenericFamily
@@ -53,19 +59,21 @@ def _qualname(family: EnvFamily) -> str:
 def _check_presets(family: EnvFamily) -> None:
     """`PluginError` naming the family unless its ``train_preset`` names a PPO preset of
     ``configs/ppo/`` and its ``run_preset`` a run preset of ``configs/runs/`` (or a path
-    to a YAML file)."""
-    for field, value in (("train_preset", family.train_preset),
-                         ("run_preset", family.run_preset)):
+    to a YAML file), as `telapa.config.resolve_named` reads them."""
+    for field, value, paths in (("train_preset", family.train_preset, False),
+                                ("run_preset", family.run_preset, True)):
         folder = CONFIG_DIR / ("ppo" if field == "train_preset" else "runs")
-        is_path = field == "run_preset" and isinstance(value, str) and (
-            "/" in value or value.endswith((".yaml", ".yml")))
-        found = isinstance(value, str) and value and (
-            Path(value).is_file() if is_path else (folder / f"{value}.yaml").is_file())
-        if not found:
+        try:
+            if not isinstance(value, str) or not value:
+                raise ConfigError("not a name")
+            path = resolve_named(value, folder, field)
+            if not path.is_file() or (not paths and path.parent != folder):
+                raise ConfigError("not a preset")
+        except ConfigError:
             names = ", ".join(sorted(p.stem for p in folder.glob("*.yaml")))
             raise PluginError(f"env family {family.name!r} ({_qualname(family)}): "
                               f"{field} {value!r} is not a preset of telapa's "
-                              f"configs/{folder.name}/ (available: {names})")
+                              f"configs/{folder.name}/ (available: {names})") from None
 
 
 def register_family(family: EnvFamily | type) -> EnvFamily:
