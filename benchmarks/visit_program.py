@@ -37,6 +37,14 @@ weights W: ``(2 + 6 epochs) W`` per PPO step, ``2 W`` per evaluation step and ``
 
     python benchmarks/visit_program.py                  # S = 1 5 8 (minutes on 2 cores)
     python benchmarks/visit_program.py --quick          # smoke check: tiny chunk, S = 1 2
+    python benchmarks/visit_program.py --quick --preset tests/continual/tiny_run.yaml
+
+``--quick`` caps the preset's budgets (2 PPO iterations per chunk, 8 episodes, a 512-step
+Fisher, 6 MAP-Elites steps, 5 boundary-update steps); with the tests' tiny preset, which
+is under every cap, it runs the programs the test suite's runs compile, and it uses the
+persistent compilation cache where ``TELAPA_JAX_CACHE`` names one (the suite's), so a
+smoke check compiles little. A measurement never uses the cache: its ``compile_s`` is
+the compiler's.
     python benchmarks/visit_program.py --new-only --sizes 1 8 64 256   # an accelerator
 
 Writes ``benchmarks/results/visit_program.json`` (``--quick``: ``.quick.json``), rewritten
@@ -69,6 +77,7 @@ from telapa.continual.telapa.embedding import EmbeddingState
 from telapa.continual.telapa.illumination import Illumination, illuminate, illuminate_seeds
 from telapa.continual.telapa.maintenance import maintain, maintain_seeds
 from telapa.envs.base import AutoReset, AutoResetState
+from telapa.jaxcache import ENV_VAR, enable_persistent_cache
 from telapa.qd.trajectories import float16_codec
 from telapa.rl.agent import Agent, stack_states
 
@@ -249,7 +258,10 @@ def main(argv: list[str] | None = None) -> int:
     chunk_steps, episodes = config.eval_every, config.eval_episodes
     fisher_steps = config.methods.ewc.fisher_steps
     if args.quick:
-        chunk_steps, episodes, fisher_steps = 2 * train.ppo.rollout_size, 8, 512
+        chunk_steps = min(chunk_steps, 2 * train.ppo.rollout_size)
+        episodes, fisher_steps = min(episodes, 8), min(fisher_steps, 512)
+        if os.environ.get(ENV_VAR):
+            enable_persistent_cache()
     new = Agent(args.env, train)
     old = Agent(args.env, train)
     old._train_env = LegacyAutoReset(old._train_env.env, train.ppo.num_envs)
@@ -360,8 +372,10 @@ def main(argv: list[str] | None = None) -> int:
         telapa = config.methods.telapa
         qd, latent = telapa.qd, telapa.latent
         if args.quick:
-            qd = qd.model_copy(update={"illumination": qd.illumination.model_copy(
-                update={"iterations": 4, "eval_episodes": 4})})
+            ill = qd.illumination
+            qd = qd.model_copy(update={"illumination": ill.model_copy(update={
+                "iterations": min(ill.iterations, 6),
+                "eval_episodes": min(ill.eval_episodes, 8)})})
         seeds = [dict(base_params=s.ppo.params, visit=0, tag=0,
                       embedding=EmbeddingState.create(jax.random.key(100 + i), latent),
                       latent_config=latent, qd_config=qd, key=jax.random.key(200 + i),
@@ -391,8 +405,10 @@ def main(argv: list[str] | None = None) -> int:
         vmapped update."""
         latent = config.methods.telapa.latent
         if args.quick:
-            latent = latent.model_copy(update={"steps": 4, "min_bank_sets": 4,
-                                               "batch_size": 4, "min_anchors": 1})
+            latent = latent.model_copy(update={
+                "steps": min(latent.steps, 5), "min_bank_sets": min(latent.min_bank_sets, 4),
+                "batch_size": min(latent.batch_size, 8),
+                "min_anchors": min(latent.min_anchors, 2)})
         sets, per_set = latent.min_bank_sets, min(16, episodes)
         params = stack_states([s.ppo.params for s in starts])
         seeds, lengths = [], []

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fresh_venv import build_wheel
 from plugin_modules import isolated_registries
 from shared_runs import QUICK_METHODS, QUICK_SEEDS, made_once, make_quick_runs
 
@@ -44,6 +45,15 @@ def quick_runs(quick_run) -> dict[tuple[str, int], Path]:
     TeLAPA's last (test_telapa_run.py needs only those: while another worker makes them,
     this one makes Finetune's)."""
     return {(m, s): quick_run(m, s) for m in QUICK_METHODS for s in QUICK_SEEDS}
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory) -> Path:
+    """telapa's wheel, built once per session from a copy of the sources (the checkout is
+    not written) for the tests that install it (tests/test_wheel.py, test_examples.py)."""
+    folder = made_once(tmp_path_factory, "wheel", build_wheel)
+    (found,) = (folder / "dist").glob("telapa-*.whl")
+    return found
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+TINY = Path(__file__).resolve().parent / "continual" / "tiny_run.yaml"
 
 
 def _quick_report(script: str, out: Path, *args: str, timeout: int = 600) -> dict:
@@ -55,9 +56,8 @@ def test_paper_seed_stops_at_a_checkpoint_and_resumes(tmp_path: Path) -> None:
     """``--hours`` stops the seed at a checkpoint; the next invocation finishes it, and
     the entry adds up the run's own accounting over both segments."""
     out = tmp_path / "paper_seed.json"
-    preset = Path(__file__).resolve().parent / "continual" / "tiny_run.yaml"
     cmd = [sys.executable, str(BENCHMARKS / "paper_seed.py"), "--method", "scratch",
-           "--curriculum", "smoke", "--preset", str(preset), "--runs", str(tmp_path),
+           "--curriculum", "smoke", "--preset", str(TINY), "--runs", str(tmp_path),
            "--json", str(out)]
     subprocess.run([*cmd, "--hours", "0.001"], check=True, timeout=600)
     first = json.loads(out.read_text())["runs"]["scratch-s0"]
@@ -114,9 +114,12 @@ def test_activations_quick(tmp_path: Path) -> None:
 def test_visit_program_quick(tmp_path: Path) -> None:
     """Old and new paths side by side, with their gap to the hardware."""
     out = tmp_path / "visit_program.json"
+    # the tiny preset on the smoke curriculum's task A: the programs the suite's runs
+    # compiled, from its persistent compilation cache (the script's --quick)
     report = _quick_report("visit_program.py", out, "--sizes", "1", "--env",
-                           "MiniGrid-Empty-5x5-v0", "--phases", "chunk", "fisher",
-                           "illumination", "maintenance", "--repeats", "0", timeout=900)
+                           "MiniGrid-Empty-5x5-v0", "--preset", str(TINY), "--phases",
+                           "chunk", "fisher", "illumination", "maintenance", "--repeats",
+                           "0", timeout=900)
     rows = {(r["phase"], r["path"]): r for r in report["rows"]}
     assert set(rows) == {(p, path) for p in ("chunk", "fisher", "illumination", "maintenance")
                          for path in ("new", "old")}
@@ -126,5 +129,5 @@ def test_visit_program_quick(tmp_path: Path) -> None:
         assert row["seeds"] == 1 and row["s"] > 0
         assert row["env_steps_per_s"] > 0 or row["phase"] == "maintenance"
         assert row["t_min_s"] > 0 and row["gap"] == row["s"] / row["t_min_s"]
-    assert rows["chunk", "new"]["ppo_steps"] == report["chunk_steps"] == 2 * 2048
+    assert rows["chunk", "new"]["ppo_steps"] == report["chunk_steps"] == 2 * 8 * 32
     assert rows["chunk", "new"]["eval_steps"] == rows["chunk", "old"]["eval_steps"] > 0

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from fresh_venv import ROOT, build_wheel, clean_env, make_venv
+from fresh_venv import ROOT, clean_env, make_venv
 
 EXAMPLES = ROOT / "examples"
 CARTPOLE = {"name": "cartpole", "backend": "gymnasium", "tasks": {"A": "CartPole-v1"},
@@ -36,11 +36,6 @@ CARTPOLE = {"name": "cartpole", "backend": "gymnasium", "tasks": {"A": "CartPole
 TINY = ["train.ppo={num_envs: 4, n_steps: 128, batch_size: 128, epochs: 2}",
         "train.eval={episodes: 4, num_envs: 4}", "steps_per_visit=1024", "eval_every=512",
         "eval_episodes=4", "final_eval_episodes=4"]
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    return build_wheel(tmp_path_factory.mktemp("wheel"))
 
 
 def _venv(wheel: Path, root: Path, example: str) -> Path:

@@ -19,13 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from fresh_venv import ROOT, build_wheel, clean_env, make_venv
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    """telapa's wheel, built from a copy of the sources (the checkout is not written)."""
-    return build_wheel(tmp_path_factory.mktemp("wheel"))
+from fresh_venv import ROOT, clean_env, make_venv
 
 
 @pytest.fixture(scope="module")
