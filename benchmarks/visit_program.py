@@ -22,7 +22,8 @@ TeLAPA's BuildArchive (``illumination``: `illuminate` seed after seed against
 per MAP-Elites step, on CPU seed after seed; the preset's N_ME and batch size, each seed
 its own policy, encoder and key) and
 TeLAPA's BoundaryMaintenance (``maintenance``: `maintain` seed after seed against
-`maintain_seeds`, the boundary updates one vmapped program; each seed's banks hold
+`maintain_seeds`, the boundary updates one vmapped program on accelerators, seed after
+seed on CPU; each seed's banks hold
 ``min_bank_sets`` evaluations of its policy, no archive to re-embed).
 Each variant runs once to compile (``first_s``, compilation included) and then
 ``--repeats`` times (``s``: the fastest). ``env_steps_per_s`` counts PPO and evaluation

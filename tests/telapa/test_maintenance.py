@@ -396,7 +396,8 @@ def test_seeds_maintained_together_as_each_alone(monkeypatch):
     """Four seeds: banks of 10 and 70 sets (padded to 64 and 128 rows alone; one size
     together), 5 sets (another batch size B) and 3 (below B_min: skipped). The ready
     seeds' boundary updates run as vmapped programs (one per B), and every seed's
-    encoder, normalizer, archives and log are those of its `maintain` alone."""
+    encoder, normalizer, archives and log are those of its `maintain` alone; on CPU, by
+    default, seed after seed, exactly."""
     seeds = [(10, 6, 16), (70, 8, 80), (5, 9, 16), (3, 7, 16)]
     states = [new_state(10 + i) for i in range(len(seeds))]
     archives = [make_archives(state) for state in states]
@@ -417,8 +418,17 @@ def test_seeds_maintained_together_as_each_alone(monkeypatch):
 
     monkeypatch.setattr(maintenance_module, "boundary_updates", spy)
     together = maintain_seeds(states, banks, archives, config=CONFIG, keys=keys,
-                              reevaluate=reevaluate, refit_sets=6)
+                              reevaluate=reevaluate, refit_sets=6, vmap=True)
     assert programs == [[10, 70, 5]]
+    if jax.default_backend() == "cpu":  # the default there: seed after seed, exactly alone
+        apart = maintain_seeds(states, banks, archives, config=CONFIG, keys=keys,
+                               reevaluate=reevaluate, refit_sets=6)
+        assert programs == [[10, 70, 5]]  # no batched program
+        for (state, out, log), (state2, out2, log2) in zip(alone, apart, strict=True):
+            for a, b in zip(jax.tree.leaves((state, out)), jax.tree.leaves((state2, out2)),
+                            strict=True):
+                np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+            assert (log.version, log.losses) == (log2.version, log2.losses)
     def values(out):  # the normalizer's content hash differs with its last float bit
         return {t: a.replace(normalizer_id=jnp.zeros_like(a.normalizer_id))
                 for t, a in out.items()}

@@ -368,13 +368,21 @@ def maintain_seeds(
     keys: Sequence[jax.Array],
     reevaluate: Reevaluate | None = None,
     refit_sets: int = REFIT_SETS,
+    vmap: bool | None = None,
 ) -> list[tuple[EmbeddingState, dict[str, Archive], MaintenanceLog]]:
     """`maintain` of S seeds (seed i: ``embeddings[i]``, ``banks[i]``, ``archives[i]``,
     ``keys[i]``), with the boundary updates of every seed whose bank is ready as one
     program ``vmap``ped over those seeds (`boundary_updates`: their banks padded to one
     size; padding sets are never drawn), then each seed's refit and re-embedding. Each
     seed's result is its `maintain` alone up to float rounding (one seed: exactly); a
-    seed's ``update`` time is its share of the batched update."""
+    seed's ``update`` time is its share of the batched update.
+
+    ``vmap`` (default: on accelerators) chooses the one program; without it each ready
+    seed's update is its own `boundary_update`, one after the other (exactly `maintain`
+    alone). On a 2-core CPU the vmapped updates of 2 seeds took 123.6 s against 117.0 s
+    seed after seed (the study preset's 700 steps on 32 sets of DoorKey-8x8 episodes,
+    compilation included; BENCHMARKS.md, "Visits as compiled programs"): the CPU has no
+    idle width for the batch to fill."""
     if not (len(embeddings) == len(banks) == len(archives) == len(keys)) or not banks:
         raise ValueError(f"maintain_seeds needs one embedding, bank, archive dict and key per "
                          f"seed; got {len(embeddings)}, {len(banks)}, {len(archives)}, "
@@ -385,10 +393,12 @@ def maintain_seeds(
     split = [jax.random.split(k) for k in keys]
     t0 = time.perf_counter()
     updates: dict[int, tuple[Any, Any]] = {}
-    if len(ready) == 1:
-        (i,) = ready
-        updates[i] = boundary_update(embeddings[i].encoder, embeddings[i].encoder, unions[i],
-                                     split[i][0], config)
+    if vmap is None:
+        vmap = jax.default_backend() != "cpu"
+    if len(ready) == 1 or not vmap:
+        for i in ready:
+            updates[i] = boundary_update(embeddings[i].encoder, embeddings[i].encoder,
+                                         unions[i], split[i][0], config)
     elif ready:
         encoders = [embeddings[i].encoder for i in ready]  # teacher snapshot = student
         done = boundary_updates(encoders, encoders, [unions[i] for i in ready],

@@ -181,7 +181,8 @@ class TeLAPA(Method):
         (`illuminate_seeds`: each step's candidates of all seeds one population
         evaluation, inserted seed by seed in MAP-Elites order), then their maintenance
         with the boundary updates one vmapped program (`maintain_seeds`); N_0 seed after
-        seed, as in `end_task`."""
+        seed, as in `end_task`. On CPU both run seed after seed (the functions' defaults:
+        batching was slower there)."""
         agent = ctxs[0].agent
         if len(methods) == 1 or agent.backend != "jax":
             return super().end_tasks(methods, states, ctxs)
