@@ -39,6 +39,7 @@ weights W: ``(2 + 6 epochs) W`` per PPO step, ``2 W`` per evaluation step and ``
     python benchmarks/visit_program.py                  # S = 1 5 8 (minutes on 2 cores)
     python benchmarks/visit_program.py --quick          # smoke check: tiny chunk, S = 1 2
     python benchmarks/visit_program.py --quick --preset tests/continual/tiny_run.yaml
+    python benchmarks/visit_program.py --new-only --sizes 1 8 64 256   # an accelerator
 
 ``--quick`` caps the preset's budgets (2 PPO iterations per chunk, 8 episodes, a 512-step
 Fisher, 6 MAP-Elites steps, 5 boundary-update steps); with the tests' tiny preset, which
@@ -46,7 +47,6 @@ is under every cap, it runs the programs the test suite's runs compile, and it u
 persistent compilation cache where ``TELAPA_JAX_CACHE`` names one (the suite's), so a
 smoke check compiles little. A measurement never uses the cache: its ``compile_s`` is
 the compiler's.
-    python benchmarks/visit_program.py --new-only --sizes 1 8 64 256   # an accelerator
 
 Writes ``benchmarks/results/visit_program.json`` (``--quick``: ``.quick.json``), rewritten
 after every measurement.
