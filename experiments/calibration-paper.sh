@@ -38,7 +38,14 @@ if [ ! -f "$RESULTS/cost.json" ]; then
   "$PY" benchmarks/calibration_cost.py --out "$RESULTS/cost.json"
   commit_results "cost of the four variants (benchmarks/calibration_cost.py)"
 fi
+exported_all() {  # whether results/$NAME/$1 holds every cell of its sweep (a fresh
+  # checkout has no runs/ to resume from, so a finished part must not run again)
+  [ -f "$RESULTS/$1/cells.json" ] && "$PY" -c 'import json, sys
+d = json.load(open(sys.argv[1])); sys.exit(len(d["cells"]) != d["of_cells"])' \
+    "$RESULTS/$1/cells.json"
+}
 for part in scratch finetune; do
+  if exported_all "$part"; then echo "$part: every cell is in results/$NAME/$part"; continue; fi
   ( while sleep 900; do commit_results "$part cells finished so far"; done ) &
   committer=$!
   nice -n 5 "$PY" -m telapa.cli sweep "configs/sweeps/$NAME-$part.yaml" --batch-seeds \
