@@ -50,7 +50,11 @@ commit_results() {
 echo "== $(date -u +%FT%TZ) start at commit $COMMIT in $WT"
 ( while sleep 900; do commit_results "cells finished so far"; done ) &
 committer=$!
-nice -n 5 "$PY" -m telapa.cli sweep "configs/sweeps/$NAME.yaml" --batch-seeds \
+# Seed batches sized to end within a working session (a session's unfinished batch is
+# lost when the next one starts on a fresh checkout): three seeds of a single-network
+# method (~1 h), one TeLAPA seed (~1.2 h; its method phases gain little from batching).
+nice -n 5 "$PY" -m telapa.cli sweep "configs/sweeps/$NAME.yaml" --seeds-per-batch 3 \
+  --seeds-per-batch telapa=1 --seeds-per-batch telapa-static=1 \
   --out "$ROOT/runs/$NAME" --export "$RESULTS" || status=$?
 kill "$committer" 2>/dev/null || true
 commit_results "sweep ${status:+stopped ($status)}${status:-finished}"

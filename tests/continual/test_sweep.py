@@ -284,6 +284,70 @@ def test_batch_seeds_groups_the_seeds_of_each_cell(tmp_path):
     assert seed_jobs(sweep.cells, False) == [[c] for c in sweep.cells]
 
 
+def test_seeds_per_batch_splits_each_seed_batch_in_sweep_order(tmp_path):
+    sweep = load_sweep(_write(tmp_path, BASE.replace("[ewc]", "[ewc, finetune]")
+                              .replace("seeds: 2", "seeds: 5")))
+    assert [[c.seed for c in job] for job in seed_jobs(sweep.cells, 2)] == [
+        [0, 1], [2, 3], [4], [0, 1], [2, 3], [4]]
+    assert [{c.method for c in job} for job in seed_jobs(sweep.cells, 2)] == [
+        {"ewc"}] * 3 + [{"finetune"}] * 3
+    assert seed_jobs(sweep.cells, 5) == seed_jobs(sweep.cells, True)
+    assert seed_jobs(sweep.cells, 1) == seed_jobs(sweep.cells, False)
+    for bad in (0, -1, 2.0):
+        with pytest.raises(ValueError, match="batch_seeds must be"):
+            seed_jobs(sweep.cells, bad)
+    by_method = seed_jobs(sweep.cells, {"ewc": 2, "*": 3})
+    assert [[c.seed for c in job] for job in by_method] == [[0, 1], [2, 3], [4], [0, 1, 2],
+                                                            [3, 4]]
+    assert [[c.seed for c in job] for job in seed_jobs(sweep.cells, {"finetune": 1})] == [
+        [0, 1, 2, 3, 4], [0], [1], [2], [3], [4]]
+    for bad in (0, {"ewc": 0}, {"ewc": True}):
+        backend = FlakyBackend(0)
+        with pytest.raises(ConfigError, match="batch_seeds must be"):
+            run_sweep(sweep, tmp_path / "out", backend, batch_seeds=bad)
+        assert backend.calls == [] and not (tmp_path / "out").exists()
+    with pytest.raises(ConfigError, match="seeds per batch given for 'telapa', which sweep "
+                                          "'s' does not run .its methods: ewc, finetune"):
+        run_sweep(sweep, tmp_path / "out", FlakyBackend(0), batch_seeds={"telapa": 1})
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("flags", "batch_seeds"), [
+    ([], False), (["--batch-seeds"], True), (["--seeds-per-batch", "2"], 2),
+    (["--batch-seeds", "--seeds-per-batch", "3"], 3),
+    (["--seeds-per-batch", "3", "--seeds-per-batch", "ewc=1"], {"*": 3, "ewc": 1})])
+def test_cli_seeds_per_batch_reaches_the_sweep(tmp_path, monkeypatch, flags, batch_seeds):
+    import telapa.continual.sweep as sweep_pkg
+
+    seen = {}
+
+    def fake_run_sweep(sweep, out, backend, **kw):
+        seen.update(kw)
+        return dict.fromkeys(("done", "failed"), 0)
+
+    monkeypatch.setattr(sweep_pkg, "run_sweep", fake_run_sweep)
+    assert main(["sweep", str(_write(tmp_path, BASE)), "--out", str(tmp_path / "o"),
+                 *flags]) == 0
+    assert seen["batch_seeds"] is batch_seeds or seen["batch_seeds"] == batch_seeds
+    assert type(seen["batch_seeds"]) is type(batch_seeds)
+
+
+def test_cli_refuses_a_seeds_per_batch_below_one(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["sweep", str(_write(tmp_path, BASE)), "--out", str(tmp_path / "o"),
+              "--seeds-per-batch", "0"])
+    assert "--seeds-per-batch 0: must be in 1 .. 10000, got 0" in capsys.readouterr().err
+    for values, message in [(["ewc=x"], "--seeds-per-batch ewc=x: must be an integer"),
+                            (["2", "3"], "'3' repeats the plain count"),
+                            (["ewc=2", "ewc=1"], "'ewc=1' repeats 'ewc'"),
+                            (["telapa=2"], "seeds per batch given for 'telapa'")]:
+        with pytest.raises(SystemExit):
+            main(["sweep", str(_write(tmp_path, BASE)), "--out", str(tmp_path / "o"),
+                  *[f"--seeds-per-batch={v}" for v in values]])
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
 def test_seed_order_runs_whole_seeds_first(tmp_path):
     text = BASE.replace("[ewc]", "[ewc, finetune]")
     assert [c.name for c in load_sweep(_write(tmp_path, text)).cells] == [
@@ -491,6 +555,36 @@ def test_sweep_exports_each_cell_as_it_finishes(tmp_path):
     with pytest.raises(ValueError, match="is not empty"):
         run_sweep(other, tmp_path / "other", flaky, export=mine)
     assert flaky.calls == []
+
+
+def test_cells_the_export_holds_are_not_run_again_from_a_new_sweep_dir(tmp_path):
+    """A study resumed on a fresh checkout: its runs/ are gone, its committed export is
+    all that is left. The cells the export holds count as done and are not run; the
+    others run and are exported beside them; nothing exported is rewritten."""
+    sweep = load_sweep(_write(tmp_path, BASE.replace("seeds: 2", "seeds: 3")))
+    dest = tmp_path / "results"
+    first = FlakyBackend(0)
+    run_sweep(sweep, tmp_path / "lost", first, export=dest)
+    cells_json = json.loads((dest / "cells.json").read_text())
+    keep = cells_json["cells"][:2]  # as if the first session exported two cells only
+    shutil.rmtree(dest / "cells" / "smoke-ewc-s2")
+    (dest / "status" / "smoke-ewc-s2.json").unlink()
+    (dest / "cells.json").write_text(json.dumps(cells_json | {"cells": keep}))
+    before = {p: p.read_bytes() for p in (dest / "cells").rglob("*") if p.is_file()}
+    events: list[str] = []
+    again = FlakyBackend(0)
+    counts = run_sweep(sweep, tmp_path / "fresh", again, export=dest, on_event=events.append)
+    assert again.calls == ["smoke-ewc-s2"]
+    assert counts["done"] == 3 and sum(counts.values()) == 3
+    assert f"2 cell(s) not done in {tmp_path / 'fresh'} are done in {dest}; not run again" \
+        in events
+    assert [c["name"] for c in json.loads((dest / "cells.json").read_text())["cells"]] == [
+        "smoke-ewc-s0", "smoke-ewc-s1", "smoke-ewc-s2"]
+    assert all(p.read_bytes() == b for p, b in before.items())
+    # without --export nothing tells the sweep, so every cell runs
+    alone = FlakyBackend(0)
+    run_sweep(sweep, tmp_path / "alone", alone)
+    assert alone.calls == ["smoke-ewc-s0", "smoke-ewc-s1", "smoke-ewc-s2"]
 
 
 class BatchBackend(FlakyBackend):

@@ -1,13 +1,19 @@
 """``telapa sweep``: every cell of a sweep file, on local processes or a Ray cluster.
 
     telapa sweep FILE --out DIR [--workers N] [--threads T] [--retries R]
-                 [--backend local|ray] [--address ADDR] [--batch-seeds] [--export DEST]
+                 [--backend local|ray] [--address ADDR] [--batch-seeds]
+                 [--seeds-per-batch [METHOD=]N ...] [--export DEST]
                  [--set KEY=VALUE ...] [--import MODULE ...] [--track wandb|mlflow]
     telapa sweep status DIR
     telapa sweep export DIR DEST
 
 Re-running the same command resumes the sweep: finished cells are skipped, partial ones
-resume from their checkpoints, failed ones are tried again. ``--set KEY=VALUE``
+resume from their checkpoints, failed ones are tried again; with ``--export DEST``, cells
+DEST already holds are not run again even when DIR is new (a study resumed from its
+committed results on another machine). ``--seeds-per-batch N`` splits each seed batch into
+batches of at most N seeds, ``--seeds-per-batch METHOD=N`` (repeatable) those of one
+method (a TeLAPA seed costs about twice a Finetune seed), e.g. so that each batch ends
+within a working session; it implies ``--batch-seeds``. ``--set KEY=VALUE``
 (repeatable) adds an override for every cell over the file's ``overrides``; the sweep
 directory records the cells' settings, so re-running it with another ``--set`` is
 refused. ``--import MODULE`` (repeatable) imports the user's module before the sweep file
@@ -41,6 +47,8 @@ from telapa.continual.rundir import RunDirError
 
 MAX_WORKERS = 1024
 """Bound of ``--workers`` and ``--threads`` (each worker is a process, each thread a core)."""
+MAX_SEEDS = 10_000
+"""Bound of ``--seeds-per-batch`` (a sweep's seed bound)."""
 MAX_RETRIES = 100
 """Bound of ``--retries``."""
 
@@ -82,7 +90,9 @@ def _cmd_sweep(ns: argparse.Namespace) -> None:
         backend = LocalBackend(ns.workers, ns.threads)
     try:
         counts = run_sweep(sweep, ns.out, backend, retries=ns.retries,
-                           batch_seeds=ns.batch_seeds, export=ns.export, on_event=_log,
+                           batch_seeds=_seeds_per_batch(ns.seeds_per_batch or [])
+                           or ns.batch_seeds,
+                           export=ns.export, on_event=_log,
                            imports=ns.imports or (), tracking=tracking)
     except (RunDirError, ConfigError) as err:
         raise CLIError(str(err)) from None
@@ -93,6 +103,26 @@ def _cmd_sweep(ns: argparse.Namespace) -> None:
     if counts["failed"]:
         raise CLIError(f"{counts['failed']} cell(s) failed; `telapa sweep status {ns.out}` "
                        "shows their errors; run the same command again to retry them")
+
+
+def _seeds_per_batch(values: list[str]) -> int | dict[str, int] | None:
+    """``--seeds-per-batch`` values ("N" for every method, "METHOD=N" for one) as
+    `run_sweep`'s ``batch_seeds``: an int, or a mapping (its "*": the plain N)."""
+    sizes: dict[str, int] = {}
+    parse = int_in(1, MAX_SEEDS)
+    for value in values:
+        method, _, count = value.rpartition("=")
+        key = method or "*"
+        if key in sizes:
+            raise CLIError(f"--seeds-per-batch: {value!r} repeats "
+                           f"{'the plain count' if key == '*' else repr(method)}")
+        try:
+            sizes[key] = parse(count)
+        except argparse.ArgumentTypeError as err:
+            raise CLIError(f"--seeds-per-batch {value}: {err}") from None
+    if not sizes:
+        return None
+    return sizes["*"] if list(sizes) == ["*"] else sizes
 
 
 def _export(sweep_dir: Path, dest: Path) -> None:
@@ -188,6 +218,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     sweep.add_argument("--batch-seeds", action="store_true",
                        help="run the seeds of each cell together in one worker (PPO of the "
                             "seeds as one vmapped batch on the jax backend)")
+    sweep.add_argument("--seeds-per-batch", action="append", metavar="[METHOD=]N",
+                       help="at most N seeds per seed batch, of every method or of METHOD "
+                            "(repeatable; implies --batch-seeds; default: all the seeds of "
+                            "a cell)")
     sweep.add_argument("--export", metavar="DEST",
                        help="export each finished cell's small outputs to DEST as it "
                             "finishes (as `telapa sweep export DIR DEST`)")

@@ -45,7 +45,8 @@ from its checkpoint, a failed one is tried up to ``retries`` more times.
 A backend runs jobs: one cell each, or with ``batch_seeds`` (``telapa sweep
 --batch-seeds``) the seeds of one cell (same curriculum, method and settings) together,
 as one `telapa.continual.batch.SeedBatch` in one worker (their PPO chunks as one
-vmapped batch on the jax backend). Every cell keeps its own run directory, status and
+vmapped batch on the jax backend), or in batches of at most so many seeds, per method if
+need be (``--seeds-per-batch``). Every cell keeps its own run directory, status and
 log; when a batch fails, each of its cells that is not complete is failed with the error.
 
 One module per job: `grammar` (the sweep file and its cells), `layout` (the sweep
@@ -56,7 +57,15 @@ directory and status files), `jobs` (what a worker runs), `local` and `ray_backe
 
 from telapa.continual.sweep.driver import run_sweep
 from telapa.continual.sweep.export import EXPORT_FILES, ExportSummary, export_sweep
-from telapa.continual.sweep.grammar import Cell, Sweep, SweepFile, cell_name, load_sweep, seed_jobs
+from telapa.continual.sweep.grammar import (
+    Cell,
+    Sweep,
+    SweepFile,
+    cell_name,
+    check_batch_seeds,
+    load_sweep,
+    seed_jobs,
+)
 from telapa.continual.sweep.jobs import Outcome, mark_started, run_cell, run_job, thread_env
 from telapa.continual.sweep.layout import (
     CELLS_FILE,
@@ -81,7 +90,8 @@ from telapa.continual.sweep.status import (
 
 __all__ = ["CELLS_FILE", "EXPORT_FILES", "STATES", "SWEEP_FILE", "Cell", "CellTime",
            "ExportSummary", "LocalBackend", "Outcome", "RayBackend", "Sweep", "SweepFile",
-           "cell_name", "cell_state", "cell_time", "cell_times", "export_sweep", "load_sweep",
+           "cell_name", "cell_state", "cell_time", "cell_times", "check_batch_seeds",
+           "export_sweep", "load_sweep",
            "mark_started",
            "prepare_sweep_dir", "read_status", "run_cell", "run_job", "run_sweep", "seed_jobs",
            "stored_cells", "stored_sweep", "sweep_cells_dirs", "thread_env", "time_left",

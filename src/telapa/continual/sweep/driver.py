@@ -6,34 +6,39 @@ from __future__ import annotations
 import dataclasses
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from telapa.continual.rundir import RunDir, RunDirError
 from telapa.continual.sweep.export import export_sweep
-from telapa.continual.sweep.grammar import Sweep, seed_jobs
+from telapa.continual.sweep.grammar import Sweep, check_batch_seeds, seed_jobs
 from telapa.continual.sweep.layout import prepare_sweep_dir, read_status, write_status
 from telapa.continual.sweep.status import STATES, cell_state
 from telapa.continual.tracking import Tracking
 
 
 def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
-              batch_seeds: bool = False, export: str | Path | None = None,
+              batch_seeds: bool | int | Mapping[str, int] = False,
+              export: str | Path | None = None,
               on_event: Callable[[str], None] = lambda text: None,
               imports: Sequence[str] = (), tracking: Tracking | None = None
               ) -> dict[str, int]:
     """Runs every cell of ``sweep`` that is not done under ``out`` on ``backend``; a
     failed cell is tried up to ``retries`` more times (each error recorded in its status
-    file). With ``batch_seeds`` the seeds of a cell run as one job (`seed_jobs`). With
-    ``export``, the done cells are exported there (`export_sweep`) before the first job,
-    which also checks the destination, and again as each cell finishes; an export that
-    fails then is reported through ``on_event`` and does not stop the sweep.
+    file). With ``batch_seeds`` the seeds of a cell run as one job, or as jobs of at most
+    so many seeds (an int, or one per method: `seed_jobs`). With ``export``, the done
+    cells are exported there (`export_sweep`) before the first job, which also checks the
+    destination, and again as each cell finishes; an export that fails then is reported
+    through ``on_event`` and does not stop the sweep. A cell the export already holds is
+    not run again even where ``out`` lacks it (a study resumed on a fresh checkout, whose
+    committed results are all that is left of its earlier sessions): it counts as done.
     ``imports`` (``--import``): modules every worker imports before it reads its cells
     (each cell's ``run.json`` records them); ``tracking`` (``--track``): one tracked run
     per cell, grouped by curriculum and method (`telapa.continual.tracking`).
     Returns the count of cells per state at the end."""
     out = Path(out)
+    check_batch_seeds(sweep, batch_seeds)
     runtime: dict[str, Any] = {}
     if imports:
         runtime["imports"] = list(dict.fromkeys(imports))
@@ -47,9 +52,10 @@ def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
     except RunDirError as err:
         raise RunDirError(f"sweep {out} is being run by another process: {err}") from None
     try:
+        exported: set[str] = set()
         if export is not None:
-            export_sweep(out, export)
-        todo = []
+            exported = set(export_sweep(out, export).kept)
+        todo, elsewhere = [], []
         for cell in sweep.cells:
             state, status = cell_state(out, cell.name)
             if state == "running":
@@ -58,10 +64,14 @@ def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
                 write_status(out, cell.name, status | {
                     "state": "done", "attempts": status.get("attempts", 0) + 1})
             if state != "done":
-                todo.append(cell)
+                (elsewhere if cell.name in exported else todo).append(cell)
+        if elsewhere:
+            on_event(f"{len(elsewhere)} cell(s) not done in {out} are done in {export}; "
+                     "not run again")
         on_event(f"{len(sweep.cells) - len(todo)} of {len(sweep.cells)} cells done; running "
                  f"{len(todo)} on {backend.describe}"
-                 + (f" in {len(seed_jobs(todo, True))} seed batches" if batch_seeds else ""))
+                 + (f" in {len(seed_jobs(todo, batch_seeds))} seed batches"
+                    if batch_seeds is not False else ""))
         tries = dict.fromkeys((c.name for c in todo), 0)
         while todo:
             token = secrets.token_hex(8)  # this round; a worker copies it when it starts
@@ -99,7 +109,7 @@ def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
         lock.unlock()
     counts = dict.fromkeys(STATES, 0)
     for cell in sweep.cells:
-        counts[cell_state(out, cell.name)[0]] += 1
+        counts["done" if cell in elsewhere else cell_state(out, cell.name)[0]] += 1
     return counts
 
 

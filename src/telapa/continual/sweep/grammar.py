@@ -12,6 +12,7 @@ import itertools
 import json
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -295,18 +296,58 @@ def load_sweep(path: str | Path, sets: dict[str, Any] | None = None) -> Sweep:
     return sweep
 
 
-def seed_jobs(cells: list[Cell], batch_seeds: bool) -> list[list[Cell]]:
-    """The jobs of ``cells``: one cell each, or (``batch_seeds``) the cells that differ
-    only in their seed together, in sweep order."""
-    if not batch_seeds:
+def _batch_size(batch_seeds: bool | int | Mapping[str, int], method: str) -> int | None:
+    """Seeds per job of ``method``'s cells under ``batch_seeds`` (`seed_jobs`); None: all."""
+    size = batch_seeds
+    if isinstance(batch_seeds, Mapping):
+        size = batch_seeds.get(method, batch_seeds.get("*"))
+        if size is None:
+            return None
+    elif size is True:
+        return None
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ConfigError(f"batch_seeds must be True, False, a seed count >= 1 or a mapping "
+                         f"of methods to seed counts, got {batch_seeds!r}")
+    return size
+
+
+def seed_jobs(cells: list[Cell], batch_seeds: bool | int | Mapping[str, int]
+              ) -> list[list[Cell]]:
+    """The jobs of ``cells``, in sweep order: one cell each (``False``); the cells that
+    differ only in their seed together (``True``); those split into batches of at most
+    ``batch_seeds`` seeds (an int >= 1, e.g. so that each job ends within a working
+    session whose unfinished work would be lost); or, for a mapping, at most
+    ``batch_seeds[method]`` seeds of a method's cells, its ``"*"`` entry (else all the
+    seeds) for the methods it does not name (methods differ in cost per seed)."""
+    if batch_seeds is False:
         return [[c] for c in cells]
     jobs: dict[tuple, list[Cell]] = {}
     for c in cells:
         key = (c.curriculum.name, c.method, json.dumps(c.overrides, sort_keys=True, default=str),
                c.preset)
         jobs.setdefault(key, []).append(c)
-    return list(jobs.values())
+    out = []
+    for job in jobs.values():
+        size = _batch_size(batch_seeds, job[0].method) or len(job)
+        out += [job[i:i + size] for i in range(0, len(job), size)]
+    return out
 
 
-__all__ = ["MAX_CELLS", "MAX_SEEDS", "Cell", "Sweep", "SweepFile", "cell_name", "load_sweep",
-           "seed_jobs"]
+def check_batch_seeds(sweep: Sweep, batch_seeds: bool | int | Mapping[str, int]) -> None:
+    """Refuses a ``batch_seeds`` that `seed_jobs` would (ConfigError), or a mapping naming
+    a method the sweep does not run, before any work."""
+    if batch_seeds is False:
+        return
+    for method in {c.method for c in sweep.cells}:
+        _batch_size(batch_seeds, method)
+    if isinstance(batch_seeds, Mapping):
+        methods = sorted({c.method for c in sweep.cells})
+        unknown = sorted(set(batch_seeds) - set(methods) - {"*"})
+        if unknown:
+            raise ConfigError(f"seeds per batch given for {', '.join(map(repr, unknown))}, "
+                             f"which sweep {sweep.name!r} does not run (its methods: "
+                             f"{', '.join(methods)})")
+
+
+__all__ = ["MAX_CELLS", "MAX_SEEDS", "Cell", "Sweep", "SweepFile", "cell_name",
+           "check_batch_seeds", "load_sweep", "seed_jobs"]
