@@ -439,6 +439,22 @@ def test_report_takes_a_sweep_directory(local_sweep, tmp_path, capsys):
         "<!-- /telapa:figure -->\n")
     assert (tmp_path / "study" / "tiny-curves.png").read_bytes() == \
         (out / "figures" / "tiny-curves.png").read_bytes()
+    # a second report's blocks in the same document (--doc-scope), the first's kept
+    filled = doc.read_text()
+    doc.write_text(filled + "<!-- telapa:table paper/tiny-main -->\n<!-- /telapa:table -->\n")
+    for flags, message in [(["--doc-scope", "paper"], "--doc-scope needs --doc"),
+                           (["--doc", str(doc), "--doc-scope", "other"],
+                            "has no telapa:table or telapa:figure blocks of scope other"),
+                           (["--doc", str(doc), "--doc-scope", "a/b"], "must be letters")]:
+        with pytest.raises(SystemExit):
+            main(["report", str(local_sweep), "--out", str(tmp_path / "r2"), *flags])
+        assert message in capsys.readouterr().err
+        assert not (tmp_path / "r2").exists()
+    assert main(["report", str(local_sweep), "--out", str(tmp_path / "r2"), "--doc", str(doc),
+                 "--doc-scope", "paper"]) == 0
+    assert "updated 1 blocks of" in capsys.readouterr().out
+    assert doc.read_text() == filled + (
+        f"<!-- telapa:table paper/tiny-main -->\n{table}<!-- /telapa:table -->\n")
 
 
 def test_metrics_take_a_sweep_directory(local_sweep, capsys):

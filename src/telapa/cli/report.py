@@ -2,7 +2,7 @@
 ``telapa inspect`` (one run's policy archives).
 
     telapa report RUN_DIR... --out DIR [--skip-incomplete] [--gamma 0.9] [--tau 0.5]
-                  [--doc FILE.md]
+                  [--doc FILE.md [--doc-scope NAME]]
     telapa inspect RUN_DIR [--task TAG]
 """
 
@@ -39,11 +39,16 @@ def _cmd_report(ns: argparse.Namespace) -> None:
     from telapa.report.docsync import DocSyncError, blocks, sync_document
 
     console = Console(stderr=True)
+    if ns.doc_scope is not None and ns.doc is None:
+        raise CLIError("--doc-scope needs --doc FILE.md")
     if ns.doc is not None:
         try:
-            if not blocks(ns.doc.read_text()):
-                raise CLIError(f"--doc {ns.doc} has no telapa:table or telapa:figure blocks "
-                               "(see telapa/report/docsync.py)")
+            if not blocks(ns.doc.read_text(), ns.doc_scope):
+                scope = "" if ns.doc_scope is None else f" of scope {ns.doc_scope}"
+                raise CLIError(f"--doc {ns.doc} has no telapa:table or telapa:figure "
+                               f"blocks{scope} (see telapa/report/docsync.py)")
+        except DocSyncError as err:
+            raise CLIError(f"--doc-scope: {err}") from None
         except OSError as err:
             raise CLIError(f"--doc {ns.doc}: {err.strerror}") from None
         except UnicodeDecodeError as err:
@@ -58,7 +63,7 @@ def _cmd_report(ns: argparse.Namespace) -> None:
         doc = build_document(records, archives, gamma=ns.gamma, tau=ns.tau,
                              track=tracker(console, "plotting"))
         out = write_report(doc, ns.out, sources=[r.path for r in records])
-        filled = sync_document(ns.doc, out) if ns.doc is not None else []
+        filled = sync_document(ns.doc, out, ns.doc_scope) if ns.doc is not None else []
     except (RunDirError, ReportError, DocSyncError, FileNotFoundError, ValueError) as err:
         raise CLIError(str(err)) from None
     stdout_console().print(
@@ -130,6 +135,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--doc", type=Path, metavar="FILE.md",
                         help="also fill this Markdown document's telapa:table and "
                              "telapa:figure blocks from the report")
+    report.add_argument("--doc-scope", metavar="NAME",
+                        help="fill only --doc's blocks whose ids read NAME/ID (another "
+                             "report's blocks in the same document are kept)")
     report.set_defaults(func=_cmd_report)
 
     inspect = sub.add_parser("inspect", help="a run's policy archives and transfer lineages")

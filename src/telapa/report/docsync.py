@@ -15,6 +15,15 @@ name of its file under the report's ``tables/`` or ``figures/``)::
 Everything outside the blocks is the author's and is kept as written. `sync_document`
 checks every id before it writes anything; `stale_tables` tells which blocks differ from
 a given set of tables (the check that a committed document matches its results).
+
+One document can show several reports side by side (e.g. a study at two budgets): a
+block whose id is ``SCOPE/ID`` belongs to the report filled with ``scope=SCOPE``
+(``telapa report ... --doc FILE --doc-scope SCOPE``), and its figure is copied as
+``SCOPE-ID.png``; a fill touches only the blocks of its own scope (unscoped ids: no
+scope), so each report leaves the others' blocks as they are::
+
+    <!-- telapa:table paper/primary-main -->     <- tables/primary-main.md of the report
+    <!-- /telapa:table -->                          filled with --doc-scope paper
 """
 
 from __future__ import annotations
@@ -26,17 +35,35 @@ from pathlib import Path
 
 from telapa.io import write_text_atomic
 
-BLOCK = re.compile(r"(<!-- telapa:(?P<kind>table|figure) (?P<id>[A-Za-z0-9_.-]+) -->\n)"
-                   r"(?P<body>.*?)(<!-- /telapa:(?P=kind) -->)", re.S)
+BLOCK = re.compile(r"(<!-- telapa:(?P<kind>table|figure) (?P<id>[A-Za-z0-9_.-]+"
+                   r"(?:/[A-Za-z0-9_.-]+)?) -->\n)(?P<body>.*?)(<!-- /telapa:(?P=kind) -->)",
+                   re.S)
+SCOPE = re.compile(r"[A-Za-z0-9_.-]+")
+"""A scope: a name without ``/``."""
 
 
 class DocSyncError(ValueError):
     """A document block names a table or figure the report does not have."""
 
 
-def blocks(text: str) -> list[tuple[str, str, str]]:
-    """(kind, id, body) of every marked block of ``text``, in order."""
-    return [(m["kind"], m["id"], m["body"]) for m in BLOCK.finditer(text)]
+def _check_scope(scope: str | None) -> None:
+    if scope is not None and not SCOPE.fullmatch(scope):
+        raise DocSyncError(f"document scope {scope!r} must be letters, digits, '_', '.' or "
+                           "'-' (no '/')")
+
+
+def _in_scope(id_: str, scope: str | None) -> str | None:
+    """The report id of block ``id_`` if it belongs to ``scope``, else None."""
+    name, _, rest = id_.rpartition("/")
+    return rest if (name or None) == scope else None
+
+
+def blocks(text: str, scope: str | None = None) -> list[tuple[str, str, str]]:
+    """(kind, id, body) of every marked block of ``text`` that belongs to ``scope``, in
+    order; ids without their scope (``paper/primary-main`` -> ``primary-main``)."""
+    _check_scope(scope)
+    found = ((m["kind"], _in_scope(m["id"], scope), m["body"]) for m in BLOCK.finditer(text))
+    return [(kind, id_, body) for kind, id_, body in found if id_ is not None]
 
 
 def figure_folder(doc: Path) -> Path:
@@ -45,50 +72,62 @@ def figure_folder(doc: Path) -> Path:
     return doc.with_suffix("")
 
 
+def figure_name(id_: str, scope: str | None = None) -> str:
+    """The file name of figure ``id_`` of ``scope`` in `figure_folder`."""
+    return f"{id_}.png" if scope is None else f"{scope}-{id_}.png"
+
+
 def fill(text: str, *, tables: Mapping[str, str], figures: Mapping[str, str],
-         source: str = "the document") -> str:
-    """``text`` with each table block replaced by ``tables[id]`` (Markdown) and each figure
-    block by ``figures[id]`` (a Markdown image line). `DocSyncError` names every id that
-    has no table or figure, before anything is replaced."""
-    missing = [f"{kind} {id_}" for kind, id_, _ in blocks(text)
+         source: str = "the document", scope: str | None = None) -> str:
+    """``text`` with each table block of ``scope`` replaced by ``tables[id]`` (Markdown)
+    and each figure block by ``figures[id]`` (a Markdown image line); the blocks of other
+    scopes are kept. `DocSyncError` names every id that has no table or figure, before
+    anything is replaced."""
+    missing = [f"{kind} {id_}" for kind, id_, _ in blocks(text, scope)
                if id_ not in (tables if kind == "table" else figures)]
     if missing:
-        raise DocSyncError(f"{source} names {', '.join(missing)}, which the report does not "
-                           f"have (tables: {', '.join(sorted(tables)) or 'none'})")
+        raise DocSyncError(f"{source} names {', '.join(missing)}"
+                           f"{'' if scope is None else f' (scope {scope})'}, which the "
+                           f"report does not have (tables: {', '.join(sorted(tables)) or 'none'})")
 
     def replace(m: re.Match) -> str:
-        body = (tables if m["kind"] == "table" else figures)[m["id"]]
+        id_ = _in_scope(m["id"], scope)
+        if id_ is None:
+            return m.group(0)
+        body = (tables if m["kind"] == "table" else figures)[id_]
         return f"{m.group(1)}{body.rstrip(chr(10))}\n{m.group(5)}"
 
     return BLOCK.sub(replace, text)
 
 
-def sync_document(doc: str | Path, report: str | Path) -> list[str]:
-    """Fills ``doc``'s blocks from the written report in ``report`` (its ``tables/ID.md``
-    and ``figures/ID.png``, the PNGs copied to `figure_folder`); writes ``doc`` only when
-    every block was found. Returns the ids filled."""
+def sync_document(doc: str | Path, report: str | Path, scope: str | None = None) -> list[str]:
+    """Fills ``doc``'s blocks of ``scope`` from the written report in ``report`` (its
+    ``tables/ID.md`` and ``figures/ID.png``, the PNGs copied to `figure_folder` as
+    `figure_name`); writes ``doc`` only when every block was found. Returns the ids
+    filled."""
     doc, report = Path(doc), Path(report)
     text = doc.read_text()
     tables = {p.stem: p.read_text() for p in sorted((report / "tables").glob("*.md"))}
     pngs = {p.stem: p for p in sorted((report / "figures").glob("*.png"))}
     folder = figure_folder(doc)
-    figures = {id_: f"![{id_}]({folder.name}/{id_}.png)" for id_ in pngs}
-    new = fill(text, tables=tables, figures=figures, source=str(doc))
-    wanted = [(kind, id_) for kind, id_, _ in blocks(text)]
+    figures = {id_: f"![{id_}]({folder.name}/{figure_name(id_, scope)})" for id_ in pngs}
+    new = fill(text, tables=tables, figures=figures, source=str(doc), scope=scope)
+    wanted = [(kind, id_) for kind, id_, _ in blocks(text, scope)]
     if any(kind == "figure" for kind, _ in wanted):
         folder.mkdir(exist_ok=True)
         for kind, id_ in wanted:
             if kind == "figure":
-                shutil.copyfile(pngs[id_], folder / f"{id_}.png")
+                shutil.copyfile(pngs[id_], folder / figure_name(id_, scope))
     write_text_atomic(doc, new)
     return [id_ for _, id_ in wanted]
 
 
-def stale_tables(text: str, tables: Mapping[str, str]) -> list[str]:
-    """Ids of the table blocks of ``text`` whose body is not ``tables[id]`` (missing ids
-    included)."""
-    return [id_ for kind, id_, body in blocks(text)
+def stale_tables(text: str, tables: Mapping[str, str], scope: str | None = None) -> list[str]:
+    """Ids of the table blocks of ``scope`` in ``text`` whose body is not ``tables[id]``
+    (missing ids included)."""
+    return [id_ for kind, id_, body in blocks(text, scope)
             if kind == "table" and body.rstrip("\n") != tables.get(id_, "\0").rstrip("\n")]
 
 
-__all__ = ["DocSyncError", "blocks", "figure_folder", "fill", "stale_tables", "sync_document"]
+__all__ = ["SCOPE", "DocSyncError", "blocks", "figure_folder", "figure_name", "fill",
+           "stale_tables", "sync_document"]
