@@ -83,3 +83,43 @@ def test_main_reads_exported_cells_and_writes_the_choice(tmp_path, capsys):
     assert selection["chosen"] == {"preset": "minigrid-sb3", "grid_codes": "unit"}
     assert selection["complete"] is False  # two variants of four
     assert "PROVISIONAL" in capsys.readouterr().out
+
+
+def _cell(folder, name: str, curve: pd.DataFrame) -> None:
+    cell = folder / name
+    cell.mkdir(parents=True)
+    curve.to_csv(cell / "curve.csv", index=False)
+    (cell / "run.json").write_text(json.dumps({"format": "telapa-run", "version": 1,
+                                               "status": "complete"}))
+
+
+def test_the_transfer_question_is_read_by_hand_and_never_changes_the_choice(tmp_path, capsys):
+    """Finetune A -> B -> C beside Scratch's C: start and final SR on C, and the first
+    evaluation step of the C visit at SR >= 0.9 (never: None)."""
+    (tmp_path / "cost.json").write_text(json.dumps({"rows": [
+        {"preset": "minigrid", "grid_codes": "raw", "us_per_step": 12.0}]}))
+    scratch = _curves(PAPER_SHAPE)
+    scratch.loc[(scratch.task == "C") & (scratch.step == 0), "sr"] = 0.95  # seed solves at 0
+    scratch["visit"] = scratch["task"].map({t: i for i, t in enumerate("ABCDE")})
+    name = "calibration-tasks-scratch-preset=minigrid-grid_codes=raw-s{}"
+    for seed in range(3):
+        _cell(tmp_path / "scratch" / "cells", name.format(seed),
+              scratch[scratch.seed == seed].drop(columns="seed"))
+    before = main([str(tmp_path)]), (tmp_path / "selection.json").read_text()
+    assert not (tmp_path / "transfer.json").exists()
+    rows = [(0, "A", 0, 0.1), (0, "A", 5, 0.97), (1, "B", 0, 0.3), (1, "B", 5, 0.88),
+            (2, "C", 0, 0.04), (2, "C", 5, 0.5), (2, "C", 10, 0.92), (2, "C", 15, 0.9)]
+    learns = pd.DataFrame(rows, columns=["visit", "task", "step", "sr"])
+    never = learns.assign(sr=[0.1, 0.9, 0.2, 1.0, 0.0, 0.0, 0.02, 0.0])
+    ft = "calibration-transfer-finetune-preset=minigrid-grid_codes=raw-s{}"
+    _cell(tmp_path / "finetune" / "cells", ft.format(0), learns)
+    _cell(tmp_path / "finetune" / "cells", ft.format(1), never)
+    capsys.readouterr()
+    assert (main([str(tmp_path)]), (tmp_path / "selection.json").read_text()) == before
+    out = capsys.readouterr().out
+    assert "| minigrid | raw | 0 | 0.97 | 0.88 | 0.04 | 0.90 | 0.00M | 0.00M |" in out
+    assert "| minigrid | raw | 1 | 0.90 | 1.00 | 0.00 | 0.00 | never | 0.00M |" in out
+    seeds = json.loads((tmp_path / "transfer.json").read_text())["seeds"]
+    assert [(s["seed"], s["c_start"], s["c_final"], s["c_solve_step"],
+             s["scratch_c_solve_step"]) for s in seeds] == [
+        (0, 0.04, 0.9, 10, 0), (1, 0.0, 0.0, None, 0)]

@@ -18,7 +18,11 @@ the visit) and learning curve ``SR[v, T, s, k]`` over the visit's evaluations ``
     python -m telapa.analysis.calibration results/calibration-paper
 
 prints the evidence table and the choice, and writes ``selection.json`` beside the
-results.
+results. Where Finetune A -> B -> C cells have finished (``finetune/cells``), it also
+prints the transfer question, which the rule never reads: per variant and seed, the SR
+of the Fetch-trained policy on DoorKey-8x8 before training on it, after the visit, and
+the first step of the visit at which an evaluation reached ``SOLVED``, beside Scratch's
+on the same seed (``transfer.json``).
 """
 
 from __future__ import annotations
@@ -113,15 +117,9 @@ def choose(verdicts: Sequence[Verdict]) -> Verdict:
 def read_variants(results: Path, costs: Mapping[tuple[str, str], float]) -> list[Verdict]:
     """Every variant of the Scratch cells under ``results/scratch/cells``."""
     frames: dict[tuple[str, str], list[pd.DataFrame]] = {}
-    cells = results / "scratch" / "cells"
-    for cell in sorted(cells.iterdir()) if cells.is_dir() else []:
-        match = _CELL.search(cell.name)
-        run_dir = RunDir(cell)
-        if not match or not run_dir.is_complete():
-            continue
-        curve = pd.read_csv(run_dir.table_path("curve"))
-        curve["seed"] = int(match["seed"])
-        frames.setdefault((match["preset"], match["codes"]), []).append(curve)
+    for preset, codes, seed, curve in _complete_cells(results / "scratch" / "cells"):
+        curve["seed"] = seed
+        frames.setdefault((preset, codes), []).append(curve)
     out = []
     for (preset, codes), parts in sorted(frames.items()):
         if (preset, codes) not in costs:
@@ -129,6 +127,64 @@ def read_variants(results: Path, costs: Mapping[tuple[str, str], float]) -> list
         out.append(verdict(preset=preset, grid_codes=codes, curves=pd.concat(parts),
                            cost=costs[preset, codes]))
     return out
+
+
+def solve_step(curve: pd.DataFrame, task: str) -> int | None:
+    """The first step within ``task``'s visit at which an evaluation's SR reached
+    `SOLVED` (columns ``task``, ``step``, ``sr``); None if none did."""
+    rows = curve[(curve["task"] == task) & (curve["sr"] >= SOLVED)]
+    return None if rows.empty else int(rows["step"].min())
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One seed of a variant's Finetune A -> B -> C (the transfer question)."""
+
+    preset: str
+    grid_codes: str
+    seed: int
+    a_final: float
+    b_final: float
+    c_start: float
+    """SR on C of the policy trained on A then B, before it trains on C."""
+    c_final: float
+    c_solve_step: int | None
+    """Finetune's first step of the C visit with SR >= `SOLVED` (None: never)."""
+    scratch_c_solve_step: int | None
+    """The same for Scratch's C visit on the same seed and variant (None: never or no
+    Scratch cell)."""
+
+
+def _complete_cells(folder: Path):
+    """(preset, grid codes, seed, curve) of each complete cell under ``folder``."""
+    for cell in sorted(folder.iterdir()) if folder.is_dir() else []:
+        match = _CELL.search(cell.name)
+        run_dir = RunDir(cell)
+        if match and run_dir.is_complete():
+            yield (match["preset"], match["codes"], int(match["seed"]),
+                   pd.read_csv(run_dir.table_path("curve")))
+
+
+def read_transfer(results: Path) -> list[Transfer]:
+    """Every finished Finetune cell under ``results/finetune/cells``, with Scratch's C
+    solve step from ``results/scratch/cells``."""
+    scratch = {(p, c, s): solve_step(curve, "C")
+               for p, c, s, curve in _complete_cells(results / "scratch" / "cells")}
+    out = []
+    for preset, codes, seed, curve in _complete_cells(results / "finetune" / "cells"):
+        ordered = curve.sort_values(["visit", "step"])
+        by_task = ordered.groupby("task")["sr"]
+        out.append(Transfer(
+            preset=preset, grid_codes=codes, seed=seed,
+            a_final=float(by_task.last()["A"]), b_final=float(by_task.last()["B"]),
+            c_start=float(by_task.first()["C"]), c_final=float(by_task.last()["C"]),
+            c_solve_step=solve_step(curve, "C"),
+            scratch_c_solve_step=scratch.get((preset, codes, seed))))
+    return out
+
+
+def _steps(step: int | None) -> str:
+    return "never" if step is None else f"{step / 1e6:.2f}M"
 
 
 def read_costs(path: Path) -> dict[tuple[str, str], float]:
@@ -163,6 +219,18 @@ def main(argv: list[str] | None = None) -> int:
                                           "grid_codes": chosen.grid_codes},
          "variants": [asdict(v) | {"eligible": v.eligible} for v in verdicts]},
         indent=2) + "\n")
+    transfer = read_transfer(args.results)
+    if transfer:
+        print("\ntransfer (Finetune A -> B -> C; reported, not read by the rule):\n")
+        print("| preset | grid codes | seed | A final | B final | C at start | C final | "
+              "C solved at | Scratch C solved at |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+        for t in transfer:
+            print(f"| {t.preset} | {t.grid_codes} | {t.seed} | {t.a_final:.2f} | "
+                  f"{t.b_final:.2f} | {t.c_start:.2f} | {t.c_final:.2f} | "
+                  f"{_steps(t.c_solve_step)} | {_steps(t.scratch_c_solve_step)} |")
+        (args.results / "transfer.json").write_text(json.dumps(
+            {"solved_at_sr": SOLVED, "seeds": [asdict(t) for t in transfer]}, indent=2) + "\n")
     return 0
 
 
