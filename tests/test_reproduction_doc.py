@@ -35,8 +35,10 @@ def test_the_documents_tables_are_the_reports_of_the_committed_results(scope):
     results = score(load_records(cells))
     tables = {t.id: t.to_markdown() for r in results.values()
               for t in curriculum_tables(r, prefix=slug(r.curriculum))}
-    assert {"primary-main", "primary-revisits", "primary-compute", "primary-runtime",
-            "primary-claims"} <= set(shown)
+    # the study's blocks are all there; the paper-budget study shows its tables as its
+    # methods finish (the claims and runtime tables need TeLAPA's runs)
+    assert ({"primary-main", "primary-revisits", "primary-compute", "primary-runtime",
+             "primary-claims"} if scope is None else {"primary-main"}) <= set(shown)
     flag = "" if scope is None else f" --doc-scope {scope}"
     assert stale_tables(text, tables, scope) == [], (
         f"docs/reproduction.md is out of date with {results_dir}: run `telapa report "
