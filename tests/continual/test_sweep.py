@@ -573,14 +573,14 @@ def test_sweep_exports_each_cell_as_it_finishes(tmp_path):
     assert flaky.calls == []
 
 
-def test_cells_the_export_holds_are_not_run_again_from_a_new_sweep_dir(tmp_path):
+def test_cells_the_export_holds_are_not_run_again_from_a_new_sweep_dir(tmp_path, capsys):
     """A study resumed on a fresh checkout: its runs/ are gone, its committed export is
-    all that is left. The cells the export holds count as done and are not run; the
-    others run and are exported beside them; nothing exported is rewritten."""
+    all that is left. The cells the export holds are copied back into the new sweep
+    directory as done cells (status and reports read them) and not run; the others run
+    and are exported beside them; nothing exported is rewritten."""
     sweep = load_sweep(_write(tmp_path, BASE.replace("seeds: 2", "seeds: 3")))
     dest = tmp_path / "results"
-    first = FlakyBackend(0)
-    run_sweep(sweep, tmp_path / "lost", first, export=dest)
+    run_sweep(sweep, tmp_path / "lost", FlakyBackend(0), export=dest)
     cells_json = json.loads((dest / "cells.json").read_text())
     keep = cells_json["cells"][:2]  # as if the first session exported two cells only
     shutil.rmtree(dest / "cells" / "smoke-ewc-s2")
@@ -588,15 +588,38 @@ def test_cells_the_export_holds_are_not_run_again_from_a_new_sweep_dir(tmp_path)
     (dest / "cells.json").write_text(json.dumps(cells_json | {"cells": keep}))
     before = {p: p.read_bytes() for p in (dest / "cells").rglob("*") if p.is_file()}
     events: list[str] = []
+    fresh = tmp_path / "fresh"
     again = FlakyBackend(0)
-    counts = run_sweep(sweep, tmp_path / "fresh", again, export=dest, on_event=events.append)
+    counts = run_sweep(sweep, fresh, again, export=dest, on_event=events.append)
     assert again.calls == ["smoke-ewc-s2"]
-    assert counts["done"] == 3 and sum(counts.values()) == 3
-    assert f"2 cell(s) not done in {tmp_path / 'fresh'} are done in {dest}; not run again" \
-        in events
+    assert counts == {"done": 3, "running": 0, "partial": 0, "failed": 0, "left": 0}
+    assert f"restored 2 finished cell(s) from {dest} into {fresh}" in events
+    assert "1 of 3 cells" not in " ".join(events) and any(
+        e.startswith("2 of 3 cells done; running 1") for e in events)
+    for name in ("smoke-ewc-s0", "smoke-ewc-s1"):
+        assert (fresh / "cells" / name / "run.json").read_bytes() == \
+            (dest / "cells" / name / "run.json").read_bytes()
+        assert read_status(fresh, name)["state"] == "done"
+        assert read_status(fresh, name)["restored_from"] == str(dest)
     assert [c["name"] for c in json.loads((dest / "cells.json").read_text())["cells"]] == [
         "smoke-ewc-s0", "smoke-ewc-s1", "smoke-ewc-s2"]
     assert all(p.read_bytes() == b for p, b in before.items())
+    capsys.readouterr()
+    assert main(["sweep", "status", str(fresh)]) == 0
+    assert "3 done, 0 running, 0 partial, 0 failed, 0 left" in capsys.readouterr().out
+    # an unfinished run directory of an exported cell is left as it is, and not run
+    partial = tmp_path / "partial"
+    run_sweep(sweep, partial, FlakyBackend(0))
+    (partial / "cells" / "smoke-ewc-s0" / "run.json").write_text(json.dumps(
+        {"format": "telapa-run", "version": 1, "status": "running"}))
+    events.clear()
+    third = FlakyBackend(0)
+    counts = run_sweep(sweep, partial, third, export=dest, on_event=events.append)
+    assert third.calls == [] and counts["done"] == 3
+    assert f"1 cell(s) done in {dest} have an unfinished run directory in {partial}; " \
+        "not run again" in events
+    assert json.loads((partial / "cells" / "smoke-ewc-s0" / "run.json").read_text())[
+        "status"] == "running"
     # without --export nothing tells the sweep, so every cell runs
     alone = FlakyBackend(0)
     run_sweep(sweep, tmp_path / "alone", alone)

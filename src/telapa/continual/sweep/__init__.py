@@ -56,7 +56,12 @@ directory and status files), `jobs` (what a worker runs), `local` and `ray_backe
 """
 
 from telapa.continual.sweep.driver import run_sweep
-from telapa.continual.sweep.export import EXPORT_FILES, ExportSummary, export_sweep
+from telapa.continual.sweep.export import (
+    EXPORT_FILES,
+    ExportSummary,
+    export_sweep,
+    restore_exported,
+)
 from telapa.continual.sweep.grammar import (
     Cell,
     Sweep,
@@ -93,6 +98,7 @@ __all__ = ["CELLS_FILE", "EXPORT_FILES", "STATES", "SWEEP_FILE", "Cell", "CellTi
            "cell_name", "cell_state", "cell_time", "cell_times", "check_batch_seeds",
            "export_sweep", "load_sweep",
            "mark_started",
-           "prepare_sweep_dir", "read_status", "run_cell", "run_job", "run_sweep", "seed_jobs",
+           "prepare_sweep_dir", "read_status", "restore_exported", "run_cell", "run_job",
+           "run_sweep", "seed_jobs",
            "stored_cells", "stored_sweep", "sweep_cells_dirs", "thread_env", "time_left",
            "write_status"]

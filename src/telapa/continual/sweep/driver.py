@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from telapa.continual.rundir import RunDir, RunDirError
-from telapa.continual.sweep.export import export_sweep
+from telapa.continual.sweep.export import export_sweep, restore_exported
 from telapa.continual.sweep.grammar import Sweep, check_batch_seeds, seed_jobs
 from telapa.continual.sweep.layout import prepare_sweep_dir, read_status, write_status
 from telapa.continual.sweep.status import STATES, cell_state
@@ -32,7 +32,9 @@ def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
     destination, and again as each cell finishes; an export that fails then is reported
     through ``on_event`` and does not stop the sweep. A cell the export already holds is
     not run again even where ``out`` lacks it (a study resumed on a fresh checkout, whose
-    committed results are all that is left of its earlier sessions): it counts as done.
+    committed results are all that is left of its earlier sessions): it is copied back
+    into ``out`` (`restore_exported`), or, where ``out`` has an unfinished run directory
+    of it, left so and counted as done.
     ``imports`` (``--import``): modules every worker imports before it reads its cells
     (each cell's ``run.json`` records them); ``tracking`` (``--track``): one tracked run
     per cell, grouped by curriculum and method (`telapa.continual.tracking`).
@@ -55,6 +57,9 @@ def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
         exported: set[str] = set()
         if export is not None:
             exported = set(export_sweep(out, export).kept)
+            restored = restore_exported(out, export)
+            if restored:
+                on_event(f"restored {len(restored)} finished cell(s) from {export} into {out}")
         todo, elsewhere = [], []
         for cell in sweep.cells:
             state, status = cell_state(out, cell.name)
@@ -66,8 +71,8 @@ def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
             if state != "done":
                 (elsewhere if cell.name in exported else todo).append(cell)
         if elsewhere:
-            on_event(f"{len(elsewhere)} cell(s) not done in {out} are done in {export}; "
-                     "not run again")
+            on_event(f"{len(elsewhere)} cell(s) done in {export} have an unfinished run "
+                     f"directory in {out}; not run again")
         on_event(f"{len(sweep.cells) - len(todo)} of {len(sweep.cells)} cells done; running "
                  f"{len(todo)} on {backend.describe}"
                  + (f" in {len(seed_jobs(todo, batch_seeds))} seed batches"

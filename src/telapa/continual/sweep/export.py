@@ -153,4 +153,36 @@ def export_sweep(sweep_dir: str | Path, dest: str | Path) -> ExportSummary:
                          bytes=size)
 
 
-__all__ = ["EXPORT_FILES", "ExportSummary", "export_sweep"]
+def restore_exported(sweep_dir: str | Path, dest: str | Path) -> list[str]:
+    """Copies back into ``sweep_dir`` the cells its export ``dest`` holds and
+    ``sweep_dir`` has no run directory for (a study resumed on a fresh checkout, whose
+    committed export is all that is left of its earlier sessions). Each becomes a done
+    cell there, byte-identical to its export (no checkpoints: it is complete), so that
+    `telapa sweep status`, its time estimates and `telapa report DIR` read it as they
+    read the cells finished in ``sweep_dir``; its status file comes back with it. Cells
+    with a run directory in ``sweep_dir`` are left as they are. Call it after
+    `export_sweep` has checked that ``dest`` is an export of this sweep. Returns the
+    names restored, in sweep order."""
+    sweep_dir, dest = Path(sweep_dir), Path(dest)
+    meta = stored_sweep(dest)
+    restored = []
+    for cell in meta["cells"] if meta else []:
+        final = cell_dir(sweep_dir, cell["name"]).path
+        src = cell_dir(dest, cell["name"])
+        if final.exists() or not src.is_complete():
+            continue
+        tmp = final.with_name(f".{cell['name']}.restore")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        for name in EXPORT_FILES:
+            if (src.path / name).is_file():
+                shutil.copy2(src.path / name, tmp / name)
+        os.replace(tmp, final)
+        if read_status(sweep_dir, cell["name"]).get("attempts", 0) == 0:  # no history here
+            write_status(sweep_dir, cell["name"], read_status(dest, cell["name"])
+                         | {"restored_from": str(dest)})
+        restored.append(cell["name"])
+    return restored
+
+
+__all__ = ["EXPORT_FILES", "ExportSummary", "export_sweep", "restore_exported"]
