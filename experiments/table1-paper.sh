@@ -31,19 +31,25 @@ if paper.ppo != chosen.ppo or paper.network != chosen.network:
     sys.exit(f"error: configs/runs/paper.yaml does not train with the chosen preset "
              f"{sel['chosen']}; set its train: and commit before starting the study")
 PYEOF
-mkdir -p "$RESULTS" "$ROOT/runs"
+mkdir -p "$ROOT/runs"
 exec >>"$ROOT/runs/$NAME.log" 2>&1
-COMMIT=$(cat "$RESULTS/commit" 2>/dev/null || git -C "$ROOT" rev-parse HEAD)
+# The pin sits beside the export, not in it: the export folder holds only the sweep's.
+PIN=$RESULTS.commit
+COMMIT=$(cat "$PIN" 2>/dev/null || git -C "$ROOT" rev-parse HEAD)
 WT=$(dirname "$ROOT")/worktrees/$NAME-${COMMIT:0:7}
 [ -d "$WT" ] || git -C "$ROOT" worktree add --detach "$WT" "$COMMIT"
-echo "$COMMIT" > "$RESULTS/commit"
+echo "$COMMIT" > "$PIN"
 export PYTHONPATH=$WT/src
 cd "$WT"
 commit_results() {
   for _ in 1 2 3 4 5; do
-    git -C "$ROOT" add "results/$NAME" 2>/dev/null || { sleep 7; continue; }
-    if git -C "$ROOT" diff --cached --quiet -- "results/$NAME"; then return 0; fi
-    git -C "$ROOT" commit -q -m "results/$NAME: $1" -- "results/$NAME" && return 0
+    git -C "$ROOT" add "results/$NAME" "results/$NAME.commit" 2>/dev/null \
+      || { sleep 7; continue; }
+    if git -C "$ROOT" diff --cached --quiet -- "results/$NAME" "results/$NAME.commit"; then
+      return 0
+    fi
+    git -C "$ROOT" commit -q -m "results/$NAME: $1" -- "results/$NAME" \
+      "results/$NAME.commit" && return 0
     sleep 7
   done
 }
