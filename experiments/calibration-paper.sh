@@ -51,7 +51,8 @@ for part in scratch finetune; do
   nice -n 5 "$PY" -m telapa.cli sweep "configs/sweeps/$NAME-$part.yaml" --batch-seeds \
     --out "$ROOT/runs/$NAME-$part" --export "$RESULTS/$part" || status=$?
   kill "$committer" 2>/dev/null || true
-  commit_results "$part sweep ${status:+stopped ($status)}${status:-finished}"
+  outcome=${status:+stopped ($status)}
+  commit_results "$part sweep ${outcome:-finished}"
   [ -z "${status:-}" ] || exit "$status"
 done
 echo "== $(date -u +%FT%TZ) done"
