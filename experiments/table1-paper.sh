@@ -63,6 +63,7 @@ nice -n 5 "$PY" -m telapa.cli sweep "configs/sweeps/$NAME.yaml" --seeds-per-batc
   --seeds-per-batch telapa=1 --seeds-per-batch telapa-static=1 \
   --out "$ROOT/runs/$NAME" --export "$RESULTS" || status=$?
 kill "$committer" 2>/dev/null || true
-commit_results "sweep ${status:+stopped ($status)}${status:-finished}"
+outcome=${status:+stopped ($status)}
+commit_results "sweep ${outcome:-finished}"
 echo "== $(date -u +%FT%TZ) end"
 exit "${status:-0}"
