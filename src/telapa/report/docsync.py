@@ -35,10 +35,10 @@ from pathlib import Path
 
 from telapa.io import write_text_atomic
 
-BLOCK = re.compile(r"(<!-- telapa:(?P<kind>table|figure) (?P<id>[A-Za-z0-9_.-]+"
-                   r"(?:/[A-Za-z0-9_.-]+)?) -->\n)(?P<body>.*?)(<!-- /telapa:(?P=kind) -->)",
-                   re.S)
-SCOPE = re.compile(r"[A-Za-z0-9_.-]+")
+_NAME = r"[A-Za-z0-9_.-]+"
+BLOCK = re.compile(rf"(<!-- telapa:(?P<kind>table|figure) (?P<id>{_NAME}(?:/{_NAME})?) -->\n)"
+                   r"(?P<body>.*?)(<!-- /telapa:(?P=kind) -->)", re.S)
+SCOPE = re.compile(_NAME)
 """A scope: a name without ``/``."""
 
 

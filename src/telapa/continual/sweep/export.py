@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from telapa.continual.rundir import RESULT_FILES, RunDirError
+from telapa.continual.rundir import RESULT_FILES, RunDir, RunDirError
 from telapa.continual.sweep.layout import (
     CELLS_FILE,
     SWEEP_FILE,
@@ -59,6 +59,17 @@ def _same_cell(src: Path, dst: Path) -> bool:
     names = sorted(p.name for p in dst.iterdir())
     return names == sorted(p.name for p in cell_dir(src.parent.parent, src.name).result_files()
                            ) and all(_same_file(src / n, dst / n) for n in names)
+
+
+def _copy_cell(src: RunDir, final: Path) -> None:
+    """Copies ``src``'s result files (`RunDir.result_files`) to a new folder ``final``,
+    whole: into a temporary sibling first, renamed into place."""
+    tmp = final.with_name(f".{final.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for path in src.result_files():
+        shutil.copy2(path, tmp / path.name)
+    os.replace(tmp, final)
 
 
 def export_sweep(sweep_dir: str | Path, dest: str | Path) -> ExportSummary:
@@ -132,13 +143,7 @@ def export_sweep(sweep_dir: str | Path, dest: str | Path) -> ExportSummary:
     for cell in done:
         if cell["name"] in have or cell["name"] in adopted:
             continue
-        final = cell_dir(dest, cell["name"]).path
-        tmp = final.with_name(f".{cell['name']}.tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir()
-        for src in cell_dir(sweep_dir, cell["name"]).result_files():
-            shutil.copy2(src, tmp / src.name)
-        os.replace(tmp, final)
+        _copy_cell(cell_dir(sweep_dir, cell["name"]), cell_dir(dest, cell["name"]).path)
         status = read_status(sweep_dir, cell["name"])
         write_status(dest, cell["name"], {k: status[k] for k in ("state", "attempts",
                                                                  "started", "finished")
@@ -171,13 +176,7 @@ def restore_exported(sweep_dir: str | Path, dest: str | Path) -> list[str]:
         src = cell_dir(dest, cell["name"])
         if final.exists() or not src.is_complete():
             continue
-        tmp = final.with_name(f".{cell['name']}.restore")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        for name in EXPORT_FILES:
-            if (src.path / name).is_file():
-                shutil.copy2(src.path / name, tmp / name)
-        os.replace(tmp, final)
+        _copy_cell(src, final)
         if read_status(sweep_dir, cell["name"]).get("attempts", 0) == 0:  # no history here
             write_status(sweep_dir, cell["name"], read_status(dest, cell["name"])
                          | {"restored_from": str(dest)})

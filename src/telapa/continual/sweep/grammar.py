@@ -338,10 +338,10 @@ def check_batch_seeds(sweep: Sweep, batch_seeds: bool | int | Mapping[str, int])
     a method the sweep does not run, before any work."""
     if batch_seeds is False:
         return
-    for method in {c.method for c in sweep.cells}:
+    methods = sorted({c.method for c in sweep.cells})
+    for method in methods:
         _batch_size(batch_seeds, method)
     if isinstance(batch_seeds, Mapping):
-        methods = sorted({c.method for c in sweep.cells})
         unknown = sorted(set(batch_seeds) - set(methods) - {"*"})
         if unknown:
             raise ConfigError(f"seeds per batch given for {', '.join(map(repr, unknown))}, "
