@@ -65,6 +65,11 @@ def is_complete(run: Path) -> bool:
     return (run / "run.json").exists() and RunDir(run).spec().get("status") == "complete"
 
 
+POLL_S = 0.2
+"""How often the monitor looks for the checkpoint after the deadline: well under a phase,
+so the stop lands at the first checkpoint past the deadline."""
+
+
 def run_segment(run: Path, args: argparse.Namespace, hours: float | None) -> int:
     """Starts or resumes ``telapa run`` on ``run``; after ``hours`` stops it as soon as it
     has written its next checkpoint (its accounting is the last file a checkpoint writes).
@@ -83,7 +88,7 @@ def run_segment(run: Path, args: argparse.Namespace, hours: float | None) -> int
         proc = subprocess.Popen(cmd, stdout=stream, stderr=stream, cwd=ROOT)
         mark = None
         while proc.poll() is None:
-            time.sleep(2.0)
+            time.sleep(POLL_S)
             if deadline is None or time.monotonic() < deadline:
                 continue
             stamp = accounting.stat().st_mtime_ns if accounting.exists() else 0
@@ -91,7 +96,8 @@ def run_segment(run: Path, args: argparse.Namespace, hours: float | None) -> int
                 mark = stamp
                 log(f"{hours} h reached: stopping at the next checkpoint")
             elif stamp != mark:
-                time.sleep(1.0)  # the checkpoint's last file is written; nothing is lost
+                # accounting.json is the checkpoint's last file, replaced atomically: the
+                # checkpoint is whole, and stopping now loses only the phase that follows
                 proc.send_signal(signal.SIGTERM)
                 proc.wait()
     return proc.returncode
