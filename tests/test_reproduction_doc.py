@@ -1,8 +1,8 @@
 """docs/reproduction.md shows what the committed results give: every table block equals
 the table `telapa report` computes from the results it belongs to (`results/table1/` for
 the study-budget blocks, `results/table1-paper/` for the paper-budget blocks, whose ids
-read ``paper/ID``; regenerate both with the commands in the document), and every figure
-block's image is committed."""
+read ``paper/ID``; regenerate both with the commands in the document), the archive
+analyses' tables included, and every figure block's image is committed."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from telapa.continual.results import score
 from telapa.continual.sweep import sweep_cells_dirs
-from telapa.report.build import curriculum_tables, slug
+from telapa.report.build import analysis_report_tables, curriculum_tables, load_archives, slug
 from telapa.report.docsync import blocks, figure_folder, figure_name, stale_tables
 from telapa.report.load import load_records
 
@@ -32,9 +32,14 @@ def test_the_documents_tables_are_the_reports_of_the_committed_results(scope):
         pytest.skip(f"docs/reproduction.md shows no {scope} blocks yet")
     cells = sweep_cells_dirs(ROOT / results_dir)
     assert cells, f"{results_dir} holds no exported study cells"
-    results = score(load_records(cells))
+    records = load_records(cells)
+    results = score(records)
     tables = {t.id: t.to_markdown() for r in results.values()
               for t in curriculum_tables(r, prefix=slug(r.curriculum))}
+    if any(id_ not in tables for id_ in shown):  # archive analyses: only when shown
+        archives = load_archives(records)
+        tables |= {t.id: t.to_markdown() for r in results.values()
+                   for t in analysis_report_tables(r, archives, prefix=slug(r.curriculum))}
     # the study's blocks are all there; the paper-budget study shows its tables as its
     # methods finish (the claims and runtime tables need TeLAPA's runs)
     assert ({"primary-main", "primary-revisits", "primary-compute", "primary-runtime",

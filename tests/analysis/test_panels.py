@@ -101,6 +101,16 @@ def test_tables_pool_runs() -> None:
     assert set(tables["lineage_utility"]["property"]) == {
         "breadth_rich", "has_target_family", "non_adjacent"}
 
+    # probes per run: into B (chosen 0.2, best 1.0), A' (chosen 0.7 = index 1, best 0.7),
+    # B' (chosen 0.9); no transfer is flat
+    outcomes = tables["probe_outcomes"]
+    assert outcomes["run"].tolist() == ["telapa seed 0"] * 3 + ["telapa seed 1"] * 3
+    assert outcomes["chosen_y"].tolist() == [0.2, 0.7, 0.9] * 2
+    probes = tables["probe_summary"]
+    assert probes.index.tolist() == ["B", "A'", "B'"]
+    assert probes["transfers"].tolist() == [2, 2, 2] and probes["flat"].tolist() == [0, 0, 0]
+    assert probes.loc["B", "best_y"] == pytest.approx(1.0)
+
 
 def test_figures_render() -> None:
     runs = [make_run(0, 0.8, 6.0), make_run(1, 0.2, 3.0)]

@@ -41,6 +41,7 @@ from telapa.analysis.local_transfer import (
     summarize_pairs,
 )
 from telapa.analysis.novelty import archive_novelty
+from telapa.analysis.probes import probe_outcomes, summarize_probe_outcomes
 from telapa.metrics import mean_ci
 
 DELTA_BINS = 4
@@ -152,7 +153,8 @@ def analysis_tables(
     local_deltas (delta_i of B \\ {pi*}, rank bins of (0, tau]), separation_ratio and
     centroid_distance (cell-wise mean over runs), rms_radius (mean and 95% CI over runs),
     immediate_sources and ancestry (summed over runs), lineage_properties (per candidate),
-    lineage_utility (n and y per target, property and group), novelty_summary (per task).
+    lineage_utility (n and y per target, property and group), novelty_summary (per task),
+    probe_outcomes (per run and transfer) and probe_summary (per target tag).
     """
     return _tables(_frames(runs), gamma, tau)
 
@@ -164,6 +166,7 @@ def _tables(frames: Sequence[_RunFrames], gamma: float, tau: float) -> dict[str,
                             for f in frames])
     properties = _pool(frames, [lineage_properties(f.candidates, f.run.visits) for f in frames])
     rank = _tag_rank(runs)
+    outcomes = _pool(frames, [probe_outcomes(f.candidates, f.run.visits) for f in frames])
     return {
         "local_transfer_pairs": pairs,
         "local_transfer_summary": summarize_pairs(pairs),
@@ -180,6 +183,8 @@ def _tables(frames: Sequence[_RunFrames], gamma: float, tau: float) -> dict[str,
         "lineage_utility": _utility(properties),
         "novelty_summary": _novelty_summary(
             _pool(frames, [f.elites for f in frames]), _families(runs)),
+        "probe_outcomes": outcomes,
+        "probe_summary": summarize_probe_outcomes(outcomes, rank),
     }
 
 

@@ -31,8 +31,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pandas as pd
+
 from telapa.analysis.data import TeLAPARun, load_telapa_run
-from telapa.analysis.panels import analysis_panels
+from telapa.analysis.panels import analysis_panels, analysis_tables
 from telapa.continual.results import CurriculumResults, RunRecord, score
 from telapa.io import read_json, write_json_atomic
 from telapa.io.atomic import remove_stale
@@ -170,15 +172,40 @@ def _curriculum_section(
             ))
 
     jobs: list[Callable[[], None]] = [curves, profile]
-    for method, records in result.runs.items():
-        runs = [archives[r.path] for r in records if r.path in archives]
+    for method, runs in _archive_runs(result, archives).items():
         if runs:
-            child = Section(f"{prefix}-{slug(method)}", f"{method}: archive analysis "
+            child = Section(_analysis_id(prefix, method), f"{method}: archive analysis "
                             f"({len(runs)} run{'s' if len(runs) > 1 else ''}, "
                             f"gamma {gamma}, tau {tau})")
             section.children.append(child)
             jobs.append(_analysis_job(child, runs, gamma=gamma, tau=tau))
     return section, jobs
+
+
+def _archive_runs(result: CurriculumResults, archives: Mapping[Path, TeLAPARun]
+                  ) -> dict[str, list[TeLAPARun]]:
+    """Each method's runs that have archives (none for the single-model methods)."""
+    return {method: [archives[r.path] for r in records if r.path in archives]
+            for method, records in result.runs.items()}
+
+
+def _analysis_id(prefix: str, method: str) -> str:
+    return f"{prefix}-{slug(method)}"
+
+
+def _analysis_table(section_id: str, name: str, frame: pd.DataFrame) -> ReportTable:
+    return frame_table(f"{section_id}-{slug(name)}", name.replace("_", " "), "", frame)
+
+
+def analysis_report_tables(
+    result: CurriculumResults, archives: Mapping[Path, TeLAPARun], *, prefix: str,
+    gamma: float = 0.9, tau: float = 0.5,
+) -> list[ReportTable]:
+    """The archive-analysis tables of a curriculum's TeLAPA-family methods, as the report
+    has them (ids ``PREFIX-METHOD-NAME``), without drawing the figures."""
+    return [_analysis_table(_analysis_id(prefix, method), name, frame)
+            for method, runs in _archive_runs(result, archives).items() if runs
+            for name, frame in analysis_tables(runs, gamma=gamma, tau=tau).items()]
 
 
 def _return_curves_job(section: Section, result: CurriculumResults, prefix: str
@@ -200,8 +227,7 @@ def _analysis_job(
 ) -> Callable[[], None]:
     def job() -> None:
         tables, figures = analysis_panels(runs, gamma=gamma, tau=tau)
-        section.tables = [frame_table(f"{section.id}-{slug(k)}", k.replace("_", " "), "", v)
-                          for k, v in tables.items()]
+        section.tables = [_analysis_table(section.id, k, v) for k, v in tables.items()]
         section.figures = [render(fig, figure_id=f"{section.id}-{slug(k)}",
                                   title=ANALYSIS_TITLES.get(k, k.replace("_", " ")))
                            for k, fig in figures.items()]
