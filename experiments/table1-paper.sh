@@ -57,10 +57,10 @@ echo "== $(date -u +%FT%TZ) start at commit $COMMIT in $WT"
 ( while sleep 900; do commit_results "cells finished so far"; done ) &
 committer=$!
 # Seed batches of three seeds of a single-network method (~40 min) and two of TeLAPA or
-# TeLAPA-Static (~1.2-1.7 h): a batch resumes from its checkpoints in runs/ when the
-# study is restarted, and is lost only on a fresh checkout. Batching halves PPO's wall
-# clock per seed on two cores (Finetune: 0.20 h per seed in batches of 2-3, 0.52 h
-# alone), while TeLAPA's illumination and maintenance run seed after seed on CPU.
+# TeLAPA-Static (~50-80 min): a batch resumes from its checkpoints in runs/ when the
+# study is restarted, and is lost only on a fresh checkout. (TeLAPA-Static took 0.41 h
+# per seed in batches of two, 0.42 h alone: on two cores batching neither helps nor
+# costs it.)
 nice -n 5 "$PY" -m telapa.cli sweep "configs/sweeps/$NAME.yaml" --seeds-per-batch 3 \
   --seeds-per-batch telapa=2 --seeds-per-batch telapa-static=2 \
   --out "$ROOT/runs/$NAME" --export "$RESULTS" || status=$?
