@@ -418,10 +418,19 @@ class RunDir:
                               "(truncated?)")
         return t
 
+    def visit_train_path(self, visit: int, tag: str) -> Path:
+        """``train/NN-TAG.csv``: the PPO training log of visit ``visit`` (tag ``tag``, a
+        prime written ``p``), one row per update."""
+        return self.path / "train" / f"{visit:02d}-{tag.replace(chr(39), 'p')}.csv"
+
     def write_visit_train(self, visit: int, tag: str, frame: pd.DataFrame) -> None:
-        folder = self.path / "train"
-        folder.mkdir(exist_ok=True)
-        write_table_atomic(folder / f"{visit:02d}-{tag.replace(chr(39), 'p')}.csv", frame)
+        path = self.visit_train_path(visit, tag)
+        path.parent.mkdir(exist_ok=True)
+        write_table_atomic(path, frame)
+
+    def read_visit_train(self, visit: int, tag: str) -> pd.DataFrame:
+        """The training log `write_visit_train` wrote (`FileNotFoundError` if none)."""
+        return pd.read_csv(self.visit_train_path(visit, tag))
 
     # --- json records ---------------------------------------------------------------
 

@@ -1,0 +1,101 @@
+"""telapa.analysis.visit_starts: a visit's start statistics computed by hand, and read from
+finished run directories (the shared smoke runs)."""
+
+from __future__ import annotations
+
+import math
+import shutil
+
+import pandas as pd
+import pytest
+
+from telapa.analysis.visit_starts import START_COLUMNS, main, visit_start, visit_starts
+from telapa.continual.rundir import RunDir, RunDirError
+
+NAN = math.nan
+
+
+def _log(entropy, success, step=2048):
+    return pd.DataFrame({"step": [step * (i + 1) for i in range(len(entropy))],
+                         "entropy": entropy, "success_rate": success})
+
+
+def test_visit_start_by_hand():
+    # 8 updates of 2048 steps; early = 0.25 -> the first (and last) ceil(2) updates.
+    log = _log([0.1, 1.3, 1.5, 1.4, 1.2, 1.0, 0.5, 0.2],
+               [NAN, 0.0, NAN, 0.25, 0.0, 0.5, NAN, 1.0])
+    got = visit_start(log, early=0.25)
+    # H_1 = 0.1; max(H_1, H_2) = 1.3; H_8 = 0.2; first success > 0 at update 4
+    # (s = 4 x 2048); 3 of 8 updates had one; the last two updates with episodes
+    # (6 and 8): mean(0.5, 1.0) = 0.75.
+    assert got == pytest.approx({"entropy_start": 0.1, "entropy_early_max": 1.3,
+                                 "entropy_end": 0.2, "first_success": 8192.0,
+                                 "success_updates": 3 / 8, "train_sr_end": 0.75})
+    assert list(got) == list(START_COLUMNS)
+
+
+def test_visit_start_never_succeeding_or_ending():
+    got = visit_start(_log([1.9, 1.8, 1.7], [NAN, NAN, NAN]), early=1.0)
+    assert got["entropy_early_max"] == 1.9
+    assert math.isnan(got["first_success"]) and math.isnan(got["train_sr_end"])
+    assert got["success_updates"] == 0.0
+    assert visit_start(_log([1.0], [0.0]))["train_sr_end"] == 0.0
+
+
+@pytest.mark.parametrize(("log", "early", "message"), [
+    (_log([1.0], [0.0]), 0.0, "early must be in"),
+    (_log([1.0], [0.0]), 1.5, "early must be in"),
+    (_log([1.0], [0.0]).drop(columns="entropy"), 0.25, r"missing column\(s\) \['entropy'\]"),
+    (_log([], []), 0.25, "no updates"),
+])
+def test_visit_start_rejects_bad_input(log, early, message):
+    with pytest.raises(ValueError, match=message):
+        visit_start(log, early=early)
+
+
+def test_visit_starts_reads_each_visit_of_a_run(quick_run):
+    path = quick_run("finetune", 0)
+    run = RunDir(path)
+    visits = run.curriculum().visits()
+    table = visit_starts(path)
+    assert list(table["tag"]) == [v.tag for v in visits]
+    assert set(table["method"]) == {"finetune"} and set(table["seed"]) == {0}
+    for v, row in zip(visits, table.itertuples(index=False), strict=True):
+        expected = visit_start(run.read_visit_train(v.index, v.tag))
+        assert [getattr(row, c) for c in START_COLUMNS] == pytest.approx(
+            list(expected.values()), nan_ok=True)
+    last = visits[-1].tag
+    assert list(visit_starts(path, tags=[last])["tag"]) == [last]
+
+
+def test_visit_starts_names_a_missing_training_log(quick_run, tmp_path):
+    path = tmp_path / "run"
+    shutil.copytree(quick_run("finetune", 0), path)
+    first = RunDir(path).curriculum().visits()[0]
+    RunDir(path).visit_train_path(first.index, first.tag).unlink()
+    with pytest.raises(RunDirError, match=f"no training log of visit 0 \\({first.tag}\\)"):
+        visit_starts(path)
+
+
+def test_main_writes_csv_and_refuses_to_overwrite(quick_run, tmp_path, capsys):
+    out = tmp_path / "starts.csv"
+    assert main([str(quick_run("finetune", 0)), str(quick_run("finetune", 1)),
+                 "--out", str(out)]) == 0
+    table = pd.read_csv(out)
+    assert set(table["seed"]) == {0, 1} and "entropy_start" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main([str(quick_run("finetune", 0)), "--out", str(out)])
+    assert "exists" in capsys.readouterr().err
+
+
+def test_main_skips_or_refuses_an_incomplete_run(quick_run, tmp_path, capsys):
+    path = tmp_path / "run"
+    shutil.copytree(quick_run("finetune", 0), path)
+    RunDir(path).set_status("running")
+    assert main([str(path)]) == 2
+    assert "is not complete" in capsys.readouterr().err
+    assert main([str(path), str(quick_run("finetune", 1)), "--skip-incomplete"]) == 0
+    captured = capsys.readouterr()
+    assert f"skipping {path}: not complete" in captured.err
+    assert main([str(path), "--skip-incomplete"]) == 2
+    assert "no complete run" in capsys.readouterr().err
