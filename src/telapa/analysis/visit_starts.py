@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from telapa.continual.rundir import RunDir, RunDirError
-from telapa.continual.sweep import sweep_cells_dirs
+from telapa.continual.sweep import expand_sweep_dirs
 
 START_COLUMNS = ("entropy_start", "entropy_early_max", "entropy_end", "first_success",
                  "success_updates", "train_sr_end")
@@ -93,15 +93,6 @@ def visit_starts(run_dir: str | Path, *, tags: Iterable[str] | None = None,
     return pd.DataFrame(rows, columns=["method", "seed", "visit", "tag", *START_COLUMNS])
 
 
-def run_dirs(paths: Sequence[str | Path]) -> list[Path]:
-    """``paths`` with each sweep directory replaced by its cells' run directories."""
-    out: list[Path] = []
-    for path in paths:
-        cells = sweep_cells_dirs(path)
-        out.extend(Path(p) for p in cells) if cells is not None else out.append(Path(path))
-    return out
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m telapa.analysis.visit_starts",
@@ -111,7 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tags", nargs="+", metavar="TAG",
                         help="only these visit tags (default: every visit)")
     parser.add_argument("--early", type=float, default=0.25,
-                        help="leading fraction of updates for entropy_early_max (0.25)")
+                        help="leading fraction of updates for entropy_early_max, and trailing "
+                        "fraction for train_sr_end (0.25)")
     parser.add_argument("--skip-incomplete", action="store_true",
                         help="leave out runs that are not complete (with a warning)")
     parser.add_argument("--out", type=Path, help="also write the table as CSV here "
@@ -121,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--out {args.out} exists; choose a new file")
     frames = []
     try:
-        for path in run_dirs(args.runs):
+        for path in expand_sweep_dirs(args.runs):
             if args.skip_incomplete and not RunDir(path).is_complete():
                 print(f"skipping {path}: not complete", file=sys.stderr)
                 continue
@@ -140,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["START_COLUMNS", "main", "run_dirs", "visit_start", "visit_starts"]
+__all__ = ["START_COLUMNS", "main", "visit_start", "visit_starts"]
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -186,16 +186,12 @@ def tracker(console: Console, description: str) -> Callable[[Sequence[T]], Itera
 
 def expand_sweeps(paths: Sequence[str]) -> list[str]:
     """``paths`` with every sweep directory replaced by its cells' run directories."""
-    from telapa.continual.sweep import sweep_cells_dirs
+    from telapa.continual.sweep import expand_sweep_dirs
 
-    out: list[str] = []
-    for path in paths:
-        try:
-            cells = sweep_cells_dirs(path)
-        except (RunDirError, ValueError) as err:
-            raise CLIError(str(err)) from None
-        out.extend([str(p) for p in cells] if cells is not None else [path])
-    return out
+    try:
+        return [str(p) for p in expand_sweep_dirs(paths)]
+    except (RunDirError, ValueError) as err:
+        raise CLIError(str(err)) from None
 
 
 def load_runs(paths: Sequence[str], *, skip_incomplete: bool, console: Console

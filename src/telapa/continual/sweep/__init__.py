@@ -75,6 +75,7 @@ from telapa.continual.sweep.jobs import Outcome, mark_started, run_cell, run_job
 from telapa.continual.sweep.layout import (
     CELLS_FILE,
     SWEEP_FILE,
+    expand_sweep_dirs,
     prepare_sweep_dir,
     read_status,
     stored_cells,
@@ -99,6 +100,6 @@ __all__ = ["CELLS_FILE", "EXPORT_FILES", "STATES", "SWEEP_FILE", "Cell", "CellTi
            "export_sweep", "load_sweep",
            "mark_started",
            "prepare_sweep_dir", "read_status", "restore_exported", "run_cell", "run_job",
-           "run_sweep", "seed_jobs",
+           "run_sweep", "seed_jobs", "expand_sweep_dirs",
            "stored_cells", "stored_sweep", "sweep_cells_dirs", "thread_env", "time_left",
            "write_status"]

@@ -15,7 +15,7 @@ import json
 import os
 import secrets
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +88,16 @@ def sweep_cells_dirs(path: str | Path) -> list[Path] | None:
     return None if cells is None else [cell_dir(path, c["name"]).path for c in cells]
 
 
+def expand_sweep_dirs(paths: Iterable[str | Path]) -> list[Path]:
+    """``paths`` with every sweep directory replaced by its cells' run directories
+    (`sweep_cells_dirs`); `RunDirError` for an unreadable cell list."""
+    out: list[Path] = []
+    for path in paths:
+        cells = sweep_cells_dirs(path)
+        out.extend(cells if cells is not None else [Path(path)])
+    return out
+
+
 def prepare_sweep_dir(sweep: Sweep, out: Path) -> None:
     """Creates ``out`` for ``sweep`` or checks that it holds the same sweep (re-running
     resumes it); refuses any other non-empty directory.
@@ -149,6 +159,6 @@ def create_dir_atomically(out: Path, build: Callable[[Path], None], *, what: str
     return True
 
 
-__all__ = ["CELLS_FILE", "SWEEP_FILE", "cell_dir", "create_dir_atomically", "log_path",
-           "prepare_sweep_dir", "read_status", "stored_cells", "stored_sweep", "sweep_cells_dirs",
-           "write_status"]
+__all__ = ["CELLS_FILE", "SWEEP_FILE", "cell_dir", "create_dir_atomically",
+           "expand_sweep_dirs", "log_path", "prepare_sweep_dir", "read_status", "stored_cells",
+           "stored_sweep", "sweep_cells_dirs", "write_status"]
