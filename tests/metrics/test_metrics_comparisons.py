@@ -3,7 +3,9 @@ on three p-values, and the seeds each test would need."""
 
 from __future__ import annotations
 
+import itertools
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -31,6 +33,31 @@ def test_sign_flip_p_enumerated_by_hand():
     # five seeds: the smallest possible p is 1/32
     assert sign_flip_p([1.0] * 5, [0.0] * 5) == pytest.approx(1 / 32)
     assert sign_flip_p([0.3] * 5, [0.3] * 5) == 1.0  # no difference at all
+
+
+def test_sign_flip_p_counts_a_tying_pattern_exactly():
+    # TeLAPA minus TeLAPA-Static per seed at the paper's budget: 1/5, -26/125, 0, 1/125,
+    # 1/250 (SRs over 50 and 250 episodes), sum 1/250 = .004. Signs of the non-zero four
+    # (.2, -.208, .008, .004), each count doubled by the zero's two signs:
+    #   (+, +) -.008: only (+, +) for the rest reaches .004 (the observed pattern)  1
+    #   (+, -) .408: every sign of the rest                                           4
+    #   (-, +) -.408: none                                                            0
+    #   (-, -) .008: (+, +) .02, (+, -) .012, (-, +) .004 (the tie); not (-, -)      3
+    # 8 of 16, i.e. p = 16/32 = 0.5 with the tie counted.
+    a = [Fraction(1, 5), Fraction(-26, 125), Fraction(0), Fraction(1, 125), Fraction(1, 250)]
+    count = 0
+    for signs in itertools.product((1, -1), repeat=5):
+        if sum(s * d for s, d in zip(signs, a, strict=True)) >= sum(a):
+            count += 1
+    assert count == 16  # exact: 16 of 32 patterns, the tie included
+    b = [0.3, 0.5, 0.7, 0.11, 0.2]
+    x = [float(v) + w for v, w in zip(a, b, strict=True)]  # a_i = b_i + d_i, rounded to floats
+    assert sign_flip_p(x, b) == 0.5
+    assert sign_flip_p(b, x, better="lower") == 0.5
+    # the same differences summed in floating point lose the tying pattern
+    d = np.array(x) - np.array(b)
+    signs = 1 - 2 * ((np.arange(32)[:, None] >> np.arange(5)) & 1)
+    assert np.count_nonzero(signs @ d >= d.sum()) == 14
 
 
 def test_sign_flip_p_monte_carlo_beyond_sixteen_pairs():

@@ -8,12 +8,23 @@ methods have a value for exactly the same seeds the comparison is **paired** by 
 is **unpaired** (Welch) otherwise, e.g. when a metric is undefined on some seeds of one
 method.
 
-- *Paired*: d_i = a_i - b_i over the n shared seeds, statistic mean(d). The one-sided
-  sign-flip permutation test (Fisher 1935; ``scipy.stats.permutation_test`` with
-  ``permutation_type="samples"``, which swaps a_i and b_i) takes every one of the 2^n
-  sign patterns when n <= `EXACT_MAX_PAIRS` (exact), else `MONTE_CARLO_RESAMPLES` random
-  ones (p = (k + 1) / (R + 1)). It assumes only that under H0 each d_i is symmetric about
-  0; its smallest p is 2^-n (n = 5: 1/32 = 0.031).
+- *Paired*: d_i = a_i - b_i over the n shared seeds, statistic T(s) = sum_i s_i d_i
+  for a sign pattern s in {-1, +1}^n (the observed T is T(1, ..., 1)). The one-sided
+  sign-flip permutation test (Fisher 1935) counts the patterns at least as extreme as
+  the observed one, **ties included**,
+
+      p = #{s : T(s) >= T(1)} / 2^n        (a better when higher; <= when lower),
+
+  over every one of the 2^n patterns when n <= `EXACT_MAX_PAIRS` (exact), else over
+  `MONTE_CARLO_RESAMPLES` random ones, p = (k + 1) / (R + 1). The sums are compared
+  **exactly**: each value is read as the nearest fraction with denominator at most
+  `EXACT_DENOMINATOR` (an SR over E episodes is a multiple of 1/E, a mean of such SRs a
+  fraction with a small denominator, so it is recovered exactly; any other value moves
+  by less than 1e-12), and T is summed in integers. In floating point, a pattern whose
+  sum ties the observed one can land a rounding error below it and drop out of the count
+  (per-seed differences 1/5, -26/125, 0, 1/125, 1/250 give 14/32 in floating point, 16/32
+  exactly). The test assumes only that under H0 each d_i is symmetric about 0; its
+  smallest p is 2^-n (n = 5: 1/32 = 0.031; n = 8: 1/256).
 - *Unpaired*: Welch's one-sided t-test (``scipy.stats.ttest_ind``, ``equal_var=False``).
 
 **Seeds to decide** (`seeds_to_decide`): the smallest number of seeds per method at which
@@ -45,6 +56,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Literal
 
 import numpy as np
@@ -57,6 +69,10 @@ EXACT_MAX_PAIRS = 16
 
 MONTE_CARLO_RESAMPLES = 99_999
 """Random sign patterns of the sign-flip test beyond `EXACT_MAX_PAIRS` pairs."""
+
+EXACT_DENOMINATOR = 10**6
+"""The sign-flip test reads each value as the nearest fraction with at most this
+denominator (exact for SRs over up to 10^6 episodes and their means over few tasks)."""
 
 POWER = 0.8
 """Default power of `seeds_to_decide`."""
@@ -77,30 +93,54 @@ def _check_better(better: str) -> None:
         raise ValueError(f"better must be 'higher' or 'lower', got {better!r}")
 
 
-def _mean_difference(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.mean(x - y, axis=axis)
+def _integer_differences(x: np.ndarray, y: np.ndarray) -> list[int]:
+    """d_i = x_i - y_i exactly, as integers on one common denominator (module docstring)."""
+    fx = [Fraction(v).limit_denominator(EXACT_DENOMINATOR) for v in x.tolist()]
+    fy = [Fraction(v).limit_denominator(EXACT_DENOMINATOR) for v in y.tolist()]
+    d = [u - v for u, v in zip(fx, fy, strict=True)]
+    common = math.lcm(*(f.denominator for f in d))
+    return [int(f * common) for f in d]
+
+
+def _sign_sums(d: list[int], signs: np.ndarray) -> np.ndarray:
+    """T(s) = sum_i s_i d_i for each row s of ``signs``, in exact integer arithmetic
+    (int64 where it cannot overflow, Python integers otherwise)."""
+    if sum(abs(v) for v in d) < 2**62:
+        return signs.astype(np.int64) @ np.asarray(d, dtype=np.int64)
+    return signs.astype(object) @ np.asarray(d, dtype=object)
 
 
 def sign_flip_p(a: ArrayLike, b: ArrayLike, *, better: Better = "higher",
                 exact_max: int = EXACT_MAX_PAIRS, n_resamples: int = MONTE_CARLO_RESAMPLES,
                 seed: int = 0) -> float:
     """One-sided p that ``a`` is better than ``b``, pairs (a_i, b_i) sharing a seed: the
-    sign-flip permutation test of mean(a - b) (module docstring), exact over all 2^n sign
-    patterns when n <= ``exact_max``, else ``n_resamples`` random patterns seeded by
-    ``seed``. All differences 0 give p = 1."""
-    from scipy import stats  # here, not at the top: see telapa.metrics
+    sign-flip permutation test of sum(a - b) (module docstring), with sums compared
+    exactly and ties counted as at least as extreme; exact over all 2^n sign patterns
+    when n <= ``exact_max``, else ``n_resamples`` random patterns seeded by ``seed``. All
+    differences 0 give p = 1."""
     _check_better(better)
     x, y = _array(a, "a"), _array(b, "b")
     if x.size != y.size or x.size == 0:
         raise ValueError(f"a and b must be pairs: got {x.size} and {y.size} values")
-    if not np.any(x - y):
+    if not np.all(np.isfinite(x)) or not np.all(np.isfinite(y)):
+        raise ValueError(f"a and b must be finite: got {a!r} and {b!r}")
+    d = _integer_differences(x, y)
+    if not any(d):
         return 1.0
-    resamples = math.inf if x.size <= exact_max else n_resamples
-    result = stats.permutation_test(
-        (x, y), _mean_difference, permutation_type="samples", vectorized=True,
-        alternative="greater" if better == "higher" else "less", n_resamples=resamples,
-        rng=np.random.default_rng(seed))
-    return float(result.pvalue)
+    n = len(d)
+    if n <= exact_max:
+        bits = (np.arange(2**n)[:, None] >> np.arange(n)) & 1
+        signs = 1 - 2 * bits  # every pattern, the all-positive one first
+    else:
+        rng = np.random.default_rng(seed)
+        signs = rng.choice(np.array([-1, 1], dtype=np.int8), size=(n_resamples, n))
+    sums = _sign_sums(d, signs)
+    observed = sum(d)
+    extreme = sums >= observed if better == "higher" else sums <= observed
+    count = int(np.count_nonzero(extreme))
+    if n <= exact_max:
+        return count / 2**n
+    return (count + 1) / (n_resamples + 1)
 
 
 def welch_p(a: ArrayLike, b: ArrayLike, *, better: Better = "higher") -> float:
