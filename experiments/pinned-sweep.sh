@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# One sweep of configs/sweeps/NAME.yaml in the background, from a git worktree pinned at
+# the commit it first started on, exporting each finished cell to results/NAME/ and
+# committing it to main (only that folder and its pin):
+#   (setsid nohup experiments/pinned-sweep.sh NAME [telapa sweep options] >/dev/null 2>&1 &)
+# e.g. experiments/pinned-sweep.sh table1-paper-seeds5-7 --seeds-per-batch 3
+# Run the same command again to resume: the pin (results/NAME.commit) is kept, exported
+# cells are skipped, partial ones go on from their checkpoints under runs/NAME where this
+# checkout kept them. Logs to runs/NAME.log.
+set -euo pipefail
+[ $# -ge 1 ] || { echo "usage: $0 NAME [telapa sweep options]" >&2; exit 2; }
+NAME=$1; shift
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+[ -f "$ROOT/configs/sweeps/$NAME.yaml" ] \
+  || { echo "error: $ROOT/configs/sweeps/$NAME.yaml does not exist" >&2; exit 2; }
+RESULTS=$ROOT/results/$NAME
+PY=$ROOT/.venv/bin/python
+mkdir -p "$ROOT/runs"
+exec >>"$ROOT/runs/$NAME.log" 2>&1
+# The pin sits beside the export, not in it: the export folder holds only the sweep's.
+PIN=$RESULTS.commit
+COMMIT=$(cat "$PIN" 2>/dev/null || git -C "$ROOT" rev-parse HEAD)
+WT=$(dirname "$ROOT")/worktrees/$NAME-${COMMIT:0:7}
+[ -d "$WT" ] || git -C "$ROOT" worktree add --detach "$WT" "$COMMIT"
+[ -f "$WT/configs/sweeps/$NAME.yaml" ] \
+  || { echo "error: configs/sweeps/$NAME.yaml is not committed at the pin $COMMIT" >&2; exit 2; }
+echo "$COMMIT" > "$PIN"
+export PYTHONPATH=$WT/src           # the pinned code, not main's (the venv is main's)
+cd "$WT"
+"$PY" -c "import telapa, sys; assert telapa.__file__.startswith('$WT'), telapa.__file__"
+commit_results() {  # commits only this sweep's results and pin; retries a busy index
+  for _ in 1 2 3 4 5; do
+    git -C "$ROOT" add "results/$NAME" "results/$NAME.commit" 2>/dev/null \
+      || { sleep 7; continue; }
+    if git -C "$ROOT" diff --cached --quiet -- "results/$NAME" "results/$NAME.commit"; then
+      return 0
+    fi
+    git -C "$ROOT" commit -q -m "results/$NAME: $1" -- "results/$NAME" \
+      "results/$NAME.commit" && return 0
+    sleep 7
+  done
+}
+echo "== $(date -u +%FT%TZ) start at commit $COMMIT in $WT: $*"
+( while sleep 600; do commit_results "cells finished so far"; done ) &
+committer=$!
+nice -n 5 "$PY" -m telapa.cli sweep "configs/sweeps/$NAME.yaml" "$@" \
+  --out "$ROOT/runs/$NAME" --export "$RESULTS" || status=$?
+kill "$committer" 2>/dev/null || true
+outcome=${status:+stopped ($status)}
+commit_results "sweep ${outcome:-finished}"
+echo "== $(date -u +%FT%TZ) end"
+exit "${status:-0}"
