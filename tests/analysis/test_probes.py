@@ -84,3 +84,33 @@ def test_no_transfers_give_empty_tables() -> None:
     assert out.empty and list(out.columns) == list(OUTCOME_COLUMNS)
     summary = summarize_probe_outcomes(out, {})
     assert summary.empty and list(summary.columns) == list(SUMMARY_COLUMNS)
+
+
+def test_a_fresh_probe_counts_as_one_more_candidate() -> None:
+    frame = candidates([
+        # into B: the elites flat, the fresh network flat too and chosen (no success)
+        (1, "B", 0.0, 0.0, False), (1, "B", 0.0, 0.0, False),
+        # into A': an elite ends at 0.8 and is chosen, the fresh network ends at 0.1
+        (2, "A'", 0.8, 0.5, True), (2, "A'", 0.6, 0.4, False),
+        # into B': every elite flat, the fresh network succeeded mid-way: not flat
+        (3, "B'", 0.0, 0.0, False), (3, "B'", 0.0, 0.0, False),
+    ])
+    fresh = pd.DataFrame([(1, "B", 0.0, 0.0, 0.0, 0.0, True),
+                          (2, "A'", 0.1, 0.0, 0.1, 0.05, False),
+                          (3, "B'", 0.0, 0.0, 0.0, 0.2, True)],
+                         columns=["target_visit", "target", "y", "sr0", "slope", "auc",
+                                  "chosen"])
+    out = probe_outcomes(frame, VISITS, fresh)
+    assert list(out.columns) == [*OUTCOME_COLUMNS, "origin", "fresh_y"]
+    assert out["n_probes"].tolist() == [3, 3, 3]
+    assert out["origin"].tolist() == ["fresh", "elite", "fresh"]
+    assert out["fresh_y"].tolist() == [0.0, 0.1, 0.0]
+    assert out["chosen_y"].tolist() == [0.0, 0.8, 0.0]
+    assert out["flat"].tolist() == [True, False, False]
+    summary = summarize_probe_outcomes(out, {"A": 0, "B": 1, "A'": 2, "B'": 3})
+    assert list(summary.columns) == [*SUMMARY_COLUMNS, "fresh_starts", "fresh_y"]
+    assert summary["fresh_starts"].tolist() == [1, 0, 1]
+    assert summary.loc["A'", "fresh_y"] == pytest.approx(0.1)
+    # a transfer without its fresh probe, where the others have one, is an error
+    with pytest.raises(ValueError, match=r"visit 3 \(B'\) has no fresh probe"):
+        probe_outcomes(frame, VISITS, fresh.iloc[:2])

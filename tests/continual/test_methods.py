@@ -67,7 +67,8 @@ def _trained_opt_state(agent, state: PPOState):
 
 def test_registry_and_unknown_name():
     assert set(METHODS) == {"scratch", "scratch-reuse", "finetune", "finetune-reset", "ewc",
-                            "l2init", "dff", "shrink-perturb", "telapa", "telapa-static"}
+                            "l2init", "dff", "shrink-perturb", "telapa", "telapa-static",
+                            "telapa-fresh"}
     with pytest.raises(ValueError, match="unknown method 'ewc2'.*finetune"):
         make_method("ewc2", CONFIG)
 
@@ -229,7 +230,8 @@ def test_each_settings_section_is_a_methods_own():
     assert {m.section for m in METHODS.values()} - {None} == set(MethodsConfig.model_fields)
     assert METHOD_SECTIONS == {"ewc": "ewc", "l2init": "l2init", "shrink-perturb":
                                "shrink_perturb", "scratch-reuse": "scratch_reuse",
-                               "telapa": "telapa", "telapa-static": "telapa"}
+                               "telapa": "telapa", "telapa-static": "telapa",
+                               "telapa-fresh": "telapa"}
     assert make_method("ewc", CONFIG).settings.lam == 4.0
     assert make_method("shrink-perturb", CONFIG).settings.alpha == 0.9
     assert make_method("finetune", CONFIG).settings is None
@@ -385,3 +387,51 @@ def test_batched_scratch_inits_draw_no_batched_qr(agent):
     assert qrs, "the policy draws no orthogonal kernel: the test checks nothing"
     assert all(v.aval.ndim == 2 for e in qrs for v in e.invars), \
         [(e.primitive.name, [v.aval.shape for v in e.invars]) for e in qrs]
+
+
+@pytest.mark.parametrize("name", ["telapa", "telapa-fresh"])
+def test_telapa_fresh_offers_scratchs_network_and_starts_from_it(agent, monkeypatch, name):
+    """TeLAPA-Fresh passes FewShotSelectElite the network Scratch starts the visit from
+    (TeLAPA passes none), one seed or a batch of two; a fresh choice starts the visit
+    from it with a fresh optimizer, no origin elite and the transfer record's origin."""
+    from telapa.continual.telapa import method as telapa_method
+    from telapa.continual.telapa.transfer import FreshProbe, TransferChoice
+
+    offered = []
+
+    def choice(fresh):
+        offered.append(fresh)
+        if fresh is None:
+            return None
+        probe = FreshProbe(0.0, 0.0, 0.0, 0.0, 0.0, True, 5)
+        return TransferChoice(params=fresh, index=-1, elite_id=-1, source=-1, tag=-1, slot=-1,
+                              lineage=(), candidates=(), env_steps=5, wall_s=0.0, fresh=probe)
+
+    monkeypatch.setattr(telapa_method, "select_transfer_origin",
+                        lambda *a, fresh=None, **k: choice(fresh))
+    monkeypatch.setattr(telapa_method, "select_transfer_origins",
+                        lambda *a, fresh=None, **k: [choice(f) for f in (fresh or [None, None])])
+    visit = _visit(1, "B", 0)
+    methods = [make_method(name, CONFIG, key=jax.random.key(s)) for s in (0, 1)]
+    for m in methods:
+        m.archives = {"A": object()}  # selection is replaced: any library will do
+    ctxs = [_ctx(agent, visit, seed=7), _ctx(agent, visit, seed=8)]
+    states = [_state(agent, 3, methods[0]), _state(agent, 4, methods[1])]
+    alone = methods[0].start_task(states[0], ctxs[0])
+    together = type(methods[0]).start_tasks(methods, states, ctxs)
+    scratch = [make_method("scratch", CONFIG).start_task(s, c).params
+               for s, c in zip(states, ctxs, strict=True)]
+    if name == "telapa":
+        assert offered == [None, None, None]
+        return
+    assert len(offered) == 3
+    for fresh, expected in zip(offered, [scratch[0], *scratch], strict=True):
+        assert _leaves_equal(fresh, expected)
+    for started, method, expected in [(alone, methods[0], scratch[0]),
+                                      (together[1], methods[1], scratch[1])]:
+        assert _leaves_equal(started.params, expected)
+        assert _leaves_equal(started.opt_state, agent.optimizer.init(expected))
+        assert int(method._origin["id"]) == -1 and not np.any(method._origin["lineage"])
+        transfer = [e for e in method.log if e["event"] == "transfer"][-1]
+        assert (transfer["origin"], transfer["index"], transfer["elite_id"]) == \
+            ("fresh", None, -1)

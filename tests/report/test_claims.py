@@ -15,6 +15,7 @@ from telapa.metrics.comparisons import paired_seeds_to_decide, welch_p
 from telapa.metrics.continual import RunMetrics
 from telapa.report.claims import (
     CLAIMS,
+    FRESH_CLAIMS,
     check,
     claims_table,
     comparisons_table,
@@ -149,3 +150,23 @@ def test_claims_and_comparisons_tables_only_with_telapa():
     assert tests.values["against"].tolist() == ["finetune"] * 4
     assert tests.values["p claimed better"].iloc[0] == pytest.approx(1 / 4)  # 2 seeds
 
+
+
+def test_the_fresh_variant_has_its_own_claims_and_stays_out_of_the_papers():
+    # TeLAPA-Fresh ahead of TeLAPA on every seed: the paper's "best" claims of TeLAPA
+    # still compare it with Finetune only, the fresh claims judge the variant
+    result = _result(telapa=_srs(*LOW), finetune=_srs(0.05, 0.05, 0.05, 0.05, 0.05),
+                     telapa_fresh=_srs(*HIGH))
+    assert claims_table(_result(telapa=_srs(*LOW)), prefix="toy", fresh=True) is None
+    done = evaluate(BEST_SR, result)
+    assert list(done.comparisons) == ["finetune"] and done.verdict == "holds"
+    table = claims_table(result, prefix="toy", fresh=True)
+    assert table.id == "toy-fresh-claims" and len(table.values) == len(FRESH_CLAIMS)
+    primary = evaluate(FRESH_CLAIMS[0], result)
+    assert list(primary.comparisons) == ["telapa"] and primary.verdict == "holds"
+    assert primary.p_holds == pytest.approx(1 / 32)
+    best = evaluate(FRESH_CLAIMS[4], result)  # best Mean SR against both others
+    assert sorted(best.comparisons) == ["finetune", "telapa"] and best.verdict == "holds"
+    tests = comparisons_table(result, prefix="toy", fresh=True)
+    assert tests.id == "toy-fresh-claim-tests"
+    assert tests.values["against"].tolist()[:4] == ["telapa"] * 4

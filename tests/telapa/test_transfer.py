@@ -5,6 +5,7 @@ archived (not the probed) weights returned, the farthest-point pool probed, dete
 
 from __future__ import annotations
 
+import functools
 import json
 
 import jax
@@ -15,6 +16,9 @@ from rl.toy_envs import Corridor
 
 from telapa.config import EvalConfig, PPOConfig, TrainConfig
 from telapa.continual.telapa.transfer import (
+    FreshProbe,
+    _choose,
+    _gather,
     probe,
     probe_batch,
     select_transfer_origin,
@@ -235,3 +239,72 @@ def test_seeds_select_together_as_each_alone(library):
         assert (choice.index, choice.elite_id, choice.env_steps) == \
             (alone.index, alone.elite_id, alone.env_steps)
         assert _same(choice.params, alone.params)
+
+
+def _pool_curves(finals: list[list[float]]) -> np.ndarray:
+    return np.asarray(finals, np.float32)
+
+
+def test_fresh_start_rule_by_hand(library):
+    """The fresh network is probed after the K elites and taken when it scores best or
+    when no probe ends with a success; otherwise Algorithm FewShotSelectElite's pick."""
+    gathered = _gather(AGENT, library["archives"], TRANSFER)
+    fresh = library["rand"]["2"]
+    costs = [10, 20, 30, 40, 50]
+    choose = functools.partial(_choose, gathered, library["archives"], config=TRANSFER,
+                               start=0.0)
+    zero = [0.0, 0.0, 0.0]
+    # (a) every probe ends at SR 0; elite 1 succeeded midway (AUC 0.25, slope 0), so
+    # TeLAPA's Score picks it: w_auc * 1 = 0.25 against 0 for the others
+    curves = _pool_curves([zero, [0.0, 0.5, 0.0], zero, zero, zero])
+    assert choose(curves[:4], costs[:4]).index == 1
+    started = choose(curves, costs, fresh=fresh)
+    assert (started.origin, started.index, started.elite_id, started.lineage) == \
+        ("fresh", -1, -1, ())
+    assert started.params is fresh and started.env_steps == 150
+    assert started.fresh == FreshProbe(sr0=0.0, sr_final=0.0, slope=0.0, auc=0.0, score=0.0,
+                                       in_window=True, env_steps=50)
+    record = json.loads(json.dumps(started.record(), allow_nan=False))
+    assert (record["origin"], record["index"], record["tag"], record["elite_id"]) == \
+        ("fresh", None, None, -1)
+    assert len(record["candidates"]) == 4 and record["fresh"]["env_steps"] == 50
+    # (b) elite 2 ends at 0.5, the fresh network at 0.1 (outside the window 0.5 - 0.1)
+    curves = _pool_curves([zero, zero, [0.0, 0.5, 0.5], zero, [0.0, 0.0, 0.1]])
+    kept = choose(curves, costs, fresh=fresh)
+    assert (kept.origin, kept.index) == ("elite", 2)
+    assert kept.elite_id == kept.candidates[2].elite_id
+    assert not kept.fresh.in_window and kept.fresh.score == -np.inf
+    assert kept.record()["origin"] == "elite" and kept.record()["fresh"]["score"] is None
+    # (c) the fresh network ends at 0.6, elite 2 at 0.5 (both in the window; the other
+    # elites at 0 are not). Over t = 0, 1/2, 1: slopes 0.6 and 0.5, AUCs 0.3 and 0.375,
+    # so normalised within the window the fresh network scores 0.25 + 0.5 + 0 = 0.75 and
+    # elite 2 0 + 0 + 0.25 = 0.25
+    curves = _pool_curves([zero, zero, [0.0, 0.5, 0.5], zero, [0.0, 0.3, 0.6]])
+    best = choose(curves, costs, fresh=fresh)
+    assert best.origin == "fresh" and best.fresh.score == pytest.approx(0.75)
+    assert best.candidates[2].score == pytest.approx(0.25)
+
+
+def test_a_fresh_network_is_probed_like_an_elite(library, selected):
+    """With a fresh network, the pool's elites and their probes are unchanged and the
+    fresh network's probe is `probe` of it with the same keys; the seeds' batch gives
+    each seed's own choice."""
+    (plain, _), _ = selected
+    fresh = AGENT.policy.init(jax.random.key(200))
+    choice, calls = _select(library, fresh=fresh)
+    assert calls == [(5, 5)]
+    assert [c.elite_id for c in choice.candidates] == [c.elite_id for c in plain.candidates]
+    curve, cost = probe(AGENT, fresh, steps=TRANSFER.probe_steps, points=3, episodes=32,
+                        key=KEY, rollout_key=ROLLOUT_KEY)
+    assert (choice.fresh.sr0, choice.fresh.sr_final, choice.fresh.env_steps) == \
+        (float(curve[0]), float(curve[-1]), cost)
+    assert choice.env_steps == plain.env_steps + cost
+    # T still solves the corridor: the elite is kept
+    assert (choice.origin, choice.elite_id) == ("elite", plain.elite_id)
+    together = select_transfer_origins(
+        AGENT, [library["archives"], library["archives"][1:]], config=TRANSFER,
+        keys=[KEY, jax.random.key(8)], rollout_keys=[ROLLOUT_KEY, jax.random.key(9)],
+        penalties=[None, None], fresh=[fresh, fresh])
+    assert together[0].candidates == choice.candidates
+    assert together[0].fresh == choice.fresh and together[0].index == choice.index
+    assert together[1].fresh is not None and len(together[1].candidates) == 2

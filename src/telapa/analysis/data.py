@@ -63,6 +63,12 @@ def _check_transfer(event: Any, i: int, n_visits: int, dim: int, path: Path) -> 
         raise ValueError(f"{where} needs an integer 'visit' and a 'candidates' list")
     if not 0 <= event["visit"] < n_visits:
         raise ValueError(f"{where} targets visit {event['visit']}, not in visits.csv")
+    fresh = event.get("fresh")
+    if fresh is not None:
+        missing = [k for k in ("sr0", "sr_final", "slope", "auc") if k not in fresh]
+        if missing or event.get("origin") not in ("fresh", "elite"):
+            raise ValueError(f"{where}: a fresh probe needs {missing or 'its keys'} and an "
+                             "'origin' of 'fresh' or 'elite'")
     for j, cand in enumerate(event["candidates"]):
         missing = [k for k in CANDIDATE_KEYS if k not in cand]
         if missing:
@@ -164,6 +170,22 @@ def candidates_frame(run: TeLAPARun) -> pd.DataFrame:
     return frame
 
 
+FRESH_COLUMNS = ("target_visit", "target", "y", "sr0", "slope", "auc", "chosen")
+"""Columns of `fresh_frame`."""
+
+
+def fresh_frame(run: TeLAPARun) -> pd.DataFrame:
+    """One row per transfer whose pool held a fresh network (``telapa-fresh``): its probe
+    (``y`` = SR^final, ``sr0``, ``slope``, ``auc``) and whether the visit started from it
+    (``chosen``); empty for runs without fresh starts (`FRESH_COLUMNS`)."""
+    tags = run.visits.set_index("visit")["tag"]
+    rows = [(e["visit"], tags[e["visit"]], float(e["fresh"]["sr_final"]),
+             float(e["fresh"]["sr0"]), float(e["fresh"]["slope"]), float(e["fresh"]["auc"]),
+             e.get("origin") == "fresh")
+            for e in run.transfers if e.get("fresh") is not None]
+    return pd.DataFrame(rows, columns=list(FRESH_COLUMNS))
+
+
 def elites_with_tags(run: TeLAPARun) -> pd.DataFrame:
     """``run.elites`` plus ``visit_tag`` (tag of the elite's visit) and ``family`` (the
     first-visit tag of the archive's task: its per-task archive, e.g. ``"A"``)."""
@@ -175,8 +197,10 @@ def elites_with_tags(run: TeLAPARun) -> pd.DataFrame:
 
 __all__ = [
     "CANDIDATE_COLUMNS",
+    "FRESH_COLUMNS",
     "TeLAPARun",
     "candidates_frame",
+    "fresh_frame",
     "descriptor_columns",
     "elites_with_tags",
     "family_order",

@@ -24,6 +24,7 @@ from telapa.analysis.data import (
     candidates_frame,
     elites_with_tags,
     family_order,
+    fresh_frame,
 )
 from telapa.analysis.geometry import (
     centroid_distances,
@@ -166,7 +167,8 @@ def _tables(frames: Sequence[_RunFrames], gamma: float, tau: float) -> dict[str,
                             for f in frames])
     properties = _pool(frames, [lineage_properties(f.candidates, f.run.visits) for f in frames])
     rank = _tag_rank(runs)
-    outcomes = _pool(frames, [probe_outcomes(f.candidates, f.run.visits) for f in frames])
+    outcomes = _pool(frames, [probe_outcomes(f.candidates, f.run.visits, fresh_frame(f.run))
+                              for f in frames])
     return {
         "local_transfer_pairs": pairs,
         "local_transfer_summary": summarize_pairs(pairs),

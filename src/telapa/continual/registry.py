@@ -26,14 +26,14 @@ from telapa.continual.methods import (
     ShrinkPerturb,
 )
 from telapa.continual.preset import MethodsConfig, RunConfig, register_section
-from telapa.continual.telapa.method import TeLAPA, TeLAPAStatic
+from telapa.continual.telapa.method import TeLAPA, TeLAPAFresh, TeLAPAStatic
 from telapa.plugins import METHODS_GROUP, PluginError, entry_points, load_entry_point
 
 BUILTIN_METHODS: dict[str, type[Method]] = {
     m.name: m
     for m in (
-        TeLAPA, TeLAPAStatic, Scratch, ScratchReuse, Finetune, FinetuneReset, EWC, L2Init, DFF,
-        ShrinkPerturb,
+        TeLAPA, TeLAPAStatic, TeLAPAFresh, Scratch, ScratchReuse, Finetune, FinetuneReset,
+        EWC, L2Init, DFF, ShrinkPerturb,
     )
 }
 """The methods telapa ships."""

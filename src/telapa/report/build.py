@@ -129,13 +129,15 @@ def code_note(records: Iterable[RunRecord]) -> str:
 def curriculum_tables(result: CurriculumResults, *, prefix: str) -> list[ReportTable]:
     """A curriculum's tables: main, revisit, and with revisits the aggregates, profile and
     improvement tables, compute and, with TeLAPA runs, runtime, the paper's claims checked
-    and their comparisons; ids start with ``prefix`` (the report uses the curriculum's
-    `slug`)."""
+    and their comparisons (and TeLAPA-Fresh's, with its runs); ids start with ``prefix``
+    (the report uses the curriculum's `slug`)."""
     tables = [main_table(result, prefix=prefix), revisit_table(result, prefix=prefix),
               aggregates_table(result, prefix=prefix), profile_table(result, prefix=prefix),
               improvement_table(result, prefix=prefix),
               compute_table(result, prefix=prefix), runtime_table(result, prefix=prefix),
-              claims_table(result, prefix=prefix), comparisons_table(result, prefix=prefix)]
+              claims_table(result, prefix=prefix), comparisons_table(result, prefix=prefix),
+              claims_table(result, prefix=prefix, fresh=True),
+              comparisons_table(result, prefix=prefix, fresh=True)]
     return [t for t in tables if t is not None]
 
 

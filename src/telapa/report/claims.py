@@ -33,6 +33,11 @@ comparison, so it is the largest of their numbers at ``alpha``; otherwise "does 
 needs one method ahead to reach Holm's first step, so it is the smallest of those
 methods' numbers at ``alpha / m``. No difference at all gives "never".
 
+**TeLAPA-Fresh** (beyond the paper) is not one of the paper's methods: the paper's claims
+leave its runs out, and with its runs present the report adds its own claims
+(`FRESH_CLAIMS`, judged by the same rule; docs/reproduction.md fixes them before its
+first run).
+
 A claim whose method, or every other, has fewer than two runs with a value is "not
 measurable". Runs without a value (a NaN nBWT: no task learned) are left out, which can
 turn a paired comparison into a Welch one.
@@ -66,14 +71,20 @@ class Claim:
     better: Literal["higher", "lower"] = "higher"
     other: str | None = None
     """The method a *pair* claim compares against."""
+    exclude: tuple[str, ...] = ()
+    """Methods a *best* claim does not compare against."""
 
+
+FRESH = "telapa-fresh"
+"""The fresh-start variant (beyond the paper): left out of the paper's claims."""
 
 CLAIMS: tuple[Claim, ...] = (
-    Claim("TeLAPA has the best Mean SR", "best", "telapa", "mean_sr"),
-    Claim("TeLAPA has the lowest TTT", "best", "telapa", "ttt", "lower"),
-    Claim("TeLAPA has the highest Coverage", "best", "telapa", "coverage"),
-    Claim("TeLAPA has the highest TR", "best", "telapa", "tr"),
-    Claim("Scratch-Reuse has the best nBWT", "best", "scratch-reuse", "nbwt"),
+    Claim("TeLAPA has the best Mean SR", "best", "telapa", "mean_sr", exclude=(FRESH,)),
+    Claim("TeLAPA has the lowest TTT", "best", "telapa", "ttt", "lower", exclude=(FRESH,)),
+    Claim("TeLAPA has the highest Coverage", "best", "telapa", "coverage", exclude=(FRESH,)),
+    Claim("TeLAPA has the highest TR", "best", "telapa", "tr", exclude=(FRESH,)),
+    Claim("Scratch-Reuse has the best nBWT", "best", "scratch-reuse", "nbwt",
+          exclude=(FRESH,)),
     Claim("TeLAPA beats TeLAPA-Static on D'", "pair", "telapa", "revisit:D'",
           other="telapa-static"),
     Claim("TeLAPA beats TeLAPA-Static on E'", "pair", "telapa", "revisit:E'",
@@ -83,6 +94,17 @@ CLAIMS: tuple[Claim, ...] = (
 time-to-threshold, the highest coverage, and the highest threshold retention"; Table 1
 marks Scratch-Reuse's nBWT best; revisit discussion: "the full online-maintained variant
 is substantially better on D' and E'"."""
+
+FRESH_CLAIMS: tuple[Claim, ...] = (
+    Claim("TeLAPA-Fresh beats TeLAPA on Mean SR", "pair", FRESH, "mean_sr", other="telapa"),
+    Claim("TeLAPA-Fresh beats TeLAPA on Coverage", "pair", FRESH, "coverage", other="telapa"),
+    Claim("TeLAPA-Fresh beats TeLAPA on TTT", "pair", FRESH, "ttt", "lower", other="telapa"),
+    Claim("TeLAPA-Fresh beats TeLAPA on TR", "pair", FRESH, "tr", other="telapa"),
+    Claim("TeLAPA-Fresh has the best Mean SR", "best", FRESH, "mean_sr"),
+    Claim("TeLAPA-Fresh has the lowest TTT", "best", FRESH, "ttt", "lower"),
+)
+"""The fresh-start variant's hypothesis (docs/reproduction.md, fixed before its first
+run): the first claim is the primary one; the others are secondary, each judged alone."""
 
 
 def seeded_values(result: CurriculumResults, method: str, value: str) -> dict[int, float]:
@@ -152,7 +174,7 @@ def evaluate(claim: Claim, result: CurriculumResults, *, alpha: float = 0.05) ->
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     mine = seeded_values(result, claim.method, claim.value)
     names = [claim.other or ""] if claim.kind == "pair" else [
-        m for m in result.metrics if m != claim.method]
+        m for m in result.metrics if m != claim.method and m not in claim.exclude]
     others = {m: v for m in names if len(v := seeded_values(result, m, claim.value)) >= 2}
     if len(mine) < 2 or not others:
         return ClaimCheck(claim, "not measurable", {}, {}, alpha, mine)
@@ -189,14 +211,25 @@ def check(claim: Claim, result: CurriculumResults, *, alpha: float = 0.05) -> di
     return row
 
 
-def claims_table(result: CurriculumResults, *, prefix: str, alpha: float = 0.05
-                 ) -> ReportTable | None:
-    """The claims of `CLAIMS` checked on ``result`` (None without TeLAPA runs)."""
-    if "telapa" not in result.metrics:
+def _claim_set(result: CurriculumResults, fresh: bool) -> tuple[Claim, ...] | None:
+    """`CLAIMS` (or `FRESH_CLAIMS`), when ``result`` holds TeLAPA's (and its fresh
+    variant's) runs; None otherwise."""
+    if "telapa" not in result.metrics or (fresh and FRESH not in result.metrics):
         return None
-    frame = pd.DataFrame([check(c, result, alpha=alpha) for c in CLAIMS])
+    return FRESH_CLAIMS if fresh else CLAIMS
+
+
+def claims_table(result: CurriculumResults, *, prefix: str, alpha: float = 0.05,
+                 fresh: bool = False) -> ReportTable | None:
+    """The claims of `CLAIMS` checked on ``result`` (None without TeLAPA runs); with
+    ``fresh``, those of `FRESH_CLAIMS` (None without TeLAPA-Fresh's runs)."""
+    claims = _claim_set(result, fresh)
+    if claims is None:
+        return None
+    frame = pd.DataFrame([check(c, result, alpha=alpha) for c in claims])
     return frame_table(
-        f"{prefix}-claims", "The paper's Table 1 claims",
+        f"{prefix}-{'fresh-' if fresh else ''}claims",
+        "TeLAPA-Fresh's claims (beyond the paper)" if fresh else "The paper's Table 1 claims",
         f"One-sided tests over seeds at alpha = {alpha} (telapa.report.claims): paired by "
         "seed (exact sign-flip permutation test) where both methods have values for the "
         "same seeds, Welch's t-test otherwise. holds = better than every other method, "
@@ -209,14 +242,15 @@ def claims_table(result: CurriculumResults, *, prefix: str, alpha: float = 0.05
         frame)
 
 
-def comparisons_table(result: CurriculumResults, *, prefix: str, alpha: float = 0.05
-                      ) -> ReportTable | None:
+def comparisons_table(result: CurriculumResults, *, prefix: str, alpha: float = 0.05,
+                      fresh: bool = False) -> ReportTable | None:
     """Every comparison behind `claims_table`: one row per claim and other method, with
     its test, both means, both one-sided p-values and the Holm-adjusted reverse one."""
-    if "telapa" not in result.metrics:
+    claims = _claim_set(result, fresh)
+    if claims is None:
         return None
     rows = []
-    for claim in CLAIMS:
+    for claim in claims:
         done = evaluate(claim, result, alpha=alpha)
         for other, c in done.comparisons.items():
             rows.append({"claim": claim.text, "against": other, "test": c.test,
@@ -224,12 +258,12 @@ def comparisons_table(result: CurriculumResults, *, prefix: str, alpha: float = 
                          "p claimed better": c.p, "p other better": c.p_reverse,
                          "p other better (Holm)": done.holm_reverse[other]})
     return frame_table(
-        f"{prefix}-claim-tests", "The comparisons behind the claims",
+        f"{prefix}-{'fresh-' if fresh else ''}claim-tests", "The comparisons behind the claims",
         "One row per claim and method compared: the test used, the means over the seeds "
         "compared (TTT in millions of env steps), the one-sided p that the claimed "
         "method is better and that the other is, and the latter Holm-adjusted over the "
         "claim's comparisons.", pd.DataFrame(rows))
 
 
-__all__ = ["CLAIMS", "Claim", "ClaimCheck", "check", "claims_table", "comparisons_table",
-           "evaluate", "seeded_values"]
+__all__ = ["CLAIMS", "FRESH", "FRESH_CLAIMS", "Claim", "ClaimCheck", "check", "claims_table",
+           "comparisons_table", "evaluate", "seeded_values"]

@@ -25,6 +25,10 @@ TRANSFER_COLUMNS = (
 )
 
 
+ARCHIVE_METHODS = ("telapa", "telapa-static", "telapa-fresh")
+"""The built-in methods that keep policy archives."""
+
+
 class NoArchivesError(ValueError):
     """The run keeps no policy archives (a single-model method)."""
 
@@ -66,12 +70,12 @@ def inspect_run(path: str | Path) -> Inspection:
     spec = run_dir.spec()
     root = run_dir.path
     if not run_dir.has_elites():
-        if spec["method"] in ("telapa", "telapa-static"):
+        if spec["method"] in ARCHIVE_METHODS:
             raise RunDirError(f"{root} has no {run_dir.table_path('elites').name} yet (no "
                               "archive illuminated so far)")
         raise NoArchivesError(
-            f"{root} is a {spec['method']} run: it keeps no policy archives (only telapa and "
-            "telapa-static runs do)"
+            f"{root} is a {spec['method']} run: it keeps no policy archives (only "
+            f"{', '.join(ARCHIVE_METHODS)} runs do)"
         )
     visits = run_dir.read_table("visits").sort_values("visit")
     elites = run_dir.elites()
@@ -114,10 +118,14 @@ def _transfers(log: list[dict[str, Any]], elites: pd.DataFrame, tags: dict[int, 
     archive_task = dict(zip(elites["archive_tag"], elites["task"].astype(str), strict=False))
     rows = []
     for event in (e for e in log if e["event"] == "transfer"):
-        chosen = event["candidates"][event["index"]]
+        if event["index"] is None:  # a fresh start (telapa-fresh): the fresh network's probe
+            chosen, source, evaluated_on = event["fresh"], "fresh", "-"
+        else:
+            chosen = event["candidates"][event["index"]]
+            source, evaluated_on = archive_task[event["tag"]], tags[chosen["task"]]
         rows.append((
-            tags[event["visit"]], archive_task[event["tag"]], int(event["elite_id"]),
-            tags[chosen["task"]], " → ".join(tags[v] for v in sorted(event["lineage"])),
+            tags[event["visit"]], source, int(event["elite_id"]),
+            evaluated_on, " → ".join(tags[v] for v in sorted(event["lineage"])),
             len(event["candidates"]), sum(bool(c["in_window"]) for c in event["candidates"]),
             float(chosen["sr0"]), float(chosen["sr_final"]), int(event["env_steps"]),
             task_of[event["visit"]], len({task_of[v] for v in event["lineage"]}),

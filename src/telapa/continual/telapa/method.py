@@ -11,7 +11,10 @@
   ``injection.p_inj > 0``, parents are sometimes injected from the other tasks'
   archives), then BoundaryMaintenance of the latent space.
 
-TeLAPA-Static keeps E_0 and N_0 and skips maintenance (paper Sec. 4 (ix)).
+TeLAPA-Static keeps E_0 and N_0 and skips maintenance (paper Sec. 4 (ix)). TeLAPA-Fresh
+(beyond the paper) adds the network Scratch would start the visit from to every few-shot
+pool and starts from it when no probe ends with a success (`telapa.continual.telapa.
+transfer`, "A fresh start").
 """
 
 from __future__ import annotations
@@ -69,6 +72,8 @@ class TeLAPA(Method):
     section = "telapa"
     maintain_latent = True
     observes_features = True
+    fresh_start = False
+    """Whether FewShotSelectElite's pool holds a freshly initialised network too."""
 
     def __init__(self, config: RunConfig, *, key: jax.Array | None = None):
         super().__init__(config, key=key)
@@ -103,7 +108,8 @@ class TeLAPA(Method):
                     ctx.agent, list(self.archives.values()),
                     config=self.settings.qd.transfer, key=ctx.key,
                     rollout_key=self._probe_rollout_key(ctx),
-                    penalty=state.penalty, progress=ctx.report("probes"),
+                    penalty=state.penalty, fresh=self._fresh(ctx),
+                    progress=ctx.report("probes"),
                 )
         return self._start_from(state, ctx, choice)
 
@@ -123,7 +129,8 @@ class TeLAPA(Method):
             agent, [list(methods[i].archives.values()) for i in probing],
             config=methods[0].settings.qd.transfer, keys=[ctxs[i].key for i in probing],
             rollout_keys=[cls._probe_rollout_key(ctxs[i]) for i in probing],
-            penalties=[states[i].penalty for i in probing])
+            penalties=[states[i].penalty for i in probing],
+            fresh=[cls._fresh(ctxs[i]) for i in probing] if cls.fresh_start else None)
         share = (time.perf_counter() - start) / len(probing)
         chosen = dict(zip(probing, choices, strict=True))
         for i in probing:
@@ -133,6 +140,12 @@ class TeLAPA(Method):
                 report(len(chosen[i].candidates), len(chosen[i].candidates))
         return [m._start_from(s, c, chosen.get(i))
                 for i, (m, s, c) in enumerate(zip(methods, states, ctxs, strict=True))]
+
+    @classmethod
+    def _fresh(cls, ctx: TaskContext) -> Params | None:
+        """The pool's fresh network: the one Scratch starts this visit from (``ctx.key``),
+        when the method has fresh starts."""
+        return ctx.init_params(ctx.key) if cls.fresh_start else None
 
     @staticmethod
     def _probe_rollout_key(ctx: TaskContext) -> jax.Array:
@@ -153,8 +166,9 @@ class TeLAPA(Method):
         if choice is not None:
             self.extra_env_steps += choice.env_steps
             params = choice.params
-            self._origin = {"id": np.int32(choice.elite_id),
-                            "lineage": lineage_from_visits(choice.lineage, self.words)}
+            if choice.origin == "elite":
+                self._origin = {"id": np.int32(choice.elite_id),
+                                "lineage": lineage_from_visits(choice.lineage, self.words)}
             self.log.append({"event": "transfer", **choice.record(), "visit": ctx.visit.index,
                              "visit_tag": ctx.visit.tag})
         return state.replace(params=params, opt_state=ctx.fresh_optimizer(params))
@@ -323,3 +337,15 @@ class TeLAPAStatic(TeLAPA):
 
     name = "telapa-static"
     maintain_latent = False
+
+
+class TeLAPAFresh(TeLAPA):
+    """TeLAPA whose few-shot pool can start fresh (beyond the paper): every pool holds,
+    besides the K_pool elites, the freshly initialised network Scratch would start the
+    visit from; it is probed and scored like an elite, and taken when it scores best or
+    when no probe ends with a success (where TeLAPA's tie-break takes the fittest
+    elite). Its start has no origin elite and an empty lineage. Same settings section as
+    TeLAPA."""
+
+    name = "telapa-fresh"
+    fresh_start = True

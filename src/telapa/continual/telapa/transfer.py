@@ -14,6 +14,20 @@ selection"; App. Algorithm "FewShotSelectElite").
     line 9     j*  = argmax_{j in I} Score(...)   `telapa.qd.selection.few_shot_select`
     line 10    return the ORIGINAL archived weights of eta_j* (never the probed ones)
 
+A fresh start (beyond the paper; the ``telapa-fresh`` method, docs/assumptions.md,
+"TeLAPA-Fresh"). With ``fresh`` weights (the freshly initialised network Scratch would
+start the visit from), the pool is C_{k+1} + {theta_fresh}: the fresh network is probed
+like any elite (the same key, rollout key and budget, after the K elites so that a tie
+still goes to an elite) and scored with them, and
+
+    origin = theta_fresh   if j* is the fresh network, or SR^final_j = 0 for every j
+                           (the fresh network included: no probe ended with a success)
+           = eta_j*        otherwise,
+
+i.e. where nothing in the pool learned within the probe, the visit starts from the
+network a first reward is likeliest from (high entropy), not from the fittest elite
+that the tie-break would take.
+
 Randomness. Every SR measurement of every probe uses the same evaluation key (the
 ``key`` argument): the episodes (initial states and action-sampling keys) are then the
 same at every point of a curve and for every candidate, so differences in SR come from
@@ -199,13 +213,29 @@ class ProbedCandidate:
 
 
 @dataclass(frozen=True)
+class FreshProbe:
+    """The probe of the fresh network in a pool with a fresh start."""
+
+    sr0: float
+    sr_final: float
+    slope: float
+    auc: float
+    score: float
+    """Score of line 9 among the pool; -inf outside the window I."""
+    in_window: bool
+    env_steps: int
+
+
+@dataclass(frozen=True)
 class TransferChoice:
     """Result of `select_transfer_origin`: theta^(0)_{k+1} and the selection record."""
 
     params: Params
-    """The chosen elite's ORIGINAL archived weights, as ``agent``'s parameter tree."""
+    """The chosen elite's ORIGINAL archived weights, as ``agent``'s parameter tree (the
+    fresh network's when ``origin`` is "fresh")."""
     index: int
-    """j*: position of the chosen elite in ``candidates``."""
+    """j*: position of the chosen elite in ``candidates``; -1 for a fresh start, whose
+    ``elite_id``, ``source``, ``tag`` and ``slot`` are -1 too."""
     elite_id: int
     source: int
     tag: int
@@ -218,27 +248,44 @@ class TransferChoice:
     """Extra env steps of all probes together."""
     wall_s: float
     """Wall-clock seconds of the whole selection (pooling, probes, scoring)."""
+    fresh: FreshProbe | None = None
+    """The fresh network's probe, when the pool had one."""
+
+    @property
+    def origin(self) -> str:
+        """"fresh" when the visit starts from the fresh network, else "elite"."""
+        return "fresh" if self.index < 0 else "elite"
 
     def record(self) -> dict[str, Any]:
         """The selection record as JSON-ready values (no weights; a score outside the
-        window is None)."""
+        window is None). With a fresh network in the pool, ``origin`` and ``fresh`` (its
+        probe) too; a fresh start has ``index``, ``source``, ``tag`` and ``slot`` None."""
         cands = []
         for c in self.candidates:
             row = asdict(c)
-            row["score"] = c.score if math.isfinite(c.score) else None
+            row["score"] = _finite(c.score)
             row["descriptor"], row["lineage"] = list(c.descriptor), list(c.lineage)
             cands.append(row)
-        return {
+        fresh = self.origin == "fresh"
+        record = {
             "elite_id": self.elite_id,
-            "index": self.index,
-            "source": self.source,
-            "tag": self.tag,
-            "slot": self.slot,
+            "index": None if fresh else self.index,
+            "source": None if fresh else self.source,
+            "tag": None if fresh else self.tag,
+            "slot": None if fresh else self.slot,
             "lineage": list(self.lineage),
             "env_steps": self.env_steps,
             "wall_s": self.wall_s,
             "candidates": cands,
         }
+        if self.fresh is not None:
+            record["origin"] = self.origin
+            record["fresh"] = {**asdict(self.fresh), "score": _finite(self.fresh.score)}
+        return record
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
 
 
 def select_transfer_origin(
@@ -249,6 +296,7 @@ def select_transfer_origin(
     key: jax.Array,
     rollout_key: jax.Array,
     penalty: Any = None,
+    fresh: Params | None = None,
     batch: bool = True,
     progress: ProgressFn | None = None,
 ) -> TransferChoice:
@@ -265,7 +313,8 @@ def select_transfer_origin(
     Lines 7-9: `probe_summary` (evenly spaced probe times), the epsilon window and
     Score with ``config.w_*`` (`few_shot_select`, ties by the lowest pool position).
     Line 10: the chosen elite's archived row, unflattened into ``agent``'s parameter
-    tree (bitwise the stored weights).
+    tree (bitwise the stored weights). With ``fresh`` weights, these are probed too,
+    after the elites, and chosen by the fresh-start rule (module docstring).
 
     Raises ValueError when the archives hold no valid elite or their parameter vectors
     do not fit the network.
@@ -275,20 +324,22 @@ def select_transfer_origin(
     settings = {"steps": config.probe_steps, "points": config.probe_points,
                 "episodes": config.probe_eval_episodes, "key": key,
                 "rollout_key": rollout_key, "penalty": penalty}
-    rows = len(pool.params)
+    probed = [*pool.params, *([] if fresh is None else [fresh])]
+    rows = len(probed)
     if batch and agent.backend == "jax":
-        curves, costs = probe_batch(agent, pool.params, **settings)
+        curves, costs = probe_batch(agent, probed, **settings)
         if progress is not None:
             progress(rows, rows)
     else:
         curves, costs = [], []
-        for done, params in enumerate(pool.params, start=1):
+        for done, params in enumerate(probed, start=1):
             curve, cost = probe(agent, params, **settings)
             curves.append(curve)
             costs.append(cost)
             if progress is not None:
                 progress(done, rows)
-    return _choose(pool, archives, np.stack(curves), costs, config=config, start=start)
+    return _choose(pool, archives, np.stack(curves), costs, config=config, start=start,
+                   fresh=fresh)
 
 
 def select_transfer_origins(
@@ -299,6 +350,7 @@ def select_transfer_origins(
     keys: Sequence[jax.Array],
     rollout_keys: Sequence[jax.Array],
     penalties: Sequence[Any],
+    fresh: Sequence[Params] | None = None,
 ) -> list[TransferChoice]:
     """`select_transfer_origin` of S seeds at once (jax backend): seed i's library
     ``libraries[i]``, probe key ``keys[i]``, rollout key and penalty. Every seed's pool
@@ -307,11 +359,14 @@ def select_transfer_origins(
     evaluation at the zero-shot point and one train-and-evaluate program per later
     moment. Each seed's choice equals its own `select_transfer_origin` up to float
     reassociation in the batched PPO update. ``wall_s`` of each choice is its share of
-    the batch's time."""
+    the batch's time. ``fresh[i]``: seed i's fresh network (a pool with a fresh start)."""
     start = time.perf_counter()
     pools = [_gather(agent, archives, config) for archives in libraries]
-    members = [(i, params) for i, pool in enumerate(pools) for params in pool.params]
-    members += [members[0]] * (len(pools) * config.k_pool - len(members))
+    extra = [[] if fresh is None else [fresh[i]] for i in range(len(pools))]
+    members = [(i, params) for i, pool in enumerate(pools)
+               for params in [*pool.params, *extra[i]]]
+    width = config.k_pool + (fresh is not None)
+    members += [members[0]] * (len(pools) * width - len(members))
     states = stack_states([
         _probe_start(agent, params, penalties[i], rollout_keys[i]) for i, params in members])
     curves, costs = _probe_states(
@@ -319,10 +374,11 @@ def select_transfer_origins(
         episodes=config.probe_eval_episodes, keys=jnp.stack([keys[i] for i, _ in members]))
     choices, first = [], 0
     share = (time.perf_counter() - start) / len(pools)
-    for pool, archives in zip(pools, libraries, strict=True):
-        size = len(pool.params)
+    for i, (pool, archives) in enumerate(zip(pools, libraries, strict=True)):
+        size = len(pool.params) + len(extra[i])
         choice = _choose(pool, archives, curves[first:first + size], costs[first:first + size],
-                         config=config, start=time.perf_counter() - share)
+                         config=config, start=time.perf_counter() - share,
+                         fresh=extra[i][0] if extra[i] else None)
         choices.append(choice)
         first += size
     return choices
@@ -355,15 +411,39 @@ def _gather(agent: Agent, archives: Sequence[Archive], config: TransferConfig) -
 
 
 def _choose(gathered: _Pool, archives: Sequence[Archive], curves: np.ndarray,
-            costs: Sequence[int], *, config: TransferConfig, start: float) -> TransferChoice:
-    """Lines 7-10 of FewShotSelectElite from the probe curves of a pool."""
+            costs: Sequence[int], *, config: TransferConfig, start: float,
+            fresh: Params | None = None) -> TransferChoice:
+    """Lines 7-10 of FewShotSelectElite from the probe curves of a pool (the elites',
+    then the ``fresh`` network's last when given: the fresh-start rule)."""
     pool, rows, unravel = gathered.pool, gathered.rows, gathered.unravel
     results = probe_summary(np.asarray(curves))
     weights = {"w_final": config.w_final, "w_slope": config.w_slope, "w_auc": config.w_auc}
     scores = np.asarray(few_shot_scores(results, epsilon=config.epsilon, **weights))
     window = np.asarray(near_best(results.sr_final, epsilon=config.epsilon))
     best = few_shot_select(results, epsilon=config.epsilon, **weights)
+    candidates = _candidates(gathered, archives, results, scores, window, costs)
+    common = {"candidates": candidates, "env_steps": int(sum(costs))}
+    if fresh is not None:
+        k = len(rows)
+        common["fresh"] = FreshProbe(
+            sr0=float(results.sr0[k]), sr_final=float(results.sr_final[k]),
+            slope=float(results.slope[k]), auc=float(results.auc[k]), score=float(scores[k]),
+            in_window=bool(window[k]), env_steps=int(costs[k]))
+        if best == k or not np.any(np.asarray(results.sr_final) > 0):
+            return TransferChoice(params=fresh, index=-1, elite_id=-1, source=-1, tag=-1,
+                                  slot=-1, lineage=(), wall_s=time.perf_counter() - start,
+                                  **common)
+    chosen = candidates[best]
+    return TransferChoice(
+        params=unravel(pool.elites.params[rows[best]]), index=best, elite_id=chosen.elite_id,
+        source=chosen.source, tag=chosen.tag, slot=chosen.slot, lineage=chosen.lineage,
+        wall_s=time.perf_counter() - start, **common)
 
+
+def _candidates(gathered: _Pool, archives: Sequence[Archive], results: Any, scores: np.ndarray,
+                window: np.ndarray, costs: Sequence[int]) -> tuple[ProbedCandidate, ...]:
+    """The pooled elites with their probe outcomes, in pool order."""
+    pool, rows = gathered.pool, gathered.rows
     el = pool.elites
     host = jax.device_get(
         {"id": el.elite_id, "task": el.task, "fitness": el.fitness, "lineage": el.lineage,
@@ -372,7 +452,7 @@ def _choose(gathered: _Pool, archives: Sequence[Archive], curves: np.ndarray,
     source, slot = np.asarray(pool.source), np.asarray(pool.slot)
     tags = [int(a.tag) for a in archives]
     sr0, sr_final, slope, auc = (np.asarray(x) for x in results)
-    candidates = tuple(
+    return tuple(
         ProbedCandidate(
             elite_id=int(host["id"][row]),
             source=int(source[row]),
@@ -391,17 +471,4 @@ def _choose(gathered: _Pool, archives: Sequence[Archive], curves: np.ndarray,
             env_steps=costs[j],
         )
         for j, row in enumerate(rows)
-    )
-    chosen = candidates[best]
-    return TransferChoice(
-        params=unravel(el.params[rows[best]]),
-        index=best,
-        elite_id=chosen.elite_id,
-        source=chosen.source,
-        tag=chosen.tag,
-        slot=chosen.slot,
-        lineage=chosen.lineage,
-        candidates=candidates,
-        env_steps=sum(costs),
-        wall_s=time.perf_counter() - start,
     )
