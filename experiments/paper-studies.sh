@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The studies that follow the paper-budget Table 1 study (docs/reproduction.md, "Eight
-# seeds, a fresh start and two more orders"), one after another in the background:
+# seeds, a fresh start and two more orders", and "Why the paper's baselines differ from
+# ours"), one after another in the background:
 #   (setsid nohup experiments/paper-studies.sh >/dev/null 2>&1 &)
 # Each is a pinned sweep (experiments/pinned-sweep.sh) with its own pin
 # (results/NAME.commit): run this again to resume; finished studies are skipped in
@@ -9,6 +10,16 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 "$HERE/pinned-sweep.sh" table1-paper-seeds5-7 --seeds-per-batch 3 \
   --seeds-per-batch telapa=1 --seeds-per-batch telapa-static=1
+"$HERE/pinned-sweep.sh" baseline-diagnosis --seeds-per-batch 3
+ROOT=$(dirname "$HERE")
+EVAL=$ROOT/results/baseline-diagnosis-eval.csv
+if [ ! -f "$EVAL" ]; then  # the final policies sampled and greedy (its pinned script)
+  WT=$(dirname "$ROOT")/worktrees/baseline-diagnosis-$(cut -c1-7 "$ROOT/results/baseline-diagnosis.commit")
+  PYTHONPATH=$WT/src "$ROOT/.venv/bin/python" "$WT/experiments/baseline-diagnosis/evaluate.py" \
+    "$ROOT/runs/baseline-diagnosis" --out "$EVAL" >>"$ROOT/runs/baseline-diagnosis.log" 2>&1
+  git -C "$ROOT" add "$EVAL" && git -C "$ROOT" commit -q -m \
+    "results/baseline-diagnosis-eval.csv: the final policies sampled and greedy" -- "$EVAL"
+fi
 "$HERE/pinned-sweep.sh" table1-paper-fresh --seeds-per-batch 1
 "$HERE/pinned-sweep.sh" alternative-curricula-paper --seeds-per-batch 3 \
   --seeds-per-batch telapa=1 --seeds-per-batch telapa-fresh=1

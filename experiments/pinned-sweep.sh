@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One sweep of configs/sweeps/NAME.yaml in the background, from a git worktree pinned at
+# One sweep (configs/sweeps/NAME.yaml or experiments/NAME/sweep.yaml) in the background, from a git worktree pinned at
 # the commit it first started on, exporting each finished cell to results/NAME/ and
 # committing it to main (only that folder and its pin):
 #   (setsid nohup experiments/pinned-sweep.sh NAME [telapa sweep options] >/dev/null 2>&1 &)
@@ -11,8 +11,11 @@ set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 NAME [telapa sweep options]" >&2; exit 2; }
 NAME=$1; shift
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-[ -f "$ROOT/configs/sweeps/$NAME.yaml" ] \
-  || { echo "error: $ROOT/configs/sweeps/$NAME.yaml does not exist" >&2; exit 2; }
+# The sweep file: configs/sweeps/NAME.yaml, or experiments/NAME/sweep.yaml (an experiment
+# with its own curricula beside it).
+SWEEP=configs/sweeps/$NAME.yaml
+[ -f "$ROOT/$SWEEP" ] || SWEEP=experiments/$NAME/sweep.yaml
+[ -f "$ROOT/$SWEEP" ] || { echo "error: neither configs/sweeps/$NAME.yaml nor $SWEEP exists in $ROOT" >&2; exit 2; }
 RESULTS=$ROOT/results/$NAME
 PY=$ROOT/.venv/bin/python
 mkdir -p "$ROOT/runs"
@@ -22,8 +25,7 @@ PIN=$RESULTS.commit
 COMMIT=$(cat "$PIN" 2>/dev/null || git -C "$ROOT" rev-parse HEAD)
 WT=$(dirname "$ROOT")/worktrees/$NAME-${COMMIT:0:7}
 [ -d "$WT" ] || git -C "$ROOT" worktree add --detach "$WT" "$COMMIT"
-[ -f "$WT/configs/sweeps/$NAME.yaml" ] \
-  || { echo "error: configs/sweeps/$NAME.yaml is not committed at the pin $COMMIT" >&2; exit 2; }
+[ -f "$WT/$SWEEP" ] || { echo "error: $SWEEP is not committed at the pin $COMMIT" >&2; exit 2; }
 echo "$COMMIT" > "$PIN"
 export PYTHONPATH=$WT/src           # the pinned code, not main's (the venv is main's)
 cd "$WT"
@@ -43,7 +45,7 @@ commit_results() {  # commits only this sweep's results and pin; retries a busy 
 echo "== $(date -u +%FT%TZ) start at commit $COMMIT in $WT: $*"
 ( while sleep 600; do commit_results "cells finished so far"; done ) &
 committer=$!
-nice -n 5 "$PY" -m telapa.cli sweep "configs/sweeps/$NAME.yaml" "$@" \
+nice -n 5 "$PY" -m telapa.cli sweep "$SWEEP" "$@" \
   --out "$ROOT/runs/$NAME" --export "$RESULTS" || status=$?
 kill "$committer" 2>/dev/null || true
 outcome=${status:+stopped ($status)}
