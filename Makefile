@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup browser demo test lint docs bench clean
+.PHONY: setup browser gl demo test lint docs bench clean
 
 # uv (pinned in requirements.lock) installs the locked packages in seconds, where pip took
 # 1-2 minutes of every fresh `make test`; pip stays in the environment for the tests that
@@ -36,7 +36,23 @@ browser:
 	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(BROWSER_PKGS); }; \
 	fi
 
-test: $(STAMP) browser
+# MuJoCo renders frames headless through EGL (telapa.envs.mujoco.render): the loader, Mesa's
+# EGL and Mesa's drivers (software rendering where there is no GPU); the missing ones.
+GL_PKGS := libegl1 libegl-mesa0 libgl1-mesa-dri
+
+gl:
+	@missing=$$(for pkg in $(GL_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$pkg 2>/dev/null | grep -q 'ok installed' || echo $$pkg; \
+	done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" != 0 ]; then \
+	    echo "error: headless MuJoCo rendering needs the Debian packages" $$missing "(as root: apt-get install" $$missing")" >&2; exit 1; \
+	  fi; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing \
+	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; }; \
+	fi
+
+test: $(STAMP) browser gl
 	$(BIN)/python -m pytest -n 2 --dist loadfile --durations=40
 
 lint: $(STAMP)

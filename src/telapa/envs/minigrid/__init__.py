@@ -20,6 +20,7 @@ Layout:
     farama        `from_farama`: a live Farama env's state as a `State`.
     gym_wrappers  `wrap_farama`: Farama envs emitting the port's obs, features, success.
     family        `MiniGridFamily`, the env family (`telapa.envs.family`) of these ids.
+    render        `render.render`: states as Farama's ``rgb_array`` pictures, batched.
 
 Adding a task: write ``tasks/<name>.py`` with a frozen dataclass subclassing `Task` and
 a module-level ``TASKS = (MyTask(env_id, width, height, max_steps), ...)``; it is found

@@ -9,7 +9,8 @@ by native ``mujoco`` through the ``gymnasium`` backend.
 * competence: SR~ = clip(E[R] / R*, 0, 1) with R* from `REFERENCE_RETURNS` (the paper's
   5000 / 3000 / 4000 for HalfCheetah / Hopper / Walker2d; Ant 6000, our choice), else
   gymnasium's registered ``reward_threshold`` when it is positive;
-* trajectories stored as float16; PPO preset ``configs/ppo/mujoco.yaml``.
+* trajectories stored as float16; PPO preset ``configs/ppo/mujoco.yaml``;
+* frames: `telapa.envs.mujoco.render` (headless OpenGL, EGL or OSMesa).
 
 A JAX physics backend (MJX) of the same ids would be a second ``make`` path of this
 family with the same sketch and competence.
