@@ -8,6 +8,7 @@ file it came from, before any work starts.
 
 from __future__ import annotations
 
+import difflib
 from importlib import resources
 from pathlib import Path
 from types import UnionType
@@ -158,14 +159,39 @@ class TrainConfig(StrictModel):
     eval: EvalConfig = EvalConfig()
 
 
-def format_validation_errors(err: ValidationError, source: str) -> str:
+def close_matches(word: str, choices: Any, *, prefix: str = "") -> str:
+    """`` (did you mean 'a' or 'b'?)`` for the choices spelled like ``word`` (difflib's
+    ratio >= 0.6, at most two), each shown after ``prefix``; else an empty string."""
+    found = difflib.get_close_matches(word, [str(c) for c in choices], n=2, cutoff=0.6)
+    shown = " or ".join(repr(prefix + f) for f in found)
+    return f" (did you mean {shown}?)" if found else ""
+
+
+def _field_names(model: type[BaseModel] | None, path: tuple[Any, ...]) -> list[str]:
+    """The field names of the (sub)model of ``model`` reached through ``path``; [] where
+    the way leaves nested models (a dict, a list, a union of several models)."""
+    for part in path:
+        info = model.model_fields.get(str(part)) if model is not None else None
+        if info is None:
+            return []
+        models = [t for t in _leaf_types(info.annotation)
+                  if isinstance(t, type) and issubclass(t, BaseModel)]
+        model = models[0] if len(models) == 1 else None
+    return list(model.model_fields) if model is not None else []
+
+
+def format_validation_errors(err: ValidationError, source: str,
+                             model: type[BaseModel] | None = None) -> str:
     """Every pydantic error on one line (``; `` between them): the dotted key and
-    ``source`` (a file name)."""
+    ``source`` (a file name); an unknown key of ``model`` with the keys spelled like it."""
     lines = []
     for e in err.errors():
         loc = ".".join(str(p) for p in e["loc"]) or "<root>"
         if e["type"] == "extra_forbidden":
-            lines.append(f"unknown key {loc!r} in {source}")
+            prefix = "".join(f"{p}." for p in e["loc"][:-1])
+            hint = close_matches(str(e["loc"][-1]), _field_names(model, e["loc"][:-1]),
+                                 prefix=prefix)
+            lines.append(f"unknown key {loc!r} in {source}{hint}")
         else:
             lines.append(f"invalid value for {loc!r} in {source}: {e['msg']}")
     return "; ".join(lines)
@@ -234,14 +260,71 @@ def validate(model: type[M], data: Any, source: str = "<dict>") -> M:
     try:
         return model.model_validate(data)
     except ValidationError as err:
-        raise ConfigError(format_validation_errors(err, source)) from None
+        raise ConfigError(format_validation_errors(err, source, model)) from None
+
+
+MAX_YAML_SIZE = 10_000_000
+"""Size of one YAML document once its aliases are expanded (`yaml_size`): about 10 MB of
+YAML; the largest shipped file is under 2,000."""
+
+
+def yaml_size(node: yaml.Node, source: str) -> int:
+    """The size of the document rooted at ``node`` with every alias expanded: its nodes
+    plus the characters of its scalars, size(n) = 1 + len(scalar) for a scalar, else
+    1 + the sum over its items (keys and values). An alias is the node it names, shared,
+    so ``size`` is computed once per node (linear in the file) although it can be
+    exponential in the file's length (an "anchor bomb": ten lines of ``&aK [*aJ, *aJ,
+    ...]`` stand for 10^9 nodes, which validation, JSON or a hash would build); a node
+    that contains an alias of itself (infinite) is a `ConfigError` naming ``source``."""
+    sizes: dict[int, int] = {}
+    open_: set[int] = set()
+
+    def size(n: yaml.Node) -> int:
+        key = id(n)
+        if key in sizes:
+            return sizes[key]
+        if key in open_:
+            raise ConfigError(f"{source}: an alias refers to a node that contains it (line "
+                              f"{n.start_mark.line + 1}); YAML here must not be recursive")
+        open_.add(key)
+        if isinstance(n, yaml.ScalarNode):
+            total = 1 + len(n.value)
+        elif isinstance(n, yaml.SequenceNode):
+            total = 1 + sum(size(item) for item in n.value)
+        else:
+            total = 1 + sum(size(k) + size(v) for k, v in n.value)
+        open_.discard(key)
+        sizes[key] = total
+        return total
+
+    return size(node)
+
+
+def load_yaml_text(text: str, source: str, *, loader: type = yaml.SafeLoader) -> Any:
+    """``yaml.load(text, loader)``, refused (`ConfigError` naming ``source``) before any
+    object is built when the document is larger than `MAX_YAML_SIZE` once its aliases are
+    expanded (`yaml_size`), anywhere in it; PyYAML's own errors are raised as they are."""
+    parser = loader(text)
+    try:
+        node = parser.get_single_node()
+        if node is None:
+            return None
+        size = yaml_size(node, source)
+        if size > MAX_YAML_SIZE:
+            raise ConfigError(f"{source} is too large once its aliases are expanded: "
+                              f"{size:,} nodes and characters, at most {MAX_YAML_SIZE:,} "
+                              "(an anchor used many times over, e.g. a YAML 'bomb')")
+        return parser.construct_document(node)
+    finally:
+        parser.dispose()
 
 
 def read_yaml(path: str | Path, what: str = "config") -> Any:
-    """The parsed content of a YAML file; a missing or malformed file is a `ConfigError`."""
+    """The parsed content of a YAML file; a missing, malformed, too deeply nested or too
+    large file (`load_yaml_text`) is a `ConfigError`."""
     path = Path(path)
     try:
-        return yaml.safe_load(path.read_bytes().decode("utf-8"))
+        return load_yaml_text(path.read_bytes().decode("utf-8"), f"{what} file {path}")
     except OSError as err:
         raise ConfigError(f"cannot read {what} file {path}: {err.strerror}") from None
     except UnicodeDecodeError as err:
@@ -249,6 +332,8 @@ def read_yaml(path: str | Path, what: str = "config") -> Any:
                           f"{err.reason})") from None
     except yaml.YAMLError as err:
         raise ConfigError(f"{path} is not valid YAML: {_yaml_problem(err)}") from None
+    except RecursionError:
+        raise ConfigError(f"{what} file {path} is nested too deeply") from None
 
 
 def _yaml_problem(err: yaml.YAMLError) -> str:

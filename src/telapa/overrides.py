@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel
 
-from telapa.config import ConfigError, read_yaml, resolve_named, validate
+from telapa.config import ConfigError, load_yaml_text, read_yaml, resolve_named, validate
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -57,11 +57,12 @@ _ValueLoader.yaml_implicit_resolvers = {
 }
 
 
-def parse_value(text: str) -> Any:
+def parse_value(text: str, source: str = "a value") -> Any:
     """A command-line value read as YAML (see the module docstring); text that is not
-    valid YAML (``a: b: c``) is kept as the string it is."""
+    valid YAML (``a: b: c``) is kept as the string it is; one too large once its aliases
+    are expanded is a `ConfigError` naming ``source`` (`load_yaml_text`)."""
     try:
-        return yaml.load(text, Loader=_ValueLoader)  # noqa: S506 - a SafeLoader subclass
+        return load_yaml_text(text, source, loader=_ValueLoader)
     except yaml.YAMLError:
         return text
 
@@ -81,7 +82,7 @@ def parse_sets(items: Iterable[str], option: str = "--set") -> dict[str, Any]:
             raise ConfigError(f"{option} {item!r}: {key!r} is not a dotted key (a.b.c)")
         if key in out:
             raise ConfigError(f"{option} {key} is given twice")
-        out[key] = parse_value(text)
+        out[key] = parse_value(text, f"{option} {key}")
     return out
 
 

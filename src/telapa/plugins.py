@@ -22,8 +22,10 @@ Three routes, all resolved before any config is validated and any work starts:
 * **Env ids as** ``module:Id`` (`split_env_id`, `import_env_module`): the module is
   imported, then ``Id`` is made, as ``gymnasium.make("module:Id")`` does.
 
-A module or entry point that cannot be imported, or an id its module does not register,
-is a `PluginError`: one line naming the id, module or entry point and why.
+A module or entry point that cannot be imported (whatever it raises, ``sys.exit()``
+included, which would otherwise end telapa as if it had succeeded), or an id its module
+does not register, is a `PluginError`: one line naming the id, module or entry point and
+why.
 """
 
 from __future__ import annotations
@@ -65,6 +67,10 @@ def import_module(name: str, what: str) -> Any:
         raise PluginError(f"{what}: {name!r} is not a module name (a.b.c)")
     try:
         return importlib.import_module(name)
+    except SystemExit as err:  # sys.exit() at import would end telapa with its code
+        raise PluginError(f"{what}: module {name!r} exited while being imported (SystemExit"
+                          f"({err.code!r})); a plug-in module must only define and register "
+                          "things, not run a program") from None
     except Exception as err:  # noqa: BLE001 - whatever the user's module raises
         hint = " (is its package installed, or its folder on PYTHONPATH?)" \
             if isinstance(err, ModuleNotFoundError) and err.name \
@@ -141,7 +147,7 @@ def load_entry_point(group: str, name: str) -> Any:
             raise PluginError(f"no {group} entry point named {name!r}")
         try:
             _LOADED[key] = ep.load()
-        except Exception as err:  # noqa: BLE001 - whatever the user's module raises
+        except (Exception, SystemExit) as err:  # noqa: BLE001 - whatever the module raises
             raise PluginError(f"{group} entry point {name!r} ({_origin(ep)}) cannot be "
                               f"loaded: {_why(err)}") from None
     return _LOADED[key]

@@ -96,6 +96,9 @@ def test_budget_not_a_whole_number_of_ppo_calls_is_rejected(tmp_path):
     with pytest.raises(ConfigError, match=r"steps_per_visit=4000 is not a multiple of one "
                                           r"PPO call .*256.*use 3840 or 4096"):
         RunSpec(smoke, "finetune", 0, parse_run_config(data, "p.yaml")).check_budgets()
+    with pytest.raises(ConfigError, match=r"steps_per_visit=100 is not .*; use 256$"):
+        RunSpec(smoke, "finetune", 0, parse_run_config(
+            {**data, "steps_per_visit": 100}, "p.yaml")).check_budgets()
     with pytest.raises(ConfigError, match="eval_every=600 is not a multiple"):
         RunSpec(smoke, "finetune", 0, parse_run_config(
             {**data, "steps_per_visit": 4096, "eval_every": 600})).check_budgets()

@@ -39,6 +39,7 @@ from telapa.continual.sweep import (
     stored_cells,
     time_left,
 )
+from telapa.jaxcache import ENV_VAR
 
 HERE = Path(__file__).parent
 TINY_SWEEP = HERE / "sweep_tiny" / "sweep.yaml"
@@ -723,7 +724,10 @@ def test_ray_backend_on_a_local_head_gives_identical_results(local_sweep, tmp_pa
     127.0.0.1 (issue 28, fault 12: ``--node-ip-address 127.0.0.1`` alone still advertised
     the machine's address and listened on every interface). The sweep's ``--import``
     module is imported by the Ray worker that runs the cell, not only by the driver, and
-    the cell records it."""
+    the cell records it. Hermetic: Ray's home (``~/.ray``, where an earlier cluster leaves
+    an ``auth_token`` that turns the head's token authentication on) is a new folder, and
+    no ``RAY_AUTH_*`` setting of the caller's reaches the head or the driver; the JAX
+    cache stays the one every other test uses."""
     ray_bin = Path(sys.executable).with_name("ray")
     port = _free_port()
     temp = tempfile.mkdtemp(prefix="rayt", dir="/tmp")  # short: Ray's socket paths
@@ -733,7 +737,12 @@ def test_ray_backend_on_a_local_head_gives_identical_results(local_sweep, tmp_pa
         "import os, pathlib\n"
         "with open(pathlib.Path(os.environ['MARKER_DIR']) / 'imported', 'a') as f:\n"
         "    f.write(f'{os.getpid()}\\n')\n")
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "MARKER_DIR": str(tmp_path),
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH_")},
+           "HOME": str(home),
+           ENV_VAR: os.environ.get(ENV_VAR) or str(Path.home() / ".cache" / "telapa" / "jax"),
+           "RAY_USAGE_STATS_ENABLED": "0", "MARKER_DIR": str(tmp_path),
            "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
            "PYTHONPATH": os.pathsep.join([str(site), *(p for p in sys.path if p)])}
     head = subprocess.Popen(

@@ -136,3 +136,27 @@ def test_network_and_ppo_bounds(tmp_path):
     path.write_text("network: {hidden: [64, 1000000000]}\n")
     with deadline(5), pytest.raises(ConfigError, match=r"'network.hidden.1'.*65536"):
         load_config(path)
+
+
+def test_a_diverging_learning_rate_is_named_when_the_loss_is_not_finite(tmp_path, capsys):
+    """Issue 38: ``--set train.ppo.lr=1e30`` is valid until PPO's loss overflows, which
+    ended in "non-finite loss" without a word on why. The error names the setting that
+    most likely caused it, with its value (a CartPole run on the gymnasium backend: a
+    small program, the second minibatch update diverges)."""
+    from telapa.config import TrainConfig
+    from telapa.rl.agent import divergence_hint
+
+    curriculum = tmp_path / "c.yaml"
+    curriculum.write_text("name: cartpole\nbackend: gymnasium\ntasks:\n  A: CartPole-v1\n"
+                          "order: [A]\n")
+    preset = tmp_path / "p.yaml"
+    preset.write_text("train:\n  ppo: {num_envs: 2, n_steps: 16, batch_size: 32, epochs: 2}\n"
+                      "  eval: {episodes: 2}\nsteps_per_visit: 32\neval_every: 32\n"
+                      "eval_episodes: 2\nfinal_eval_episodes: 2\n")
+    fails(["run", "--curriculum", str(curriculum), "--method", "finetune", "--preset",
+           str(preset), "--set", "train.ppo.lr=1e30", "--out", str(tmp_path / "out")], capsys,
+          "visit 0 (A, CartPole-v1), chunk 0: PPO on CartPole-v1: non-finite",
+          "likely cause: ppo.lr=1e+30 (the learning rate; usually at most 0.01)",
+          within_s=120)
+    assert divergence_hint(TrainConfig()).startswith("no PPO setting is unusual; try a "
+                                                     "smaller learning rate (ppo.lr=0.0005)")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import time
 from pathlib import Path
 
@@ -173,3 +174,121 @@ def test_two_resumes_at_once_one_runs(partial, reference, tmp_path, no_leaked_pr
             assert code == 2 and "Traceback" not in err and "is in use by pid" in err, err
     assert_same_results(run, reference)
     assert PHASES == _state(run, RunDir(run).latest_checkpoint().name)["next_phase"]
+
+
+def _newest_gone(run: Path, what: str) -> str:
+    """Makes the newest checkpoint of ``run`` incomplete as ``what`` says; returns the
+    name of the checkpoint a resume must skip."""
+    pointer = json.loads((run / "checkpoint.json").read_text())
+    newest = run / pointer["latest"]
+    if what == "pointer ahead":  # checkpoint.json names one that was never written
+        (run / "checkpoint.json").write_text(json.dumps(
+            {"latest": "ckpt-000099", "previous": pointer["previous"]}))
+        return "ckpt-000099"
+    if what == "folder":
+        shutil.rmtree(newest)
+    else:
+        (newest / what).unlink()
+    return newest.name
+
+
+@pytest.mark.parametrize("what", ["folder", "state.json", "files.json", "train_state.npz",
+                                  "pointer ahead"])
+def test_a_missing_newest_checkpoint_falls_back_to_the_previous_one(partial, reference,
+                                                                    tmp_path, what):
+    """Issue 38, fault 2: deleting the newest checkpoint folder (or its ``state.json``)
+    stopped resume ("checkpoint.json names 'ckpt-000008', which is not a complete
+    checkpoint") although the previous one was intact. Whatever is missing (the folder,
+    its state, its seal, a file, or the folder the pointer names never written), resume
+    falls back with a warning naming what it skipped. Its first new checkpoint keeps the
+    one it went on from as the previous one (not the skipped one, which is removed), and
+    the run ends with an uninterrupted run's results."""
+    run = copy_run(partial, tmp_path / "run")
+    skipped = _newest_gone(run, what)
+    notes = Notes()
+    notes.n = 1  # killed in the second chunk, after the first one's checkpoint
+    with pytest.raises(Killed):
+        ContinualRun.resume(run, notes, agents=FAULT_AGENTS).run()
+    warnings = [n for n in notes.notes if n.startswith("warning: ")]
+    assert len(warnings) == 1, notes.notes
+    assert f"{run / skipped} cannot be read" in warnings[0]
+    assert "missing" in warnings[0] and "falling back to the previous checkpoint" in warnings[0]
+    newest, previous = RunDir(run).checkpoints()
+    assert (_state(run, newest.name)["next_phase"], _state(run, previous.name)["next_phase"]
+            ) == (6, 5)
+    for ckpt in (newest, previous):
+        RunDir(run).verify_checkpoint(ckpt)
+    assert sorted(p.name for p in run.glob("ckpt-*")) == [previous.name, newest.name]
+    assert skipped not in (previous.name, newest.name)
+    notes = Notes()
+    ContinualRun.resume(run, notes, agents=FAULT_AGENTS).run()
+    assert not [n for n in notes.notes if n.startswith("warning: ")], notes.notes
+    assert_same_results(run, reference)
+
+
+EDITS = {
+    "method": ("run.json", lambda d: {**d, "method": "finetune"}, "method is \"finetune\"",
+               "was written with \"ewc\""),
+    "seed": ("run.json", lambda d: {**d, "seed": 1}, "seed is 1", "was written with 0"),
+    "lr": ("config.yaml", lambda d: {**d, "train": {**d["train"], "ppo": {
+        **d["train"]["ppo"], "lr": 1.0}}}, "train.ppo.lr is 1.0", "was written with 0.001"),
+    "curriculum": ("curriculum.yaml", lambda d: {**d, "cycles": 1}, "cycles is 1",
+                   "was written with 2"),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(EDITS))
+def test_an_edited_run_is_refused_by_name(partial, tmp_path, capsys, edit):
+    """Issue 38, fault 3: editing ``run.json``'s method or seed, or ``config.yaml``'s
+    learning rate, and resuming silently continued into a mixed run. Each checkpoint
+    holds what defines its run (``definition.json``); a resume compares, and refuses in
+    one line naming the file and the key, with how to start a new run, before anything
+    is written (not even the code of the refused segment in run.json)."""
+    import yaml
+
+    run = copy_run(partial, tmp_path / "run")
+    name, change, now, before = EDITS[edit]
+    path = run / name
+    if name == "run.json":
+        path.write_text(json.dumps(change(json.loads(path.read_text()))))
+    else:
+        path.write_text(yaml.safe_dump(change(yaml.safe_load(path.read_text())),
+                                       sort_keys=False))
+    files = {p: p.read_bytes() for p in run.rglob("*") if p.is_file() and p.name != ".lock"}
+    line = fails(["run", "--resume", str(run)], capsys, f"{run} was edited after the run "
+                 f"started: {name}: {now}", before, "start a new run", "--out NEW_DIR")
+    assert "Traceback" not in line
+    assert {p: p.read_bytes() for p in run.rglob("*")
+            if p.is_file() and p.name != ".lock"} == files
+
+
+def test_a_run_checkpointed_before_definitions_were_kept_still_resumes(partial, reference,
+                                                                        tmp_path):
+    """Checkpoints written before ``definition.json`` was kept are not checked: the run
+    resumes to an uninterrupted run's results, and its new checkpoints hold the
+    definition (checked from then on)."""
+    run = copy_run(partial, tmp_path / "run")
+    for ckpt in RunDir(run).checkpoints():
+        (ckpt / "definition.json").unlink()
+        seal = json.loads((ckpt / "files.json").read_text())
+        del seal["definition.json"]
+        (ckpt / "files.json").write_text(json.dumps(seal))
+    ContinualRun.resume(run, agents=FAULT_AGENTS).run()
+    assert_same_results(run, reference)
+    assert all((ckpt / "definition.json").is_file() for ckpt in RunDir(run).checkpoints())
+
+
+def test_killed_between_the_last_checkpoint_and_its_tables_resumes_identically(reference,
+                                                                              tmp_path):
+    """Death after the final evaluation's checkpoint landed, before the tables written
+    after it: the resume has no phase left, and still writes the run's tables (found with
+    ``TELAPA_FAULT_SEED=4`` in killed_inside_checkpoint_writes_resumes_identically: the
+    final rows were missing from final.csv)."""
+    run = copy_run(reference, tmp_path / "run")
+    manifest = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**manifest, "status": "running"}))
+    (run / "metrics.json").unlink()
+    for name in ("curve.csv", "final.csv"):
+        (run / name).write_text((run / name).read_text().splitlines()[0] + "\n")
+    ContinualRun.resume(run, agents=FAULT_AGENTS).run()
+    assert_same_results(run, reference)

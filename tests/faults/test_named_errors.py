@@ -4,12 +4,15 @@ nothing a user has is touched (issue 28, faults 4, 5, 10 and 11). None of these 
 from __future__ import annotations
 
 import json
+import os
+import re
 
 import pytest
 
 from telapa.config import ConfigError, read_yaml
 from telapa.continual.curriculum import load_curriculum
 from telapa.continual.sweep import export_sweep, load_sweep, prepare_sweep_dir
+from telapa.plugins import PluginError, import_modules
 from telapa.report.build import ReportError, check_destination, write_report
 from telapa.report.document import Document
 
@@ -125,3 +128,102 @@ def test_bad_option_combinations_name_the_option(tmp_path, capsys):
     fails(["inspect", str(tmp_path / "nothing")], capsys, "nothing")
 
 
+
+
+@pytest.mark.parametrize(("module", "code", "shown"), [
+    ("exits_zero", "0", "SystemExit(0)"), ("exits_none", "", "SystemExit(None)"),
+    ("exits_text", "'bye'", "SystemExit('bye')"), ("exits_three", "3", "SystemExit(3)")])
+def test_a_plugin_that_exits_is_an_error_naming_it(tmp_path, capsys, monkeypatch, module,
+                                                   code, shown):
+    """Issue 38, fault 4: ``--import M`` where M calls ``sys.exit(0)`` ended telapa with
+    exit status 0, no output and nothing run. A plug-in's exit while it is imported is one
+    line naming the module, exit status 2, before any work (a run's recorded imports,
+    read again on resume, go through the same import)."""
+    (tmp_path / f"{module}.py").write_text(f"import sys\nsys.exit({code})\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "out"
+    fails([*RUN, "--import", module, "--out", str(out)], capsys,
+          f"--import {module}: module {module!r} exited while being imported ({shown})")
+    assert not out.exists()
+    with pytest.raises(PluginError, match=f"module {module!r} exited"):
+        import_modules([module], source="run.json imports")
+
+
+SWEEP = f"preset: {FAULT_RUN}\ncurricula: [{ONE_TASK}]\nmethods: [ewc]\n"
+
+
+@pytest.mark.parametrize("kind", ["dangling", "loop"])
+def test_a_destination_that_is_a_broken_symlink_is_named(tmp_path, capsys, kind):
+    """Issue 38: a dangling or looping symbolic link as ``--out`` was refused with "File
+    exists". Every destination (``run``, ``train``, ``sweep``, ``sweep export``,
+    ``report``) names the link and where it points, before any work; the link is left as
+    it is and nothing is created where it points."""
+    link = tmp_path / "out"
+    if kind == "dangling":
+        link.symlink_to(tmp_path / "nowhere")
+        where = f"{link} is a symbolic link to {tmp_path / 'nowhere'}, which does not exist"
+    else:
+        link.symlink_to(tmp_path / "other")
+        (tmp_path / "other").symlink_to(link)
+        where = f"{link} is a symbolic link to {tmp_path / 'other'}, which loops back"
+    (tmp_path / "s.yaml").write_text(SWEEP)
+    sweep_dir = tmp_path / "sweep"
+    prepare_sweep_dir(load_sweep(tmp_path / "s.yaml"), sweep_dir)
+    for args in ([*RUN, "--out", str(link)],
+                 ["train", "--env", "MiniGrid-Empty-5x5-v0", "--steps", "256", "--out",
+                  str(link)],
+                 ["sweep", str(tmp_path / "s.yaml"), "--out", str(link)],
+                 ["sweep", "export", str(sweep_dir), str(link)],
+                 ["report", str(tmp_path / "no-such-run"), "--out", str(link)],
+                 [*RUN, "--out", str(link / "run")]):
+        fails(args, capsys, where, "remove the link or choose another")
+    assert os.readlink(link) == str(tmp_path / ("nowhere" if kind == "dangling" else "other"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["out", "s.yaml", "sweep", *(["other"] if kind == "loop" else [])])
+
+
+def test_a_cell_name_too_long_for_a_file_is_refused_before_the_sweep_exists(tmp_path, capsys):
+    """Issue 38: a cell whose name is longer than a file name may be (255 bytes) failed
+    only once the sweep directory existed. It is refused when the sweep file is read,
+    naming the cell."""
+    curriculum = tmp_path / "c.yaml"
+    long = "c" * 100  # the longest curriculum name
+    curriculum.write_text(ONE_TASK.read_text().replace("name: one-task", f"name: {long}"))
+    grid = "".join(f"  train.ppo.{key}: [0.1234567890123456]\n"
+                   for key in ("gamma", "gae_lambda", "ent_coef", "vf_coef", "clip_coef"))
+    (tmp_path / "s.yaml").write_text(SWEEP.replace(str(ONE_TASK), str(curriculum))
+                                     + f"grid:\n{grid}")
+    out = tmp_path / "out"
+    fails(["sweep", str(tmp_path / "s.yaml"), "--out", str(out)], capsys,
+          str(tmp_path / "s.yaml"), f"cell {long}-ewc-gamma=0.1234567890123456-",
+          "-s0 has a name of 246 bytes; at most 228 (it names the cell's files)")
+    assert not out.exists()
+
+
+def test_a_gymnasium_env_without_a_time_limit_is_refused_when_read(tmp_path, capsys):
+    """Issue 38: a gymnasium env without a time limit was accepted, then failed every cell
+    and every retry at its first evaluation. A curriculum on the gymnasium backend is
+    refused when it is read, naming the env id and what it needs; the same env with a
+    ``max_episode_steps`` task option (a ``TimeLimit``) is accepted."""
+    import gymnasium
+
+    env_id = "TelapaFaultsNoTimeLimit-v0"
+    if env_id not in gymnasium.registry:
+        gymnasium.register(env_id,
+                           entry_point="gymnasium.envs.classic_control.cartpole:CartPoleEnv")
+    path = tmp_path / "c.yaml"
+    path.write_text(f"name: endless\nbackend: gymnasium\ntasks:\n  A: {env_id}\norder: [A]\n")
+    message = (f"task 'A': {env_id} has no time limit: its episodes must end for telapa to "
+               "evaluate it; register it with max_episode_steps=N (gymnasium.register) or "
+               "wrap it in gymnasium.wrappers.TimeLimit")
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_curriculum(path)
+    (tmp_path / "s.yaml").write_text(SWEEP.replace(str(ONE_TASK), str(path)))
+    for args in (["run", "--curriculum", str(path), "--method", "finetune", "--preset",
+                  str(FAULT_RUN), "--out", str(tmp_path / "out")],
+                 ["sweep", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "out")]):
+        fails(args, capsys, str(path), message)
+        assert not (tmp_path / "out").exists()
+    path.write_text(path.read_text().replace(
+        f"A: {env_id}", f"A: {{env_id: {env_id}, options: {{max_episode_steps: 50}}}}"))
+    assert load_curriculum(path).task_ids() == {"A": env_id}

@@ -49,6 +49,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from telapa.continual.memory import check_memory
 from telapa.continual.preset import bind_env_family
 from telapa.continual.progress import Progress, SilentProgress
 from telapa.continual.registry import bind_method
@@ -175,7 +176,8 @@ class SeedBatch:
         """A batch of the runs ``(spec, path)``: resumed where ``path`` holds a run (with
         its stored spec; ``spec`` may then be None), else started with ``spec``; seed i
         reports to ``progress[i]``. The runs must be distinct seeds of one method,
-        curriculum and settings (`RunDirError` otherwise, before any run is opened)."""
+        curriculum and settings (`RunDirError` otherwise, before any run is opened), and
+        fit in this machine's memory together (`check_memory`: `ConfigError`)."""
         specs = []
         for spec, path in entries:
             if RunDir(path).exists():
@@ -192,6 +194,8 @@ class SeedBatch:
         seeds = [s.seed for s in specs]
         if len(set(seeds)) != len(seeds):
             raise RunDirError(f"a batch needs distinct seeds, got {seeds}")
+        check_memory(specs[0].curriculum, specs[0].method, specs[0].config,
+                     seeds=len(specs), source=f"the batch (preset {specs[0].preset})")
         jax_backend = specs[0].curriculum.backend == "jax"
         agents: dict[Any, Agent] | None = {} if jax_backend else None
         runs: list[ContinualRun] = []

@@ -33,7 +33,8 @@ the generic family count an episode with a positive return as a success (SR = me
 
 Tags are the keys of ``tasks``; ``order`` may repeat them. The n-th visit of task ``A`` is
 tagged ``A`` followed by n-1 primes (``A``, ``A'``, ``A''``). Every env id is checked on the
-curriculum's backend when it is loaded, before any work starts.
+curriculum's backend when it is loaded, before any work starts; on the gymnasium backend
+its env must have a time limit (`telapa.envs.registry.check_time_limit`).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ from telapa.config import (
     validate,
 )
 from telapa.envs.family import Competence, NormalizedReturn, ReturnAtLeast
-from telapa.envs.registry import check_env_id, family_of
+from telapa.envs.registry import check_env_id, check_time_limit, family_of
 from telapa.plugins import import_env_module
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,99}")
@@ -229,6 +230,8 @@ class Curriculum(StrictModel):
                     check_env_id(spec.env_id, backend)
                     family_of(spec.env_id).check_options(import_env_module(spec.env_id),
                                                          spec.options)
+                    if backend == "gymnasium":
+                        check_time_limit(spec.env_id, spec.options)
                 except ValueError as err:
                     raise ValueError(f"task {tag!r}: {err}") from None
         return tasks

@@ -21,16 +21,22 @@
       ckpt-NNNNNN/        state.json (phase, records), learner.npz (PPO state),
                           train_state.npz (after a chunk: the visit's `TrainState`),
                           method-PART.npz, train.csv (the current visit's iterations),
-                          files.json (the SHA-256 of each of these)
+                          definition.json (what defines the run: run.json's method,
+                          seed, curriculum, preset and overrides, config.yaml,
+                          curriculum.yaml), files.json (the SHA-256 of each of these)
       .lock               held (``flock``) by the one process working on the run
 
 A checkpoint directory is complete before ``checkpoint.json`` names it (written
 atomically), so a kill at any moment leaves the previous checkpoint usable; leftovers
 of an interrupted write are removed on the next commit. The two newest checkpoints are
-kept: when the newest is unreadable, `checkpoints` still offers the previous one. They
-share no file (a part of the method state that did not change is copied, after its
-SHA-256 is checked, not hard-linked), and ``files.json`` seals each checkpoint, so a
-damaged file is found (`verify_checkpoint`) and never takes the previous checkpoint with it.
+kept: when the newest is unreadable, damaged or gone (a folder or file deleted),
+`checkpoints` still offers the previous one, and any other sealed one. They share no
+file (a part of the method state that did not change is copied, after its SHA-256 is
+checked, not hard-linked), and ``files.json`` seals each checkpoint, so a damaged or
+missing file is found (`verify_checkpoint`) and never takes the previous checkpoint with
+it. Each checkpoint also holds what defines the run (``definition.json``); a resume
+refuses a run whose run.json, config.yaml or curriculum.yaml were edited since
+(`resume_from`).
 
 `RunDir` is the one owner of this layout, checkpoints included: no other code names a
 file inside a run directory. The runner writes through it (`create`, `write_tables`,
@@ -45,6 +51,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import hashlib
+import json
 import math
 import os
 import re
@@ -68,12 +75,15 @@ from telapa.io import (
     write_json_atomic,
     write_table_atomic,
 )
+from telapa.io.atomic import broken_link
 
 RUN_FORMAT = "telapa-run"
 RUN_VERSION = 1
 _CKPT = re.compile(r"^ckpt-(\d{6})$")
 LOCK_NAME = ".lock"
 TB_DIR = "tb"
+POLICIES_DIR = "policies"
+"""The start and end parameters of every visit (`RunDir.policy_path`)."""
 """TensorBoard event files of a run (``telapa train`` and continual runs)."""
 TRACKING_FILE = "tracking.json"
 """The external tracked runs (W&B run id, MLflow run id) a run logs to, kept so that a
@@ -84,6 +94,13 @@ CKPT_STATE = "state.json"
 CKPT_LEARNER = "learner.npz"
 CKPT_TRAIN_STATE = "train_state.npz"
 CKPT_TRAIN_ROWS = "train.csv"
+CKPT_DEFINITION = "definition.json"
+"""In each checkpoint: what defines the run that wrote it (`RunDir.definition`), checked
+when the run is resumed (`RunDir.resume_from`)."""
+DEFINING_KEYS = ("curriculum", "method", "seed", "preset", "overrides", "backend")
+"""The keys of ``run.json`` that say what a run is. Its status and code versions change
+as it runs and is resumed (with newer code too), and its ``imports`` name where plug-in
+code lives, which may move as code does."""
 RESULT_FILES = ("run.json", "config.yaml", "curriculum.yaml", "visits.csv", "curve.csv",
                 "final.csv", "metrics.json", "accounting.json", "method_log.json", "elites.csv")
 """The files of a finished run that ``telapa report`` and ``telapa metrics`` read (never
@@ -102,6 +119,28 @@ SEAL_NAME = "files.json"
 
 class _Damaged(Exception):
     """A file's content is not the one its seal records."""
+
+
+def _flat(data: Any, prefix: str = "") -> dict[str, str]:
+    """``data`` as dotted key -> its value as JSON text (a mapping's leaves)."""
+    if isinstance(data, dict) and data:
+        return {k: v for key, value in data.items()
+                for k, v in _flat(value, f"{prefix}{key}.").items()}
+    return {prefix[:-1]: json.dumps(data, sort_keys=True)}
+
+
+def _edits(recorded: dict[str, Any], current: dict[str, Any]
+           ) -> dict[str, dict[str, tuple[str, str]]]:
+    """File -> dotted key -> (recorded, current) JSON text, for every value of a run's
+    definition (`RunDir.definition`) that differs; "absent" for a key one side lacks."""
+    edits = {}
+    for name in current:
+        old, new = _flat(recorded.get(name)), _flat(current[name])
+        changed = {key: (old.get(key, "absent"), new.get(key, "absent"))
+                   for key in dict.fromkeys([*old, *new]) if old.get(key) != new.get(key)}
+        if changed:
+            edits[name] = changed
+    return edits
 
 
 def _sha256(path: Path) -> str:
@@ -134,6 +173,11 @@ class RunDirError(ValueError):
     """A run directory is missing, foreign, corrupt, locked or already used."""
 
 
+class RunEdited(RunDirError):
+    """A run's defining files (run.json, config.yaml, curriculum.yaml) were edited after
+    its checkpoint was written: it cannot be resumed (`RunDir.resume_from`)."""
+
+
 def claim_new_dir(path: str | Path, *, what: str = "run directory",
                   resume_hint: str | None = None) -> Path:
     """Creates ``path`` (and its parents) for a new run, or accepts it if it is an empty
@@ -141,6 +185,9 @@ def claim_new_dir(path: str | Path, *, what: str = "run directory",
     is overwritten) and a place that cannot be written. ``resume_hint`` is added to the
     message when the directory already holds a run (``run.json``)."""
     path = Path(path)
+    if (link := broken_link(path)) is not None:
+        raise RunDirError(f"cannot use {what} {path}: {link}; remove the link or choose "
+                          "another --out")
     if path.exists() and not path.is_dir():
         raise RunDirError(f"{what} {path} exists and is not a directory; choose another --out")
     if path.is_dir():
@@ -174,6 +221,12 @@ class RunDir:
         self._lock_file: IO[str] | None = None
         self._saved_parts: dict[str, tuple[Any, Path]] = {}
         """Method state parts of the last checkpoint written (see `save_checkpoint`)."""
+        self._last: Path | None = None
+        """The checkpoint this run goes on from: the last one committed, or the one it was
+        resumed from (`resume_from`); the next commit keeps it as ``previous``."""
+        self._definition: dict[str, Any] | None = None
+        """What defines the run (`definition`), recorded in every checkpoint written; set
+        when the run is created or resumed (`resume_from`)."""
 
     # --- spec -----------------------------------------------------------------------
 
@@ -191,6 +244,7 @@ class RunDir:
         (self.path / "curriculum.yaml").write_text(dump_yaml(curriculum))
         write_json_atomic(self.path / MANIFEST, {"format": RUN_FORMAT, "version": RUN_VERSION,
                                                  **spec, "status": "running"})
+        self._definition = self.definition()
 
     def exists(self) -> bool:
         """Whether a run was started here (its manifest is written; it may be unreadable)."""
@@ -432,6 +486,33 @@ class RunDir:
         """The training log `write_visit_train` wrote (`FileNotFoundError` if none)."""
         return pd.read_csv(self.visit_train_path(visit, tag))
 
+    # --- the policies of the visits -------------------------------------------------
+
+    def policy_path(self, visit: int, when: str = "end") -> Path:
+        """``policies/NN-start.npz`` / ``NN-end.npz``: the parameters visit ``visit``
+        started from (the method's chosen initialisation) and ended with. One network
+        each (tens of kB for MiniGrid, a few hundred for MuJoCo), what ``telapa play
+        --visit`` and the report's clips play."""
+        if when not in ("start", "end"):
+            raise ValueError(f"when must be 'start' or 'end', got {when!r}")
+        return self.path / POLICIES_DIR / f"{visit:02d}-{when}.npz"
+
+    def save_policy(self, visit: int, params: Any, when: str = "end") -> None:
+        """Writes ``params`` (a parameter tree) as `policy_path` atomically."""
+        path = self.policy_path(visit, when)
+        path.parent.mkdir(exist_ok=True)
+        save_pytree(path, params)
+
+    def load_policy(self, visit: int, like: Any, when: str = "end") -> Any:
+        """The parameters `save_policy` wrote, in the structure of ``like``; `RunDirError`
+        when the run kept none (runs made before runs kept their policies)."""
+        path = self.policy_path(visit, when)
+        if not path.is_file():
+            raise RunDirError(f"{path} does not exist: this run kept no policy of visit "
+                              f"{visit} (runs keep them from telapa 0.1 on; play its final "
+                              "policy instead)")
+        return load_pytree(path, like)
+
     # --- json records ---------------------------------------------------------------
 
     def _json(self, name: str, what: str) -> Any:
@@ -507,71 +588,125 @@ class RunDir:
             return None
         try:
             data = read_json(pointer, "checkpoint pointer")
-            data["latest"]
-        except (ValueError, KeyError, TypeError) as err:
+            names = [data["latest"], data.get("previous")]
+        except (ValueError, KeyError, TypeError, AttributeError) as err:
             raise RunDirError(f"{pointer} is corrupt: {err}") from None
+        if not _CKPT.match(str(names[0])) or not (names[1] is None
+                                                  or _CKPT.match(str(names[1]))):
+            raise RunDirError(f"{pointer} is corrupt: it names {names}, not checkpoints")
         return data
 
     def checkpoints(self) -> list[Path]:
-        """The committed checkpoints, newest first (at most two): the one
-        ``checkpoint.json`` names, then the one before it if it is still complete; when
-        ``checkpoint.json`` is damaged, the two newest sealed checkpoint folders."""
+        """The checkpoints a resume tries, newest first: the two ``checkpoint.json`` names
+        (latest, then previous), then any other sealed checkpoint folder (one whose commit
+        was cut short, or one left over); without a readable ``checkpoint.json``, the
+        sealed folders alone. A named one may be gone or incomplete (its folder, its
+        ``state.json`` or another file deleted) or damaged: `verify_checkpoint` tells, and
+        a resume falls back to the next one."""
         try:
             data = self._pointer()
         except RunDirError:  # a damaged pointer: the sealed checkpoints, newest first
             sealed = self._sealed_checkpoints()
             if not sealed:
                 raise
-            return sealed[:2]
-        if data is None:
-            return []
-        pointer = self.path / POINTER
-        name = data["latest"]
-        folder = self.path / str(name)
-        if not _CKPT.match(str(name)) or not (folder / CKPT_STATE).is_file():
-            raise RunDirError(f"{pointer} names {name!r}, which is not a complete checkpoint")
-        out = [folder]
-        previous = data.get("previous")
-        if isinstance(previous, str) and _CKPT.match(previous) and (
-                self.path / previous / CKPT_STATE).is_file():
-            out.append(self.path / previous)
-        return out
+            return sealed
+        named = [] if data is None else [self.path / name for name in (
+            data["latest"], data.get("previous")) if name is not None]
+        return named + [p for p in self._sealed_checkpoints() if p not in named]
 
     def _sealed_checkpoints(self) -> list[Path]:
         """Checkpoint folders with a seal (complete: the seal is written last), newest
-        first."""
+        first (none when the run directory is not there yet)."""
+        if not self.path.is_dir():
+            return []
         found = [p for p in self.path.iterdir() if _CKPT.match(p.name)
-                 and (p / SEAL_NAME).is_file() and (p / "state.json").is_file()]
+                 and (p / SEAL_NAME).is_file() and (p / CKPT_STATE).is_file()]
         return sorted(found, key=lambda p: p.name, reverse=True)
 
     def latest_checkpoint(self) -> Path | None:
-        found = self.checkpoints()
-        return found[0] if found else None
+        """The newest checkpoint that looks complete (its ``state.json`` is there; not
+        verified): what `checkpoint_state` reads by default."""
+        return next((p for p in self.checkpoints() if (p / CKPT_STATE).is_file()), None)
 
     def new_checkpoint(self) -> Path:
-        """An empty directory for the next checkpoint (after the latest one)."""
-        latest = self.latest_checkpoint()
-        seq = int(_CKPT.match(latest.name).group(1)) + 1 if latest else 0
+        """An empty directory for the next checkpoint, numbered after every checkpoint
+        folder there is and every one ``checkpoint.json`` names (a name is never used
+        twice, so a folder the pointer names is never rewritten)."""
+        names = [p.name for p in self.path.iterdir() if _CKPT.match(p.name)]
+        data = self._pointer_or_none()
+        if data is not None:
+            names += [n for n in (data["latest"], data.get("previous")) if n is not None]
+        seq = 1 + max((int(_CKPT.match(n).group(1)) for n in names), default=-1)
         folder = self.path / f"ckpt-{seq:06d}"
-        if folder.exists():  # left by a write that was interrupted
-            shutil.rmtree(folder)
         folder.mkdir()
         return folder
 
+    def _pointer_or_none(self) -> dict[str, Any] | None:
+        """`_pointer`, None when it is damaged (the sealed folders stand for it)."""
+        try:
+            return self._pointer()
+        except RunDirError:
+            return None
+
     def commit_checkpoint(self, folder: Path) -> None:
-        """Makes ``folder`` the latest checkpoint, keeps the one before it as ``previous``
-        and removes the older ones. The checkpoint's files are sealed first: ``files.json``
+        """Makes ``folder`` the latest checkpoint, keeps the one this run went on from (the
+        last one it committed, or the one it resumed from: `resume_from`) as ``previous``
+        and removes every other one (a newer one that could not be read, leftovers of an
+        interrupted write). The checkpoint's files are sealed first: ``files.json``
         records each one's SHA-256 (`verify_checkpoint`)."""
-        latest = self.latest_checkpoint()
+        previous = self._last
         write_json_atomic(folder / SEAL_NAME, {
             f.name: _sha256(f) for f in sorted(folder.iterdir())
             if f.is_file() and f.name != SEAL_NAME and not f.name.startswith(".")})
-        keep = {folder.name} | ({latest.name} if latest is not None else set())
+        keep = {folder.name} | ({previous.name} if previous is not None else set())
         write_json_atomic(self.path / POINTER, {
-            "latest": folder.name, "previous": latest.name if latest is not None else None})
+            "latest": folder.name, "previous": previous.name if previous is not None else None})
+        self._last = folder
         for other in self.path.iterdir():
             if _CKPT.match(other.name) and other.name not in keep:
                 shutil.rmtree(other, ignore_errors=True)
+
+    # --- what defines a run (checked when it is resumed) -----------------------------
+
+    def definition(self) -> dict[str, Any]:
+        """What the run is, as its files say: the `DEFINING_KEYS` of ``run.json``, and
+        ``config.yaml`` and ``curriculum.yaml`` as read (JSON values)."""
+        spec = self.spec()
+        data = {MANIFEST: {key: spec.get(key) for key in DEFINING_KEYS},
+                "config.yaml": self._yaml("config.yaml"),
+                "curriculum.yaml": self._yaml("curriculum.yaml")}
+        return json.loads(json.dumps(data))
+
+    def resume_from(self, folder: Path | None) -> None:
+        """Makes the checkpoint ``folder`` (None: there is none yet) the one this run goes
+        on from: its next commit keeps it as ``previous``. First, `RunEdited` unless the
+        run's files still define the run ``folder`` was written by (its
+        ``definition.json``): an edited method, seed, setting or curriculum would
+        continue into a mixed run. A checkpoint written before definitions were kept is
+        not checked. Either way the definition is recorded in the checkpoints written
+        from now on."""
+        current = self.definition()
+        path = None if folder is None else folder / CKPT_DEFINITION
+        if path is not None and path.exists():
+            try:
+                recorded = read_json(path, "checkpoint definition")
+            except ValueError as err:
+                raise RunDirError(str(err)) from None
+            edits = _edits(recorded, current) if isinstance(recorded, dict) else {}
+            if edits:
+                changes = "; ".join(
+                    f"{name}: " + ", ".join(f"{key} is {new} (its checkpoint {folder.name} "
+                                            f"was written with {old})"
+                                            for key, (old, new) in list(keys.items())[:3])
+                    + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
+                    for name, keys in edits.items())
+                raise RunEdited(
+                    f"{self.path} was edited after the run started: {changes}. A run cannot "
+                    "change what it is; restore the file to resume it, or start a new run "
+                    "with these settings in another directory (`telapa run ... --out "
+                    "NEW_DIR`, with --set KEY=VALUE for a setting)")
+        self._definition = current
+        self._last = folder
 
     # --- what a sweep asks of a cell's run directory (reads only) ---------------------
 
@@ -612,11 +747,19 @@ class RunDir:
         return state
 
     def verify_checkpoint(self, folder: Path) -> None:
-        """`RunDirError` naming the first file of checkpoint ``folder`` that is missing or
-        differs from its SHA-256 in ``files.json`` (a checkpoint written before seals
-        were kept passes: it has no ``files.json``)."""
+        """`RunDirError` naming what makes checkpoint ``folder`` unusable: the folder or its
+        ``state.json`` missing, or the first file missing or differing from its SHA-256
+        in ``files.json``. A checkpoint written before seals were kept passes (it has no
+        ``files.json``, nor a ``definition.json``, which came later: one with a
+        definition and no seal lost its seal)."""
         seal = folder / SEAL_NAME
+        if not folder.is_dir():
+            raise RunDirError(f"{folder} is missing")
+        if not (folder / CKPT_STATE).is_file():
+            raise RunDirError(f"{folder / CKPT_STATE} is missing (an incomplete checkpoint)")
         if not seal.exists():
+            if (folder / CKPT_DEFINITION).exists():
+                raise RunDirError(f"{seal} is missing (an incomplete checkpoint)")
             return
         try:
             digests = read_json(seal, "checkpoint seal")
@@ -665,10 +808,11 @@ class RunDir:
         carried `PPOState`) to ``learner.npz``; ``train_state`` (the visit's `TrainState`
         after a chunk; None: not saved) to ``train_state.npz``; each part of the
         ``method`` state to ``method-PART.npz``; ``train_rows`` (the current visit's PPO
-        iterations; none: not saved) to ``train.csv``. A method part that is the same
-        object as at the previous checkpoint this `RunDir` wrote is copied from there if
-        that file is intact (`copy_intact`; never hard-linked: two checkpoints share no
-        file), else written again."""
+        iterations; none: not saved) to ``train.csv``; what defines the run (once it is
+        created or resumed: `resume_from`) to ``definition.json``. A method part that is
+        the same object as at the previous checkpoint this `RunDir` wrote is copied from
+        there if that file is intact (`copy_intact`; never hard-linked: two checkpoints
+        share no file), else written again."""
         folder = self.new_checkpoint()
         if train_state is not None:
             save_pytree(folder / CKPT_TRAIN_STATE, train_state)
@@ -684,6 +828,8 @@ class RunDir:
         self._saved_parts = saved
         if train_rows:
             pd.DataFrame(train_rows).to_csv(folder / CKPT_TRAIN_ROWS, index=False)
+        if self._definition is not None:
+            write_json_atomic(folder / CKPT_DEFINITION, self._definition)
         write_json_atomic(folder / CKPT_STATE, state)
         self.commit_checkpoint(folder)
         return folder

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ import pandas as pd
 from telapa import __version__
 from telapa.config import ConfigError
 from telapa.continual.curriculum import Curriculum, Visit
+from telapa.continual.memory import check_memory
 from telapa.continual.methods import Method, TaskContext
 from telapa.continual.preset import (
     MAX_EVALUATIONS_PER_RUN,
@@ -62,6 +64,7 @@ from telapa.continual.rundir import (
     VISIT_COLUMNS,
     RunDir,
     RunDirError,
+    RunEdited,
 )
 from telapa.continual.tracking import RunTracker, Tracking
 from telapa.io import (
@@ -142,8 +145,9 @@ class RunSpec:
         """`ConfigError` unless every budget (the preset's ``steps_per_visit`` and
         ``eval_every``, each task's ``steps``) is a whole number of PPO calls: a budget is
         trained exactly, never rounded up; and unless the evaluations stay within
-        `MAX_EVALUATIONS_PER_VISIT` per visit and `MAX_EVALUATIONS_PER_RUN` in all.
-        Checked before a new run starts."""
+        `MAX_EVALUATIONS_PER_VISIT` per visit and `MAX_EVALUATIONS_PER_RUN` in all; and
+        unless the run fits in this machine's memory (`check_memory`: sizes bounded one
+        by one can still multiply past it). Checked before a new run starts."""
         call = self.config.call_steps
         try:
             self.config.check_budgets()
@@ -160,6 +164,8 @@ class RunSpec:
                                  "(raise eval_every)")
         except ValueError as err:
             raise ConfigError(str(err)) from None
+        check_memory(self.curriculum, self.method, self.config,
+                     source=f"the run (preset {self.preset})")
 
     def budget(self, visit: Visit) -> int:
         return visit.steps or self.config.steps_per_visit
@@ -227,6 +233,7 @@ class ContinualRun:
         trackers besides TensorBoard (`telapa.continual.tracking`)."""
         spec.check_budgets()
         run_dir = RunDir(path)
+        existed = run_dir.path.is_dir()  # empty: `RunDir.create` refuses any other
         run = cls(spec, run_dir, progress, agents=agents)
         spec = run.spec  # with the env family's latent D
         run_dir.create(
@@ -239,7 +246,14 @@ class ContinualRun:
             config=spec.config.model_dump(mode="json"),
             curriculum=spec.curriculum.model_dump(mode="json"),
         )
-        run._open_tracker(tracking, resume_step=None)
+        try:
+            run._open_tracker(tracking, resume_step=None)
+        except BaseException:
+            # nothing ran: leave no run marked "running", only what was there before
+            shutil.rmtree(run_dir.path, ignore_errors=True)
+            if existed:
+                run_dir.path.mkdir(exist_ok=True)
+            raise
         return run
 
     def _open_tracker(self, tracking: Tracking | None, resume_step: int | None) -> None:
@@ -274,23 +288,45 @@ class ContinualRun:
     def resume(cls, path: str | Path, progress: Progress | None = None, *,
                agents: dict[AgentKey, Agent] | None = None,
                tracking: Tracking | None = None) -> ContinualRun:
-        """Continues a run from its newest readable checkpoint (the previous one, with a
-        warning, when the newest cannot be read). Takes the run directory's lock. The
-        run goes on logging to the trackers it had (and those of ``tracking``)."""
+        """Continues a run from its newest usable checkpoint: one that is gone, incomplete
+        or damaged is skipped, with a warning naming it and why. Takes the run
+        directory's lock. A run whose run.json, config.yaml or curriculum.yaml were
+        edited since that checkpoint is refused (`RunEdited`), before anything is
+        written. The run goes on logging to the trackers it had (and those of
+        ``tracking``)."""
         spec = cls.stored_spec(path)
         run_dir = RunDir(path)
         run_dir.lock()
+        try:
+            run = cls._from_checkpoints(spec, run_dir, progress, agents)
+        except BaseException:
+            run_dir.unlock()
+            raise
         manifest = run_dir.spec()
         codes = extend_code(manifest.get("code"), current_code(), resumed=True)
         if manifest.get("status") != "complete" and codes != manifest.get("code"):
             run_dir.set_status(manifest["status"], code=codes)  # the code of this segment
+        if manifest.get("status") != "complete":
+            run._open_tracker(tracking, resume_step=run.global_step)
+        return run
+
+    @classmethod
+    def _from_checkpoints(cls, spec: RunSpec, run_dir: RunDir, progress: Progress | None,
+                          agents: dict[AgentKey, Agent] | None) -> ContinualRun:
+        """The run of ``spec`` at the newest of ``run_dir``'s checkpoints that verifies and
+        loads (the start of the run when it has none)."""
         run = cls(spec, run_dir, progress, agents=agents)
         checkpoints = run_dir.checkpoints()
+        if not checkpoints:
+            run_dir.resume_from(None)
         for i, ckpt in enumerate(checkpoints):
             try:
                 run_dir.verify_checkpoint(ckpt)
+                run_dir.resume_from(ckpt)
                 run._load_checkpoint(ckpt)
                 break
+            except RunEdited:
+                raise
             except (CheckpointError, RunDirError, ValueError, KeyError, TypeError,
                     OSError) as err:
                 if i + 1 == len(checkpoints):
@@ -299,8 +335,6 @@ class ContinualRun:
                 run.progress.note(f"warning: {ckpt} cannot be read ({err}); falling back to "
                                   f"the previous checkpoint {checkpoints[i + 1].name}")
                 run = cls(spec, run_dir, progress, agents=agents)
-        if manifest.get("status") != "complete":
-            run._open_tracker(tracking, resume_step=run.global_step)
         return run
 
     def _phases(self) -> list[Phase]:
@@ -392,7 +426,10 @@ class ContinualRun:
         self.tracker.flush()
 
     def finish(self) -> dict[str, Any]:
-        """Writes the metrics and accounting of a complete run and marks it complete."""
+        """Writes the tables, metrics and accounting of a complete run and marks it
+        complete (the tables again: a run killed between its last checkpoint and the
+        tables written after it resumes with no phase left, `_write_records`)."""
+        self._write_records()
         metrics = self.metrics()
         self.dir.write_metrics(metrics)
         self.dir.write_accounting(self.accounting())
@@ -584,9 +621,14 @@ class ContinualRun:
             learner=self.learner, method=self.method.state(),
             train_state=self.train_state if chunk_done else None, train_rows=self.train_rows,
         )
+        self._write_records()
+        self.dir.write_accounting(self.accounting())
+
+    def _write_records(self) -> None:
+        """The run's tables and method log as of its last phase (after each checkpoint,
+        and when it finishes)."""
         self.dir.write_tables({**self.tables(), **self.method.tables()})
         self.dir.write_method_log(self.method.log)
-        self.dir.write_accounting(self.accounting())
 
     def _load_checkpoint(self, folder: Path) -> None:
         state = self.dir.checkpoint_state(folder)
@@ -688,6 +730,7 @@ def start_visit(runs: list[ContinualRun], phase: Phase, size: int | None = None)
         run.learner = learner
         run.train_state = agent.start(learner, run._episodes_key(visit))
         run.train_rows = []
+        run.dir.save_policy(visit.index, learner.params, "start")
     start = time.perf_counter()
     results = _evaluate(agent, [run.learner.params for run in runs],
                         lead.spec.config.eval_episodes,
@@ -738,6 +781,7 @@ def end_visit(runs: list[ContinualRun], phase: Phase) -> None:
     for run in runs:
         run.train_state = None
         run.dir.write_visit_train(visit.index, visit.tag, pd.DataFrame(run.train_rows))
+        run.dir.save_policy(visit.index, run.learner.params, "end")
         run.train_rows = []
 
 

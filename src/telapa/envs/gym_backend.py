@@ -41,6 +41,13 @@ def check_gym_id(env_id: str) -> None:
         raise ValueError(f"unknown env id {env_id!r} for backend 'gymnasium'{hint}")
 
 
+def time_limit(env: gymnasium.Env) -> int:
+    """The step limit of ``env``'s episodes: its spec's ``max_episode_steps`` (a
+    ``TimeLimit`` wrapper), else the env's own ``max_steps`` (MiniGrid's); 0 for none."""
+    return int((env.spec.max_episode_steps if env.spec else None)
+               or getattr(env.unwrapped, "max_steps", 0) or 0)
+
+
 def _scalar_bound(values: np.ndarray, env_id: str) -> float:
     if not np.all(values == values.flat[0]):
         raise ValueError(f"{env_id}: per-dimension action bounds {values} are not supported")
@@ -72,9 +79,6 @@ class GymVectorEnv:
         obs_space = self.envs.single_observation_space
         act_space = self.envs.single_action_space
         first = self.envs.envs[0]
-        max_steps = (first.spec.max_episode_steps if first.spec else None) or getattr(
-            first.unwrapped, "max_steps", 0
-        )
         try:  # a wrapper that knows its entries' code levels (MiniGrid's) gives its specs
             observation = dict(first.get_wrapper_attr("telapa_observation"))
         except AttributeError:
@@ -82,7 +86,7 @@ class GymVectorEnv:
         common = dict(
             env_id=env_id,
             observation=observation,
-            max_steps=int(max_steps or 0),
+            max_steps=time_limit(first),
             feature_dim=feature_dim,
         )
         if isinstance(act_space, spaces.Discrete):

@@ -17,8 +17,11 @@ here takes either form (`telapa.plugins.import_env_module`).
 
 from __future__ import annotations
 
+import json
 from functools import partial
 from typing import Any
+
+import gymnasium
 
 from telapa.config import (
     CONFIG_DIR,
@@ -31,7 +34,7 @@ from telapa.config import (
 from telapa.envs.base import Backend, EnvSpec
 from telapa.envs.family import EnvFamily
 from telapa.envs.generic import GenericFamily
-from telapa.envs.gym_backend import GymVectorEnv, check_gym_id
+from telapa.envs.gym_backend import GymVectorEnv, check_gym_id, time_limit
 from telapa.envs.minigrid.family import MiniGridFamily
 from telapa.envs.mujoco import MujocoFamily
 from telapa.plugins import (
@@ -180,6 +183,44 @@ def check_env_id(env_id: str, backend: Backend) -> None:
                           ) from None
 
 
+_TIME_LIMITS: dict[tuple[str, str], int] = {}
+"""`time_limit` by env id and task options (JSON), as `check_time_limit` found it."""
+
+
+def check_time_limit(env_id: str, options: dict[str, Any]) -> None:
+    """``ValueError`` naming ``env_id`` unless its gymnasium env, made with the task's
+    ``options``, ends its episodes at a time limit (`time_limit`): evaluations run every
+    episode to its end and PPO's statistics count ended episodes, so a run of an env
+    without one fails at its first evaluation, every time it is tried. Checked when a
+    curriculum is read, before any work; an id whose registration gives the limit is not
+    made, any other is made once per process (per id and options)."""
+    name = import_env_module(env_id)
+    key = (name, json.dumps(options, sort_keys=True, default=repr))
+    if key not in _TIME_LIMITS:
+        _TIME_LIMITS[key] = _time_limit(name, options)
+    if not _TIME_LIMITS[key]:
+        raise ValueError(
+            f"{env_id} has no time limit: its episodes must end for telapa to evaluate "
+            "it; register it with max_episode_steps=N (gymnasium.register) or wrap it in "
+            "gymnasium.wrappers.TimeLimit")
+
+
+def _time_limit(env_id: str, options: dict[str, Any]) -> int:
+    """`time_limit` of the gymnasium env ``env_id`` with the task ``options``."""
+    registered = gymnasium.spec(env_id).max_episode_steps
+    if registered and "max_episode_steps" not in options:
+        return registered
+    try:
+        env = family_of(env_id).make_single(env_id, dict(options))
+    except Exception as err:  # noqa: BLE001 - whatever the env's constructor raises
+        raise ValueError(f"{env_id} cannot be made with options {options}: "
+                         f"{type(err).__name__}: {err}") from None
+    try:
+        return time_limit(env)
+    finally:
+        env.close()
+
+
 def _check_port(family: EnvFamily, env_id: str, env: Any) -> None:
     """``ValueError`` naming the family unless its port of ``env_id`` says it is that id
     and has the family's sketch dimension D (what the run's latent space reads)."""
@@ -225,6 +266,6 @@ def make(env_id: str, backend: Backend = "jax", **options: Any):
     raise ValueError(f"unknown backend {backend!r}; expected 'jax' or 'gymnasium'")
 
 
-__all__ = ["FAMILIES", "GENERIC", "check_env_id", "common_family", "default_config",
-           "families", "family_of", "jax_env_ids", "make", "plugin_families",
-           "register_family"]
+__all__ = ["FAMILIES", "GENERIC", "check_env_id", "check_time_limit", "common_family",
+           "default_config", "families", "family_of", "jax_env_ids", "make",
+           "plugin_families", "register_family"]

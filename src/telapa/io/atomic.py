@@ -22,6 +22,7 @@ import pandas as pd
 
 __all__ = [
     "atomic_open",
+    "broken_link",
     "pid_alive",
     "remove_stale",
     "read_json",
@@ -113,6 +114,24 @@ def atomic_open(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
             raise OSError(err.errno, err.strerror, str(target)) from err
         raise
     _fsync_dir(target.parent)
+
+
+def broken_link(path: Path) -> str | None:
+    """What is wrong with ``path`` when it, or a folder above it, is a symbolic link that
+    leads nowhere (its target does not exist, or the links loop); None otherwise. Such a
+    path is not there for `Path.exists`, yet nothing can be created at it (``mkdir`` and
+    ``rename`` fail with "File exists" or "Not a directory"), so a destination that is
+    one is refused by name before any work."""
+    for place in (path, *path.parents):
+        if place.is_symlink() and not place.exists():
+            target = os.readlink(place)
+            try:
+                place.resolve(strict=True)
+            except FileNotFoundError:
+                return f"{place} is a symbolic link to {target}, which does not exist"
+            except (RuntimeError, OSError):  # a loop (RuntimeError before Python 3.13)
+                return f"{place} is a symbolic link to {target}, which loops back"
+    return None
 
 
 def remove_stale(folder: Path, prefix: str, suffixes: tuple[str, ...]) -> None:

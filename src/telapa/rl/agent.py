@@ -77,6 +77,27 @@ MEMBER_AXIS = "members"
 LOSS_METRICS = ("loss", "pg_loss", "v_loss", "grad_norm")
 """The metrics whose non-finite value stops training (FloatingPointError)."""
 
+DIVERGENCE_SETTINGS = (("lr", "the learning rate", 1e-2),
+                       ("reward_scale", "the reward scale", 1e3),
+                       ("max_grad_norm", "the gradient norm clip", 1e3),
+                       ("vf_coef", "the value loss weight", 1e3),
+                       ("ent_coef", "the entropy weight", 1e3))
+"""PPO settings that make losses overflow when they are large, each with the value above
+which it is unusual (the presets use lr <= 1e-3, reward_scale 1, max_grad_norm 0.5,
+vf_coef 0.5, ent_coef <= 0.01): a non-finite loss names those past it as its likely cause
+(`divergence_hint`)."""
+
+
+def divergence_hint(config: TrainConfig) -> str:
+    """What a non-finite loss most likely comes from: the `DIVERGENCE_SETTINGS` of
+    ``config`` past their usual range, with their values, or else the learning rate."""
+    ppo = config.ppo
+    unusual = [f"ppo.{key}={getattr(ppo, key):g} ({what}; usually at most {bound:g})"
+               for key, what, bound in DIVERGENCE_SETTINGS if getattr(ppo, key) > bound]
+    if unusual:
+        return f"likely cause: {', '.join(unusual)}"
+    return f"no PPO setting is unusual; try a smaller learning rate (ppo.lr={ppo.lr:g})"
+
 
 def fetch(tree: Any) -> Any:
     """Device arrays -> host arrays, in one transfer: the one place where
@@ -414,7 +435,8 @@ class Agent:
                 bad = next(r for r in rows if not all(np.isfinite(r[k]) for k in LOSS_METRICS))
                 names = ", ".join(k for k in LOSS_METRICS if not np.isfinite(bad[k]))
                 raise BatchMemberError(i, FloatingPointError(
-                    f"PPO on {self.spec.env_id}: non-finite {names} at step {bad['step']}"))
+                    f"PPO on {self.spec.env_id}: non-finite {names} at step {bad['step']}; "
+                    f"{divergence_hint(self.config)}"))
             metrics.append(rows)
         evaluations = []
         if episodes:
@@ -470,8 +492,8 @@ class Agent:
                    if not np.isfinite(m[k])]
             if bad:
                 raise FloatingPointError(
-                    f"PPO on {self.spec.env_id}: non-finite {', '.join(bad)} at step {done}"
-                )
+                    f"PPO on {self.spec.env_id}: non-finite {', '.join(bad)} at step {done}; "
+                    f"{divergence_hint(self.config)}")
         return metrics
 
     # --- gymnasium backend ------------------------------------------------------------

@@ -23,6 +23,7 @@ from telapa.continual.sweep.layout import (
 )
 from telapa.continual.sweep.status import cell_state
 from telapa.io import write_bytes_atomic, write_json_atomic
+from telapa.io.atomic import broken_link
 
 EXPORT_FILES = RESULT_FILES
 """What `export_sweep` keeps of a finished cell (`RunDir.result_files`): everything
@@ -82,14 +83,19 @@ def export_sweep(sweep_dir: str | Path, dest: str | Path) -> ExportSummary:
     runs over several sessions). Nothing in ``dest`` is overwritten: a cell ``dest``
     already holds must be byte-identical to the source, and a ``dest`` that is not an
     export of the same sweep is refused, both before anything is written. A new ``dest``
-    is created whole, as an export of no cell yet; each cell is written to a temporary
-    folder and renamed into place; ``cells.json`` (the exported cells, in sweep order) is
-    written last. An export stopped part way (a full disk) is completed by the next.
+    is created whole, as an export of no cell yet (so not on a mount point itself,
+    `create_dir_atomically`); one that cannot be written is refused before any copy; each
+    cell is written to a temporary folder and renamed into place; ``cells.json`` (the
+    exported cells, in sweep order) is written last. An export stopped part way (a full
+    disk) is completed by the next.
     """
     sweep_dir, dest = Path(sweep_dir), Path(dest)
     source = stored_sweep(sweep_dir)
     if source is None:
         raise RunDirError(f"{sweep_dir} is not a sweep directory (no {CELLS_FILE})")
+    if (link := broken_link(dest)) is not None:  # before resolving it: a loop raises
+        raise RunDirError(f"cannot use export directory {dest}: {link}; remove the link or "
+                          "choose another place")
     if dest.resolve() == sweep_dir.resolve():
         raise RunDirError(f"cannot export {sweep_dir} into itself")
     if dest.resolve().is_relative_to(sweep_dir.resolve()):
@@ -112,6 +118,9 @@ def export_sweep(sweep_dir: str | Path, dest: str | Path) -> ExportSummary:
     if meta.get("name") != source.get("name") or "exported_from" not in meta:
         raise RunDirError(f"{dest} is not an export of sweep {source.get('name')!r}; "
                           "choose another destination")
+    if not os.access(dest, os.W_OK | os.X_OK):  # e.g. on a read-only mount: before copying
+        raise RunDirError(f"cannot write export directory {dest} (read-only); choose "
+                          "another destination")
     existing = meta["cells"]
     by_name = {c["name"]: c for c in cells}
     for cell in existing:

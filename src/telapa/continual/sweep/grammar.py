@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from telapa.config import ConfigError, StrictModel, read_yaml, resolve_named, validate
 from telapa.continual.curriculum import CURRICULUM_DIR, SAFE_NAME, Curriculum, load_curriculum
+from telapa.continual.memory import check_memory
 from telapa.continual.preset import (
     RUN_PRESET_DIR,
     MethodsConfig,
@@ -35,6 +36,11 @@ MAX_SEEDS = 10_000
 """Seeds of one sweep (the paper: 20)."""
 MAX_CELLS = 100_000
 """Cells of one sweep (the paper's largest grid: 7 x 4 x 20 = 560)."""
+MAX_CELL_NAME_BYTES = 255 - len(".NAME.json.4194304.01234567.tmp") + len("NAME")
+"""The longest cell name (UTF-8 bytes): a cell's name names files, ``cells/NAME/``,
+``status/NAME.json`` and the temporary an atomic write of it uses,
+``.NAME.json.PID.TOKEN.tmp`` (the longest, with a 7-digit process id), and a file name
+holds at most 255 bytes."""
 
 
 class SweepFile(StrictModel):
@@ -279,6 +285,11 @@ def load_sweep(path: str | Path, sets: dict[str, Any] | None = None) -> Sweep:
                                      f"{where}, curriculum {curriculum.name!r}")
             for seed in spec.seed_list:
                 name_ = cell_name(curriculum.name, method, seed, overrides, grid_keys)
+                if len(name_.encode()) > MAX_CELL_NAME_BYTES:
+                    raise ConfigError(
+                        f"{source}: cell {name_} has a name of {len(name_.encode())} bytes; "
+                        f"at most {MAX_CELL_NAME_BYTES} (it names the cell's files): "
+                        "shorten the curriculum's name or the grid's values")
                 cell = Cell(name_, curriculum, method, seed, overrides, config, spec.preset)
                 cells[name_] = cell  # a methods.X key that does not apply: same cell
     ordered = list(cells.values())
@@ -334,8 +345,10 @@ def seed_jobs(cells: list[Cell], batch_seeds: bool | int | Mapping[str, int]
 
 
 def check_batch_seeds(sweep: Sweep, batch_seeds: bool | int | Mapping[str, int]) -> None:
-    """Refuses a ``batch_seeds`` that `seed_jobs` would (ConfigError), or a mapping naming
-    a method the sweep does not run, before any work."""
+    """Refuses a ``batch_seeds`` that `seed_jobs` would (ConfigError), a mapping naming
+    a method the sweep does not run, or a batch of seeds that would not fit in this
+    machine's memory (`check_memory`; each cell alone is checked by `load_sweep`),
+    before any work."""
     if batch_seeds is False:
         return
     methods = sorted({c.method for c in sweep.cells})
@@ -347,7 +360,12 @@ def check_batch_seeds(sweep: Sweep, batch_seeds: bool | int | Mapping[str, int])
             raise ConfigError(f"seeds per batch given for {', '.join(map(repr, unknown))}, "
                              f"which sweep {sweep.name!r} does not run (its methods: "
                              f"{', '.join(methods)})")
+    for job in seed_jobs(sweep.cells, batch_seeds):
+        if len(job) > 1:
+            check_memory(job[0].curriculum, job[0].method, job[0].config, seeds=len(job),
+                         source=f"{sweep.path}, the batch of cells {job[0].name} to "
+                                f"{job[-1].name}")
 
 
-__all__ = ["MAX_CELLS", "MAX_SEEDS", "Cell", "Sweep", "SweepFile", "cell_name",
-           "check_batch_seeds", "load_sweep", "seed_jobs"]
+__all__ = ["MAX_CELLS", "MAX_CELL_NAME_BYTES", "MAX_SEEDS", "Cell", "Sweep", "SweepFile",
+           "cell_name", "check_batch_seeds", "load_sweep", "seed_jobs"]

@@ -22,7 +22,7 @@ from typing import Any
 from telapa.continual.rundir import RunDir, RunDirError
 from telapa.continual.sweep.grammar import Sweep
 from telapa.io import read_json, write_bytes_atomic, write_json_atomic
-from telapa.io.atomic import remove_stale
+from telapa.io.atomic import broken_link, remove_stale
 
 SWEEP_FILE = "sweep.yaml"
 CELLS_FILE = "cells.json"
@@ -90,12 +90,28 @@ def sweep_cells_dirs(path: str | Path) -> list[Path] | None:
 
 def expand_sweep_dirs(paths: Iterable[str | Path]) -> list[Path]:
     """``paths`` with every sweep directory replaced by its cells' run directories
-    (`sweep_cells_dirs`); `RunDirError` for an unreadable cell list."""
+    (`sweep_cells_dirs`), and every folder that is neither a run nor a sweep but holds
+    runs (``telapa run --seeds ... --out DIR``: one run directory per seed) by those runs,
+    in name order; `RunDirError` for an unreadable cell list."""
     out: list[Path] = []
     for path in paths:
         cells = sweep_cells_dirs(path)
-        out.extend(cells if cells is not None else [Path(path)])
+        if cells is None:
+            cells = _runs_inside(Path(path)) or [Path(path)]
+        out.extend(cells)
     return out
+
+
+def _runs_inside(path: Path) -> list[Path]:
+    """The run directories directly inside ``path`` when it is a folder but not itself a
+    run directory; [] otherwise."""
+    if not path.is_dir() or RunDir(path).exists():
+        return []
+    try:
+        children = sorted(p for p in path.iterdir() if p.is_dir())
+    except OSError:
+        return []
+    return [p for p in children if RunDir(p).exists()]
 
 
 def prepare_sweep_dir(sweep: Sweep, out: Path) -> None:
@@ -133,9 +149,16 @@ def create_dir_atomically(out: Path, build: Callable[[Path], None], *, what: str
     it, which is then renamed into place (replacing an empty ``out``). Refuses, naming
     ``out``, a file and a non-empty directory; a place that cannot be written is a
     `RunDirError` too. Returns False, with nothing written, when another process created
-    ``out`` meanwhile (the caller checks what it holds)."""
+    ``out`` meanwhile (the caller checks what it holds). A mount point is refused before
+    anything is written: nothing can be renamed onto it (EBUSY, read-only or not)."""
+    if (link := broken_link(out)) is not None:
+        raise RunDirError(f"cannot use {what} {out}: {link}; remove the link or choose "
+                          "another place")
     if out.exists() and not out.is_dir():
         raise RunDirError(f"{what} {out} exists and is not a directory; choose another place")
+    if os.path.ismount(out):
+        raise RunDirError(f"{what} {out} is a mount point, which cannot be replaced by a "
+                          "directory renamed into place; choose a new directory inside it")
     if out.is_dir() and (entries := sorted(os.listdir(out))):
         shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
         raise RunDirError(f"{what} {out} is not empty (holds {shown}); choose another place")

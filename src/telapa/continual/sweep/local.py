@@ -9,6 +9,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -39,21 +40,81 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="telapa-parent-watch", daemon=True).start()
 
 
-def _init_worker(threads: int, cores: Any, parent: int) -> None:
+def _init_worker(threads: int, cores: set[int] | None, parent: int) -> None:
     _die_with_parent(parent)
     os.environ.update(thread_env(threads))
-    if cores is not None and hasattr(os, "sched_setaffinity"):
+    if cores and hasattr(os, "sched_setaffinity"):
         try:
-            chunk = cores.get_nowait()
-            os.sched_setaffinity(0, chunk)
-        except Exception:  # noqa: BLE001 - affinity is an optimisation only
+            os.sched_setaffinity(0, cores)
+        except OSError:  # affinity is an optimisation only
             pass
+
+
+def _serve(conn: Connection, job: Callable[[str, list[dict[str, Any]]], list[Outcome]],
+           threads: int, cores: set[int] | None, parent: int) -> None:
+    """A worker's loop: runs each job ``(sweep directory, cells)`` it receives and sends
+    back its outcomes, until it receives None (or its sweep ends: Ctrl-C, a closed pipe)."""
+    _init_worker(threads, cores, parent)
+    try:
+        while (work := conn.recv()) is not None:
+            conn.send(job(*work))
+    except (KeyboardInterrupt, EOFError, BrokenPipeError):
+        pass
+
+
+def _death(exitcode: int | None) -> str:
+    """How a worker process ended, for the error of the cells it was running: its exit
+    status, or the signal that killed it (SIGKILL: the kernel's OOM killer, or a user)."""
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        hint = ", e.g. out of memory" if name == "SIGKILL" else ""
+        return f"worker process died: killed by {name}{hint}"
+    return f"worker process died: exit status {exitcode}"
+
+
+class _Worker:
+    """One worker process, the pipe to it and the job it runs (None: idle)."""
+
+    def __init__(self, ctx: Any, job: Callable, threads: int, cores: set[int] | None):
+        self.conn, theirs = ctx.Pipe()
+        self.process = ctx.Process(target=_serve, name="telapa-sweep-worker",
+                                   args=(theirs, job, threads, cores, os.getpid()))
+        self.process.start()
+        theirs.close()
+        self.cores = cores
+        self.job: list[Cell] | None = None
+
+    def stop(self) -> None:
+        """Ends the process: an idle one is asked to (it finishes nothing), a busy one
+        (the sweep stopped: Ctrl-C, an error) is terminated; its cell resumes from its
+        last checkpoint in the next sweep."""
+        if self.job is None and self.process.is_alive():
+            with contextlib.suppress(OSError):
+                self.conn.send(None)
+            self.process.join(timeout=10)
+        if self.process.is_alive():
+            self.process.terminate()
+            self.process.join(timeout=10)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        self.conn.close()
 
 
 class LocalBackend:
     """Cells in ``workers`` local processes (spawned, so each sets its thread caps before
     JAX starts); each worker gets ``threads`` threads and, where the OS allows, its own
-    ``threads`` cores. A worker ends when the sweep process dies (`_die_with_parent`)."""
+    ``threads`` cores. A worker ends when the sweep process dies (`_die_with_parent`).
+
+    Each worker has its own pipe and takes one job at a time, so the death of a worker
+    (an env calling ``os._exit``, the kernel's OOM killer) fails only the job it was
+    running, with how it died (`_death`): the other workers' cells run on untouched, and a
+    new worker takes the dead one's place (and cores) for the jobs left. (A shared
+    `concurrent.futures.ProcessPoolExecutor` is "broken" by one death and terminates
+    every other worker with it, failing their cells too.)"""
 
     def __init__(self, workers: int = 1, threads: int | None = None, *,
                  job: Callable[[str, list[dict[str, Any]]], list[Outcome]] = run_job):
@@ -67,32 +128,52 @@ class LocalBackend:
 
     def run(self, sweep_dir: Path, jobs: list[list[Cell]]) -> Iterator[Outcome]:
         import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-        from concurrent.futures.process import BrokenProcessPool
+        from multiprocessing.connection import wait
 
         ctx = multiprocessing.get_context("spawn")
         available = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
             else []
-        queue = ctx.Queue()
+        chunks: list[set[int] | None] = [None] * self.workers
         if len(available) >= self.workers * self.threads:
-            for i in range(self.workers):
-                queue.put(set(available[i * self.threads:(i + 1) * self.threads]))
+            chunks = [set(available[i * self.threads:(i + 1) * self.threads])
+                      for i in range(self.workers)]
         env = thread_env(self.threads)
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)  # spawned workers inherit it before importing JAX
+        pending = list(reversed(jobs))  # popped from the end: in order
+        pool: list[_Worker] = []
         try:
-            with ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init_worker,
-                                     initargs=(self.threads, queue, os.getpid())) as pool:
-                futures = {pool.submit(self.job, str(sweep_dir), [c.work() for c in job]):
-                           job for job in jobs}
-                for future in as_completed(futures):
-                    try:
-                        yield from future.result()
-                    except BrokenProcessPool as err:
-                        for cell in futures[future]:
-                            yield cell.name, {"ok": False,
-                                              "error": f"worker process died: {err}"}
+            for cores in chunks[:min(self.workers, len(jobs))]:
+                pool.append(_Worker(ctx, self.job, self.threads, cores))
+            while pending or any(w.job is not None for w in pool):
+                for i, worker in enumerate(pool):
+                    if worker.job is None and pending:
+                        if not worker.process.is_alive():  # died, with a job or idle
+                            worker.stop()
+                            pool[i] = worker = _Worker(ctx, self.job, self.threads,
+                                                       worker.cores)
+                        worker.job = pending.pop()
+                        with contextlib.suppress(OSError):  # a death shows below
+                            worker.conn.send((str(sweep_dir), [c.work() for c in worker.job]))
+                busy = [w for w in pool if w.job is not None]
+                wait([w.conn for w in busy] + [w.process.sentinel for w in busy])
+                for worker in busy:
+                    if not worker.conn.poll() and worker.process.is_alive():
+                        continue  # still running its job
+                    outcomes = None
+                    with contextlib.suppress(EOFError, OSError):  # EOF: it died
+                        outcomes = worker.conn.recv()
+                    job, worker.job = worker.job, None
+                    if outcomes is not None:
+                        yield from outcomes
+                        continue
+                    worker.process.join()  # replaced above when a job is left for it
+                    error = _death(worker.process.exitcode)
+                    for cell in job:
+                        yield cell.name, {"ok": False, "error": error}
         finally:
+            for worker in pool:
+                worker.stop()
             for k, v in saved.items():
                 if v is None:
                     os.environ.pop(k, None)

@@ -17,6 +17,50 @@ the GCS, raylet, object manager, agents and workers listens there only (without 
 ``--node-ip-address 127.0.0.1`` is replaced by the machine's address and the servers
 listen on every interface). Read when Ray is imported."""
 
+AUTH_REFUSED = ("InvalidAuthToken", "Unauthenticated")
+"""What Ray's GCS client says (in the exceptions `ray.init` raises from) when a cluster
+refuses this process's token, or its lack of one."""
+
+
+def token_source() -> str:
+    """Where Ray reads this process's token, in Ray's order (Ray 2.60's token
+    authentication): the ``RAY_AUTH_TOKEN`` variable, the file ``RAY_AUTH_TOKEN_PATH``
+    names, else ``~/.ray/auth_token`` (the file a local cluster or ``ray start --head``
+    writes or finds there, and which outlives it)."""
+    if os.environ.get("RAY_AUTH_TOKEN"):
+        return "the RAY_AUTH_TOKEN environment variable"
+    if os.environ.get("RAY_AUTH_TOKEN_PATH"):
+        return f"RAY_AUTH_TOKEN_PATH={os.environ['RAY_AUTH_TOKEN_PATH']}"
+    default = Path.home() / ".ray" / "auth_token"
+    return str(default) if default.is_file() else f"{default} (absent)"
+
+
+def auth_refused(err: BaseException, address: str) -> ConfigError | None:
+    """The one-line `ConfigError` for a connection to ``address`` that failed because the
+    cluster refused this process's token (None when ``err``, and every exception it was
+    raised from, is about something else). A head started with ``ray start --head`` turns
+    token authentication on when it finds a token (a ``~/.ray/auth_token`` an earlier
+    cluster left), but a driver given an explicit address sends one only when
+    ``RAY_AUTH_MODE=token``: Ray then retries for about 20 s and says only "Failed to
+    connect to Ray cluster"."""
+    cause: BaseException | None = err
+    while cause is not None and not any(s in str(cause) for s in AUTH_REFUSED):
+        cause = cause.__cause__ or cause.__context__
+    if cause is None:
+        return None
+    mode = os.environ.get("RAY_AUTH_MODE")
+    if mode != "token":
+        return ConfigError(
+            f"the Ray cluster at {address} requires token authentication and this process "
+            f"sent no token (RAY_AUTH_MODE is {mode or 'unset'}); set RAY_AUTH_MODE=token to "
+            f"send the token in {token_source()}, or start the head with "
+            "RAY_AUTH_MODE=disabled (a head turns it on when it finds a token, e.g. a "
+            "~/.ray/auth_token an earlier cluster left)")
+    return ConfigError(
+        f"the Ray cluster at {address} refused the token in {token_source()}: it is not the "
+        "token the head was started with (a stale one, left by an earlier cluster?); point "
+        "RAY_AUTH_TOKEN_PATH at the head's token file, or restart the head")
+
 
 class RayBackend:
     """Each job a Ray task (``num_cpus=threads``) on the cluster at ``address``, or on a
@@ -40,7 +84,13 @@ class RayBackend:
         if started:
             kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
             if self.address:
-                ray.init(address=self.address, **kwargs)
+                try:
+                    ray.init(address=self.address, **kwargs)
+                except Exception as err:
+                    refused = auth_refused(err, self.address)
+                    if refused is None:
+                        raise
+                    raise refused from None
             else:
                 ray.init(num_cpus=os.cpu_count(), **kwargs)
         try:
@@ -62,4 +112,5 @@ class RayBackend:
                 ray.shutdown()
 
 
-__all__ = ["LOOPBACK_ONLY", "RayBackend"]
+__all__ = ["AUTH_REFUSED", "LOOPBACK_ONLY", "RayBackend",
+           "auth_refused", "token_source"]
