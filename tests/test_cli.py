@@ -90,3 +90,23 @@ def test_steps_must_be_positive(capsys):
     with pytest.raises(SystemExit):
         main(["train", "--env", "CartPole-v1", "--steps", "0"])
     assert "must be a positive integer" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("command", "model"), [("train", "ppo"), ("run", "run"),
+                                                ("sweep", "run")])
+def test_the_set_example_in_each_help_is_a_valid_key(command, model, capsys):
+    """The --help example of --set names a setting of that command's preset (``telapa
+    train`` takes a PPO preset: ``ppo.lr``; run and sweep take run presets:
+    ``train.ppo.lr``)."""
+    import re
+
+    from telapa.config import preset_path
+    from telapa.continual.preset import load_run_config
+    from telapa.overrides import override, parse_sets
+
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    example = re.search(r"e\.g\.\s+--set\s+(\S+)", " ".join(capsys.readouterr().out.split()))
+    config = (load_config(preset_path("minigrid")) if model == "ppo"
+              else load_run_config("quick"))
+    override(config, parse_sets([example.group(1)]))  # raises ConfigError if not a key

@@ -43,8 +43,11 @@ def test_override_validates_with_the_model_and_names_the_key():
     assert new.ppo.lr == 0.001 and new.network.hidden == (32, 16)
     assert new.ppo.model_copy(update={"lr": base.ppo.lr}) == base.ppo  # nothing else moved
     assert override(base, {}) is base
-    with pytest.raises(ConfigError, match=r"^unknown key 'ppo\.lrr' in --set$"):
+    with pytest.raises(ConfigError, match=r"^unknown key 'ppo\.lrr' in --set \(did you "
+                                          r"mean 'ppo\.lr'\?\)$"):
         override(base, {"ppo.lrr": 1.0})
+    with pytest.raises(ConfigError, match=r"^unknown key 'ppo\.zzz' in --set$"):
+        override(base, {"ppo.zzz": 1.0})  # nothing spelled like it
     with pytest.raises(ConfigError, match=r"^invalid value for 'ppo\.lr' in --set: .*greater"):
         override(base, {"ppo.lr": -1})
     with pytest.raises(ConfigError, match="'ppo.epochs' in --set: a boolean where a number"):

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 
-from telapa.provenance import UNRECORDED, code_version, extend_code
+from telapa import __version__
+from telapa.provenance import (
+    UNRECORDED,
+    code_version,
+    extend_code,
+    installed_version,
+    source_hash,
+)
 
 
 def _git(repo, *args: str) -> str:
@@ -35,3 +43,20 @@ def test_extend_code():
     assert extend_code(["a", "b"], "a", resumed=True) == ["a", "b", "a"]
     assert extend_code(None, "b", resumed=True) == [UNRECORDED, "b"]
     assert extend_code(None, None, resumed=False) == [None]
+
+
+def test_an_installed_package_records_its_version_and_a_hash_of_its_sources(tmp_path):
+    """Outside a git work tree (a wheel), the version is telapa-VERSION+src.HASH: the
+    same for the same sources, another when a source file changes; caches left out."""
+    pkg = tmp_path / "site" / "telapa"
+    (pkg / "configs").mkdir(parents=True)
+    (pkg / "__pycache__").mkdir()
+    (pkg / "mod.py").write_text("x = 1\n")
+    (pkg / "configs" / "p.yaml").write_text("a: 1\n")
+    (pkg / "__pycache__" / "junk.py").write_text("ignored\n")
+    expected = hashlib.sha256(b"configs/p.yaml\0a: 1\n\0mod.py\0x = 1\n\0").hexdigest()[:12]
+    assert source_hash(pkg) == expected
+    assert installed_version(pkg) == f"telapa-{__version__}+src.{expected}"
+    assert code_version(pkg) is None
+    (pkg / "mod.py").write_text("x = 2\n")
+    assert source_hash(pkg) != expected

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import zipfile
@@ -65,6 +66,8 @@ def test_the_installed_wheel_runs_a_smoke_curriculum_from_another_directory(venv
     assert proc.returncode == 0, proc.stderr[-3000:]
     manifest = json.loads((out / "run.json").read_text())
     assert manifest["status"] == "complete" and manifest["preset"] == "quick"
+    # no git tree: the version and a hash of the installed sources, not null
+    assert re.fullmatch(r"telapa-.+\+src\.[0-9a-f]{12}", manifest["code"][0]), manifest["code"]
     assert manifest["overrides"]["steps_per_visit"] == 512
     assert manifest["overrides"]["train.ppo"]["num_envs"] == 8
     assert pd.read_csv(out / "visits.csv")["train_steps"].tolist() == [512] * 4

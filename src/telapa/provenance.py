@@ -1,15 +1,19 @@
-"""Which code produced a run: the git commit of the telapa source tree.
+"""Which code produced a run: the git commit of the telapa source tree, or the version
+and a hash of the installed sources.
 
 A run directory's ``run.json`` keeps ``code``, the list of code versions its segments ran
 with (one entry per change: a run started on one commit and resumed on another lists
-both). A version is the commit hash, with ``+dirty`` when tracked files differ from it;
-None outside a git work tree (an installed wheel), where the package version in
-``run.json`` is all there is.
+both). In a git work tree a version is the commit hash, with ``+dirty`` when tracked
+files differ from it; outside one (an installed wheel) it is ``telapa-VERSION+src.HASH``,
+HASH the first 12 hex digits of the SHA-256 of the package's Python sources and YAML
+presets (each file's path relative to the package, then its bytes, in path order), so
+two installs of the same sources record the same version and an edited install another.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import subprocess
 from pathlib import Path
 
@@ -38,10 +42,31 @@ def code_version(root: str | Path = SOURCE) -> str | None:
     return f"{commit}+dirty" if changed else commit
 
 
+def source_hash(root: str | Path = SOURCE) -> str:
+    """SHA-256 (12 hex digits) over the ``*.py`` and ``*.yaml`` files under ``root``:
+    each file's relative POSIX path, a NUL, its bytes, a NUL, in path order."""
+    root = Path(root)
+    digest = hashlib.sha256()
+    files = sorted(p for pattern in ("*.py", "*.yaml") for p in root.rglob(pattern)
+                   if "__pycache__" not in p.parts)
+    for path in sorted(files, key=lambda p: p.relative_to(root).as_posix()):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
+
+
+def installed_version(root: str | Path = SOURCE) -> str:
+    """``telapa-VERSION+src.HASH`` of the sources under ``root`` (`source_hash`)."""
+    from telapa import __version__
+
+    return f"telapa-{__version__}+src.{source_hash(root)}"
+
+
 @functools.cache
-def current_code() -> str | None:
-    """`code_version` of this process's telapa source, computed once."""
-    return code_version()
+def current_code() -> str:
+    """`code_version` of this process's telapa source, or outside a git work tree its
+    `installed_version`; computed once."""
+    return code_version() or installed_version()
 
 
 def extend_code(recorded: list[str | None] | None, current: str | None, *,
@@ -55,4 +80,5 @@ def extend_code(recorded: list[str | None] | None, current: str | None, *,
     return codes
 
 
-__all__ = ["UNRECORDED", "code_version", "current_code", "extend_code"]
+__all__ = ["UNRECORDED", "code_version", "current_code", "extend_code", "installed_version",
+           "source_hash"]

@@ -71,6 +71,9 @@ def test_registry_and_unknown_name():
                             "telapa-fresh"}
     with pytest.raises(ValueError, match="unknown method 'ewc2'.*finetune"):
         make_method("ewc2", CONFIG)
+    with pytest.raises(ValueError, match=r"unknown method 'telapa-fersh' \(did you mean "
+                                         r"'telapa-fresh'"):
+        make_method("telapa-fersh", CONFIG)
 
 
 def test_finetune_keeps_and_reset_resets_optimizer(agent):

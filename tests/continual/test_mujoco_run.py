@@ -132,3 +132,31 @@ def test_report_has_the_papers_mujoco_table_and_return_curves(telapa_run, tmp_pa
     assert doc.sections[0].id == "mujoco" and doc.sections[0].tables[0].id == "mujoco-friction"
     figures = {f.id for f in doc.figures()}
     assert {"hopper-tiny-curves", "hopper-tiny-return-curves"} <= figures
+
+
+def test_play_writes_an_mp4_of_a_mujoco_policy(telapa_run, tmp_path, capsys):
+    """`telapa play` on a MuJoCo run: frames from the headless renderer into an MP4,
+    the episodes' returns printed; or, without any GL backend, the one-line error."""
+    import imageio.v3 as iio
+
+    from telapa.cli import main
+    from telapa.continual.play import CAPTION_PX
+    from telapa.envs.mujoco.render import GLBackendError, gl_backend
+
+    path, _ = telapa_run
+    out = tmp_path / "hopper.mp4"
+    try:
+        gl_backend()
+    except GLBackendError as err:
+        with pytest.raises(SystemExit):
+            main(["play", str(path), "--episodes", "1", "--out", str(out)])
+        assert str(err) in capsys.readouterr().err
+        return
+    assert main(["play", str(path), "--task", "F1.50", "--episodes", "1",
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    steps = int(re.search(r"episode 1: return [-0-9.]+, (\d+) steps", printed).group(1))
+    assert 1 <= steps <= 64 and "on Hopper-v5" in printed
+    frames = iio.imread(out, index=None)
+    assert frames.shape[0] == steps + 1 and frames.shape[1] == 480 + CAPTION_PX
+    assert frames[:, :480].std() > 0  # not a blank picture

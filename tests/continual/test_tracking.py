@@ -254,3 +254,70 @@ def test_a_sweep_tracks_each_cell_and_its_workers_import_the_plug_ins(plugin_sit
             assert [m.step for m in history] == rows["global_step"].tolist()
     assert "plugmod_sweep" not in (out / "cells.json").read_text()
     assert main(argv) == 0  # the same sweep without --track: every cell is done
+
+
+@needs_mlflow
+def test_mlflow_with_no_environment_logs_to_a_store_in_the_run_directory(tmp_path,
+                                                                        monkeypatch):
+    """With neither MLFLOW_TRACKING_URI nor MLFLOW_ALLOW_FILE_STORE set (MLflow 3's
+    default SQLite store fails without SQLAlchemy), the run logs offline to
+    RUN_DIR/mlruns, and a resume finds it there."""
+    from mlflow.tracking import MlflowClient
+
+    for name in ("MLFLOW_TRACKING_URI", "MLFLOW_ALLOW_FILE_STORE", "MLFLOW_REGISTRY_URI"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    spec = {"curriculum": "c", "method": "m", "seed": 1, "preset": "p", "overrides": {}}
+    run = tmp_path / "run"
+    first = RunTracker.open(run, spec=spec, config={}, tracking=Tracking(("mlflow",)))
+    first.log({"sr/A": 0.5}, 7)
+    first.close("stopped")
+    record = json.loads((run / "tracking.json").read_text())["mlflow"]
+    assert record["tracking_uri"] == (run / "mlruns").resolve().as_uri()
+    again = RunTracker.open(run, spec=spec, config={}, tracking=None, resume_step=7)
+    again.log({"sr/A": 0.75}, 9)
+    again.close("complete")
+    client = MlflowClient(tracking_uri=record["tracking_uri"])
+    (found,) = client.search_runs([client.get_experiment_by_name("telapa").experiment_id])
+    assert found.info.status == "FINISHED"
+    assert [m.value for m in client.get_metric_history(found.info.run_id, "sr/A")] == \
+        [0.5, 0.75]
+    assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "mlruns").exists()
+
+
+@needs_wandb
+def test_wandb_dir_is_honoured(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path / "elsewhere"))
+    (tmp_path / "elsewhere").mkdir()
+    spec = {"curriculum": "c", "method": "m", "seed": 1, "preset": "p", "overrides": {}}
+    tracker = RunTracker.open(tmp_path / "run", spec=spec, config={},
+                              tracking=Tracking(("wandb",)))
+    tracker.log({"sr/A": 0.5}, 1)
+    tracker.close("complete")
+    assert list((tmp_path / "elsewhere" / "wandb").glob("offline-run-*"))
+    assert not (tmp_path / "run" / "wandb").exists()
+
+
+def test_a_tracker_that_cannot_start_leaves_no_run_behind(tmp_path, monkeypatch, capsys):
+    """The tracked run cannot be opened: the command fails naming the tracker, and what
+    the run had just written is gone (nothing is left marked "running"): --out is left
+    empty, whether the user made it or the command's check of --out did."""
+    from telapa.continual import tracking
+
+    def refuse(**kwargs):
+        raise RuntimeError("the store refused the run")
+
+    monkeypatch.setattr(tracking, "MLflowSink", refuse)
+    monkeypatch.setattr(tracking, "_import", lambda name: None)
+    for out, made in ((tmp_path / "new", False), (tmp_path / "empty", True)):
+        if made:
+            out.mkdir()
+        argv = ["run", "--curriculum", str(ONE_TASK), "--method", "finetune", "--preset",
+                str(TINY), *SETS, "--seed", "0", "--out", str(out), "--track", "mlflow"]
+        with pytest.raises(SystemExit) as stop:
+            main(argv)
+        assert stop.value.code != 0
+        assert "--track mlflow: cannot open a tracked run" in capsys.readouterr().err
+        assert not out.exists() or not any(out.iterdir())

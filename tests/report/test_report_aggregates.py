@@ -11,7 +11,10 @@ import pytest
 
 from telapa.cli import main
 from telapa.continual.results import score
+from telapa.metrics.aggregates import performance_profile_interval
+from telapa.metrics.stats import bootstrap_interval
 from telapa.report.aggregates import (
+    PROFILE_TAUS,
     aggregates_table,
     improvement_table,
     profile_table,
@@ -96,3 +99,29 @@ def test_metrics_command_prints_the_aggregates(quick_runs, capsys):
     for title in ("Continual-transfer metrics", "Aggregate revisit success rate",
                   "Performance profile", "Probability of improvement", "TTT censored"):
         assert title in shown
+
+
+def test_the_stratified_bootstrap_is_one_option_away(result, quick_runs, capsys):
+    """``resample="tasks"`` (``--resample tasks``) reaches every interval: each equals the
+    metrics' own stratified interval, and the notes say what was resampled."""
+    scores = revisit_scores(result)["finetune"]
+    table = aggregates_table(result, prefix="toy", n_resamples=300, resample="tasks")
+    for statistic in ("mean", "iqm"):
+        lo, hi = bootstrap_interval(scores, statistic=statistic, n_resamples=300,
+                                    resample="tasks")
+        assert table.values.loc["finetune", [f"{statistic}_lo", f"{statistic}_hi"]].tolist() \
+            == [lo, hi]
+    assert "stratified bootstrap" in table.caption
+    assert "whole runs" in aggregates_table(result, prefix="toy", n_resamples=300).caption
+    profile = profile_table(result, prefix="toy", n_resamples=300, resample="tasks")
+    lo, _ = performance_profile_interval(scores, taus=PROFILE_TAUS, n_resamples=300,
+                                         resample="tasks")
+    assert profile.values.loc["finetune", "sr>0_lo"] == lo[0]
+    assert "runs per revisit" in improvement_table(result, prefix="toy", n_resamples=100,
+                                                   resample="tasks").caption
+    ids = {t.id: t for t in curriculum_tables(result, prefix="toy", resample="tasks")}
+    assert "stratified bootstrap" in ids["toy-aggregates"].caption
+    runs = [str(p) for p in quick_runs.values()]
+    assert main(["metrics", *runs, "--json", "--resample", "tasks"]) == 0
+    assert set(json.loads(capsys.readouterr().out)["smoke"]["aggregates"]) == {
+        "finetune", "telapa"}

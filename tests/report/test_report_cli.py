@@ -11,9 +11,10 @@ import pandas as pd
 import pytest
 
 from telapa.cli import main
+from telapa.continual.sweep import expand_sweep_dirs
 from telapa.qd.export import parse_lineage
 from telapa.report import build
-from telapa.report.inspection import inspect_run
+from telapa.report.inspection import elite_label, inspect_run
 
 
 def _fails(args, capsys) -> str:
@@ -112,6 +113,29 @@ def test_inspect_shows_every_archive_and_transfer(quick_runs, capsys):
     assert main(["inspect", str(path), "--task", "B"]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("│ ")]
     assert [r.split("│")[1].strip() for r in rows] == ["B", "B ←", "B' ←"]
+    # elites as TASK:N of their archive, e.g. id 16777216 = (1 << 24) + 0 -> B:0 when
+    # archive tag 1 is task B
+    archive_task = dict(zip(elites["archive_tag"], elites["task"], strict=False))
+    assert found.transfers["elite"].tolist() == [
+        f"{archive_task[e['elite_id'] >> 24]}:{e['elite_id'] & 0xFFFFFF}" for e in transfers]
+    assert elite_label(16777216, {0: "A", 1: "B"}) == "B:0"
+    assert elite_label(5, {0: "A"}) == "A:5" and elite_label(-1, {}) == "-"
+
+
+def test_inspect_and_metrics_take_the_folder_of_a_seeds_run(quick_runs, tmp_path, capsys):
+    """``telapa run --seeds 0-1 --out DIR`` leaves one run directory per seed in DIR:
+    metrics, report and inspect take DIR for all of them."""
+    folder = tmp_path / "seeds"
+    folder.mkdir()
+    for seed in (0, 1):
+        shutil.copytree(quick_runs["telapa", seed], folder / f"smoke-telapa-s{seed}")
+    (folder / "notes").mkdir()  # not a run: left out
+    assert expand_sweep_dirs([folder]) == [folder / "smoke-telapa-s0",
+                                           folder / "smoke-telapa-s1"]
+    assert main(["metrics", str(folder), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["smoke"]["summary"]["telapa"]["runs"] == 2
+    assert main(["inspect", str(folder)]) == 0
+    assert capsys.readouterr().out.count("Transfers:") == 2
 
 
 def test_inspect_errors_are_clear(quick_runs, capsys):

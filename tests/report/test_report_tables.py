@@ -104,6 +104,8 @@ def test_code_note_counts_the_code_versions_of_the_runs():
 
     a, b = "a" * 40, "b" * 40
     runs = [SimpleNamespace(code=(a,)), SimpleNamespace(code=(a,)),
-            SimpleNamespace(code=("unrecorded", f"{b}+dirty")), SimpleNamespace(code=(None,))]
-    assert code_note(runs) == (f"Code: {a[:12]} (2 runs); not a git tree (1 run); "
+            SimpleNamespace(code=("unrecorded", f"{b}+dirty")), SimpleNamespace(code=(None,)),
+            SimpleNamespace(code=("telapa-0.1.0+src.0123456789ab",))]
+    assert code_note(runs) == (f"Code: {a[:12]} (2 runs); not recorded (1 run); "
+                               "telapa-0.1.0+src.0123456789ab (1 run); "
                                f"unrecorded -> {b[:12]}+dirty (1 run).")

@@ -1,5 +1,5 @@
 """The ``telapa`` command line: ``train``, ``run``, ``metrics``, ``report``, ``inspect``,
-``sweep``, ``demo``.
+``play``, ``sweep``, ``demo``.
 
 Subcommands live in their own modules; user errors are `CLIError`, printed as
 ``telapa: error: ...`` with exit status 2.
@@ -11,7 +11,7 @@ import argparse
 import errno
 import sys
 
-from telapa.cli import demo, report, run, sweep, train
+from telapa.cli import demo, play, report, run, sweep, train
 from telapa.cli.common import CLIError, import_plugins
 from telapa.jaxcache import enable_persistent_cache
 
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_parsers(sub)
     demo.add_parser(sub)
     report.add_parsers(sub)
+    play.add_parser(sub)
     sweep.add_parser(sub)
     return parser
 

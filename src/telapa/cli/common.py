@@ -62,12 +62,24 @@ def positive_int(text: str) -> int:
     return value
 
 
-def add_set_option(parser: argparse.ArgumentParser) -> None:
+def add_set_option(parser: argparse.ArgumentParser, *, example: str = "train.ppo.lr=1e-3"
+                   ) -> None:
     """``--set KEY=VALUE`` (repeatable, into ``ns.sets``): one setting of the preset,
-    validated by its model (`telapa.overrides`)."""
+    validated by its model (`telapa.overrides`); ``example`` is a key of that model (a
+    run preset's ``train.ppo.lr``, a PPO preset's ``ppo.lr``)."""
     parser.add_argument("--set", dest="sets", action="append", metavar="KEY=VALUE",
-                        help="change one setting of the preset, e.g. --set train.ppo.lr=1e-3 "
+                        help=f"change one setting of the preset, e.g. --set {example} "
                              "(a dotted key; the value is read as YAML; repeatable)")
+
+
+def add_resample_option(parser: argparse.ArgumentParser) -> None:
+    """``--resample runs|tasks`` (into ``ns.resample``): what the bootstrap intervals of
+    the revisit aggregates draw (`telapa.report.aggregates`)."""
+    parser.add_argument("--resample", choices=("runs", "tasks"), default="runs",
+                        help="bootstrap of the revisit aggregates (IQM, profile, "
+                             "improvement): whole runs (default: a seed's revisits move "
+                             "together) or each revisit's runs on their own (rliable's "
+                             "stratified bootstrap)")
 
 
 def add_import_option(parser: argparse.ArgumentParser) -> None:

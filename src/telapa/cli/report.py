@@ -15,7 +15,14 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from telapa.cli.common import CLIError, load_runs, stdout_console, tracker
+from telapa.cli.common import (
+    CLIError,
+    add_resample_option,
+    expand_sweeps,
+    load_runs,
+    stdout_console,
+    tracker,
+)
 from telapa.continual.rundir import RunDirError
 from telapa.report.inspection import Inspection, inspect_run
 
@@ -61,7 +68,7 @@ def _cmd_report(ns: argparse.Namespace) -> None:
     try:
         archives = load_archives(records, track=tracker(console, "loading archives"))
         doc = build_document(records, archives, gamma=ns.gamma, tau=ns.tau,
-                             track=tracker(console, "plotting"))
+                             track=tracker(console, "plotting"), resample=ns.resample)
         out = write_report(doc, ns.out, sources=[r.path for r in records])
         filled = sync_document(ns.doc, out, ns.doc_scope) if ns.doc is not None else []
     except (RunDirError, ReportError, DocSyncError, FileNotFoundError, ValueError) as err:
@@ -74,15 +81,16 @@ def _cmd_report(ns: argparse.Namespace) -> None:
 
 
 def _cmd_inspect(ns: argparse.Namespace) -> None:
-    try:
-        inspection = inspect_run(ns.run)
-        if ns.task is not None:
-            inspection = inspection.only(ns.task)
-    except (RunDirError, FileNotFoundError, ValueError) as err:
-        raise CLIError(str(err)) from None
     console = stdout_console()
-    for table in inspect_tables(inspection):
-        console.print(table)
+    for run in expand_sweeps([ns.run]):  # a sweep or a --seeds folder: each of its runs
+        try:
+            inspection = inspect_run(run)
+            if ns.task is not None:
+                inspection = inspection.only(ns.task)
+        except (RunDirError, FileNotFoundError, ValueError) as err:
+            raise CLIError(str(err)) from None
+        for table in inspect_tables(inspection):
+            console.print(table)
 
 
 def _range(values: Sequence[float]) -> str:
@@ -115,10 +123,19 @@ def inspect_tables(inspection: Inspection) -> list[Table]:
                  "probed (in window)", "SR0 -> SR final", "env steps"):
         lineage.add_column(name, justify="right" if name in ("elite", "env steps") else "left")
     for t in transfers.itertuples(index=False):
-        lineage.add_row(f"{t.target} ←", t.source, str(t.elite_id), t.evaluated_on, t.lineage,
+        lineage.add_row(f"{t.target} ←", t.source, t.elite, t.evaluated_on, t.lineage,
                         f"{t.candidates} ({t.in_window})", f"{t.sr0:.2f} -> {t.sr_final:.2f}",
                         f"{t.env_steps:,}")
-    return [archives, lineage]
+    if len(inspection.tasks) > 1 and len(inspection.archives) != 1:
+        return [archives, lineage]
+    elites = Table(title=f"Elites of {', '.join(inspection.archives['task'])} (telapa play "
+                         "--elite TASK:N plays one)")
+    for name in ("elite", "evaluated on", "fitness", "SR"):
+        elites.add_column(name, justify="left" if name != "fitness" and name != "SR"
+                          else "right")
+    for e in inspection.elites.itertuples(index=False):
+        elites.add_row(e.elite, e.evaluated_on, f"{e.fitness:.3f}", f"{e.sr:.2f}")
+    return [archives, lineage, elites]
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -138,9 +155,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--doc-scope", metavar="NAME",
                         help="fill only --doc's blocks whose ids read NAME/ID (another "
                              "report's blocks in the same document are kept)")
+    add_resample_option(report)
     report.set_defaults(func=_cmd_report)
 
     inspect = sub.add_parser("inspect", help="a run's policy archives and transfer lineages")
-    inspect.add_argument("run", metavar="RUN_DIR")
-    inspect.add_argument("--task", metavar="TAG", help="only this task's archive and transfers")
+    inspect.add_argument("run", metavar="RUN_DIR|SWEEP_DIR",
+                         help="a run, or a sweep or --seeds folder (each of its runs)")
+    inspect.add_argument("--task", metavar="TAG", help="only this task's archive and "
+                         "transfers, and its elites (what telapa play --elite takes)")
     inspect.set_defaults(func=_cmd_inspect)

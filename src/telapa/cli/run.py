@@ -39,6 +39,7 @@ from rich.table import Table
 from telapa.cli.common import (
     CLIError,
     add_import_option,
+    add_resample_option,
     add_set_option,
     add_track_options,
     json_safe,
@@ -51,6 +52,7 @@ from telapa.cli.common import (
 from telapa.config import ConfigError
 from telapa.continual.batch import SeedBatch, parse_seeds
 from telapa.continual.curriculum import Visit, load_curriculum
+from telapa.continual.memory import check_memory
 from telapa.continual.preset import bind_env_family, load_run_config
 from telapa.continual.progress import PlainProgress
 from telapa.continual.registry import bind_method, find_method, method_names
@@ -60,6 +62,7 @@ from telapa.continual.runner import SEED_LIMIT, ContinualRun, RunError, RunSpec
 from telapa.continual.tracking import Tracking, TrackingError
 from telapa.envs.registry import common_family
 from telapa.io import CheckpointError
+from telapa.metrics.stats import Resample
 from telapa.overrides import differences, override, parse_sets
 from telapa.report.aggregates import aggregates_table, improvement_table, profile_table
 from telapa.report.compute import compute_table
@@ -325,6 +328,11 @@ def _run_seeds(ns: argparse.Namespace, console: Console, tracking: Tracking) -> 
             raise CLIError(f"--seeds: seed {seed} is out of range: use 0 <= seed < 2^32")
     spec = build_spec(ns.curriculum, ns.method, seeds[0], ns.preset, ns.intrinsic_beta,
                       ns.sets, ns.imports)
+    try:  # the seeds run as one batch: they must fit in memory together
+        check_memory(spec.curriculum, spec.method, spec.config, seeds=len(seeds),
+                     source=f"the batch (preset {spec.preset})")
+    except ConfigError as err:
+        raise CLIError(str(err)) from None
     outs = batch_outs(spec.curriculum.name, ns.method, seeds, ns.out)
     for out in outs:
         try:
@@ -355,21 +363,25 @@ def print_run(run: ContinualRun, console: Console) -> None:
     )
 
 
-def metrics_tables(result: CurriculumResults) -> list[Table]:
+def metrics_tables(result: CurriculumResults, *, resample: Resample = "runs") -> list[Table]:
     """Rich tables of one curriculum: the main metrics table (mean ± t half width
     [bootstrap interval]), the revisit table, rliable's aggregates of the revisit scores
     (mean and IQM, performance profile, probability of improvement) and the compute
     table, as ``telapa report`` makes them."""
     return [rich_table(t, title=f"{result.curriculum}: {t.title}")
-            for t in metrics_report_tables(result)]
+            for t in metrics_report_tables(result, resample=resample)]
 
 
-def metrics_report_tables(result: CurriculumResults) -> list[ReportTable]:
-    """The report tables `metrics_tables` shows (those that apply to ``result``)."""
+def metrics_report_tables(result: CurriculumResults, *, resample: Resample = "runs"
+                          ) -> list[ReportTable]:
+    """The report tables `metrics_tables` shows (those that apply to ``result``);
+    ``resample``: what the aggregates' bootstrap draws (`telapa.report.aggregates`)."""
     prefix = result.curriculum
     tables = [main_table(result, prefix=prefix), revisit_table(result, prefix=prefix),
-              aggregates_table(result, prefix=prefix), profile_table(result, prefix=prefix),
-              improvement_table(result, prefix=prefix), compute_table(result, prefix=prefix)]
+              aggregates_table(result, prefix=prefix, resample=resample),
+              profile_table(result, prefix=prefix, resample=resample),
+              improvement_table(result, prefix=prefix, resample=resample),
+              compute_table(result, prefix=prefix)]
     return [t for t in tables if t is not None]
 
 
@@ -383,7 +395,8 @@ def _cmd_metrics(ns: argparse.Namespace) -> None:
     if ns.json:
         payload = {}
         for name, r in results.items():
-            tables = {t.id.removeprefix(f"{r.curriculum}-"): t for t in metrics_report_tables(r)}
+            tables = {t.id.removeprefix(f"{r.curriculum}-"): t
+                      for t in metrics_report_tables(r, resample=ns.resample)}
             payload[name] = {
                 "tau": r.tau, "tau_source": r.tau_source,
                 "summary": _records(tables["main"].values.select_dtypes("number")),
@@ -393,7 +406,7 @@ def _cmd_metrics(ns: argparse.Namespace) -> None:
         print(json.dumps(json_safe(payload), allow_nan=False))
         return
     for result in results.values():
-        for table in metrics_tables(result):
+        for table in metrics_tables(result, resample=ns.resample):
             console.print(table)
 
 
@@ -434,4 +447,5 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     metrics.add_argument("runs", nargs="+", metavar="RUN_DIR|SWEEP_DIR")
     metrics.add_argument("--skip-incomplete", action="store_true")
     metrics.add_argument("--json", action="store_true", help="print the tables as JSON")
+    add_resample_option(metrics)
     metrics.set_defaults(func=_cmd_metrics)

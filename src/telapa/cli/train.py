@@ -185,7 +185,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--seed", type=seed_int, default=0, help="0 <= S < 2^32")
     train.add_argument("--backend", choices=["jax", "gymnasium"], default="jax")
     train.add_argument("--config", help="YAML config (default: configs/ppo preset)")
-    add_set_option(train)
+    add_set_option(train, example="ppo.lr=1e-3")
     add_import_option(train)
     train.add_argument("--out", help="run directory (default: runs/<env>-<backend>-s<seed>-<time>)")
     train.add_argument("--json", action="store_true", help="print a JSON summary line")

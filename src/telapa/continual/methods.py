@@ -215,6 +215,11 @@ class Method:
 
 
 class Finetune(Method):
+    """One PPO learner through the whole curriculum (paper baseline (iii)): each visit
+    starts from the parameters and the optimizer state the previous visit ended with, and
+    the end-of-sequence evaluation uses the final parameters for every task. The base of
+    the single-model baselines."""
+
     name = "finetune"
 
 

@@ -325,9 +325,10 @@ def check_whole_calls(name: str, steps: int, call: int) -> None:
     (a budget is honoured exactly, never rounded up silently)."""
     if steps % call:
         low = steps // call * call
+        nearest = " or ".join(str(n) for n in sorted({low or call, low + call}))
         raise ValueError(
             f"{name}={steps} is not a multiple of one PPO call (num_envs * n_steps * "
-            f"iterations_per_call = {call} env steps); use {low or call} or {low + call}"
+            f"iterations_per_call = {call} env steps); use {nearest}"
         )
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import jax
 
+from telapa.config import close_matches
 from telapa.continual.methods import (
     DFF,
     EWC,
@@ -101,7 +102,9 @@ def find_method(name: str) -> type[Method]:
             raise PluginError(f"{METHODS_GROUP} entry point {name!r} gives the method named "
                               f"{registered.name!r}; name the entry point after it")
         return registered
-    raise PluginError(f"unknown method {name!r}; available: {', '.join(method_names())}")
+    names = method_names()
+    raise PluginError(f"unknown method {name!r}{close_matches(name, names)}; available: "
+                      f"{', '.join(names)}")
 
 
 def method_names() -> list[str]:

@@ -23,8 +23,12 @@ directory, grouped by curriculum and method (W&B ``group``; MLflow tags ``group`
 ``curriculum``, ``method``, ``seed`` in the experiment ``--track-project``), with the
 run's settings as its config/params. The tracked runs' ids are kept in
 ``RUN_DIR/tracking.json``, so a resumed run goes on logging to the same ones. The usual
-environment variables apply (``WANDB_MODE=offline``, ``WANDB_DIR``,
-``MLFLOW_TRACKING_URI``).
+environment variables apply (``WANDB_MODE=offline``, ``WANDB_DIR``: W&B's files go there,
+else into the run directory; ``MLFLOW_TRACKING_URI``). Without ``MLFLOW_TRACKING_URI``,
+MLflow logs to a local file store in the run directory, ``RUN_DIR/mlruns`` (offline;
+``mlflow ui --backend-store-uri RUN_DIR/mlruns``): MLflow 3's own default, a SQLite
+database in the working directory, needs SQLAlchemy for its model registry and its file
+store needs ``MLFLOW_ALLOW_FILE_STORE=true``, which telapa sets for that store only.
 
 After a resume TensorBoard hides the events of the killed segment past the checkpoint
 (``purge_step``); W&B drops points of a resumed segment at steps it has already seen.
@@ -34,6 +38,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -119,8 +124,9 @@ class WandbSink:
         wandb = _import("wandb")
         self.run = wandb.init(
             project=project, group=group, name=name, job_type=job_type, config=config,
-            dir=str(folder), id=run_id, resume="allow" if run_id else None,
-            reinit="create_new", settings=wandb.Settings(console="off", quiet=True),
+            dir=os.environ.get("WANDB_DIR") or str(folder), id=run_id,
+            resume="allow" if run_id else None, reinit="create_new",
+            settings=wandb.Settings(console="off", quiet=True),
         )
         self.id = self.run.id
 
@@ -149,12 +155,17 @@ class MLflowSink:
 
     def __init__(self, *, experiment: str, name: str, tags: dict[str, str],
                  params: dict[str, str], tracking_uri: str | None = None,
-                 run_id: str | None = None):
+                 run_id: str | None = None, folder: Path | None = None):
         _import("mlflow")
         from mlflow.entities import Param
         from mlflow.tracking import MlflowClient
 
-        self.client = MlflowClient(tracking_uri=tracking_uri)
+        if tracking_uri is None and not os.environ.get("MLFLOW_TRACKING_URI") and folder:
+            tracking_uri = local_mlflow_uri(folder)
+        registry = tracking_uri if tracking_uri and tracking_uri.startswith("file:") else None
+        if registry is not None:
+            os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
+        self.client = MlflowClient(tracking_uri=tracking_uri, registry_uri=registry)
         self.tracking_uri = self.client.tracking_uri
         if run_id is None:
             found = self.client.get_experiment_by_name(experiment)
@@ -179,6 +190,15 @@ class MLflowSink:
     def close(self, status: str) -> None:
         self.client.set_terminated(self.id, status="FINISHED" if status == "complete"
                                    else "KILLED")
+
+
+MLFLOW_DIR = "mlruns"
+"""The local MLflow store of a run without ``MLFLOW_TRACKING_URI``: ``RUN_DIR/mlruns``."""
+
+
+def local_mlflow_uri(folder: Path) -> str:
+    """The ``file:`` URI of ``folder``'s local MLflow store (`MLFLOW_DIR`)."""
+    return (Path(folder).resolve() / MLFLOW_DIR).as_uri()
 
 
 def _finite(values: Mapping[str, Any]) -> dict[str, float]:
@@ -258,7 +278,7 @@ class RunTracker:
             experiment=project, name=folder.name,
             tags={"group": group, **{k: str(spec[k]) for k in ("curriculum", "method", "seed")}},
             params={**{k: json.dumps(v) for k, v in spec.items()}, **_flat(config, "settings.")},
-            tracking_uri=known.get("tracking_uri"), run_id=known.get("id"))
+            tracking_uri=known.get("tracking_uri"), run_id=known.get("id"), folder=folder)
         return sink, {"id": sink.id, "project": project, "tracking_uri": sink.tracking_uri}
 
     def log(self, values: Mapping[str, Any], step: int) -> None:
@@ -303,5 +323,5 @@ class RunTracker:
             sink.close(status)
 
 
-__all__ = ["TRACKERS", "MLflowSink", "RunTracker", "TensorBoardSink", "Tracking",
-           "TrackingError", "WandbSink", "tracker_key"]
+__all__ = ["MLFLOW_DIR", "TRACKERS", "MLflowSink", "RunTracker", "TensorBoardSink", "Tracking",
+           "TrackingError", "WandbSink", "local_mlflow_uri", "tracker_key"]

@@ -5,9 +5,11 @@ methods. No matplotlib here: ``telapa metrics`` prints these tables.
 
 The scores are the success rates after each revisit (the terms of Mean SR and the cells of
 the revisit table): one ``runs x revisits`` matrix per method, the revisit tags as tasks.
-A bootstrap resamples whole runs (seeds): one seed's run makes all of its revisit scores,
-so its revisits move together (`telapa.metrics.stats` on why not rliable's stratified
-resampling); it is seeded, so a report is the same every time it is made.
+A bootstrap resamples whole runs (seeds) by default: one seed's run makes all of its
+revisit scores, so its revisits move together (`telapa.metrics.stats` on why not
+rliable's stratified resampling); ``resample="tasks"`` (``--resample tasks``) resamples
+each revisit's runs on their own, rliable's stratified bootstrap. It is seeded, so a
+report is the same every time it is made.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from telapa.metrics.aggregates import (
     probability_of_improvement,
     probability_of_improvement_interval,
 )
-from telapa.metrics.stats import BOOTSTRAP_RESAMPLES, aggregate, bootstrap_interval
+from telapa.metrics.stats import BOOTSTRAP_RESAMPLES, Resample, aggregate, bootstrap_interval
 from telapa.report.tables import Column, ReportTable
 
 PROFILE_TAUS = (0.0, 0.25, 0.5, 0.75, 0.9)
@@ -57,8 +59,15 @@ def scored_revisits(result: CurriculumResults) -> dict[str, np.ndarray]:
     return {m: s for m, s in revisit_scores(result).items() if not np.isnan(s).any()}
 
 
+def _resampled(resample: Resample) -> str:
+    """What one bootstrap resample draws, for the tables' notes."""
+    return ("whole runs: a seed's revisits are one run and move together" if resample ==
+            "runs" else "each revisit's runs on their own: rliable's stratified bootstrap")
+
+
 def aggregates_table(result: CurriculumResults, *, prefix: str,
-                     n_resamples: int = BOOTSTRAP_RESAMPLES) -> ReportTable | None:
+                     n_resamples: int = BOOTSTRAP_RESAMPLES, resample: Resample = "runs"
+                     ) -> ReportTable | None:
     """Methods x (mean and IQM of the revisit scores, each with its 95% percentile
     bootstrap interval over runs; the number of scores); None without revisits."""
     scores = scored_revisits(result)
@@ -68,7 +77,8 @@ def aggregates_table(result: CurriculumResults, *, prefix: str,
     for method, s in scores.items():
         row: dict[str, float] = {"scores": float(np.count_nonzero(~np.isnan(s)))}
         for statistic in ("mean", "iqm"):
-            lo, hi = bootstrap_interval(s, statistic=statistic, n_resamples=n_resamples)
+            lo, hi = bootstrap_interval(s, statistic=statistic, n_resamples=n_resamples,
+                                        resample=resample)
             row.update({statistic: aggregate(s, statistic=statistic), f"{statistic}_lo": lo,
                         f"{statistic}_hi": hi})
         rows[method] = row
@@ -78,8 +88,7 @@ def aggregates_table(result: CurriculumResults, *, prefix: str,
         "Over every run's success rate after every revisit (runs x revisits scores): the "
         "mean (the main table's Mean SR) and the interquartile mean (IQM: the mean of the "
         "middle 50% of the scores, robust to a few outlying runs), each with its 95% "
-        f"percentile bootstrap interval ({n_resamples} resamples of whole runs: a seed's "
-        "revisits are one run and move together).",
+        f"percentile bootstrap interval ({n_resamples} resamples of {_resampled(resample)}).",
         values, (Column("scores", "scores", ci=False, digits=0),
                  Column("mean", "mean SR", "higher", ci=False, interval=True),
                  Column("iqm", "IQM SR", "higher", ci=False, interval=True)))
@@ -87,7 +96,8 @@ def aggregates_table(result: CurriculumResults, *, prefix: str,
 
 def profile_table(result: CurriculumResults, *, prefix: str,
                   taus: Sequence[float] = PROFILE_TAUS,
-                  n_resamples: int = BOOTSTRAP_RESAMPLES) -> ReportTable | None:
+                  n_resamples: int = BOOTSTRAP_RESAMPLES, resample: Resample = "runs"
+                  ) -> ReportTable | None:
     """Methods x thresholds tau: the performance profile F(tau), the fraction of revisit
     scores above tau averaged over revisits, with its bootstrap interval over runs;
     None without revisits."""
@@ -98,7 +108,8 @@ def profile_table(result: CurriculumResults, *, prefix: str,
     rows = {}
     for method, s in scores.items():
         point = performance_profile(s, taus=taus)
-        lo, hi = performance_profile_interval(s, taus=taus, n_resamples=n_resamples)
+        lo, hi = performance_profile_interval(s, taus=taus, n_resamples=n_resamples,
+                                              resample=resample)
         row: dict[str, float] = {}
         for key, p, a, b in zip(keys, point, lo, hi, strict=True):
             row.update({key: float(p), f"{key}_lo": float(a), f"{key}_hi": float(b)})
@@ -108,13 +119,15 @@ def profile_table(result: CurriculumResults, *, prefix: str,
         f"{prefix}-profile", "Performance profile of the revisit success rates",
         "Fraction of runs whose success rate after a revisit is above tau, averaged over "
         "the revisits (rliable's performance profile), with its 95% percentile bootstrap "
-        "interval over runs; the figure draws it for every tau.",
+        f"interval over {'runs' if resample == 'runs' else 'runs per revisit'}; the figure "
+        "draws it for every tau.",
         values, tuple(Column(k, f"SR > {tau:g}", "higher", ci=False, digits=2, interval=True)
                       for k, tau in zip(keys, taus, strict=True)))
 
 
 def improvement_table(result: CurriculumResults, *, prefix: str,
-                      n_resamples: int = IMPROVEMENT_RESAMPLES) -> ReportTable | None:
+                      n_resamples: int = IMPROVEMENT_RESAMPLES, resample: Resample = "runs"
+                      ) -> ReportTable | None:
     """Methods x methods: P(row > column), the probability of improvement of the revisit
     scores (`telapa.metrics.aggregates.probability_of_improvement`) with its bootstrap
     interval (each method's runs resampled whole); None with fewer than two methods
@@ -131,7 +144,8 @@ def improvement_table(result: CurriculumResults, *, prefix: str,
                 row.update({y: math.nan, f"{y}_lo": math.nan, f"{y}_hi": math.nan})
                 continue
             lo, hi = probability_of_improvement_interval(scores[x], scores[y],
-                                                         n_resamples=n_resamples)
+                                                         n_resamples=n_resamples,
+                                                         resample=resample)
             row.update({y: probability_of_improvement(scores[x], scores[y]),
                         f"{y}_lo": lo, f"{y}_hi": hi})
         rows[x] = row
@@ -143,5 +157,6 @@ def improvement_table(result: CurriculumResults, *, prefix: str,
         "the column method after the same revisit, averaged over the revisits (ties count "
         "one half; the Mann-Whitney U statistic over all pairs of runs, as rliable), with "
         f"its 95% percentile bootstrap interval ({n_resamples} resamples of each method's "
-        "runs). 0.5: neither tends to score higher.",
+        f"{'runs' if resample == 'runs' else 'runs per revisit'}). 0.5: neither tends to "
+        "score higher.",
         values, tuple(Column(m, m, ci=False, digits=2, interval=True) for m in methods))

@@ -37,7 +37,8 @@ from telapa.analysis.data import TeLAPARun, load_telapa_run
 from telapa.analysis.panels import analysis_panels, analysis_tables
 from telapa.continual.results import CurriculumResults, RunRecord, score
 from telapa.io import read_json, write_json_atomic
-from telapa.io.atomic import remove_stale
+from telapa.io.atomic import broken_link, remove_stale
+from telapa.metrics.stats import Resample
 from telapa.report.aggregates import aggregates_table, improvement_table, profile_table
 from telapa.report.claims import claims_table, comparisons_table
 from telapa.report.compute import compute_table, runtime_table
@@ -83,8 +84,10 @@ def build_document(
     gamma: float = 0.9,
     tau: float = 0.5,
     track: Track = iter,
+    resample: Resample = "runs",
 ) -> Document:
-    """Scores ``records`` and draws every figure (``track`` wraps the drawing jobs)."""
+    """Scores ``records`` and draws every figure (``track`` wraps the drawing jobs);
+    ``resample``: what the aggregates' bootstrap draws (`telapa.report.aggregates`)."""
     sections: list[Section] = []
     jobs: list[Callable[[], None]] = []
     results = score(records)
@@ -100,7 +103,7 @@ def build_document(
         if prefix in {s.id for s in sections}:  # names that differ only in punctuation
             prefix = f"{prefix}-{len(sections)}"
         section, section_jobs = _curriculum_section(result, archives, prefix=prefix,
-                                                    gamma=gamma, tau=tau)
+                                                    gamma=gamma, tau=tau, resample=resample)
         sections.append(section)
         jobs += section_jobs
         if result.curriculum in mujoco:
@@ -115,10 +118,13 @@ def build_document(
 
 def code_note(records: Iterable[RunRecord]) -> str:
     """Which code the runs ran with (`telapa.provenance`): each distinct list of commits
-    (12 characters each, ``->`` where a run was resumed on another) and its run count."""
+    (12 characters each, ``->`` where a run was resumed on another; an installed
+    package's ``telapa-VERSION+src.HASH`` whole) and its run count."""
     def short(code: str | None) -> str:
         if code is None:
-            return "not a git tree"
+            return "not recorded"
+        if code.startswith("telapa-"):
+            return code
         return code[:12] + ("+dirty" if code.endswith("+dirty") else "")
 
     counts = Counter(" -> ".join(short(c) for c in r.code) for r in records)
@@ -126,14 +132,16 @@ def code_note(records: Iterable[RunRecord]) -> str:
                                 for k, n in sorted(counts.items())) + "."
 
 
-def curriculum_tables(result: CurriculumResults, *, prefix: str) -> list[ReportTable]:
+def curriculum_tables(result: CurriculumResults, *, prefix: str,
+                      resample: Resample = "runs") -> list[ReportTable]:
     """A curriculum's tables: main, revisit, and with revisits the aggregates, profile and
     improvement tables, compute and, with TeLAPA runs, runtime, the paper's claims checked
     and their comparisons (and TeLAPA-Fresh's, with its runs); ids start with ``prefix``
-    (the report uses the curriculum's `slug`)."""
+    (the report uses the curriculum's `slug`); ``resample`` as in `build_document`."""
     tables = [main_table(result, prefix=prefix), revisit_table(result, prefix=prefix),
-              aggregates_table(result, prefix=prefix), profile_table(result, prefix=prefix),
-              improvement_table(result, prefix=prefix),
+              aggregates_table(result, prefix=prefix, resample=resample),
+              profile_table(result, prefix=prefix, resample=resample),
+              improvement_table(result, prefix=prefix, resample=resample),
               compute_table(result, prefix=prefix), runtime_table(result, prefix=prefix),
               claims_table(result, prefix=prefix), comparisons_table(result, prefix=prefix),
               claims_table(result, prefix=prefix, fresh=True),
@@ -143,7 +151,7 @@ def curriculum_tables(result: CurriculumResults, *, prefix: str) -> list[ReportT
 
 def _curriculum_section(
     result: CurriculumResults, archives: Mapping[Path, TeLAPARun], *, prefix: str,
-    gamma: float, tau: float,
+    gamma: float, tau: float, resample: Resample,
 ) -> tuple[Section, list[Callable[[], None]]]:
     seeds = "; ".join(f"{m}: seeds {', '.join(str(r.seed) for r in rs)}"
                       for m, rs in result.runs.items())
@@ -152,7 +160,7 @@ def _curriculum_section(
                       notes=[seeds + ".", f"Competence targets tau_T: {taus} "
                                           f"(from {result.tau_source}).",
                              code_note(r for rs in result.runs.values() for r in rs)])
-    section.tables = curriculum_tables(result, prefix=prefix)
+    section.tables = curriculum_tables(result, prefix=prefix, resample=resample)
 
     def curves() -> None:
         fig = learning_curves(result.runs, title=f"{result.curriculum}: success rate")
@@ -239,10 +247,19 @@ def _analysis_job(
 def check_destination(out: str | Path) -> None:
     """`ReportError` unless a report can be written to ``out``: a new or empty directory,
     or an earlier report that holds only files it wrote (a file a user added there is
-    never deleted), in a place that can be written. Checked before any work."""
+    never deleted), in a place that can be written; not a mount point (the report is
+    renamed into place, and nothing can be renamed onto a mount point: EBUSY, read-only
+    or not). Checked before any work."""
     out = Path(out)
+    if (link := broken_link(out)) is not None:
+        raise ReportError(f"cannot write report directory {out}: {link}; remove the link "
+                          "or choose another --out")
     if out.exists() and not out.is_dir():
         raise ReportError(f"{out} exists and is not a directory; choose another --out")
+    if os.path.ismount(out):
+        raise ReportError(f"{out} is a mount point, which a report cannot replace (it is "
+                          "written next to its place and renamed there); choose a new "
+                          f"directory inside it, e.g. --out {out / 'report'}")
     if out.is_dir():
         _check_replaceable(out)
     place = out.parent

@@ -6,7 +6,7 @@ Archives are named by their task tag (``A``); elites and lineages by visit tags 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +21,14 @@ ARCHIVE_COLUMNS = (
 )
 TRANSFER_COLUMNS = (
     "target", "source", "elite_id", "evaluated_on", "lineage", "candidates", "in_window",
-    "sr0", "sr_final", "env_steps", "target_task", "lineage_tasks",
+    "sr0", "sr_final", "env_steps", "target_task", "lineage_tasks", "elite",
 )
 
+
+ELITE_COLUMNS = ("task", "elite", "evaluated_on", "fitness", "sr")
+
+ID_BITS = 24
+"""An elite id is ``archive_tag << ID_BITS`` plus its number within that archive."""
 
 ARCHIVE_METHODS = ("telapa", "telapa-static", "telapa-fresh")
 """The built-in methods that keep policy archives."""
@@ -49,6 +54,9 @@ class Inspection:
     """One row per transfer into a visit (`TRANSFER_COLUMNS`)."""
     latent: dict[str, Any]
     """Latest embedding maintenance: version, normalizer_id, updates (count)."""
+    elites: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """One row per elite in the archives (`ELITE_COLUMNS`): what ``telapa play --elite``
+    takes."""
 
     def only(self, task: str) -> Inspection:
         """The archive of ``task`` and the transfers into its visits; ValueError names the
@@ -60,6 +68,7 @@ class Inspection:
             self.archives[self.archives["task"] == task].reset_index(drop=True),
             self.transfers[self.transfers["target_task"] == task].reset_index(drop=True),
             self.latent,
+            self.elites[self.elites["task"] == task].reset_index(drop=True),
         )
 
 
@@ -91,7 +100,18 @@ def inspect_run(path: str | Path) -> Inspection:
         transfers=_transfers(log, elites, tags, task_of),
         latent={"version": latest.get("version"), "normalizer_id": latest.get("normalizer_id"),
                 "updates": sum(bool(e.get("updated")) for e in maintenance)},
+        elites=_elites(elites, tags),
     )
+
+
+def _elites(elites: pd.DataFrame, tags: dict[int, str]) -> pd.DataFrame:
+    archive_task = dict(zip(elites["archive_tag"], elites["task"].astype(str), strict=False))
+    return pd.DataFrame({
+        "task": elites["task"].astype(str),
+        "elite": [elite_label(int(i), archive_task) for i in elites["elite_id"]],
+        "evaluated_on": [tags[int(v)] for v in elites["visit"]],
+        "fitness": elites["fitness"].astype(float), "sr": elites["sr"].astype(float),
+    }, columns=list(ELITE_COLUMNS))
 
 
 def _archives(elites: pd.DataFrame, visits: pd.DataFrame, tags: dict[int, str],
@@ -113,6 +133,16 @@ def _archives(elites: pd.DataFrame, visits: pd.DataFrame, tags: dict[int, str],
     return pd.DataFrame(rows, columns=list(ARCHIVE_COLUMNS))
 
 
+def elite_label(elite_id: int, archive_task: dict[int, str]) -> str:
+    """``TASK:N`` for the N-th elite of task TASK's archive (``archive_task``: archive tag
+    -> task), e.g. ``B:0`` for id 16777216 when archive tag 1 is task B; ``-`` for a start
+    without an elite (-1)."""
+    if elite_id < 0:
+        return "-"
+    tag, number = elite_id >> ID_BITS, elite_id & ((1 << ID_BITS) - 1)
+    return f"{archive_task.get(tag, f'#{tag}')}:{number}"
+
+
 def _transfers(log: list[dict[str, Any]], elites: pd.DataFrame, tags: dict[int, str],
                task_of: dict[int, str]) -> pd.DataFrame:
     archive_task = dict(zip(elites["archive_tag"], elites["task"].astype(str), strict=False))
@@ -129,5 +159,6 @@ def _transfers(log: list[dict[str, Any]], elites: pd.DataFrame, tags: dict[int, 
             len(event["candidates"]), sum(bool(c["in_window"]) for c in event["candidates"]),
             float(chosen["sr0"]), float(chosen["sr_final"]), int(event["env_steps"]),
             task_of[event["visit"]], len({task_of[v] for v in event["lineage"]}),
+            elite_label(int(event["elite_id"]), archive_task),
         ))
     return pd.DataFrame(rows, columns=list(TRANSFER_COLUMNS))

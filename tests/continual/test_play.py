@@ -1,0 +1,112 @@
+"""`telapa play`: a finished run's final policy, a visit's policy and an archive elite
+played as the run's own evaluation plays them, drawn with the MiniGrid renderer, written
+as a GIF or an MP4 with captioned frames; bad requests named before any work."""
+
+from __future__ import annotations
+
+import json
+
+import imageio.v3 as iio
+import jax
+import numpy as np
+import pandas as pd
+import pytest
+
+from telapa.cli import main
+from telapa.continual.play import (
+    CAPTION_PX,
+    PlayError,
+    load_policy,
+    open_finished,
+    play,
+    write_video,
+)
+from telapa.envs.minigrid.render import render
+from telapa.rl.networks import flatten_params
+
+
+@pytest.fixture(scope="module")
+def telapa_run(quick_run):
+    return open_finished(quick_run("telapa", 0))
+
+
+def _flat(params) -> np.ndarray:
+    return np.asarray(flatten_params(params)[0])
+
+
+def test_the_final_policy_plays_the_runs_own_evaluation_episodes(telapa_run):
+    policy = load_policy(telapa_run, task="A")
+    assert policy.label == "telapa seed 0: final policy for A"
+    assert policy.agent.spec.env_id == "MiniGrid-Empty-5x5-v0"
+    episodes = play(policy, episodes=4, seed=11)
+    # the evaluator's episodes with the same key: the same returns and lengths
+    result = policy.agent.evaluate(policy.params, 4, jax.random.key(11))
+    assert [e.ret for e in episodes] == pytest.approx(result.returns.tolist())
+    assert [e.length for e in episodes] == result.lengths.tolist()
+    for e in episodes:
+        assert e.frames.shape == (e.length + 1, 160, 160, 3) and e.frames.dtype == np.uint8
+    # frame 0 is the start state Farama would draw; the same seed, the same frames
+    state, _ = policy.agent.env.reset(jax.random.split(jax.random.split(
+        jax.random.key(11))[0], 4)[0])
+    np.testing.assert_array_equal(episodes[0].frames[0], np.asarray(render(
+        state, see_through_walls=policy.agent.env.task.see_through_walls)))
+    again = play(policy, episodes=4, seed=11)
+    assert all(np.array_equal(a.frames, b.frames) for a, b in zip(episodes, again,
+                                                                  strict=True))
+
+
+def test_a_visit_and_an_elite_are_played_from_what_the_run_keeps(telapa_run, quick_run):
+    path = quick_run("telapa", 0)
+    visits = pd.read_csv(path / "visits.csv")
+    assert sorted(p.name for p in (path / "policies").iterdir()) == sorted(
+        f"{v:02d}-{w}.npz" for v in visits["visit"] for w in ("start", "end"))
+    last = load_policy(telapa_run, visit=str(len(visits) - 1))
+    # TeLAPA's final policy is the last visit's end
+    np.testing.assert_array_equal(_flat(last.params), _flat(telapa_run.learner.params))
+    by_tag = load_policy(telapa_run, visit="B'", task="A")
+    assert by_tag.label.endswith("end of visit B'") and by_tag.agent.spec.env_id.startswith(
+        "MiniGrid-Empty")
+    elites = pd.read_csv(path / "elites.csv")
+    first = elites[elites["task"] == "B"].iloc[0]
+    label = f"B:{int(first['elite_id']) & 0xFFFFFF}"
+    elite = load_policy(telapa_run, elite=label)
+    assert elite.agent.spec.env_id == "MiniGrid-DoorKey-5x5-v0"
+    archive = telapa_run.method.archives["B"]
+    slot = int(np.flatnonzero(np.asarray(archive.elites.elite_id) == first["elite_id"])[0])
+    np.testing.assert_array_equal(_flat(elite.params), np.asarray(archive.elites.params[slot]))
+    for kwargs, message in [({"visit": "Z"}, "no visit 'Z'; its visits: A, B, A', B'"),
+                            ({"elite": "B"}, "expected TASK:N"),
+                            ({"elite": "C:0"}, "no archive of task 'C'"),
+                            ({"elite": "B:999"}, "holds no elite 999"),
+                            ({"task": "Q"}, "no task 'Q'; its tasks: A, B"),
+                            ({"visit": "0", "elite": "B:0"}, "not both")]:
+        with pytest.raises(PlayError, match=message):
+            load_policy(telapa_run, **kwargs)
+
+
+def test_play_writes_a_captioned_gif_and_mp4_and_prints_the_sr(quick_run, tmp_path, capsys):
+    path = quick_run("finetune", 1)
+    gif, mp4 = tmp_path / "a.gif", tmp_path / "a.mp4"
+    assert main(["play", str(path), "--task", "A", "--episodes", "2", "--out", str(gif)]) == 0
+    out = capsys.readouterr().out
+    assert "finetune seed 1: final policy for A on MiniGrid-Empty-5x5-v0 (seed 1)" in out
+    policy = load_policy(open_finished(path), task="A")
+    episodes = play(policy, episodes=2, seed=1)
+    sr = np.mean([e.ret > 0 for e in episodes])
+    assert f"SR {sr:.3f}" in out and f"-> {gif}" in out
+    frames = iio.imread(gif, index=None)
+    assert frames.shape[0] == sum(e.length + 1 for e in episodes)
+    assert frames.shape[1:3] == (160 + CAPTION_PX, 160)
+    np.testing.assert_array_equal(frames[0, :160, :, :3], episodes[0].frames[0])
+    assert frames[0, 160:].any()  # the caption strip holds text
+    assert main(["play", str(path), "--task", "A", "--episodes", "1", "--out", str(mp4),
+                 "--greedy"]) == 0
+    assert iio.imread(mp4, index=None).shape[1:3] == (160 + CAPTION_PX, 160)
+    with pytest.raises(PlayError, match="exists; choose another file"):
+        write_video(gif, policy.agent, episodes)
+    for argv, message in [(["--out", str(tmp_path / "a.png")], "give a .gif or .mp4"),
+                          (["--elite", "A:0"], "is a finetune run: it keeps no archive")]:
+        with pytest.raises(SystemExit):
+            main(["play", str(path), *argv])
+        assert message in capsys.readouterr().err
+    assert json.loads((path / "run.json").read_text())["status"] == "complete"
