@@ -14,8 +14,8 @@ from telapa.cli import main
 
 @pytest.fixture(scope="session")
 def report_dir(quick_runs, tmp_path_factory) -> Path:
-    """`telapa report` of the four tiny runs."""
+    """`telapa report --clips` of the four tiny runs."""
     def make(folder: Path) -> None:
         assert main(["report", *map(str, quick_runs.values()), "--out",
-                     str(folder / "report")]) == 0
+                     str(folder / "report"), "--clips"]) == 0
     return made_once(tmp_path_factory, "quick-report", make) / "report"

@@ -1,6 +1,7 @@
 """The report of real runs (Finetune and TeLAPA, seeds 0 and 1, quick preset on the smoke
-curriculum) opened in headless Chromium: every figure loads, every table is there, and
-the page fetches nothing from outside."""
+curriculum; with --clips) opened in headless Chromium: every figure loads, the transfer
+and elite filmstrips included, every table is there, and the page fetches nothing from
+outside."""
 
 from __future__ import annotations
 
@@ -14,7 +15,11 @@ from selenium.webdriver.chrome.service import Service
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 FIGURES = ("curves", "profile", "telapa-local-transfer", "telapa-qd-structure",
-           "telapa-lineage", "telapa-lineage-utility", "telapa-geometry")
+           "telapa-lineage", "telapa-lineage-utility", "telapa-geometry",
+           # --clips: TeLAPA seed 0's three transfers and its two archives
+           "telapa-behaviour-transfer-01", "telapa-behaviour-transfer-02",
+           "telapa-behaviour-transfer-03", "telapa-behaviour-elites-A",
+           "telapa-behaviour-elites-B")
 PAPER_TABLES = ("main", "revisits", "aggregates", "profile", "improvement", "compute",
                 "runtime", "claims", "claim-tests")
 

@@ -68,7 +68,8 @@ def _cmd_report(ns: argparse.Namespace) -> None:
     try:
         archives = load_archives(records, track=tracker(console, "loading archives"))
         doc = build_document(records, archives, gamma=ns.gamma, tau=ns.tau,
-                             track=tracker(console, "plotting"), resample=ns.resample)
+                             track=tracker(console, "plotting"), resample=ns.resample,
+                             clips=ns.clips)
         out = write_report(doc, ns.out, sources=[r.path for r in records])
         filled = sync_document(ns.doc, out, ns.doc_scope) if ns.doc is not None else []
     except (RunDirError, ReportError, DocSyncError, FileNotFoundError, ValueError) as err:
@@ -156,6 +157,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                         help="fill only --doc's blocks whose ids read NAME/ID (another "
                              "report's blocks in the same document are kept)")
     add_resample_option(report)
+    report.add_argument("--clips", action="store_true",
+                        help="also filmstrips of each transfer (the origin at the visit's "
+                             "start above the policy at its end) and of a few elites per "
+                             "archive, for one run of each method with archives (MiniGrid; "
+                             "about a minute per run on 2 cores)")
     report.set_defaults(func=_cmd_report)
 
     inspect = sub.add_parser("inspect", help="a run's policy archives and transfer lineages")

@@ -120,17 +120,20 @@ def _task_visit(run: ContinualRun, task: str | None) -> Visit:
 
 
 def load_policy(run: ContinualRun, *, task: str | None = None, visit: str | None = None,
-                elite: str | None = None) -> Policy:
+                elite: str | None = None, when: str = "end") -> Policy:
     """The policy of `run` named by ``visit`` or ``elite`` (else the final policy for
-    ``task``), with the agent of the env it plays on (module docstring)."""
+    ``task``), with the agent of the env it plays on (module docstring); with ``visit``,
+    ``when="start"`` gives the parameters the visit started from (its transfer's origin)
+    instead of those it ended with."""
     if visit is not None and elite is not None:
         raise PlayError("give --visit or --elite, not both")
     name = f"{run.spec.method} seed {run.spec.seed}"
     if visit is not None:
         ended = _visit(run, visit)
-        params = run.dir.load_policy(ended.index, run.learner.params)
+        params = run.dir.load_policy(ended.index, run.learner.params, when)
         where = _task_visit(run, task) if task is not None else ended
-        return Policy(params, run.agent(where), f"{name}: policy at the end of visit "
+        moment = "end" if when == "end" else "start"
+        return Policy(params, run.agent(where), f"{name}: policy at the {moment} of visit "
                                                 f"{ended.tag}")
     if elite is not None:
         params, archive_task = _elite(run, elite)
@@ -165,21 +168,23 @@ def _elite(run: ContinualRun, label: str) -> tuple[Params, str]:
     return unravel(jnp.asarray(archive.elites.params[int(slots[0])])), task
 
 
-def play(policy: Policy, *, episodes: int, seed: int, deterministic: bool | None = None
-         ) -> list[Episode]:
+def play(policy: Policy, *, episodes: int, seed: int, deterministic: bool | None = None,
+         tile_size: int = 32) -> list[Episode]:
     """``episodes`` episodes of ``policy`` from ``seed`` (module docstring); the run's
-    evaluation mode unless ``deterministic`` is given."""
+    evaluation mode unless ``deterministic`` is given; MiniGrid frames ``tile_size``
+    pixels a cell."""
     if episodes < 1:
         raise PlayError(f"--episodes must be at least 1, got {episodes}")
     agent = policy.agent
     greedy = agent.config.eval.deterministic if deterministic is None else deterministic
     if agent.backend == "jax":
-        return _play_jax(agent, policy.params, episodes, jax.random.key(seed), greedy)
+        return _play_jax(agent, policy.params, episodes, jax.random.key(seed), greedy,
+                         tile_size)
     return _play_gym(agent, policy.params, episodes, seed, greedy)
 
 
 def _play_jax(agent: Agent, params: Params, episodes: int, key: jax.Array,
-              deterministic: bool) -> list[Episode]:
+              deterministic: bool, tile_size: int) -> list[Episode]:
     from telapa.envs.minigrid.render import render
 
     env = agent.env
@@ -188,7 +193,8 @@ def _play_jax(agent: Agent, params: Params, episodes: int, key: jax.Array,
         raise PlayError(f"{agent.spec.env_id}: no renderer for this JAX env (MiniGrid ports "
                         "draw their frames; MuJoCo runs on the gymnasium backend)")
     states, rewards, lengths = _rollouts(agent, params, episodes, key, deterministic)
-    frames = np.asarray(render(states, see_through_walls=task.see_through_walls))
+    frames = np.asarray(render(states, see_through_walls=task.see_through_walls,
+                               tile_size=tile_size))
     rewards, lengths = np.asarray(rewards), np.asarray(lengths)
     return [Episode(frames[e, :lengths[e] + 1], rewards[e, :lengths[e]])
             for e in range(episodes)]

@@ -36,6 +36,7 @@ import pandas as pd
 from telapa.analysis.data import TeLAPARun, load_telapa_run
 from telapa.analysis.panels import analysis_panels, analysis_tables
 from telapa.continual.results import CurriculumResults, RunRecord, score
+from telapa.continual.rundir import RunDirError
 from telapa.io import read_json, write_json_atomic
 from telapa.io.atomic import broken_link, remove_stale
 from telapa.metrics.stats import Resample
@@ -85,9 +86,12 @@ def build_document(
     tau: float = 0.5,
     track: Track = iter,
     resample: Resample = "runs",
+    clips: bool = False,
 ) -> Document:
     """Scores ``records`` and draws every figure (``track`` wraps the drawing jobs);
-    ``resample``: what the aggregates' bootstrap draws (`telapa.report.aggregates`)."""
+    ``resample``: what the aggregates' bootstrap draws (`telapa.report.aggregates`);
+    ``clips``: also the filmstrips of transfers and archive elites of one run of each
+    method with archives (`telapa.report.clips`)."""
     sections: list[Section] = []
     jobs: list[Callable[[], None]] = []
     results = score(records)
@@ -104,6 +108,8 @@ def build_document(
             prefix = f"{prefix}-{len(sections)}"
         section, section_jobs = _curriculum_section(result, archives, prefix=prefix,
                                                     gamma=gamma, tau=tau, resample=resample)
+        if clips:
+            section_jobs += _clips_jobs(section, result, archives, prefix)
         sections.append(section)
         jobs += section_jobs
         if result.curriculum in mujoco:
@@ -190,6 +196,32 @@ def _curriculum_section(
             section.children.append(child)
             jobs.append(_analysis_job(child, runs, gamma=gamma, tau=tau))
     return section, jobs
+
+
+def _clips_jobs(section: Section, result: CurriculumResults,
+                archives: Mapping[Path, TeLAPARun], prefix: str) -> list[Callable[[], None]]:
+    """A behaviour section per method with archives: `telapa.report.clips` of its run of
+    the lowest seed (a note instead where the run keeps no policies or checkpoints, e.g.
+    a sweep export, or is not a MiniGrid run)."""
+    from telapa.report.clips import run_clips
+
+    jobs = []
+    for method, runs in _archive_runs(result, archives).items():
+        if not runs:
+            continue
+        run = min(runs, key=lambda r: r.seed)
+        child = Section(f"{_analysis_id(prefix, method)}-behaviour",
+                        f"{method}: behaviour (seed {run.seed})")
+        section.children.append(child)
+
+        def job(child: Section = child, path: Path = run.path, method: str = method) -> None:
+            try:
+                child.figures.extend(run_clips(path, prefix=child.id))
+            except (RunDirError, ValueError, OSError, RuntimeError) as err:
+                child.notes.append(f"No clips of {path}: {err}")
+
+        jobs.append(job)
+    return jobs
 
 
 def _archive_runs(result: CurriculumResults, archives: Mapping[Path, TeLAPARun]
