@@ -108,3 +108,23 @@ def test_contents_list_every_section_in_order(doc):
     assert listed == sections
     assert not [t for _, t in headings(text) if re.search(r"\bissue \d+", t)], \
         "headings carry no issue numbers"
+
+
+def _markdown_files() -> list[Path]:
+    """Every Markdown file of the repository outside environments, caches and builds."""
+    skip = {".venv", ".git", "site", "node_modules", ".pytest_cache", "runs", "out"}
+    return sorted(p for p in ROOT.rglob("*.md")
+                  if not skip & set(p.relative_to(ROOT).parts[:-1]))
+
+
+def test_no_document_cites_an_issue_number_or_a_session():
+    """Documents are written for their readers: what holds and why, not which tracker
+    issue or working session changed it (history lives in git)."""
+    pattern = re.compile(r"\bissues? #?\d+|\bthis session\b", re.IGNORECASE)
+    files = _markdown_files()
+    assert {"README.md", "BENCHMARKS.md", "docs/design.md", "experiments/README.md"} <= {
+        str(p.relative_to(ROOT)) for p in files}
+    found = [f"{path.relative_to(ROOT)}:{n}: {line.strip()[:80]}" for path in files
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if pattern.search(line)]
+    assert found == []
