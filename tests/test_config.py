@@ -88,3 +88,29 @@ def test_dump_roundtrip(tmp_path):
     path = tmp_path / "dumped.yaml"
     path.write_text(dump_config(config))
     assert load_config(path) == config
+
+
+def test_a_yaml_file_inside_an_installed_package_is_named_package_colon_file(
+        tmp_path, monkeypatch):
+    """``PACKAGE:FILE.yaml`` finds a plug-in's own preset or curriculum wherever the
+    package is installed; a missing package or file is an error naming both."""
+    from telapa.config import ConfigError, resolve_named
+
+    package = tmp_path / "site" / "myplug"
+    (package / "presets").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "presets" / "fast.yaml").write_text("steps_per_visit: 4096\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    found = resolve_named("myplug:presets/fast.yaml", tmp_path, "run preset")
+    assert found == package / "presets" / "fast.yaml"
+    with pytest.raises(ConfigError, match=r"myplug:slow\.yaml: package 'myplug' holds no "
+                                          r"slow\.yaml \(it ships presets/fast\.yaml\)"):
+        resolve_named("myplug:slow.yaml", tmp_path, "run preset")
+    with pytest.raises(ConfigError, match="cannot import package 'nosuchplug'"):
+        resolve_named("nosuchplug:a.yaml", tmp_path, "curriculum")
+    # an existing file of that spelling is a path
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "myplug:presets").mkdir()
+    (tmp_path / "myplug:presets" / "fast.yaml").write_text("{}")
+    assert resolve_named("myplug:presets/fast.yaml", tmp_path, "x") == \
+        Path("myplug:presets/fast.yaml")

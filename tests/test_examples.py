@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -59,13 +58,13 @@ def method_runs(wheel, tmp_path_factory):
     work = root / "work"  # outside the checkout
     work.mkdir()
     (work / "cartpole.yaml").write_text(yaml.safe_dump(CARTPOLE))
-    preset = shutil.copy(EXAMPLES / "finetune-l2" / "finetune-l2.yaml", work)
+    preset = "telapa_finetune_l2:finetune-l2.yaml"  # shipped in the installed package
     sets = [a for s in TINY for a in ("--set", s)]
     runs = {}
     for lam, extra in ((1e-3, []), (2e-3, ["--set", "methods.finetune_l2.lam=2e-3"])):
         out = work / f"lam-{lam}"
         _telapa(venv, "run", "--curriculum", "cartpole.yaml", "--method", "finetune-l2",
-                "--preset", str(preset), *sets, *extra, "--out", str(out), cwd=work)
+                "--preset", preset, *sets, *extra, "--out", str(out), cwd=work)
         runs[lam] = out
     metrics = json.loads(_telapa(venv, "metrics", "--json", *map(str, runs.values()),
                                  cwd=work).stdout)
@@ -134,9 +133,8 @@ def _sr_is_mean_return_minus_one(out: Path) -> pd.DataFrame:
 
 def test_an_env_from_a_module_id_is_scored_by_the_curriculum_s_success_target(linewalk_venv):
     venv, work = linewalk_venv
-    curriculum = shutil.copy(EXAMPLES / "linewalk" / "linewalk.yaml", work)
-    out = work / "run"
-    _telapa(venv, "run", "--curriculum", str(curriculum), "--method", "finetune",
+    out = work / "run"  # the curriculum shipped in the installed package
+    _telapa(venv, "run", "--curriculum", "telapa_linewalk:linewalk.yaml", "--method", "finetune",
             "--set", "eval_episodes=8", "--out", str(out), cwd=work)
     manifest = json.loads((out / "run.json").read_text())
     assert manifest["status"] == "complete" and manifest["preset"] == "mujoco-quick"
@@ -153,9 +151,9 @@ def test_an_env_family_from_an_entry_point_runs_its_jax_port_with_its_own_compet
     line: the installed package's family claims the id (entry point), makes its JAX port,
     sets D = 1 (its sketch) and scores with its competence (return >= 2)."""
     venv, work = linewalk_venv
-    curriculum = shutil.copy(EXAMPLES / "linewalk" / "linewalk-family.yaml", work)
     out = work / "family-run"
-    _telapa(venv, "run", "--curriculum", str(curriculum), "--method", "finetune",
+    _telapa(venv, "run", "--curriculum", "telapa_linewalk:linewalk-family.yaml",
+            "--method", "finetune",
             *[a for s in TINY for a in ("--set", s)], "--out", str(out), cwd=work)
     manifest = json.loads((out / "run.json").read_text())
     assert manifest["status"] == "complete" and manifest["preset"] == "mujoco-quick"

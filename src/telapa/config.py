@@ -9,6 +9,7 @@ file it came from, before any work starts.
 from __future__ import annotations
 
 import difflib
+import re
 from importlib import resources
 from pathlib import Path
 from types import UnionType
@@ -345,10 +346,19 @@ def _yaml_problem(err: yaml.YAMLError) -> str:
     return f"{where}{problem}" + (f" ({context})" if context else "")
 
 
+PACKAGED = re.compile(r"^(?P<package>[A-Za-z_][\w.]*):(?P<file>[\w./-]+\.ya?ml)$")
+"""``PACKAGE:FILE.yaml``: a YAML file shipped inside an installed package."""
+
+
 def resolve_named(name_or_path: str | Path, folder: Path, what: str) -> Path:
-    """``folder/<name>.yaml`` for a bare name, else the path itself (a `Path`, or a
-    string with a ``/`` or a ``.yaml``/``.yml`` suffix)."""
+    """``folder/<name>.yaml`` for a bare name; the file ``FILE.yaml`` inside the installed
+    package ``PACKAGE`` for ``PACKAGE:FILE.yaml`` (a plug-in's own presets and curricula,
+    wherever it is installed; an existing path of that spelling wins); else the path
+    itself (a `Path`, or a string with a ``/`` or a ``.yaml``/``.yml`` suffix)."""
     text = str(name_or_path)
+    packaged = PACKAGED.match(text) if isinstance(name_or_path, str) else None
+    if packaged is not None and not Path(text).exists():
+        return _packaged_file(packaged["package"], packaged["file"], what)
     if isinstance(name_or_path, Path) or "/" in text or text.endswith((".yaml", ".yml")):
         return Path(name_or_path)
     path = folder / f"{text}.yaml"
@@ -357,6 +367,23 @@ def resolve_named(name_or_path: str | Path, folder: Path, what: str) -> Path:
         raise ConfigError(
             f"unknown {what} {text!r}; available: {names} (or pass a path to a YAML file)"
         )
+    return path
+
+
+def _packaged_file(package: str, name: str, what: str) -> Path:
+    """``name`` inside the installed ``package`` (`ConfigError` naming both when the
+    package cannot be imported or holds no such file)."""
+    try:
+        root = resources.files(package)
+    except (ImportError, TypeError) as err:
+        raise ConfigError(f"{what} {package}:{name}: cannot import package {package!r} "
+                          f"({err}); install it, or pass a path to a YAML file") from None
+    path = Path(str(root.joinpath(name)))
+    if not path.is_file():
+        shipped = sorted(str(p.relative_to(Path(str(root)))) for p in Path(str(root)).rglob(
+            "*.y*ml"))
+        raise ConfigError(f"{what} {package}:{name}: package {package!r} holds no {name} "
+                          f"(it ships {', '.join(shipped) or 'no YAML files'})")
     return path
 
 

@@ -126,7 +126,7 @@ def test_the_family_through_telapa_s_registry(linewalk, tmp_path):
     assert competence == ReturnAtLeast(2.0)
     assert float(competence(np.array([1.0, 2.0, 2.0, 1.0]))) == 0.5
     # the curriculum next to the package: jax backend, no success line, D = 1
-    curriculum = load_curriculum(SOURCE.parent / "linewalk-family.yaml")
+    curriculum = load_curriculum(SOURCE / "telapa_linewalk" / "linewalk-family.yaml")
     assert curriculum.backend == "jax"
     assert all(task.success is None for task in curriculum.tasks.values())
     config = bind_env_family(load_run_config(family_of("LineWalk-v0").run_preset),
