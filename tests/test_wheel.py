@@ -73,3 +73,12 @@ def test_the_installed_wheel_runs_a_smoke_curriculum_from_another_directory(venv
     assert pd.read_csv(out / "visits.csv")["train_steps"].tolist() == [512] * 4
     assert (out / "metrics.json").is_file() and list((out / "tb").glob("events.out.*"))
     assert not (ROOT / "runs" / out.name).exists()
+    # and the installed wheel plays the run's final policy into a GIF (MiniGrid renderer,
+    # imageio from the wheel's dependencies)
+    gif = tmp_path / "a.gif"
+    played = subprocess.run([str(telapa), "play", str(out), "--task", "A", "--episodes", "1",
+                             "--out", str(gif)], capture_output=True, text=True, env=env,
+                            cwd=tmp_path, timeout=600)
+    assert played.returncode == 0, played.stderr[-3000:]
+    assert "finetune seed 0: final policy for A" in played.stdout
+    assert gif.read_bytes()[:6] == b"GIF89a"

@@ -36,7 +36,7 @@ from telapa.cli.common import (
     seed_int,
 )
 from telapa.config import ConfigError, TrainConfig, dump_config, load_config
-from telapa.continual.rundir import TB_DIR, RunDirError, claim_new_dir
+from telapa.continual.rundir import TB_DIR, RunDirError, claim_new_dir, write_manifest
 from telapa.envs.registry import default_config
 from telapa.io import write_text_atomic
 from telapa.overrides import override, parse_sets
@@ -158,7 +158,7 @@ def train_run(
         "eval_episodes": len(result.returns),
         "run_dir": str(run_dir),
     }
-    write_text_atomic(run_dir / "run.json", json.dumps(summary, indent=2) + "\n")
+    write_manifest(run_dir, summary)
     return summary
 
 

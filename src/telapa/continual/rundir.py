@@ -213,6 +213,13 @@ def claim_new_dir(path: str | Path, *, what: str = "run directory",
     return path
 
 
+def write_manifest(path: Path, data: dict[str, Any]) -> None:
+    """Writes ``data`` as the manifest (`MANIFEST`, ``run.json``) of the directory
+    ``path`` atomically: what ``telapa train`` records of a training run (a continual
+    run's manifest is `RunDir.create`'s)."""
+    write_json_atomic(Path(path) / MANIFEST, data)
+
+
 class RunDir:
     """Paths, atomic writes, typed reads and the lock of one run directory."""
 
