@@ -98,16 +98,6 @@ def load_run(path: str | Path) -> RunRecord:
     )
 
 
-def __getattr__(name: str) -> Any:
-    # METHOD_SECTIONS lives with the methods (`telapa.continual.registry`); this keeps
-    # `from telapa.continual.results import METHOD_SECTIONS` working for its old readers.
-    if name == "METHOD_SECTIONS":
-        from telapa.continual.registry import METHOD_SECTIONS
-
-        return METHOD_SECTIONS
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def _relevant(record: RunRecord) -> dict[str, str]:
     """The settings ``record``'s method uses: all but other methods' sections (the
     section a method reads is the one it declares, `Method.section`)."""

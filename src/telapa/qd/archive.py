@@ -708,11 +708,6 @@ def valid_slots(archive: Archive) -> np.ndarray:
     return np.flatnonzero(np.asarray(archive.valid))
 
 
-def elite_row(archive: Archive, slot: int) -> Elites:
-    """The elite at ``slot`` as an unbatched `Elites`."""
-    return jax.tree.map(lambda a: a[slot], archive.elites)
-
-
 def stack_elites(rows: Sequence[Elites]) -> Elites:
     """Stacks unbatched elites into a batch (leading axis B)."""
     return jax.tree.map(lambda *xs: jnp.stack(xs), *rows)
