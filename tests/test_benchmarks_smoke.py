@@ -134,3 +134,13 @@ def test_visit_program_quick(tmp_path: Path) -> None:
         assert row["t_min_s"] > 0 and row["gap"] == row["s"] / row["t_min_s"]
     assert rows["chunk", "new"]["ppo_steps"] == report["chunk_steps"] == 2 * 8 * 32
     assert rows["chunk", "new"]["eval_steps"] == rows["chunk", "old"]["eval_steps"] > 0
+
+
+def test_sweep_load_quick(tmp_path: Path) -> None:
+    """The sweep load test on 6 cells with 2 SIGKILLs of its workers passes its own checks
+    (every cell done once, results the quiet sweep's, nothing left running)."""
+    report = _quick_report("sweep_load.py", tmp_path / "sweep_load.json")
+    assert report["outcome"] == "pass", report["failures"]
+    assert report["settings"]["cells"] == 6 and len(report["chaos"]["kills"]) == 2
+    assert report["quiet"]["kills"] == [] and report["quiet"]["processes_seen"] >= 2
+    assert report["chaos"]["counts"]["done"] == 6 and not report["chaos"]["leaked"]
