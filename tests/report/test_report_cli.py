@@ -112,7 +112,9 @@ def test_inspect_shows_every_archive_and_transfer(quick_runs, capsys):
         assert lineage in out
     assert main(["inspect", str(path), "--task", "B"]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("│ ")]
-    assert [r.split("│")[1].strip() for r in rows] == ["B", "B ←", "B' ←"]
+    # B's archive, the transfers into B and B', then B's elites (what play --elite takes)
+    b_labels = [f"B:{i & 0xFFFFFF}" for i in elites[elites["task"] == "B"]["elite_id"]]
+    assert [r.split("│")[1].strip() for r in rows] == ["B", "B ←", "B' ←", *b_labels]
     # elites as TASK:N of their archive, e.g. id 16777216 = (1 << 24) + 0 -> B:0 when
     # archive tag 1 is task B
     archive_task = dict(zip(elites["archive_tag"], elites["task"], strict=False))

@@ -46,15 +46,16 @@ def _cmd_play(ns: argparse.Namespace) -> None:
     except (PlayError, RunDirError) as err:
         raise CLIError(str(err)) from None
     console = stdout_console()
-    console.print(f"{policy.label} on {policy.agent.spec.env_id} (seed {seed})", markup=False)
+    console.print(f"{policy.label} on {policy.agent.spec.env_id} (seed {seed})", markup=False,
+                  soft_wrap=True)
     for i, episode in enumerate(episodes, start=1):
         mark = "success" if success(policy.agent, episode) else "failed"
         console.print(f"  episode {i}: return {episode.ret:.3f}, {episode.length} steps, "
-                      f"{mark}", markup=False)
+                      f"{mark}", markup=False, soft_wrap=True)
     returns = np.asarray([e.ret for e in episodes])
     console.print(f"SR {float(policy.agent.competence(returns)):.3f}, mean return "
                   f"{returns.mean():.3f} over {len(episodes)} episodes"
-                  + (f" -> {written}" if written else ""), markup=False)
+                  + (f" -> {written}" if written else ""), markup=False, soft_wrap=True)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -315,12 +315,22 @@ class RunTracker:
                 sink.flush()
 
     def close(self, status: str) -> None:
-        """Closes every sink once (``status``: ``complete``, or how the run stopped)."""
+        """Closes every sink once (``status``: ``complete``, or how the run stopped). A
+        sink that cannot close (TensorBoard flushing its buffer onto a full disk) does not
+        keep the others open; its error is raised after them when the run completed, and
+        dropped when it stopped: then the stop's own cause (an error naming its file, an
+        interrupt) is what the user must see, not the tracker's echo of it."""
         if self.closed:
             return
         self.closed = True
+        failed: Exception | None = None
         for sink in self.sinks:
-            sink.close(status)
+            try:
+                sink.close(status)
+            except Exception as err:  # noqa: BLE001 - a tracker's own errors vary
+                failed = failed or err
+        if failed is not None and status == "complete":
+            raise failed
 
 
 __all__ = ["MLFLOW_DIR", "TRACKERS", "MLflowSink", "RunTracker", "TensorBoardSink", "Tracking",

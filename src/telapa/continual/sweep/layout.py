@@ -134,8 +134,15 @@ def prepare_sweep_dir(sweep: Sweep, out: Path) -> None:
             write_json_atomic(tmp / CELLS_FILE, {"format": "telapa-sweep", "name": sweep.name,
                                                  "cells": payloads})
 
-        if not create_dir_atomically(out, build, what="sweep directory") and \
-                stored_cells(out) is None:
+        try:
+            created = create_dir_atomically(out, build, what="sweep directory")
+        except RunDirError:
+            # another process's sweep may have been renamed into place between the look
+            # above and create_dir_atomically's (a whole directory: its cells.json is there)
+            if stored_cells(out) is None:
+                raise
+            created = False
+        if not created and stored_cells(out) is None:
             raise RunDirError(f"sweep directory {out} is being created by another process; "
                               "run the same command again to resume it once it has started")
         stored = stored_cells(out)
