@@ -8,7 +8,6 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 NAME=table1-paper
-RESULTS=$ROOT/results/$NAME
 PY=$ROOT/.venv/bin/python
 "$PY" - "$ROOT" <<'PYEOF'
 import json, sys
@@ -31,41 +30,11 @@ if paper.ppo != chosen.ppo or paper.network != chosen.network:
     sys.exit(f"error: configs/runs/paper.yaml does not train with the chosen preset "
              f"{sel['chosen']}; set its train: and commit before starting the study")
 PYEOF
-mkdir -p "$ROOT/runs"
-exec >>"$ROOT/runs/$NAME.log" 2>&1
-# The pin sits beside the export, not in it: the export folder holds only the sweep's.
-PIN=$RESULTS.commit
-COMMIT=$(cat "$PIN" 2>/dev/null || git -C "$ROOT" rev-parse HEAD)
-WT=$(dirname "$ROOT")/worktrees/$NAME-${COMMIT:0:7}
-[ -d "$WT" ] || git -C "$ROOT" worktree add --detach "$WT" "$COMMIT"
-echo "$COMMIT" > "$PIN"
-export PYTHONPATH=$WT/src
-cd "$WT"
-commit_results() {
-  for _ in 1 2 3 4 5; do
-    git -C "$ROOT" add "results/$NAME" "results/$NAME.commit" 2>/dev/null \
-      || { sleep 7; continue; }
-    if git -C "$ROOT" diff --cached --quiet -- "results/$NAME" "results/$NAME.commit"; then
-      return 0
-    fi
-    git -C "$ROOT" commit -q -m "results/$NAME: $1" -- "results/$NAME" \
-      "results/$NAME.commit" && return 0
-    sleep 7
-  done
-}
-echo "== $(date -u +%FT%TZ) start at commit $COMMIT in $WT"
-( while sleep 900; do commit_results "cells finished so far"; done ) &
-committer=$!
-# Seed batches of three seeds of a single-network method (~40 min) and two of TeLAPA or
-# TeLAPA-Static (~50-80 min): a batch resumes from its checkpoints in runs/ when the
-# study is restarted, and is lost only on a fresh checkout. (TeLAPA-Static took 0.41 h
-# per seed in batches of two, 0.42 h alone: on two cores batching neither helps nor
-# costs it.)
-nice -n 5 "$PY" -m telapa.cli sweep "configs/sweeps/$NAME.yaml" --seeds-per-batch 3 \
-  --seeds-per-batch telapa=2 --seeds-per-batch telapa-static=2 \
-  --out "$ROOT/runs/$NAME" --export "$RESULTS" || status=$?
-kill "$committer" 2>/dev/null || true
-outcome=${status:+stopped ($status)}
-commit_results "sweep ${outcome:-finished}"
-echo "== $(date -u +%FT%TZ) end"
-exit "${status:-0}"
+# The study itself: a pinned sweep (experiments/pinned-sweep.sh: the worktree pinned at
+# results/table1-paper.commit, each finished cell exported and committed). Seed batches
+# of three seeds of a single-network method (~40 min) and two of TeLAPA or TeLAPA-Static
+# (~50-80 min): a batch resumes from its checkpoints in runs/ when the study is restarted,
+# and is lost only on a fresh checkout. (TeLAPA-Static took 0.41 h per seed in batches of
+# two, 0.42 h alone: on two cores batching neither helps nor costs it.)
+exec "$ROOT/experiments/pinned-sweep.sh" "$NAME" --seeds-per-batch 3 \
+  --seeds-per-batch telapa=2 --seeds-per-batch telapa-static=2

@@ -398,7 +398,7 @@ def test_telapa_fresh_offers_scratchs_network_and_starts_from_it(agent, monkeypa
     (TeLAPA passes none), one seed or a batch of two; a fresh choice starts the visit
     from it with a fresh optimizer, no origin elite and the transfer record's origin."""
     from telapa.continual.telapa import method as telapa_method
-    from telapa.continual.telapa.transfer import FreshProbe, TransferChoice
+    from telapa.continual.telapa.transfer import ProbeOutcome, TransferChoice
 
     offered = []
 
@@ -406,7 +406,7 @@ def test_telapa_fresh_offers_scratchs_network_and_starts_from_it(agent, monkeypa
         offered.append(fresh)
         if fresh is None:
             return None
-        probe = FreshProbe(0.0, 0.0, 0.0, 0.0, 0.0, True, 5)
+        probe = ProbeOutcome(0.0, 0.0, 0.0, 0.0, 0.0, True, 5)
         return TransferChoice(params=fresh, index=-1, elite_id=-1, source=-1, tag=-1, slot=-1,
                               lineage=(), candidates=(), env_steps=5, wall_s=0.0, fresh=probe)
 

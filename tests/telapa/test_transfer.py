@@ -16,7 +16,7 @@ from rl.toy_envs import Corridor
 
 from telapa.config import EvalConfig, PPOConfig, TrainConfig
 from telapa.continual.telapa.transfer import (
-    FreshProbe,
+    ProbeOutcome,
     _choose,
     _gather,
     probe,
@@ -262,7 +262,7 @@ def test_fresh_start_rule_by_hand(library):
     assert (started.origin, started.index, started.elite_id, started.lineage) == \
         ("fresh", -1, -1, ())
     assert started.params is fresh and started.env_steps == 150
-    assert started.fresh == FreshProbe(sr0=0.0, sr_final=0.0, slope=0.0, auc=0.0, score=0.0,
+    assert started.fresh == ProbeOutcome(sr0=0.0, sr_final=0.0, slope=0.0, auc=0.0, score=0.0,
                                        in_window=True, env_steps=50)
     record = json.loads(json.dumps(started.record(), allow_nan=False))
     assert (record["origin"], record["index"], record["tag"], record["elite_id"]) == \

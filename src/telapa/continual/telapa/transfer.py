@@ -182,7 +182,23 @@ def _probe_states(agent: Agent, states: TrainState, *, steps: int, points: int,
 
 
 @dataclass(frozen=True)
-class ProbedCandidate:
+class ProbeOutcome:
+    """What the probe of one network of the pool gave (lines 3-9)."""
+
+    sr0: float
+    sr_final: float
+    slope: float
+    auc: float
+    score: float
+    """Score_j of line 9; -inf outside the window I."""
+    in_window: bool
+    """j in I (lines 7-8): SR^final_j >= SR* - epsilon."""
+    env_steps: int
+    """Extra env steps of this probe."""
+
+
+@dataclass(frozen=True)
+class ProbedCandidate(ProbeOutcome):
     """One candidate eta_j of the pool C_{k+1} and its probe."""
 
     elite_id: int
@@ -200,30 +216,6 @@ class ProbedCandidate:
     """Normalized latent descriptor z~ under the embedding the pool was drawn with."""
     lineage: tuple[int, ...]
     """Visit indices in the elite's lineage bitmask (its recorded ancestry)."""
-    sr0: float
-    sr_final: float
-    slope: float
-    auc: float
-    score: float
-    """Score_j of line 9; -inf outside the window I."""
-    in_window: bool
-    """j in I (lines 7-8): SR^final_j >= SR* - epsilon."""
-    env_steps: int
-    """Extra env steps of this probe."""
-
-
-@dataclass(frozen=True)
-class FreshProbe:
-    """The probe of the fresh network in a pool with a fresh start."""
-
-    sr0: float
-    sr_final: float
-    slope: float
-    auc: float
-    score: float
-    """Score of line 9 among the pool; -inf outside the window I."""
-    in_window: bool
-    env_steps: int
 
 
 @dataclass(frozen=True)
@@ -248,7 +240,7 @@ class TransferChoice:
     """Extra env steps of all probes together."""
     wall_s: float
     """Wall-clock seconds of the whole selection (pooling, probes, scoring)."""
-    fresh: FreshProbe | None = None
+    fresh: ProbeOutcome | None = None
     """The fresh network's probe, when the pool had one."""
 
     @property
@@ -425,7 +417,7 @@ def _choose(gathered: _Pool, archives: Sequence[Archive], curves: np.ndarray,
     common = {"candidates": candidates, "env_steps": int(sum(costs))}
     if fresh is not None:
         k = len(rows)
-        common["fresh"] = FreshProbe(
+        common["fresh"] = ProbeOutcome(
             sr0=float(results.sr0[k]), sr_final=float(results.sr_final[k]),
             slope=float(results.slope[k]), auc=float(results.auc[k]), score=float(scores[k]),
             in_window=bool(window[k]), env_steps=int(costs[k]))
