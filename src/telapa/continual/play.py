@@ -44,14 +44,12 @@ import numpy as np
 
 from telapa.continual.curriculum import Visit
 from telapa.continual.runner import ContinualRun
+from telapa.qd.archive import elite_id_offset
 from telapa.rl.agent import Agent
 from telapa.rl.networks import Params, flatten_params
 
 ELITE = re.compile(r"^(?P<task>[^:]+):(?P<number>\d+)$")
 """``--elite TASK:N``."""
-
-ID_BITS = 24
-"""An elite id is its archive's tag ``<< ID_BITS`` plus its number in that archive."""
 
 VIDEO_SUFFIXES = (".gif", ".mp4")
 CAPTION_PX = 24
@@ -158,7 +156,7 @@ def _elite(run: ContinualRun, label: str) -> tuple[Params, str]:
         raise PlayError(f"--elite {label}: no archive of task {task!r}; archives: "
                         f"{', '.join(archives)}")
     archive = archives[task]
-    wanted = (int(archive.tag) << ID_BITS) + number
+    wanted = elite_id_offset(int(archive.tag)) + number
     ids = np.asarray(archive.elites.elite_id)
     slots = np.flatnonzero((ids == wanted) & np.asarray(archive.valid))
     if not slots.size:

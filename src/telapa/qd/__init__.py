@@ -9,6 +9,7 @@ new one; APIs are keyword-only past the main arguments and docstrings give the m
 """
 
 from telapa.qd.archive import (
+    ELITE_ID_BITS,
     Archive,
     ArchiveSpec,
     Elites,
@@ -18,6 +19,7 @@ from telapa.qd.archive import (
     copy_archive,
     derived_spacing,
     drop_trajectories,
+    elite_id_offset,
     init_archive,
     insert,
     insert_batch,
@@ -27,6 +29,7 @@ from telapa.qd.archive import (
     novelty,
     repack,
     set_reference,
+    split_elite_id,
     stack_elites,
     valid_slots,
 )
@@ -71,6 +74,9 @@ from telapa.qd.selection import (
 from telapa.qd.trajectories import FeatureCodec, Trajectories, float16_codec
 
 __all__ = [
+    "ELITE_ID_BITS",
+    "elite_id_offset",
+    "split_elite_id",
     "Archive",
     "ArchiveConfig",
     "ArchiveSpec",

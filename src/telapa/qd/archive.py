@@ -218,6 +218,21 @@ class Archive:
         return normalizer_hex(self.normalizer_id)
 
 
+ELITE_ID_BITS = 24
+"""An elite id is its archive's tag ``<< ELITE_ID_BITS`` plus its number in that archive
+(`elite_id_offset`): 2^24 elites per archive, 2^7 archives in an int32."""
+
+
+def elite_id_offset(tag: int) -> int:
+    """The first elite id of the archive tagged ``tag``: ``tag << ELITE_ID_BITS``."""
+    return int(tag) << ELITE_ID_BITS
+
+
+def split_elite_id(elite_id: int) -> tuple[int, int]:
+    """``(tag, number)`` of an elite id: its archive's tag and its number in that archive."""
+    return elite_id >> ELITE_ID_BITS, elite_id & ((1 << ELITE_ID_BITS) - 1)
+
+
 def init_archive(
     spec: ArchiveSpec,
     *,
@@ -231,8 +246,8 @@ def init_archive(
     normalizer_id: str | None = None,
 ) -> Archive:
     """An empty archive with spacing ``d_min`` (default ``spec.d_min0``). ``id_offset`` starts
-    the elite-id counter: give each archive of a run a distinct offset (recommended ``tag <<
-    24``) so ids are unique run-wide.
+    the elite-id counter: give each archive of a run a distinct offset (`elite_id_offset`
+    of its tag) so ids are unique run-wide.
     With a ``codec``, a `Trajectories` block of (capacity, episodes, steps) is allocated
     and every insertion must then bring the candidate's episodes."""
     c = spec.capacity

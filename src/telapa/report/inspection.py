@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from telapa.continual.rundir import RunDir, RunDirError
+from telapa.qd.archive import split_elite_id
 from telapa.qd.export import parse_lineage
 
 ARCHIVE_COLUMNS = (
@@ -26,9 +27,6 @@ TRANSFER_COLUMNS = (
 
 
 ELITE_COLUMNS = ("task", "elite", "evaluated_on", "fitness", "sr")
-
-ID_BITS = 24
-"""An elite id is ``archive_tag << ID_BITS`` plus its number within that archive."""
 
 ARCHIVE_METHODS = ("telapa", "telapa-static", "telapa-fresh")
 """The built-in methods that keep policy archives."""
@@ -139,7 +137,7 @@ def elite_label(elite_id: int, archive_task: dict[int, str]) -> str:
     without an elite (-1)."""
     if elite_id < 0:
         return "-"
-    tag, number = elite_id >> ID_BITS, elite_id & ((1 << ID_BITS) - 1)
+    tag, number = split_elite_id(elite_id)
     return f"{archive_task.get(tag, f'#{tag}')}:{number}"
 
 

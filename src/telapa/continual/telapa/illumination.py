@@ -47,6 +47,7 @@ from telapa.qd.archive import (
     Archive,
     InsertStatus,
     copy_archive,
+    elite_id_offset,
     init_archive,
     insert_batch,
     set_reference,
@@ -365,7 +366,7 @@ class Illumination:
             archive = init_archive(
                 spec,
                 tag=tag,
-                id_offset=tag << 24,
+                id_offset=elite_id_offset(tag),
                 codec=codec if ill.store_trajectories else None,
                 episodes=ill.stored_episodes,
                 steps=ill.traj_steps,
@@ -535,7 +536,8 @@ def illuminate(
     around ``base_params`` (theta_t). Returns the archive H and an `IlluminationLog`.
 
     Without ``initial_archive`` this is BuildArchive: a new archive for base tag ``tag``
-    (capacity, target and initial d_min from ``qd_config``; ids start at ``tag << 24``).
+    (capacity, target and initial d_min from ``qd_config``; ids start at the tag's
+    `elite_id_offset`).
     With it, RefreshArchive: the archive (same tag and embedding) is copied (the argument stays
     valid), theta_t always enters it (`insert` with ``force=True``: added if novel and there
     is room, else it replaces its nearest elite: ``log.base.status``), and the reference
