@@ -5,6 +5,7 @@ as a GIF or an MP4 with captioned frames; bad requests named before any work."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import imageio.v3 as iio
 import jax
@@ -110,3 +111,14 @@ def test_play_writes_a_captioned_gif_and_mp4_and_prints_the_sr(quick_run, tmp_pa
             main(["play", str(path), *argv])
         assert message in capsys.readouterr().err
     assert json.loads((path / "run.json").read_text())["status"] == "complete"
+
+
+def test_an_unfinished_run_is_refused_and_left_as_it_was(quick_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(quick_run("finetune", 0), run)
+    manifest = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**manifest, "status": "running"}))
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    with pytest.raises(PlayError, match="has not finished .*telapa run --resume"):
+        open_finished(run)
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before

@@ -43,6 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from telapa.continual.curriculum import Visit
+from telapa.continual.rundir import RunDir
 from telapa.continual.runner import ContinualRun
 from telapa.qd.archive import elite_id_offset
 from telapa.rl.agent import Agent
@@ -88,12 +89,16 @@ class Episode:
 
 
 def open_finished(path: str | Path) -> ContinualRun:
-    """The finished run in ``path`` at its last checkpoint (its lock released)."""
+    """The finished run in ``path`` at its last checkpoint (its lock released). A run
+    that is not complete is refused before it is opened, so nothing in it changes (a
+    resume would record the code of this segment)."""
+    run_dir = RunDir(path)
+    status = run_dir.spec().get("status")  # RunDirError names a missing or foreign run
+    if status != "complete":
+        raise PlayError(f"{path} has not finished (status {status!r}); play a finished run, "
+                        f"or finish it with `telapa run --resume {path}`")
     run = ContinualRun.resume(path)
     run.dir.unlock()
-    if not run.complete:
-        raise PlayError(f"{path} has not finished ({run.next_phase} of {len(run.phases)} "
-                        "phases); play a finished run")
     return run
 
 
