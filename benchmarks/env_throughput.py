@@ -38,6 +38,7 @@ import jax.numpy as jnp
 import minigrid  # noqa: F401  (registers the Farama ids)
 import numpy as np
 import psutil
+from machine import cpu_model
 
 from telapa.envs import AutoReset, jax_env_ids, make
 
@@ -148,13 +149,8 @@ def package_versions(packages: tuple[str, ...]) -> dict[str, str]:
 
 def machine_info() -> dict:
     """CPU, cores, load and the versions that matter for the numbers."""
-    cpu_model = platform.processor()
-    if Path("/proc/cpuinfo").exists():
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-        names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
-        cpu_model = names[0] if names else cpu_model
     return {
-        "cpu_model": cpu_model,
+        "cpu_model": cpu_model(),
         "logical_cores": os.cpu_count(),
         "physical_cores": psutil.cpu_count(logical=False),
         "load_average_1m": os.getloadavg()[0],

@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from machine import cpu_model
 
 from telapa.continual.rundir import RunDir
 from telapa.continual.sweep import (
@@ -246,13 +247,7 @@ def check(work: Path, names: list[str], quiet: dict[str, Any], chaos: dict[str, 
 
 
 def machine() -> dict[str, Any]:
-    cpu_model = platform.processor()
-    if Path("/proc/cpuinfo").exists():
-        names = [line.split(":", 1)[1].strip()
-                 for line in Path("/proc/cpuinfo").read_text().splitlines()
-                 if line.startswith("model name")]
-        cpu_model = names[0] if names else cpu_model
-    return {"cpu_model": cpu_model, "cores": len(os.sched_getaffinity(0)),
+    return {"cpu_model": cpu_model(), "cores": len(os.sched_getaffinity(0)),
             "load_average_1m": round(os.getloadavg()[0], 2),
             "python": platform.python_version()}
 

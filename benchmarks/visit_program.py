@@ -69,6 +69,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from machine import cpu_model
 
 from telapa.continual.methods import EWC, TaskContext
 from telapa.continual.preset import load_run_config
@@ -152,13 +153,7 @@ def _squared_grad_sum(agent: Agent) -> Callable:
 def machine_info() -> dict:
     """The machine and versions (`benchmarks/env_throughput.py`'s fields, without its
     MiniGrid and gymnasium imports, which an accelerator's image may lack)."""
-    cpu_model = platform.processor()
-    if Path("/proc/cpuinfo").exists():
-        names = [line.split(":", 1)[1].strip()
-                 for line in Path("/proc/cpuinfo").read_text().splitlines()
-                 if line.startswith("model name")]
-        cpu_model = names[0] if names else cpu_model
-    return {"cpu_model": cpu_model, "logical_cores": os.cpu_count(),
+    return {"cpu_model": cpu_model(), "logical_cores": os.cpu_count(),
             "load_average_1m": os.getloadavg()[0], "platform": platform.platform(),
             "jax_backend": jax.default_backend(),
             "jax_devices": [str(device) for device in jax.devices()],
