@@ -105,6 +105,10 @@ def test_play_writes_a_captioned_gif_and_mp4_and_prints_the_sr(quick_run, tmp_pa
     assert iio.imread(mp4, index=None).shape[1:3] == (160 + CAPTION_PX, 160)
     with pytest.raises(PlayError, match="exists; choose another file"):
         write_video(gif, policy.agent, episodes)
+    # --out is checked before anything is read or played: a missing run is not reached
+    with pytest.raises(SystemExit):
+        main(["play", str(tmp_path / "no-run"), "--out", str(gif)])
+    assert f"--out {gif} exists; choose another file" in capsys.readouterr().err
     for argv, message in [(["--out", str(tmp_path / "a.png")], "give a .gif or .mp4"),
                           (["--elite", "A:0"], "is a finetune run: it keeps no archive")]:
         with pytest.raises(SystemExit):

@@ -26,8 +26,8 @@ from telapa.continual.rundir import RunDirError
 
 def _cmd_play(ns: argparse.Namespace) -> None:
     from telapa.continual.play import (
-        VIDEO_SUFFIXES,
         PlayError,
+        check_video_path,
         load_policy,
         open_finished,
         play,
@@ -35,9 +35,9 @@ def _cmd_play(ns: argparse.Namespace) -> None:
         write_video,
     )
 
-    if ns.out is not None and not ns.out.lower().endswith(VIDEO_SUFFIXES):
-        raise CLIError(f"--out {ns.out}: give a .gif or .mp4 file")
     try:
+        if ns.out is not None:
+            check_video_path(ns.out)  # before any work
         run = open_finished(ns.run)
         policy = load_policy(run, task=ns.task, visit=ns.visit, elite=ns.elite)
         seed = run.spec.seed if ns.seed is None else ns.seed

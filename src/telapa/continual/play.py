@@ -265,12 +265,10 @@ def success(agent: Agent, episode: Episode) -> bool:
     return bool(agent.competence(np.asarray([episode.ret])) >= 1.0)
 
 
-def write_video(path: str | Path, agent: Agent, episodes: Sequence[Episode], *,
-                fps: int = 8) -> Path:
-    """The episodes one after another, each frame captioned (module docstring), as a
-    GIF or an MP4 by ``path``'s suffix; refuses a path that exists."""
-    import imageio.v3 as iio
-
+def check_video_path(path: str | Path) -> Path:
+    """``path`` as a new video file: a ``.gif`` or ``.mp4`` that does not exist (nothing a
+    user has is overwritten) in an existing folder; `PlayError` naming what is wrong
+    otherwise. Called before any episode is played, and again by `write_video`."""
     path = Path(path)
     if path.suffix.lower() not in VIDEO_SUFFIXES:
         raise PlayError(f"--out {path}: give a .gif or .mp4 file")
@@ -279,6 +277,16 @@ def write_video(path: str | Path, agent: Agent, episodes: Sequence[Episode], *,
                         "overwritten)")
     if not path.parent.is_dir():
         raise PlayError(f"--out {path}: folder {path.parent} does not exist")
+    return path
+
+
+def write_video(path: str | Path, agent: Agent, episodes: Sequence[Episode], *,
+                fps: int = 8) -> Path:
+    """The episodes one after another, each frame captioned (module docstring), as a
+    GIF or an MP4 by ``path``'s suffix (`check_video_path`)."""
+    import imageio.v3 as iio
+
+    path = check_video_path(path)
     frames = np.stack([captioned(frame, _caption(agent, len(episodes), i, t, episode))
                        for i, episode in enumerate(episodes)
                        for t, frame in enumerate(episode.frames)])
@@ -313,5 +321,6 @@ def captioned(frame: np.ndarray, text: str) -> np.ndarray:
     return np.asarray(canvas)
 
 
-__all__ = ["Episode", "PlayError", "Policy", "captioned", "load_policy", "open_finished",
+__all__ = ["Episode", "PlayError", "Policy", "captioned", "check_video_path", "load_policy",
+           "open_finished",
            "play", "success", "write_video"]

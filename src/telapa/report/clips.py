@@ -29,7 +29,6 @@ from matplotlib.figure import Figure
 
 from telapa.analysis.data import descriptor_columns
 from telapa.continual.play import Episode, load_policy, open_finished, play, success
-from telapa.continual.rundir import RunDir
 from telapa.report.figures import ReportFigure, render
 from telapa.report.inspection import elite_label
 
@@ -88,14 +87,15 @@ def run_clips(path: str | Path, *, prefix: str) -> list[ReportFigure]:
     run = open_finished(path)
     seed = run.spec.seed
     figures: list[ReportFigure] = []
-    log = run.dir.method_log() if (run.dir.path / "method_log.json").is_file() else []
+    log = run.dir.method_log() if run.dir.method_log_path.is_file() else []
     tags = {v.index: v.tag for v in run.visits}
+    archives = _archive_tasks(run)
     for event in (e for e in log if e.get("event") == "transfer"):
         visit = str(event["visit"])
         start = load_policy(run, visit=visit, when="start")
         end = load_policy(run, visit=visit)
         origin = ("a fresh network" if event.get("origin") == "fresh"
-                  else f"elite {elite_label(int(event['elite_id']), _archive_tasks(run))}")
+                  else f"elite {elite_label(int(event['elite_id']), archives)}")
         rows = [_row(f"start ({origin})", start.agent,
                      play(start, episodes=1, seed=seed, tile_size=TILE_PX)[0]),
                 _row("end of the visit", end.agent,
@@ -108,8 +108,7 @@ def run_clips(path: str | Path, *, prefix: str) -> list[ReportFigure]:
             title=f"Transfer into {tag}",
             caption=f"{FRAMES} frames of one episode (seed {seed}) on {tag}: the policy the "
                     "visit started from above the one it ended with."))
-    elites = RunDir(path).elites() if RunDir(path).has_elites() else pd.DataFrame()
-    archives = _archive_tasks(run)
+    elites = run.dir.elites() if run.dir.has_elites() else pd.DataFrame()
     for task, group in elites.groupby("task", sort=False):
         rows = []
         for elite in spread_elites(group).itertuples(index=False):
