@@ -89,21 +89,22 @@ def inspect_run(path: str | Path) -> Inspection:
     log = run_dir.method_log()
     tags = dict(zip(visits["visit"], visits["tag"].astype(str), strict=True))
     task_of = dict(zip(visits["visit"], visits["task"].astype(str), strict=True))
+    archive_task = dict(zip(elites["archive_tag"], elites["task"].astype(str), strict=False))
     maintenance = [e for e in log if e["event"] == "maintenance"]
     latest = maintenance[-1] if maintenance else {}
     return Inspection(
         path=root, method=str(spec["method"]), seed=int(spec["seed"]),
         status=str(spec.get("status")), tasks=list(dict.fromkeys(visits["task"].astype(str))),
         archives=_archives(elites, visits, tags, task_of),
-        transfers=_transfers(log, elites, tags, task_of),
+        transfers=_transfers(log, archive_task, tags, task_of),
         latent={"version": latest.get("version"), "normalizer_id": latest.get("normalizer_id"),
                 "updates": sum(bool(e.get("updated")) for e in maintenance)},
-        elites=_elites(elites, tags),
+        elites=_elites(elites, archive_task, tags),
     )
 
 
-def _elites(elites: pd.DataFrame, tags: dict[int, str]) -> pd.DataFrame:
-    archive_task = dict(zip(elites["archive_tag"], elites["task"].astype(str), strict=False))
+def _elites(elites: pd.DataFrame, archive_task: dict[int, str], tags: dict[int, str]
+            ) -> pd.DataFrame:
     return pd.DataFrame({
         "task": elites["task"].astype(str),
         "elite": [elite_label(int(i), archive_task) for i in elites["elite_id"]],
@@ -141,9 +142,8 @@ def elite_label(elite_id: int, archive_task: dict[int, str]) -> str:
     return f"{archive_task.get(tag, f'#{tag}')}:{number}"
 
 
-def _transfers(log: list[dict[str, Any]], elites: pd.DataFrame, tags: dict[int, str],
-               task_of: dict[int, str]) -> pd.DataFrame:
-    archive_task = dict(zip(elites["archive_tag"], elites["task"].astype(str), strict=False))
+def _transfers(log: list[dict[str, Any]], archive_task: dict[int, str],
+               tags: dict[int, str], task_of: dict[int, str]) -> pd.DataFrame:
     rows = []
     for event in (e for e in log if e["event"] == "transfer"):
         if event["index"] is None:  # a fresh start (telapa-fresh): the fresh network's probe
