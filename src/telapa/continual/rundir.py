@@ -82,12 +82,14 @@ RUN_VERSION = 1
 _CKPT = re.compile(r"^ckpt-(\d{6})$")
 LOCK_NAME = ".lock"
 TB_DIR = "tb"
+"""TensorBoard event files of a run (``telapa train`` and continual runs)."""
 POLICIES_DIR = "policies"
 """The start and end parameters of every visit (`RunDir.policy_path`)."""
-"""TensorBoard event files of a run (``telapa train`` and continual runs)."""
 TRACKING_FILE = "tracking.json"
 """The external tracked runs (W&B run id, MLflow run id) a run logs to, kept so that a
 resumed run goes on logging to the same tracked run."""
+MLFLOW_DIR = "mlruns"
+"""The local MLflow store of a run tracked without ``MLFLOW_TRACKING_URI``."""
 MANIFEST = "run.json"
 POINTER = "checkpoint.json"
 CKPT_STATE = "state.json"

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from telapa.continual.rundir import TB_DIR, TRACKING_FILE
+from telapa.continual.rundir import MLFLOW_DIR, TB_DIR, TRACKING_FILE
 from telapa.io import read_json, write_json_atomic
 
 TRACKERS = ("wandb", "mlflow")
@@ -192,10 +192,6 @@ class MLflowSink:
                                    else "KILLED")
 
 
-MLFLOW_DIR = "mlruns"
-"""The local MLflow store of a run without ``MLFLOW_TRACKING_URI``: ``RUN_DIR/mlruns``."""
-
-
 def local_mlflow_uri(folder: Path) -> str:
     """The ``file:`` URI of ``folder``'s local MLflow store (`MLFLOW_DIR`)."""
     return (Path(folder).resolve() / MLFLOW_DIR).as_uri()
@@ -333,5 +329,5 @@ class RunTracker:
             raise failed
 
 
-__all__ = ["MLFLOW_DIR", "TRACKERS", "MLflowSink", "RunTracker", "TensorBoardSink", "Tracking",
+__all__ = ["TRACKERS", "MLflowSink", "RunTracker", "TensorBoardSink", "Tracking",
            "TrackingError", "WandbSink", "local_mlflow_uri", "tracker_key"]
