@@ -39,7 +39,7 @@ from telapa.continual.telapa.embedding import EmbeddingState
 from telapa.continual.telapa.illumination import illuminate
 from telapa.continual.telapa.maintenance import fit_initial_normalizer
 from telapa.continual.telapa.method import BANK_EPISODES
-from telapa.qd import InsertStatus, float16_codec, valid_slots
+from telapa.qd import InsertStatus, float16_codec
 from telapa.rl import PPOTrainer
 
 
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         latent_config=latent, qd_config=qd, key=k_ill, iterations=ill.iterations,
         batch_size=args.batch_size, progress=progress,
     )
-    slots = valid_slots(archive)
+    slots = np.flatnonzero(np.asarray(archive.valid))  # the valid slots, ascending
     fitness = np.asarray(archive.elites.fitness)[slots]
     sr = np.asarray(archive.elites.sr)[slots]
     col = ilog.columns()

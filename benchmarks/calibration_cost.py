@@ -2,7 +2,7 @@
 
 The paper-scale PPO calibration (docs/assumptions.md, "The MiniGrid PPO preset") breaks
 ties by cost: this measures it for every variant in one process, on the path the study
-takes (three seeds as one vmapped batch, `Agent.train_batch`, jax backend) on
+takes (three seeds as one vmapped batch, `batch_training.train_batch`, jax backend) on
 MiniGrid-DoorKey-8x8-v0, compilation excluded. The variants are measured in rounds,
 alternating, and each reports its median over the rounds (the machine is shared and its
 speed drifts). Writes ``benchmarks/results/calibration_cost.json``.
@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import jax
+from batch_training import batch_call, train_batch
 from env_throughput import machine_info, package_versions
 
 from telapa.config import load_config, preset_path
@@ -52,13 +53,13 @@ def main(argv: list[str] | None = None) -> int:
         agent = make_agent(preset, codes)
         keys = jax.random.split(jax.random.key(0), SEEDS)
         batch = stack_states([agent.start(agent.init_ppo(k), k) for k in keys])
-        agent._compiled_call(batch, batched=True)  # compile before timing
+        batch_call(agent, batch)  # compile before timing
         agents[preset, codes], states[preset, codes] = agent, batch
     seconds: dict[tuple[str, str], list[float]] = {v: [] for v in VARIANTS}
     for r in range(rounds):
         for variant in VARIANTS:
             start = time.perf_counter()
-            states[variant], _ = agents[variant].train_batch(states[variant], steps)
+            states[variant], _ = train_batch(agents[variant], states[variant], steps)
             jax.block_until_ready(states[variant].steps)
             seconds[variant].append(time.perf_counter() - start)
             print(f"round {r} {variant}: {SEEDS * steps / seconds[variant][-1]:,.0f} steps/s",

@@ -7,7 +7,7 @@ primary curriculum's C), for each number of seeds S in ``--sizes`` (default 1 5 
 
 - ``old``: the chunk as the runner ran it before issue 25: `AutoReset` with loops of
   data-dependent trip counts (`LegacyAutoReset`), `Agent.train` (S = 1) or
-  `Agent.train_batch` (one jitted call and one host round trip per
+  `batch_training.train_batch` (one jitted call and one host round trip per
   ``iterations_per_call`` = 1 iteration, NaN and competence checks on the host), then
   `Agent.evaluate` seed after seed;
 - ``new``: `Agent.train_and_evaluate`: the 36 iterations as one ``lax.scan`` vmapped over
@@ -15,8 +15,8 @@ primary curriculum's C), for each number of seeds S in ``--sizes`` (default 1 5 
 
 and the other phases that left the host loop: the pre-evaluation (``evaluate``: seed after
 seed against `Agent.evaluate_batch`), EWC's Fisher estimate (``fisher``: the host loop
-over 256-state chunks seed after seed against `EWC.end_tasks`, one program over the
-seeds: vmapped on accelerators, a ``lax.map`` loop on CPU) and
+over 256-state chunks seed after seed against each seed's `EWC.end_task`, one jitted
+program per seed, as a batch's lockstep runs it) and
 TeLAPA's BuildArchive (``illumination``: `illuminate` seed after seed against
 `illuminate_seeds`: on accelerators the seeds in lockstep with one population evaluation
 per MAP-Elites step, on CPU seed after seed; the preset's N_ME and batch size, each seed
@@ -69,9 +69,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from batch_training import train_batch
 from machine import cpu_model
 
-from telapa.continual.methods import EWC, TaskContext
+from telapa.continual.methods import TaskContext
 from telapa.continual.preset import load_run_config
 from telapa.continual.registry import make_method
 from telapa.continual.telapa.banks import EpisodeBanks, store
@@ -305,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
                 state, _ = old.train(starts[0], chunk_steps)
                 params = [state.ppo.params]
             else:
-                stacked, _ = old.train_batch(states, chunk_steps)
+                stacked, _ = train_batch(old, states, chunk_steps)
                 params = [jax.tree.map(lambda x, i=i: x[i], stacked.ppo.params)
                           for i in range(size)]
             results = [old.evaluate(p, episodes, k) for p, k in zip(params, keys, strict=True)]
@@ -338,8 +339,8 @@ def main(argv: list[str] | None = None) -> int:
                    eval_steps=steps, flops=steps * 2 * weights)
 
     def measure_fisher(size: int, starts: list, keys) -> None:
-        """EWC's Fisher estimate at a task's end: one vmapped program against the host
-        loop seed after seed."""
+        """EWC's Fisher estimate at a task's end: each seed's `EWC.end_task` (one program
+        per seed) against the host loop seed after seed."""
         ewc_config = config.model_copy(update={"methods": config.methods.model_copy(
             update={"ewc": config.methods.ewc.model_copy(
                 update={"fisher_steps": fisher_steps})})})
@@ -350,7 +351,8 @@ def main(argv: list[str] | None = None) -> int:
             methods = [make_method("ewc", ewc_config) for _ in range(size)]
             for m, p in zip(methods, member_params, strict=True):
                 m.initial_penalty(p)
-            EWC.end_tasks(methods, [s.ppo for s in starts], ctxs)
+            for method, start, ctx in zip(methods, starts, ctxs, strict=True):
+                method.end_task(start.ppo, ctx)
             return [m.state() for m in methods]
 
         def run_old():

@@ -16,7 +16,8 @@ import pytest
 
 from telapa.continual.curriculum import load_curriculum
 from telapa.continual.preset import load_run_config
-from telapa.continual.runner import ContinualRun, RunSpec
+from telapa.continual.runner import ContinualRun
+from telapa.continual.spec import RunSpec
 
 TINY = Path(__file__).resolve().parent / "continual" / "tiny_run.yaml"
 """The tiny run preset of the continual tests: the whole pipeline, small budgets."""

@@ -1,6 +1,7 @@
 """The documents a newcomer reads hold together: every relative link and anchor leads
 somewhere, every section cited by name (``docs/assumptions.md, "Activation"``) exists,
-and the contents lists of docs/assumptions.md and docs/design.md list every section."""
+and the contents lists of the guides that have one (docs/assumptions.md, docs/design.md,
+...) list every section."""
 
 from __future__ import annotations
 
@@ -14,9 +15,12 @@ DOCS = [ROOT / "README.md", ROOT / "BENCHMARKS.md", *sorted((ROOT / "docs").glob
 CITING = [*DOCS, *sorted((ROOT / "src").rglob("*.py")), *sorted((ROOT / "src").rglob("*.yaml")),
           *sorted((ROOT / "benchmarks").glob("*.*")), *sorted((ROOT / "experiments").glob("*.*")),
           *sorted(p for p in (ROOT / "tests").rglob("*.py") if p != Path(__file__).resolve())]
-CITED = {"docs/assumptions.md": ROOT / "docs" / "assumptions.md",
-         "docs/design.md": ROOT / "docs" / "design.md", "BENCHMARKS.md": ROOT / "BENCHMARKS.md"}
-WITH_CONTENTS = [ROOT / "docs" / "assumptions.md", ROOT / "docs" / "design.md"]
+CITED = {**{f"docs/{p.name}": p for p in sorted((ROOT / "docs").glob("*.md"))},
+         "BENCHMARKS.md": ROOT / "BENCHMARKS.md"}
+PAGES = "|".join(re.escape(name.removeprefix("docs/")) for name in CITED if name != "BENCHMARKS.md")
+WITH_CONTENTS = [ROOT / "docs" / name for name in (
+    "assumptions.md", "design.md", "minigrid-ports.md", "performance.md", "reliability.md",
+    "running.md")]
 
 
 def headings(text: str) -> list[tuple[int, str]]:
@@ -72,7 +76,7 @@ def citations(text: str) -> list[tuple[str, str]]:
     citation, across line breaks and comment markers."""
     flat = re.sub(r"\s*\n\s*(?:#+ |# ?|\* )?\s*", " ", text)
     found = []
-    for m in re.finditer(r"(?:docs/)?(assumptions\.md|design\.md)|(BENCHMARKS\.md)", flat):
+    for m in re.finditer(rf"(?:docs/)?({PAGES})|(BENCHMARKS\.md)", flat):
         names = re.match(r"`?,? \(?((?:\"[^\"\n]{1,80}\"(?:, | and )?)+)", flat[m.end():])
         if names:
             doc = f"docs/{m.group(1)}" if m.group(1) else m.group(2)

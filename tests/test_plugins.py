@@ -20,14 +20,23 @@ from plugin_modules import (
     install_entry_points,
     write_module,
 )
+from pydantic import Field, NonNegativeFloat, create_model
 
 from telapa.cli import main
 from telapa.cli.common import CLIError
 from telapa.cli.run import build_spec
-from telapa.config import ConfigError
+from telapa.config import ConfigError, StrictModel, validate
 from telapa.continual.curriculum import load_curriculum, parse_curriculum
-from telapa.continual.preset import load_run_config, parse_run_config
+from telapa.continual.methods import Finetune
+from telapa.continual.preset import (
+    RunConfig,
+    load_run_config,
+    methods_config,
+    parse_run_config,
+)
 from telapa.continual.registry import (
+    BUILTIN_METHODS,
+    MethodsConfig,
     bind_method,
     find_method,
     make_method,
@@ -173,6 +182,69 @@ def test_a_method_cannot_take_a_built_in_s_name_or_section(plugin_site):
         register_method(nameless)
     with pytest.raises(PluginError, match="unknown method 'nope'; available: telapa"):
         find_method("nope")
+
+
+class DecaySettings(StrictModel):
+    rate: NonNegativeFloat = 0.5
+
+
+class Decay(Finetune):
+    """A method declared as the built-in ones are: its section and the section's model."""
+
+    name = "decay"
+    section = "decay"
+    settings_model = DecaySettings
+
+
+def test_a_built_in_method_is_its_class_and_its_registry_entry():
+    """`MethodsConfig` is built from the built-in classes' ``section`` and
+    ``settings_model``: a method declared like them gets, from its entry alone, a field
+    validated, written out and reported as theirs are."""
+    model = methods_config([*BUILTIN_METHODS.values(), Decay])
+    assert list(model.model_fields) == [*MethodsConfig.model_fields, "decay"]
+    assert list(methods_config(BUILTIN_METHODS.values()).model_fields) == list(
+        MethodsConfig.model_fields)
+    run = create_model("RunConfig", __base__=RunConfig,
+                       methods=(model, Field(default_factory=model)))
+    config = validate(run, {**QUICK.model_dump(), "methods": {"decay": {"rate": 2.0}}})
+    assert Decay(config).settings == DecaySettings(rate=2.0) == config.methods.decay
+    written = validate(run, QUICK.model_dump()).methods.model_dump()  # as config.yaml
+    assert written == {**QUICK.methods.model_dump(), "decay": {"rate": 0.5}}
+    for data, message in (
+            ({"decay": {"rat": 1}}, "unknown key 'methods.decay.rat' in p.yaml (did you "
+                                    "mean 'methods.decay.rate'?)"),
+            ({"decayy": {}}, "unknown key 'methods.decayy' in p.yaml (did you mean "
+                             "'methods.decay'?)"),
+            ({"decay": {"rate": -1}}, "invalid value for 'methods.decay.rate' in p.yaml: "
+                                      "Input should be greater than or equal to 0"),
+            ({"decay": {"rate": True}}, "invalid value for 'methods.decay.rate' in p.yaml: "
+                                        "a boolean where a number belongs")):
+        with pytest.raises(ConfigError) as err:
+            validate(run, {**QUICK.model_dump(), "methods": data}, "p.yaml")
+        assert str(err.value) == message
+    # the same messages as for a built-in section (here EWC's)
+    with pytest.raises(ConfigError, match=r"^unknown key 'methods.ewc.lamm' in p.yaml \(did "
+                                          r"you mean 'methods.ewc.lam'\?\)$"):
+        parse_run_config({**QUICK.model_dump(), "methods": {"ewc": {"lamm": 1}}}, "p.yaml")
+    no_model = type("NoModel", (Finetune,), {"name": "no-model", "section": "mine"})
+    with pytest.raises(TypeError, match="'no-model' declares the settings section 'mine' "
+                                        "but no settings_model"):
+        methods_config([no_model])
+    other = type("Other", (Decay,), {"name": "other", "settings_model": StrictModel})
+    with pytest.raises(TypeError, match="'decay' and 'other' declare the settings section "
+                                        "'decay' with different models"):
+        methods_config([Decay, other])
+
+
+def test_a_plug_in_subclass_of_a_built_in_reads_the_built_in_section(plugin_site):
+    """It inherits the built-in's ``section`` and ``settings_model``: it reads that
+    section, as the built-in does, and registering it adds no plug-in section."""
+    ewc = BUILTIN_METHODS["ewc"]
+    mine = register_method(type("MyEWC", (ewc,), {"name": "my-ewc"}))
+    assert mine.settings_model is ewc.settings_model and method_section("my-ewc") == "ewc"
+    config = parse_run_config({**QUICK.model_dump(), "methods": {"ewc": {"lam": 3.0}}})
+    assert make_method("my-ewc", config).settings is config.methods.ewc
+    assert bind_method(config, "my-ewc") is config
 
 
 def test_method_entry_points_load_lazily_by_name(plugin_site):

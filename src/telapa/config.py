@@ -44,7 +44,7 @@ M = TypeVar("M", bound=BaseModel)
 UnitInterval = Annotated[float, Field(ge=0.0, le=1.0)]
 
 # --- upper bounds: absurd sizes are refused when a config is read, before any work ------
-# (docs/design.md, "Reliability"). Each is far above what the paper or a study uses, and
+# (docs/reliability.md, "Upper bounds"). Each is far above what the paper or a study uses, and
 # low enough that no loop over it hangs and no list of it exhausts memory.
 MAX_ENV_STEPS = 10**10
 """Env steps of one visit, one task, one probe or one `telapa train` run (1000x the

@@ -19,7 +19,9 @@ from telapa.cli import main
 from telapa.continual.batch import SeedBatch, parse_seeds
 from telapa.continual.curriculum import load_curriculum
 from telapa.continual.preset import load_run_config
-from telapa.continual.runner import ContinualRun, RunSpec, load_run_tables
+from telapa.continual.rundir import RunDir
+from telapa.continual.runner import ContinualRun
+from telapa.continual.spec import RunSpec
 from telapa.rl import agent as agent_module
 
 from .crash import kill_at_checkpoint, telapa_process
@@ -63,12 +65,12 @@ def test_every_seed_is_an_ordinary_run_directory(batch, capsys):
     for seed, path in zip(SEEDS, _dirs(batch), strict=True):
         spec = json.loads((path / "run.json").read_text())
         assert (spec["status"], spec["seed"], spec["method"]) == ("complete", seed, "ewc")
-        tables = load_run_tables(path)
+        tables = RunDir(path).tables()
         assert list(tables["visits"]["train_steps"]) == [4096] * 2
         accounting = json.loads((path / "accounting.json").read_text())
         assert accounting["segments"] == 1 and accounting["ppo_env_steps"] == 2 * 4096
         assert accounting["phase_s"]["train"] > 0
-    a, b = (load_run_tables(p)["curve"]["sr"] for p in _dirs(batch))
+    a, b = (RunDir(p).tables()["curve"]["sr"] for p in _dirs(batch))
     assert not a.equals(b)  # two seeds, two runs
     assert main(["metrics", *map(str, _dirs(batch)), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)["one-task"]["summary"]["ewc"]

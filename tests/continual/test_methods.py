@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -12,18 +12,27 @@ from rl.toy_envs import Corridor
 
 from telapa.config import PPOConfig, TrainConfig
 from telapa.continual.curriculum import Visit
+from telapa.continual.lockstep import run_hooks
 from telapa.continual.methods import (
     EWC,
     L2Init,
+    Method,
     QuadraticData,
     TaskContext,
     accumulate_quadratic,
-    diagonal_fisher,
     quadratic_penalty,
 )
-from telapa.continual.preset import MethodsConfig, parse_run_config
-from telapa.continual.registry import METHOD_SECTIONS, METHODS, make_method
+from telapa.continual.preset import parse_run_config
+from telapa.continual.registry import (
+    BUILTIN_METHODS,
+    METHOD_SECTIONS,
+    METHODS,
+    MethodsConfig,
+    find_method,
+    make_method,
+)
 from telapa.rl import Agent
+from telapa.rl.fisher import diagonal_fisher
 from telapa.rl.ppo import PPOState
 
 TRAIN = TrainConfig(ppo=PPOConfig(num_envs=4, n_steps=8, batch_size=16, epochs=1))
@@ -66,9 +75,10 @@ def _trained_opt_state(agent, state: PPOState):
 
 
 def test_registry_and_unknown_name():
-    assert set(METHODS) == {"scratch", "scratch-reuse", "finetune", "finetune-reset", "ewc",
-                            "l2init", "dff", "shrink-perturb", "telapa", "telapa-static",
-                            "telapa-fresh"}
+    assert set(METHODS) == set(BUILTIN_METHODS)  # no plug-in left over by another test
+    for name, method in BUILTIN_METHODS.items():  # each under its class's own name
+        assert issubclass(method, Method) and method.__dict__["name"] == name
+        assert find_method(name) is method and type(make_method(name, CONFIG)) is method
     with pytest.raises(ValueError, match="unknown method 'ewc2'.*finetune"):
         make_method("ewc2", CONFIG)
     with pytest.raises(ValueError, match=r"unknown method 'telapa-fersh' \(did you mean "
@@ -231,10 +241,14 @@ def test_shrink_perturb_by_hand(agent):
 def test_each_settings_section_is_a_methods_own():
     # every MethodsConfig section is read by the methods that declare it, and only by them
     assert {m.section for m in METHODS.values()} - {None} == set(MethodsConfig.model_fields)
-    assert METHOD_SECTIONS == {"ewc": "ewc", "l2init": "l2init", "shrink-perturb":
-                               "shrink_perturb", "scratch-reuse": "scratch_reuse",
-                               "telapa": "telapa", "telapa-static": "telapa",
-                               "telapa-fresh": "telapa"}
+    assert METHOD_SECTIONS == {name: m.section for name, m in BUILTIN_METHODS.items()
+                               if m.section is not None}
+    for name, section in METHOD_SECTIONS.items():  # validated by the class's own model
+        model = BUILTIN_METHODS[name].settings_model
+        assert MethodsConfig.model_fields[section].annotation is model
+        assert make_method(name, CONFIG).settings is getattr(CONFIG.methods, section)
+    assert {METHOD_SECTIONS[n] for n in ("telapa", "telapa-static", "telapa-fresh")} == {
+        "telapa"}  # the variants share TeLAPA's settings
     assert make_method("ewc", CONFIG).settings.lam == 4.0
     assert make_method("shrink-perturb", CONFIG).settings.alpha == 0.9
     assert make_method("finetune", CONFIG).settings is None
@@ -261,68 +275,62 @@ def test_state_roundtrip_templates(agent):
     assert isinstance(make_method("ewc", CONFIG), EWC)
 
 
+def _lockstep(methods, hook: str, states, ctxs):
+    """The ``hook`` of every seed through the runner's lockstep (`run_hooks`)."""
+    return run_hooks([partial(getattr(m, hook), s, c)
+                      for m, s, c in zip(methods, states, ctxs, strict=True)],
+                     [m.timer for m in methods])
+
+
 @pytest.mark.parametrize("name", ["finetune-reset", "scratch", "shrink-perturb", "ewc",
                                   "l2init", "scratch-reuse"])
-def test_batched_hooks_equal_the_hooks_seed_after_seed(agent, name):
-    """`start_tasks` and `end_tasks` of three seeds (one program over the seeds where the
-    hook is device maths) give what each seed's own hook gives."""
+def test_hooks_in_lockstep_equal_each_seed_alone_exactly(agent, name):
+    """The end and start hooks of three seeds in lockstep (a batch) give bit for bit what
+    each seed's own hook gives (a run of that seed alone)."""
     def seeds():
         methods = [make_method(name, CONFIG) for _ in range(3)]
-        states = [_state(agent, seed, m).replace(opt_state=None) for seed, m in
-                  enumerate(methods)]
-        states = [s.replace(opt_state=_trained_opt_state(agent, s.replace(
-            opt_state=agent.optimizer.init(s.params)))) for s in states]
+        states = [_state(agent, seed, m) for seed, m in enumerate(methods)]
+        states = [s.replace(opt_state=_trained_opt_state(agent, s)) for s in states]
         return methods, states
 
     visit = _visit(1, "B", 0)
     ctxs = [_ctx(agent, visit, seed=20 + i) for i in range(3)]
     batched, alone = seeds(), seeds()
-    cls = type(batched[0][0])
-    for hook in ("end", "start"):
-        if hook == "end":
-            cls.end_tasks(*batched, ctxs)
-            for m, s, c in zip(*alone, ctxs, strict=True):
-                m.end_task(s, c)
-            got = [m.state() for m in batched[0]]
-            expected = [m.state() for m in alone[0]]
-        else:
-            got = cls.start_tasks(*batched, ctxs)
-            expected = [m.start_task(s, c) for m, s, c in zip(*alone, ctxs, strict=True)]
-        for a, b in zip(jax.tree.leaves(expected), jax.tree.leaves(got), strict=True):
-            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-7)
+    _lockstep(batched[0], "end_task", batched[1], ctxs)
+    for m, s, c in zip(*alone, ctxs, strict=True):
+        m.end_task(s, c)
+    assert _leaves_equal([m.state() for m in alone[0]], [m.state() for m in batched[0]])
+    got = _lockstep(batched[0], "start_task", batched[1], ctxs)
+    expected = [m.start_task(s, c) for m, s, c in zip(*alone, ctxs, strict=True)]
+    assert _leaves_equal(expected, got)
     assert [m.extra_env_steps for m in batched[0]] == [m.extra_env_steps for m in alone[0]]
 
 
-@pytest.mark.parametrize("vmap", [True, False])
-def test_ewc_end_tasks_batched_or_looped_equal_each_seed_alone(agent, vmap):
-    """EWC's Fisher estimates of three seeds as one program, the seeds ``vmap``ped (an
-    accelerator's default) or looped by ``lax.map`` (the CPU's), give each seed's own
-    `end_task`; on CPU the default is the loop."""
-    def seeds():
-        methods = [make_method("ewc", CONFIG) for _ in range(3)]
-        return methods, [_state(agent, seed, m) for seed, m in enumerate(methods)]
+def test_a_subclass_overriding_start_task_does_the_same_in_a_batch(agent):
+    """A plug-in that overrides only the per-seed `start_task` of a built-in method gets
+    its hook called for every seed of a batch (a batched twin once skipped it), with
+    each seed's own result."""
+    class Halved(type(make_method("finetune-reset", CONFIG))):
+        calls = 0
 
-    ctxs = [_ctx(agent, _visit(0, "A", 0), seed=30 + i) for i in range(3)]
-    (batched, states), (alone, _) = seeds(), seeds()
-    EWC.end_tasks(batched, states, ctxs, vmap=vmap)
-    for m, s, c in zip(alone, states, ctxs, strict=True):
-        m.end_task(s, c)
-    for a, b in zip(jax.tree.leaves([m.state() for m in alone]),
-                    jax.tree.leaves([m.state() for m in batched]), strict=True):
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-7)
-    assert [m.extra_env_steps for m in batched] == [12, 12, 12]
-    steps, decay = CONFIG.methods.ewc.fisher_steps, CONFIG.methods.ewc.decay
-    assert ("ewc-boundary", steps, decay, vmap) in agent._programs
-    fresh = Agent(Corridor(), TRAIN)
-    EWC.end_tasks(*seeds(), [dataclasses.replace(c, agent=fresh) for c in ctxs])
-    assert [k for k in fresh._programs if k[0] == "ewc-boundary"] == [
-        ("ewc-boundary", steps, decay, jax.default_backend() != "cpu")]
+        def start_task(self, state, ctx):
+            type(self).calls += 1
+            state = super().start_task(state, ctx)
+            return state.replace(params=jax.tree.map(lambda p: p / 2, state.params))
+
+    methods = [Halved(CONFIG) for _ in range(3)]
+    states = [_state(agent, seed) for seed in range(3)]
+    ctxs = [_ctx(agent, _visit(1, "B", 0), seed=s) for s in range(3)]
+    got = _lockstep(methods, "start_task", states, ctxs)
+    assert Halved.calls == 3
+    for state, started in zip(states, got, strict=True):
+        assert _leaves_equal(jax.tree.map(lambda p: p / 2, state.params), started.params)
+        assert _leaves_equal(agent.optimizer.init(state.params), started.opt_state)
 
 
-def test_scratch_reuse_batch_starts_as_each_seed_alone(agent, monkeypatch):
-    """Two seeds through a first visit of A, of B and a revisit of A: the batched
-    starts (fresh draws and bank policies as programs over the seeds, never the per-seed
-    hook) give what each seed's `start_task` gives."""
+def test_scratch_reuse_batch_starts_as_each_seed_alone(agent):
+    """Two seeds through a first visit of A, of B and a revisit of A, in lockstep and
+    alone: the same starts; the revisit starts from the bank's first-visit policy."""
     visits = [_visit(0, "A", 0), _visit(1, "B", 0), _visit(2, "A", 1)]
 
     def run(batched: bool) -> list[list[PPOState]]:
@@ -332,7 +340,7 @@ def test_scratch_reuse_batch_starts_as_each_seed_alone(agent, monkeypatch):
         for visit in visits:
             ctxs = [_ctx(agent, visit, seed=10 * visit.index + s) for s in range(2)]
             if batched:
-                states = type(methods[0]).start_tasks(methods, states, ctxs)
+                states = _lockstep(methods, "start_task", states, ctxs)
             else:
                 states = [m.start_task(s, c) for m, s, c in
                           zip(methods, states, ctxs, strict=True)]
@@ -346,12 +354,7 @@ def test_scratch_reuse_batch_starts_as_each_seed_alone(agent, monkeypatch):
         return starts
 
     alone = run(batched=False)
-    monkeypatch.setattr("telapa.continual.methods.ScratchReuse.start_task",
-                        lambda *a: pytest.fail("the batch called the per-seed hook"))
-    together = run(batched=True)
-    for a, b in zip(jax.tree.leaves(alone), jax.tree.leaves(together), strict=True):
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-7)
-    # the revisit started from the bank's first-visit policy (moved by the "training")
+    assert _leaves_equal(alone, run(batched=True))
     first = alone[0]
     revisit = alone[2]
     for seed in range(2):
@@ -361,43 +364,12 @@ def test_scratch_reuse_batch_starts_as_each_seed_alone(agent, monkeypatch):
             np.testing.assert_allclose(x, y, atol=1e-6)
 
 
-def _equations(jaxpr):
-    """Every equation of ``jaxpr`` and of the programs nested in it (loops, calls)."""
-    for eqn in jaxpr.eqns:
-        yield eqn
-        for value in eqn.params.values():
-            for sub in value if isinstance(value, (tuple, list)) else (value,):
-                inner = getattr(sub, "jaxpr", sub)
-                if hasattr(inner, "eqns"):
-                    yield from _equations(inner)
-
-
-def test_batched_scratch_inits_draw_no_batched_qr(agent):
-    """The seeds' fresh initialisations are one program whose QR decompositions (the
-    orthogonal kernels) stay unbatched: a batched QR splits over XLA's CPU thread pool
-    and waits for it, and two at once on a two-thread pool never end (a sweep worker
-    hung so, tests/continual/test_sweep.py on 2 cores)."""
-    ctxs = [_ctx(agent, _visit(1, "B", 0), seed=20 + i) for i in range(3)]
-    methods = [make_method("scratch", CONFIG) for _ in ctxs]
-    states = [_state(agent, i) for i in range(3)]
-    got = type(methods[0]).start_tasks(methods, states, ctxs)
-    for state, ctx in zip(got, ctxs, strict=True):  # each seed's own draw
-        assert _leaves_equal(state.params, agent.policy.init(ctx.key))
-    program = agent.program(("method", "seed-inits"), lambda: None)
-    jaxpr = jax.make_jaxpr(program)(jnp.stack([c.key for c in ctxs])).jaxpr
-    qrs = [e for e in _equations(jaxpr) if "householder" in e.primitive.name
-           or "qr" in e.primitive.name]
-    assert qrs, "the policy draws no orthogonal kernel: the test checks nothing"
-    assert all(v.aval.ndim == 2 for e in qrs for v in e.invars), \
-        [(e.primitive.name, [v.aval.shape for v in e.invars]) for e in qrs]
-
-
 @pytest.mark.parametrize("name", ["telapa", "telapa-fresh"])
 def test_telapa_fresh_offers_scratchs_network_and_starts_from_it(agent, monkeypatch, name):
     """TeLAPA-Fresh passes FewShotSelectElite the network Scratch starts the visit from
     (TeLAPA passes none), one seed or a batch of two; a fresh choice starts the visit
     from it with a fresh optimizer, no origin elite and the transfer record's origin."""
-    from telapa.continual.telapa import method as telapa_method
+    from telapa.continual.telapa import transfer
     from telapa.continual.telapa.transfer import ProbeOutcome, TransferChoice
 
     offered = []
@@ -410,9 +382,9 @@ def test_telapa_fresh_offers_scratchs_network_and_starts_from_it(agent, monkeypa
         return TransferChoice(params=fresh, index=-1, elite_id=-1, source=-1, tag=-1, slot=-1,
                               lineage=(), candidates=(), env_steps=5, wall_s=0.0, fresh=probe)
 
-    monkeypatch.setattr(telapa_method, "select_transfer_origin",
+    monkeypatch.setattr(transfer, "select_transfer_origin",
                         lambda *a, fresh=None, **k: choice(fresh))
-    monkeypatch.setattr(telapa_method, "select_transfer_origins",
+    monkeypatch.setattr(transfer, "select_transfer_origins",
                         lambda *a, fresh=None, **k: [choice(f) for f in (fresh or [None, None])])
     visit = _visit(1, "B", 0)
     methods = [make_method(name, CONFIG, key=jax.random.key(s)) for s in (0, 1)]
@@ -420,8 +392,8 @@ def test_telapa_fresh_offers_scratchs_network_and_starts_from_it(agent, monkeypa
         m.archives = {"A": object()}  # selection is replaced: any library will do
     ctxs = [_ctx(agent, visit, seed=7), _ctx(agent, visit, seed=8)]
     states = [_state(agent, 3, methods[0]), _state(agent, 4, methods[1])]
-    alone = methods[0].start_task(states[0], ctxs[0])
-    together = type(methods[0]).start_tasks(methods, states, ctxs)
+    (alone,) = _lockstep(methods[:1], "start_task", states[:1], ctxs[:1])
+    together = _lockstep(methods, "start_task", states, ctxs)
     scratch = [make_method("scratch", CONFIG).start_task(s, c).params
                for s, c in zip(states, ctxs, strict=True)]
     if name == "telapa":

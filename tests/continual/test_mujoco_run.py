@@ -18,7 +18,9 @@ import yaml
 from telapa.continual.curriculum import parse_curriculum
 from telapa.continual.preset import load_run_config
 from telapa.continual.registry import METHODS
-from telapa.continual.runner import ContinualRun, RunSpec, load_run_tables
+from telapa.continual.rundir import RunDir
+from telapa.continual.runner import ContinualRun
+from telapa.continual.spec import RunSpec
 from telapa.envs.mujoco import reference_return
 
 from .crash import kill_at_checkpoint, telapa_process
@@ -51,7 +53,7 @@ def telapa_run(tmp_path_factory):
 
 def test_telapa_on_friction_shifts_uses_the_family_sketch_and_competence(telapa_run):
     path, metrics = telapa_run
-    tables = load_run_tables(path)
+    tables = RunDir(path).tables()
     visits, curve = tables["visits"], tables["curve"]
     assert list(visits["tag"]) == ["F0.50", "F1.50", "F0.50'", "F1.50'"]
     # SR~ = clip(mean return / R*, 0, 1) everywhere, with the return kept alongside
@@ -88,8 +90,8 @@ def test_telapa_mujoco_run_resumes_exactly_after_sigkill(telapa_run, tmp_path):
     assert resume.returncode == 0, err
     assert re.search(r"resumed at visit [23] ", err), err  # 3: only if the poll lagged
     assert json.loads((out / "metrics.json").read_text()) == json.loads(json.dumps(metrics))
-    for name, table in load_run_tables(path).items():
-        pd.testing.assert_frame_equal(load_run_tables(out)[name], table, obj=name)
+    for name, table in RunDir(path).tables().items():
+        pd.testing.assert_frame_equal(RunDir(out).tables()[name], table, obj=name)
     strip = {"wall_s"}
     a = json.loads((path / "method_log.json").read_text())
     b = json.loads((out / "method_log.json").read_text())
@@ -101,7 +103,7 @@ def test_telapa_mujoco_run_resumes_exactly_after_sigkill(telapa_run, tmp_path):
 def test_every_method_runs_a_friction_curriculum(method, tmp_path):
     metrics = ContinualRun.start(_spec(method, cycles=1), tmp_path / method,
                                  agents=AGENTS).run()
-    tables = load_run_tables(tmp_path / method)
+    tables = RunDir(tmp_path / method).tables()
     assert list(tables["visits"]["tag"]) == ["F0.50", "F1.50"]
     # one cycle: no revisits, so Mean SR (the revisit mean) is undefined; SR~ of the visits
     assert math.isnan(metrics["mean_sr"]) and 0 <= metrics["mean_sr_all"] <= 1

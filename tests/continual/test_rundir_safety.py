@@ -22,7 +22,8 @@ from telapa.continual.curriculum import Visit, load_curriculum, parse_curriculum
 from telapa.continual.preset import load_run_config, parse_run_config
 from telapa.continual.progress import PlainProgress
 from telapa.continual.rundir import RunDir, RunDirError, claim_new_dir
-from telapa.continual.runner import ContinualRun, RunSpec
+from telapa.continual.runner import ContinualRun
+from telapa.continual.spec import RunSpec
 
 TINY = Path(__file__).with_name("tiny_run.yaml")
 RUN = ["run", "--curriculum", "smoke", "--method", "finetune", "--preset", str(TINY)]
@@ -165,13 +166,16 @@ def test_lock_is_exclusive_and_a_dead_holder_is_taken_over(tmp_path):
 
 def test_two_checkpoints_are_kept(tmp_path):
     run_dir = RunDir(tmp_path)
+    run_dir.create({"curriculum": "smoke"}, config={}, curriculum={})
+    store = run_dir.checkpoints
     names = []
     for i in range(3):
-        folder = run_dir.new_checkpoint()
+        folder = store.new_folder()
         (folder / "state.json").write_text(json.dumps({"i": i}))
-        run_dir.commit_checkpoint(folder)
+        store.commit(folder)
         names.append(folder.name)
-    assert [p.name for p in run_dir.checkpoints()] == names[:0:-1]
+    run_dir.unlock()
+    assert [p.name for p in store.newest_first()] == names[:0:-1]
     assert sorted(p.name for p in tmp_path.glob("ckpt-*")) == names[1:]
 
 
@@ -180,34 +184,39 @@ def test_checkpoint_contents_roundtrip_through_the_run_dir(tmp_path):
     import numpy as np
 
     run_dir = RunDir(tmp_path)
+    run_dir.create({"curriculum": "smoke"}, config={}, curriculum={})
+    run_dir.unlock()
+    store = run_dir.checkpoints
     state = {"phases": 5, "next_phase": 2, "records": {"visits": []}, "wall_s": 1.5}
     bank = {"A": jnp.arange(3.0)}
-    first = run_dir.save_checkpoint(state, learner={"w": jnp.ones(2)}, method={"bank": bank},
-                                    train_state={"obs": jnp.zeros(4)},
-                                    train_rows=[{"step": 8, "loss": 0.5}])
+    first = store.save(state, learner={"w": jnp.ones(2)}, method={"bank": bank},
+                       train_state={"obs": jnp.zeros(4)}, train_rows=[{"step": 8, "loss": 0.5}])
     # the same method part object again: copied (after its SHA-256 is checked), never
     # hard-linked, so that one damaged file cannot take both checkpoints; no train state
-    second = run_dir.save_checkpoint({**state, "next_phase": 3}, learner={"w": jnp.zeros(2)},
-                                     method={"bank": bank}, train_rows=[])
-    assert run_dir.checkpoints() == [second, first]
+    second = store.save({**state, "next_phase": 3}, learner={"w": jnp.zeros(2)},
+                        method={"bank": bank}, train_rows=[])
+    assert store.newest_first() == [second, first]
     assert not os.path.samefile(first / "method-bank.npz", second / "method-bank.npz")
     assert (first / "method-bank.npz").read_bytes() == (second / "method-bank.npz").read_bytes()
-    assert run_dir.checkpoint_state()["next_phase"] == 3
-    assert run_dir.checkpoint_state(first) == state
-    learner, method = run_dir.load_checkpoint(first, learner={"w": jnp.zeros(2)},
-                                              method={"bank": {"A": jnp.zeros(3)}})
+    for folder in (first, second):  # sealed, with what defines the run
+        store.verify(folder)
+        assert json.loads((folder / "definition.json").read_text()) == run_dir.definition()
+    assert store.state()["next_phase"] == 3
+    assert store.state(first) == state
+    learner, method = store.load(first, learner={"w": jnp.zeros(2)},
+                                 method={"bank": {"A": jnp.zeros(3)}})
     np.testing.assert_array_equal(learner["w"], [1.0, 1.0])
     np.testing.assert_array_equal(method["bank"]["A"], [0.0, 1.0, 2.0])
     like = {"obs": jnp.ones(4)}
-    np.testing.assert_array_equal(run_dir.checkpoint_train_state(first, like)["obs"], 0.0)
-    assert run_dir.checkpoint_train_state(second, like) is None
-    assert run_dir.checkpoint_train_rows(first) == [{"step": 8, "loss": 0.5}]
-    assert run_dir.checkpoint_train_rows(second) == []
-    assert run_dir.learner_file() == second / "learner.npz"
+    np.testing.assert_array_equal(store.train_state(first, like)["obs"], 0.0)
+    assert store.train_state(second, like) is None
+    assert store.train_rows(first) == [{"step": 8, "loss": 0.5}]
+    assert store.train_rows(second) == []
+    assert store.learner_file() == second / "learner.npz"
     (second / "state.json").write_text(json.dumps({"phases": 5}))
     with pytest.raises(RunDirError, match=f"{second / 'state.json'} is not a checkpoint state"):
-        run_dir.checkpoint_state(second)
-    assert RunDir(tmp_path / "other").checkpoint_state() is None  # not started yet
+        store.state(second)
+    assert RunDir(tmp_path / "other").checkpoints.state() is None  # not started yet
 
 
 def test_run_dir_answers_whether_a_run_started_and_finished(tmp_path):

@@ -17,8 +17,9 @@ from telapa.continual.curriculum import load_curriculum
 from telapa.continual.methods import Finetune
 from telapa.continual.preset import load_run_config
 from telapa.continual.registry import METHODS
-from telapa.continual.rundir import RunDirError
-from telapa.continual.runner import ContinualRun, RunError, RunSpec, load_run_tables
+from telapa.continual.rundir import RunDir, RunDirError
+from telapa.continual.runner import ContinualRun, RunError
+from telapa.continual.spec import RunSpec
 from telapa.envs import make
 from telapa.rl.agent import BatchMemberError
 from telapa.rl.policy import Policy
@@ -48,7 +49,7 @@ def test_run_directory_layout_and_records(finished):
     path, metrics = finished
     spec = json.loads((path / "run.json").read_text())
     assert spec["status"] == "complete" and spec["method"] == "ewc" and spec["seed"] == 3
-    t = load_run_tables(path)
+    t = RunDir(path).tables()
     visits, curve, final = t["visits"], t["curve"], t["final"]
     assert list(visits["tag"]) == ["A", "B", "A'", "B'"]
     assert list(visits["env_id"]) == ["MiniGrid-Empty-5x5-v0", "MiniGrid-DoorKey-5x5-v0"] * 2
@@ -104,8 +105,8 @@ def test_resume_after_a_crash_gives_the_same_results(finished, tmp_path):
     assert json.loads((crashed / state["latest"] / "state.json").read_text())["next_phase"] > 10
     resumed = ContinualRun.resume(crashed, agents=EWC_AGENTS).run()
     assert json.dumps(resumed) == json.dumps(metrics)
-    for name, table in load_run_tables(path).items():
-        pd.testing.assert_frame_equal(load_run_tables(crashed)[name], table, obj=name)
+    for name, table in RunDir(path).tables().items():
+        pd.testing.assert_frame_equal(RunDir(crashed).tables()[name], table, obj=name)
     for f in sorted((path / "train").iterdir()):
         pd.testing.assert_frame_equal(pd.read_csv(crashed / "train" / f.name), pd.read_csv(f))
     assert json.loads((crashed / "accounting.json").read_text())["segments"] == 2
@@ -136,11 +137,11 @@ def test_truncated_tables_are_named_on_load(finished, tmp_path, name, cut, messa
     lines = (copy / f"{name}.csv").read_text().splitlines(keepends=True)
     (copy / f"{name}.csv").write_text("".join(lines[:-cut]))
     with pytest.raises(RunDirError, match=message):
-        load_run_tables(copy)
+        RunDir(copy).tables()
     # a row cut in the middle (a partial write) is caught too
     (copy / f"{name}.csv").write_text("".join(lines[:-1]) + lines[-1][:15])
     with pytest.raises(RunDirError, match=f"{name}.csv"):
-        load_run_tables(copy)
+        RunDir(copy).tables()
 
 
 def test_unreadable_newest_checkpoint_falls_back_to_the_previous(finished, tmp_path):

@@ -24,7 +24,7 @@ from telapa.config import CONFIG_DIR, ConfigError
 from telapa.continual.batch import SeedBatch
 from telapa.continual.preset import bind_env_family, parse_run_config
 from telapa.continual.rundir import RunDirError
-from telapa.continual.runner import RunSpec
+from telapa.continual.spec import RunSpec
 from telapa.continual.sweep import (
     CellTime,
     cell_time,

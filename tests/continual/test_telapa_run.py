@@ -13,7 +13,9 @@ from shared_runs import quick_phases, tiny_agents
 
 from telapa.continual.curriculum import load_curriculum
 from telapa.continual.preset import load_run_config, parse_run_config
-from telapa.continual.runner import ContinualRun, RunSpec, load_run_tables
+from telapa.continual.rundir import RunDir
+from telapa.continual.runner import ContinualRun
+from telapa.continual.spec import RunSpec
 
 from .crash import Crash, CrashAfter
 from .events import tensorboard_scalars
@@ -118,8 +120,8 @@ def test_telapa_resumes_exactly_after_a_crash(telapa_run, tmp_path):
         ContinualRun.start(_spec(), crashed, CrashAfter(20), agents=tiny_agents("telapa")).run()
     resumed = ContinualRun.resume(crashed, agents=tiny_agents("telapa")).run()
     assert json.dumps(resumed) == json.dumps(metrics)
-    for name, table in load_run_tables(path).items():
-        pd.testing.assert_frame_equal(load_run_tables(crashed)[name], table, obj=name)
+    for name, table in RunDir(path).tables().items():
+        pd.testing.assert_frame_equal(RunDir(crashed).tables()[name], table, obj=name)
     a = json.loads((path / "method_log.json").read_text())
     b = json.loads((crashed / "method_log.json").read_text())
     strip = {"wall_s"}
@@ -172,8 +174,6 @@ def test_telapa_encoder_is_drawn_from_the_run_seed(tmp_path):
     """E_0 (TeLAPA-Static's fixed encoder) differs between seeds and repeats within one."""
     import jax
 
-    from telapa.continual.rundir import RunDir
-
     def encoder(seed, name):
         spec = RunSpec(load_curriculum("smoke"), "telapa-static", seed, load_run_config(TINY),
                        "tiny")
@@ -190,14 +190,15 @@ def test_a_seed_batch_probes_its_seeds_together_as_each_alone(telapa_run, tmp_pa
     """Two seeds of a batch reach the first transfer (visit 1's start): their visit-0
     illuminations run in lockstep (`illuminate_seeds`), their maintenance's boundary
     updates as one program (`maintain_seeds`), their K_pool probes as one batch
-    (`select_transfer_origins`), and seed 1's illumination, maintenance and transfer
-    records are the ones its separate run made."""
+    (`select_transfer_origins`): the per-seed hooks' lockstep requests, answered
+    together; and seed 1's illumination, maintenance and transfer records are the ones
+    its separate run made."""
     from telapa.continual.batch import SeedBatch
-    from telapa.continual.telapa import method as telapa_method
+    from telapa.continual.telapa import illumination, maintenance, transfer
 
     batched, lockstep, maintained = [], [], []
-    real = telapa_method.select_transfer_origins
-    real_illuminate = telapa_method.illuminate_seeds
+    real = transfer.select_transfer_origins
+    real_illuminate = illumination.illuminate_seeds
 
     def spy(*args, **kwargs):
         batched.append(len(args[1]))
@@ -207,15 +208,15 @@ def test_a_seed_batch_probes_its_seeds_together_as_each_alone(telapa_run, tmp_pa
         lockstep.append(len(runs))
         return real_illuminate(agent, runs)
 
-    real_maintain = telapa_method.maintain_seeds
+    real_maintain = maintenance.maintain_seeds
 
     def spy_maintain(embeddings, *args, **kwargs):
         maintained.append(len(embeddings))
         return real_maintain(embeddings, *args, **kwargs)
 
-    monkeypatch.setattr(telapa_method, "select_transfer_origins", spy)
-    monkeypatch.setattr(telapa_method, "illuminate_seeds", spy_illuminate)
-    monkeypatch.setattr(telapa_method, "maintain_seeds", spy_maintain)
+    monkeypatch.setattr(transfer, "select_transfer_origins", spy)
+    monkeypatch.setattr(illumination, "illuminate_seeds", spy_illuminate)
+    monkeypatch.setattr(maintenance, "maintain_seeds", spy_maintain)
     both = SeedBatch.start(_spec(), [1, 2], [tmp_path / "s1", tmp_path / "s2"])
     try:
         while both.runs[0].next_phase <= both.runs[0].phases.index(
@@ -224,7 +225,8 @@ def test_a_seed_batch_probes_its_seeds_together_as_each_alone(telapa_run, tmp_pa
     finally:
         for run in both.runs:
             run.dir.unlock()
-    assert batched == [2] and lockstep == [2] and maintained == [2]
+    # on CPU `illuminate_seeds` then runs the two seeds one after the other (its calls of 1)
+    assert batched == [2] and lockstep[0] == 2 and maintained == [2]
     path, _ = telapa_run
     log = json.loads((path / "method_log.json").read_text())
     keys = ("updated", "version", "bank_sets")

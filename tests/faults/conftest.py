@@ -2,7 +2,7 @@
 run of the suite's tiny EWC run, small disks, and process accounting.
 
 Every case ends in identical results or a one-line error naming what is wrong, never a
-traceback, a hang or a leaked process (docs/design.md, "Reliability")."""
+traceback, a hang or a leaked process (docs/reliability.md, "What the fault suite covers")."""
 
 from __future__ import annotations
 
@@ -193,7 +193,7 @@ def spec(seed: int = 0):
     """The suite's run as a `RunSpec`."""
     from telapa.continual.curriculum import load_curriculum
     from telapa.continual.preset import load_run_config
-    from telapa.continual.runner import RunSpec
+    from telapa.continual.spec import RunSpec
 
     return RunSpec(load_curriculum(ONE_TASK), "ewc", seed, load_run_config(FAULT_RUN),
                    str(FAULT_RUN))

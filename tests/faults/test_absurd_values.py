@@ -2,7 +2,7 @@
 (issue 28, fault 3: ``--seeds 0-100000`` was a quadratic check, ``seeds: 1e11`` hung in
 validation, ``steps_per_visit: 2e24`` grew memory while the phase list was built,
 ``eval_episodes: 1e11`` was an OverflowError traceback after the first visit). The bounds
-are in docs/design.md, "Reliability"."""
+are in docs/reliability.md, "Upper bounds"."""
 
 from __future__ import annotations
 

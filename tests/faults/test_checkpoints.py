@@ -41,7 +41,7 @@ def _state(run: Path, folder: str) -> dict:
 
 
 def test_the_kept_checkpoints_share_no_file(partial):
-    newest, previous = RunDir(partial).checkpoints()
+    newest, previous = RunDir(partial).checkpoints.newest_first()
     assert (_state(partial, newest.name)["next_phase"],
             _state(partial, previous.name)["next_phase"]) == (6, 5)
     parts = sorted(p.name for p in newest.glob("method-*.npz"))
@@ -59,7 +59,7 @@ def test_a_damaged_method_file_falls_back_to_the_previous_checkpoint(partial, re
     ... start the run again"): the previous checkpoint held the same file. It resumes
     from the previous one, with the same results."""
     run = copy_run(partial, tmp_path / "run")
-    newest = RunDir(run).latest_checkpoint()
+    newest = RunDir(run).checkpoints.latest()
     flip_byte(newest / "method-weight.npz")
     notes = Notes()
     ContinualRun.resume(run, notes, agents=FAULT_AGENTS).run()
@@ -76,7 +76,7 @@ def test_each_kind_of_checkpoint_file_damaged_resumes_identically(partial, refer
     the previous checkpoint, or the newest sealed one when the pointer is damaged) and
     ends with an uninterrupted run's results."""
     run = copy_run(partial, tmp_path / "run")
-    target = run / name if name == "checkpoint.json" else RunDir(run).latest_checkpoint() / name
+    target = run / name if name == "checkpoint.json" else RunDir(run).checkpoints.latest() / name
     assert target.is_file()
     flip_byte(target, at=0.3)
     ContinualRun.resume(run, agents=FAULT_AGENTS).run()
@@ -85,7 +85,7 @@ def test_each_kind_of_checkpoint_file_damaged_resumes_identically(partial, refer
 
 def test_both_checkpoints_damaged_is_one_line(partial, tmp_path, capsys):
     run = copy_run(partial, tmp_path / "run")
-    for ckpt in RunDir(run).checkpoints():
+    for ckpt in RunDir(run).checkpoints.newest_first():
         flip_byte(ckpt / "learner.npz")
     fails(["run", "--resume", str(run)], capsys, "learner.npz", "start the run again")
 
@@ -173,7 +173,7 @@ def test_two_resumes_at_once_one_runs(partial, reference, tmp_path, no_leaked_pr
         if code != 0:
             assert code == 2 and "Traceback" not in err and "is in use by pid" in err, err
     assert_same_results(run, reference)
-    assert PHASES == _state(run, RunDir(run).latest_checkpoint().name)["next_phase"]
+    assert PHASES == _state(run, RunDir(run).checkpoints.latest().name)["next_phase"]
 
 
 def _newest_gone(run: Path, what: str) -> str:
@@ -213,11 +213,11 @@ def test_a_missing_newest_checkpoint_falls_back_to_the_previous_one(partial, ref
     assert len(warnings) == 1, notes.notes
     assert f"{run / skipped} cannot be read" in warnings[0]
     assert "missing" in warnings[0] and "falling back to the previous checkpoint" in warnings[0]
-    newest, previous = RunDir(run).checkpoints()
+    newest, previous = RunDir(run).checkpoints.newest_first()
     assert (_state(run, newest.name)["next_phase"], _state(run, previous.name)["next_phase"]
             ) == (6, 5)
     for ckpt in (newest, previous):
-        RunDir(run).verify_checkpoint(ckpt)
+        RunDir(run).checkpoints.verify(ckpt)
     assert sorted(p.name for p in run.glob("ckpt-*")) == [previous.name, newest.name]
     assert skipped not in (previous.name, newest.name)
     notes = Notes()
@@ -262,20 +262,19 @@ def test_an_edited_run_is_refused_by_name(partial, tmp_path, capsys, edit):
             if p.is_file() and p.name != ".lock"} == files
 
 
-def test_a_run_checkpointed_before_definitions_were_kept_still_resumes(partial, reference,
-                                                                        tmp_path):
-    """Checkpoints written before ``definition.json`` was kept are not checked: the run
-    resumes to an uninterrupted run's results, and its new checkpoints hold the
-    definition (checked from then on)."""
+def test_checkpoints_without_their_definition_are_refused_in_one_line(partial, tmp_path,
+                                                                     capsys):
+    """Every checkpoint of today's run format holds what defines its run: checkpoints
+    without ``definition.json`` (resealed, so the seal does not tell) are incomplete, not
+    resumed unchecked; with none left, one line names the file."""
     run = copy_run(partial, tmp_path / "run")
-    for ckpt in RunDir(run).checkpoints():
+    for ckpt in RunDir(run).checkpoints.newest_first():
         (ckpt / "definition.json").unlink()
         seal = json.loads((ckpt / "files.json").read_text())
         del seal["definition.json"]
         (ckpt / "files.json").write_text(json.dumps(seal))
-    ContinualRun.resume(run, agents=FAULT_AGENTS).run()
-    assert_same_results(run, reference)
-    assert all((ckpt / "definition.json").is_file() for ckpt in RunDir(run).checkpoints())
+    fails(["run", "--resume", str(run)], capsys, "definition.json is missing",
+          "start the run again")
 
 
 def test_killed_between_the_last_checkpoint_and_its_tables_resumes_identically(reference,

@@ -1,6 +1,6 @@
 """Faults of a Ray cluster, on one machine: a Ray worker killed in the middle of a cell,
-then the head lost and the sweep resumed without it from its directory (docs/design.md,
-"Reliability": faults that need more than one machine).
+then the head lost and the sweep resumed without it from its directory
+(docs/reliability.md, "Faults that need more than one machine").
 
 One real head on the loopback address serves both (starting one costs 10-20 s here): its
 only CPU runs one cell at a time, so which worker runs which cell, and when, is known.

@@ -1,5 +1,5 @@
 """Two sweeps sharing one directory over a network file system, simulated on one machine
-(docs/design.md, "Reliability": faults that need more than one machine): two processes
+(docs/reliability.md, "Faults that need more than one machine"): two processes
 that share nothing but the directory (they meet through files, as two machines would),
 each taking its locks as a Linux NFS client takes them. That client emulates ``flock`` with a POSIX
 lock on the whole file, which the server arbitrates between clients: per process, not

@@ -1,6 +1,6 @@
 """Sizes that are each within bounds but too large together: a run whose arrays cannot
 fit in memory, and YAML whose aliases expand past any use. Both are refused in one line,
-fast, before any run or sweep directory exists (docs/design.md, "Reliability")."""
+fast, before any run or sweep directory exists (docs/reliability.md, "Upper bounds")."""
 
 from __future__ import annotations
 

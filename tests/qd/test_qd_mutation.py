@@ -11,7 +11,6 @@ from telapa.qd import (
     adapt_sigma,
     competence_gate,
     mutate,
-    mutate_batch,
     schwefel_tau,
     select_parents,
 )
@@ -47,7 +46,8 @@ def test_sigma_bounds_and_tau_zero():
 def test_mutation_noise_is_standard_normal_times_new_sigma():
     p = 50000
     parent = jnp.linspace(-1, 1, p)
-    child, s = mutate(jax.random.key(2), parent, jnp.float32(0.05), **KW)
+    children, sigmas = mutate(jax.random.key(2), parent[None], jnp.full((1,), 0.05), **KW)
+    child, s = children[0], sigmas[0]  # one parent is a batch of one
     eps = (np.asarray(child) - np.asarray(parent)) / float(s)
     assert abs(eps.mean()) < 4 / np.sqrt(p)
     assert eps.std() == pytest.approx(1.0, rel=0.02)
@@ -57,16 +57,18 @@ def test_mutation_noise_is_standard_normal_times_new_sigma():
 def test_mutation_deterministic_given_key():
     parents = jax.random.normal(jax.random.key(3), (6, 10))
     sig = jnp.full((6,), 0.05)
-    c1, s1 = mutate_batch(jax.random.key(4), parents, sig, **KW)
-    c2, s2 = mutate_batch(jax.random.key(4), parents, sig, **KW)
+    c1, s1 = mutate(jax.random.key(4), parents, sig, **KW)
+    c2, s2 = mutate(jax.random.key(4), parents, sig, **KW)
     np.testing.assert_array_equal(c1, c2)
     np.testing.assert_array_equal(s1, s2)
-    c3, _ = mutate_batch(jax.random.key(5), parents, sig, **KW)
+    c3, _ = mutate(jax.random.key(5), parents, sig, **KW)
     assert not np.array_equal(np.asarray(c1), np.asarray(c3))
-    # The batch is the per-row rule with keys split(key, B); rows differ from each other.
+    # Row i is the per-row rule with k_i = split(key, B)[i]; rows differ from each other.
     keys = jax.random.split(jax.random.key(4), 6)
     for i in range(6):
-        ci, si = mutate(keys[i], parents[i], sig[i], **KW)
+        k_sigma, k_eps = jax.random.split(keys[i])
+        si = adapt_sigma(k_sigma, sig[i], **KW)
+        ci = parents[i] + si * jax.random.normal(k_eps, (10,), jnp.float32)
         np.testing.assert_allclose(c1[i], ci, rtol=1e-6, atol=1e-7)
         np.testing.assert_allclose(s1[i], si, rtol=1e-6)
     assert len({float(x) for x in np.asarray(s1)}) == 6

@@ -11,7 +11,6 @@ from telapa.qd import (
     ArchiveSpec,
     ProbeResults,
     farthest_point_indices,
-    few_shot_scores,
     few_shot_select,
     init_archive,
     injection_scores,
@@ -114,21 +113,22 @@ def test_epsilon_window_and_score_by_hand():
     # An SR exactly epsilon below the best is inside (1/50-grid values).
     np.testing.assert_array_equal(near_best(jnp.array([0.9, 0.8]), epsilon=0.1), [1, 1])
     w = {"w_final": 0.25, "w_slope": 0.5, "w_auc": 0.25}
-    s = np.asarray(few_shot_scores(probe, epsilon=0.1, **w))
+    best, s = few_shot_select(probe, epsilon=0.1, **w)
+    s = np.asarray(s)
     # Within I = {0, 1, 3}: n(final) = [1, 0, .6], n(slope) = [0, 1, .25], n(auc) = [.5, 0, 1]
     np.testing.assert_allclose(s[[0, 1, 3]], [0.375, 0.5, 0.525], atol=1e-6)
     assert s[2] == -np.inf  # highest slope, but outside the window
-    assert few_shot_select(probe, epsilon=0.1, **w) == 3
+    assert best == 3
     # A tight window keeps only 0 and 3; with slope weight only, 3 (slope .2 > .1) wins.
-    assert few_shot_select(probe, epsilon=0.02, w_final=0.0, w_slope=1.0, w_auc=0.0) == 3
+    assert few_shot_select(probe, epsilon=0.02, w_final=0.0, w_slope=1.0, w_auc=0.0)[0] == 3
     # With final SR weight only, the best final (0) wins.
-    assert few_shot_select(probe, epsilon=0.1, w_final=1.0, w_slope=0.0, w_auc=0.0) == 0
+    assert few_shot_select(probe, epsilon=0.1, w_final=1.0, w_slope=0.0, w_auc=0.0)[0] == 0
     # Invalid candidates are ignored, including for SR*.
     valid = jnp.array([False, True, True, True])
-    assert few_shot_select(probe, epsilon=0.1, valid=valid, **w) == 1
+    assert few_shot_select(probe, epsilon=0.1, valid=valid, **w)[0] == 1
     # Ties go to the lowest index; a lone candidate is selected.
     tie = ProbeResults(*(jnp.array([0.5, 0.5]),) * 4)
-    assert few_shot_select(tie, epsilon=0.1, **w) == 0
+    assert few_shot_select(tie, epsilon=0.1, **w)[0] == 0
     with pytest.raises(ValueError):
         few_shot_select(probe, epsilon=0.1, valid=jnp.zeros(4, bool), **w)
 

@@ -67,7 +67,7 @@ def test_an_earlier_report_survives_a_failed_one(finetune, tmp_path, capsys, mon
         raise OSError("disk full")
 
     monkeypatch.setattr(build, "_write_files", crash)
-    with pytest.raises(SystemExit):  # one line, no traceback (docs/design.md, Reliability)
+    with pytest.raises(SystemExit):  # one line, no traceback (docs/reliability.md)
         main(["report", *finetune, "--out", str(out)])
     assert capsys.readouterr().err.strip().splitlines()[-1] == "telapa: error: disk full"
     assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before

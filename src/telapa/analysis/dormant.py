@@ -100,7 +100,7 @@ def run_fractions(run: str | Path, env_id: str, obs: Obs, *, tau: float = 0.0
     from telapa.continual.rundir import RunDir
 
     run_dir = RunDir(run)
-    learner = run_dir.learner_file()
+    learner = run_dir.checkpoints.learner_file()
     network = make_network(make(env_id).spec, run_dir.config().train.network)
     like = network.init(jax.random.key(0), jax.tree.map(lambda x: x[:1], obs))
     return dormant_fractions(network, checkpoint_params(learner, like), obs, tau=tau)

@@ -25,6 +25,7 @@ When stderr is not a terminal (a cluster job's log), progress is printed as plai
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from datetime import datetime
@@ -53,12 +54,13 @@ from telapa.config import ConfigError
 from telapa.continual.batch import SeedBatch, parse_seeds
 from telapa.continual.curriculum import Visit, load_curriculum
 from telapa.continual.memory import check_memory
-from telapa.continual.preset import bind_env_family, load_run_config
+from telapa.continual.preset import load_run_config
 from telapa.continual.progress import PlainProgress
-from telapa.continual.registry import bind_method, find_method, method_names
+from telapa.continual.registry import find_method, method_names
 from telapa.continual.results import CurriculumResults, score
 from telapa.continual.rundir import RunDirError, claim_new_dir
-from telapa.continual.runner import SEED_LIMIT, ContinualRun, RunError, RunSpec
+from telapa.continual.runner import ContinualRun, RunError
+from telapa.continual.spec import SEED_LIMIT, RunSpec, resolve_spec
 from telapa.continual.tracking import Tracking, TrackingError
 from telapa.envs.registry import common_family
 from telapa.io import CheckpointError
@@ -169,12 +171,9 @@ def build_spec(
         if intrinsic_beta is not None:
             config = override(config, {"intrinsic_beta": intrinsic_beta}, "--intrinsic-beta")
         config = override(config, overrides)
-        # the env family's latent D, and options it rejects, are checked before any work
-        bind_env_family(config, env_ids, f"curriculum {cur.name!r}")
-        spec = RunSpec(cur, method, seed, config, preset, overrides,
-                       tuple(dict.fromkeys(imports or ())))
-        spec.check_budgets()
-        return spec
+        # the env family's latent D, options it rejects and the budgets: before any work
+        return resolve_spec(RunSpec(cur, method, seed, config, preset, overrides,
+                                    tuple(dict.fromkeys(imports or ()))))
     except ConfigError as err:
         raise CLIError(str(err)) from None
 
@@ -239,10 +238,8 @@ def check_resume_options(ns: argparse.Namespace, stored: RunSpec, path: str,
             if "intrinsic_beta" in given:
                 config = config.model_copy(update={"intrinsic_beta": given["intrinsic_beta"]})
             config = override(config, sets)
-            env_ids = list(stored.curriculum.task_ids().values())
-            stored_config = bind_method(bind_env_family(stored.config, env_ids),
-                                        stored.method)
-            config = bind_method(bind_env_family(config, env_ids), stored.method)
+            stored_config = stored.bound().config
+            config = dataclasses.replace(stored, config=config).bound().config
         except ConfigError as err:
             raise CLIError(str(err)) from None
         changed = differences(stored_config, config, sets)

@@ -11,14 +11,13 @@ reports and ``--resume`` treat it as any other run). What the seeds share:
   (`train_chunk`: a ``lax.scan`` over the chunk's PPO iterations ``vmap``ped over the
   seeds, then one population evaluation of the S policies) whose results reach the host
   in one transfer; the pre-evaluations and final evaluations are population evaluations
-  of the S policies; the method's hooks run through its class's batched hooks
-  (`Method.start_tasks`, `Method.end_tasks`: one program over the seeds for optimizer
-  resets, Scratch's and Scratch-Reuse's initialisations, Shrink & Perturb and EWC's
-  task end).
+  of the S policies; the method's per-seed hooks run in lockstep
+  (`telapa.continual.lockstep`): the steps with a batched form (TeLAPA's probes as one
+  batch, its illuminations in lockstep, its boundary updates as one program) are
+  answered for all seeds at once, the rest of each hook (the baselines' whole hooks)
+  runs seed after seed, exactly as in a separate run.
 
-What still runs seed after seed, in seed order: TeLAPA's normalizer refits and
-re-embeddings (its probes are one batch, its illuminations run in lockstep, its boundary
-updates are one program), ``observe`` and the checkpoints. A seed's
+What else runs seed after seed, in seed order: ``observe`` and the checkpoints. A seed's
 results equal those of its separate run up to float reassociation inside the batched
 programs (docs/assumptions.md, "Batches of seeds and probes").
 
@@ -50,20 +49,18 @@ from pathlib import Path
 from typing import Any
 
 from telapa.continual.memory import check_memory
-from telapa.continual.preset import bind_env_family
 from telapa.continual.progress import Progress, SilentProgress
-from telapa.continual.registry import bind_method
 from telapa.continual.rundir import RunDir, RunDirError
 from telapa.continual.runner import (
     ContinualRun,
     Phase,
     RunError,
-    RunSpec,
     end_visit,
     final_evaluation,
     start_visit,
     train_chunk,
 )
+from telapa.continual.spec import RunSpec
 from telapa.continual.tracking import Tracking
 from telapa.io import MemoryMonitor
 from telapa.rl.agent import Agent, BatchMemberError
@@ -185,8 +182,7 @@ class SeedBatch:
             elif spec is None:
                 raise RunDirError(f"{path} holds no run to resume")
             specs.append(spec)
-        key = [(s.method, s.curriculum, bind_method(bind_env_family(
-            s.config, list(s.curriculum.task_ids().values())), s.method)) for s in specs]
+        key = [(s.method, s.curriculum, s.bound().config) for s in specs]
         for (_, path), same in zip(entries, key, strict=True):
             if same != key[0]:
                 raise RunDirError(f"{path} is not a run of the same method, curriculum and "

@@ -6,15 +6,20 @@ see docs/assumptions.md). ``train`` is a PPO preset name from ``configs/ppo/`` o
 inline `TrainConfig` mapping. A preset may build on another with ``base: NAME`` (or a
 path) and change part of it (`telapa.overrides.read_layered`).
 
-``methods.<section>`` holds a method's settings: the built-in sections are the fields of
-`MethodsConfig`; a plug-in method (`telapa.plugins`) brings its own section and the
-pydantic model that validates it (`register_section`, called by
-`telapa.continual.registry.register_method`), so ``methods.<its section>.KEY`` works in
-presets, ``--set`` and sweep grids like a built-in key.
+``methods.<section>`` holds a method's settings. Every method with settings declares on
+its class its ``section`` and the pydantic model that validates it (``settings_model``).
+The built-in methods' sections are the fields of `MethodsConfig`, which
+`telapa.continual.registry` builds from its built-in classes (`install_methods`: the
+package imports the registry, so `RunConfig` is complete wherever a preset is read); a
+plug-in method (`telapa.plugins`) adds its section when it is registered
+(`register_section`, called by `telapa.continual.registry.register_method`), so
+``methods.<its section>.KEY`` works in presets, ``--set`` and sweep grids like a built-in
+key.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,6 +32,7 @@ from pydantic import (
     PositiveFloat,
     PositiveInt,
     ValidationError,
+    create_model,
     field_validator,
     model_validator,
 )
@@ -110,15 +116,9 @@ def register_section(name: str, model: type[BaseModel], owner: str) -> None:
         raise PluginError(f"method {owner!r} declares the settings section {name!r} with "
                           "its own model, but that is a built-in section; leave "
                           "settings_model out to read the built-in one, or rename it")
-    if not (isinstance(model, type) and issubclass(model, BaseModel)):
-        raise PluginError(f"method {owner!r}: settings_model of section {name!r} must be a "
-                          f"pydantic model class, got {model!r}")
-    try:
-        model()
-    except ValidationError as err:
-        raise PluginError(f"method {owner!r}: every setting of section {name!r} needs a "
-                          f"default ({format_validation_errors(err, model.__name__)})"
-                          ) from None
+    why = _settings_model_error(model, owner, name)
+    if why is not None:
+        raise PluginError(why)
     known = _PLUGIN_SECTIONS.get(name)
     if known is not None and known[0] is not model:
         raise PluginError(f"methods {known[1]!r} and {owner!r} both declare the settings "
@@ -142,7 +142,8 @@ def plugin_section(name: str) -> type[BaseModel] | None:
                 continue
             section, model = getattr(method, "section", None), getattr(
                 method, "settings_model", None)
-            if isinstance(section, str) and model is not None:
+            if isinstance(section, str) and model is not None \
+                    and model is not builtin_section(section):
                 register_section(section, model, getattr(method, "name", ep_name))
     known = _PLUGIN_SECTIONS.get(name)
     return None if known is None else known[0]
@@ -165,21 +166,38 @@ def section_names() -> list[str]:
     return [*MethodsConfig.model_fields, *_PLUGIN_SECTIONS]
 
 
-class MethodsConfig(StrictModel):
-    """The methods' settings sections: the built-in ones below, and ``methods.<section>``
-    of each plug-in method (`register_section`), read with `section`."""
+def builtin_section(name: str) -> type[BaseModel] | None:
+    """The settings model of the built-in section ``name`` (a field of `MethodsConfig`);
+    None: it is not one."""
+    info = MethodsConfig.model_fields.get(name)
+    return None if info is None else info.annotation
+
+
+def _settings_model_error(model: Any, owner: str, section: str) -> str | None:
+    """Why ``model`` cannot be the settings model of section ``section`` of the method
+    ``owner`` (a pydantic model class whose every field has a default); None: it can."""
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        return (f"method {owner!r}: settings_model of section {section!r} must be a "
+                f"pydantic model class, got {model!r}")
+    try:
+        model()
+    except ValidationError as err:
+        return (f"method {owner!r}: every setting of section {section!r} needs a default "
+                f"({format_validation_errors(err, model.__name__)})")
+    return None
+
+
+class MethodsConfigBase(StrictModel):
+    """What every `MethodsConfig` is besides its fields (the built-in sections,
+    `methods_config`): ``methods.<section>`` of each plug-in method (`register_section`),
+    and `section` to read any of them."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    telapa: TeLAPAConfig = Field(default_factory=TeLAPAConfig)
-    ewc: EWCConfig = EWCConfig()
-    l2init: L2InitConfig = L2InitConfig()
-    shrink_perturb: ShrinkPerturbConfig = ShrinkPerturbConfig()
-    scratch_reuse: ScratchReuseConfig = ScratchReuseConfig()
-
     @model_validator(mode="wrap")
     @classmethod
-    def _plugin_sections(cls, data: Any, handler: ModelWrapValidatorHandler) -> MethodsConfig:
+    def _plugin_sections(cls, data: Any,
+                         handler: ModelWrapValidatorHandler) -> MethodsConfigBase:
         """Validates each key that is not a built-in section by its plug-in model; a key
         no method declares is an unknown key, as in every other model."""
         if not isinstance(data, dict):
@@ -230,7 +248,7 @@ class MethodsConfig(StrictModel):
                               f"{', '.join(section_names())}")
         return model()
 
-    def with_section(self, name: str) -> MethodsConfig:
+    def with_section(self, name: str) -> MethodsConfigBase:
         """This config with plug-in section ``name`` written out (its defaults when it was
         left out), so that ``config.yaml`` records every setting its method reads; a
         built-in section: unchanged."""
@@ -238,6 +256,56 @@ class MethodsConfig(StrictModel):
             return self
         data = self.model_dump(exclude_unset=True)
         return type(self).model_validate({**data, name: self.section(name).model_dump()})
+
+
+def methods_config(methods: Iterable[Any]) -> type[MethodsConfigBase]:
+    """The model of ``methods.*`` whose fields are the settings sections the method
+    classes ``methods`` declare (`Method.section`), each validated by the class's
+    `Method.settings_model` and defaulting to that model's defaults, in the order the
+    methods first declare them; methods may share a section (TeLAPA's variants). A
+    section without a settings model, one whose model lacks a default, or one declared
+    with two models is a TypeError naming the methods."""
+    fields: dict[str, Any] = {}
+    owners: dict[str, str] = {}
+    for method in methods:
+        section, model = method.section, method.settings_model
+        if section is None:
+            continue
+        if model is None:
+            raise TypeError(f"method {method.name!r} declares the settings section "
+                            f"{section!r} but no settings_model (the pydantic model of "
+                            "its settings)")
+        known = owners.get(section)
+        if known is not None:
+            if fields[section][0] is not model:
+                raise TypeError(f"methods {known!r} and {method.name!r} declare the "
+                                f"settings section {section!r} with different models")
+            continue
+        why = _settings_model_error(model, method.name, section)
+        if why is not None:
+            raise TypeError(why)
+        owners[section] = method.name
+        fields[section] = (model, Field(default_factory=model))
+    return create_model(
+        "MethodsConfig", __base__=MethodsConfigBase, __module__=__name__,
+        __doc__="The methods' settings sections: the built-in methods' (`methods_config`) "
+                "and the plug-in ones (`register_section`), read with `section`.",
+        **fields)
+
+
+def install_methods(methods: Iterable[Any]) -> type[MethodsConfigBase]:
+    """Makes `MethodsConfig` the model `methods_config` builds from the built-in method
+    classes ``methods`` and completes `RunConfig` with it (until then its ``methods``
+    field has no type); returns it. `telapa.continual.registry` calls it once, with its
+    built-in methods, when it is imported (the package ``telapa.continual`` imports it).
+    A second call is a RuntimeError: every config holds the one `MethodsConfig`."""
+    global MethodsConfig
+    if "MethodsConfig" in globals():
+        raise RuntimeError("MethodsConfig is already built (install_methods is called once, "
+                           "by telapa.continual.registry)")
+    MethodsConfig = methods_config(methods)
+    RunConfig.model_rebuild()
+    return MethodsConfig
 
 
 class RunConfig(StrictModel):
@@ -259,7 +327,9 @@ class RunConfig(StrictModel):
     """Floor of the competence target tau_T (paper App. C)."""
     intrinsic_beta: PositiveFloat | None = None
     """Episodic count bonus beta_int for training (paper eq. intrinsic_reward); None: off."""
-    methods: MethodsConfig = Field(default_factory=MethodsConfig)
+    methods: MethodsConfig = Field(default_factory=lambda: MethodsConfig())
+    """The methods' settings sections; `MethodsConfig` is built from the built-in method
+    classes (`install_methods`)."""
 
     @field_validator("train", mode="before")
     @classmethod
@@ -348,7 +418,8 @@ def load_run_config(name_or_path: str | Path) -> RunConfig:
     """Loads ``configs/runs/<name>.yaml`` or a YAML file given by path (with its
     ``base``, see `read_run_preset`)."""
     path = resolve_named(name_or_path, RUN_PRESET_DIR, "run preset")
-    return parse_run_config(read_run_preset(path), source=str(path))
+    return parse_run_config(read_layered(path, RUN_PRESET_DIR, "run preset"),
+                            source=str(path))
 
 
 def bind_env_family(config: RunConfig, env_ids: list[str], source: str = "run") -> RunConfig:

@@ -1,13 +1,16 @@
 """Every continual method by name (`telapa run --method NAME`), and what follows from
-each method's declared settings section (`Method.section`).
+each method's declared settings section (`Method.section`, validated by its
+`Method.settings_model`).
 
-The built-in methods are listed here. A plug-in method (`telapa.plugins`) is a `Method`
-subclass that an installed package names under the ``telapa.methods`` entry point
-(loaded the first time its name is asked for, or when every name is listed), or that a
-module given to ``--import`` passes to `register_method`. A plug-in's own settings
-section comes with its pydantic model (`Method.settings_model`), registered with the run
-presets (`telapa.continual.preset.register_section`); a name or section of a built-in is
-an error naming both.
+The built-in methods are listed here, and their sections make `MethodsConfig` (built
+here, as this module is imported: `telapa.continual.preset.install_methods`), so a new
+built-in method is its class and its entry in `BUILTIN_METHODS`. A plug-in method
+(`telapa.plugins`) is a `Method` subclass that an installed package names under the
+``telapa.methods`` entry point (loaded the first time its name is asked for, or when
+every name is listed), or that a module given to ``--import`` passes to
+`register_method`. Its own settings section is registered with the run presets
+(`telapa.continual.preset.register_section`); a name of a built-in, or a built-in
+section with another model, is an error naming both.
 """
 
 from __future__ import annotations
@@ -26,18 +29,29 @@ from telapa.continual.methods import (
     ScratchReuse,
     ShrinkPerturb,
 )
-from telapa.continual.preset import MethodsConfig, RunConfig, register_section
+from telapa.continual.preset import (
+    MethodsConfigBase,
+    RunConfig,
+    builtin_section,
+    install_methods,
+    register_section,
+)
 from telapa.continual.telapa.method import TeLAPA, TeLAPAFresh, TeLAPAStatic
 from telapa.plugins import METHODS_GROUP, PluginError, entry_points, load_entry_point
 
 BUILTIN_METHODS: dict[str, type[Method]] = {
     m.name: m
     for m in (
-        TeLAPA, TeLAPAStatic, TeLAPAFresh, Scratch, ScratchReuse, Finetune, FinetuneReset,
-        EWC, L2Init, DFF, ShrinkPerturb,
+        TeLAPA, TeLAPAStatic, TeLAPAFresh, Scratch, Finetune, FinetuneReset, EWC, L2Init,
+        DFF, ShrinkPerturb, ScratchReuse,
     )
 }
-"""The methods telapa ships."""
+"""The methods telapa ships. Their order is that of the sections of `MethodsConfig` (and
+so of ``methods:`` in every ``config.yaml``)."""
+
+MethodsConfig: type[MethodsConfigBase] = install_methods(BUILTIN_METHODS.values())
+"""``methods.*`` of a run preset: a field per section the built-in methods declare (their
+``settings_model``), and the plug-in sections (`register_method`)."""
 
 METHODS: dict[str, type[Method]] = dict(BUILTIN_METHODS)
 """Every method known so far: the built-ins and the plug-ins registered (an entry point
@@ -48,11 +62,6 @@ METHOD_SECTIONS: dict[str, str] = {name: m.section for name, m in METHODS.items(
 """Built-in method -> the ``methods.*`` section of `RunConfig` it reads (the others
 ignore it), as the methods declare it; `method_section` answers for plug-ins too."""
 
-_unknown = {n: s for n, s in METHOD_SECTIONS.items() if s not in MethodsConfig.model_fields}
-if _unknown:
-    raise TypeError(f"methods {_unknown} declare settings sections that MethodsConfig "
-                    f"lacks (it has {sorted(MethodsConfig.model_fields)})")
-
 
 def _qualname(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
@@ -61,9 +70,11 @@ def _qualname(cls: type) -> str:
 def register_method(method: type[Method]) -> type[Method]:
     """Adds the plug-in ``method`` (a `Method` subclass) under its ``name``; returns it, so
     it can decorate the class. Its ``section``, when it is not a built-in one, needs a
-    ``settings_model`` and is registered with the run presets. A built-in's name, another
-    class under the same name, or a section it cannot have is a `PluginError`;
-    registering the same class again is a no-op."""
+    ``settings_model`` and is registered with the run presets; a built-in section is read
+    as it is (``settings_model`` left out, or the built-in one, as a subclass of a
+    built-in method inherits it). A built-in's name, another class under the same name,
+    or a section it cannot have is a `PluginError`; registering the same class again is
+    a no-op."""
     if not (isinstance(method, type) and issubclass(method, Method)):
         raise PluginError(f"{method!r} is not a telapa.continual.methods.Method subclass")
     name = method.__dict__.get("name")
@@ -77,11 +88,12 @@ def register_method(method: type[Method]) -> type[Method]:
     if known is not None and known is not method:
         raise PluginError(f"two methods are named {name!r}: {_qualname(known)} and "
                           f"{_qualname(method)}")
-    section = method.section
+    section, model = method.section, method.settings_model
     if section is not None:
-        if method.settings_model is not None:
-            register_section(section, method.settings_model, name)
-        elif section not in MethodsConfig.model_fields:
+        builtin = builtin_section(section)
+        if model is not None and model is not builtin:
+            register_section(section, model, name)
+        elif builtin is None:
             raise PluginError(f"method {name!r} declares the settings section {section!r}, "
                               "which is not a built-in one; give the class a settings_model "
                               "(a pydantic model of its settings)")
@@ -138,5 +150,5 @@ def bind_method(config: RunConfig, name: str) -> RunConfig:
     return config.model_copy(update={"methods": config.methods.with_section(section)})
 
 
-__all__ = ["BUILTIN_METHODS", "METHODS", "METHOD_SECTIONS", "bind_method", "find_method",
-           "make_method", "method_names", "method_section", "register_method"]
+__all__ = ["BUILTIN_METHODS", "METHODS", "METHOD_SECTIONS", "MethodsConfig", "bind_method",
+           "find_method", "make_method", "method_names", "method_section", "register_method"]

@@ -31,12 +31,12 @@ of seeds runs the training of its chunk phases itself and calls `finish_chunk`.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -46,26 +46,15 @@ import pandas as pd
 
 from telapa import __version__
 from telapa.config import ConfigError
-from telapa.continual.curriculum import Curriculum, Visit
-from telapa.continual.memory import check_memory
+from telapa.continual.checkpoints import RunEdited
+from telapa.continual.curriculum import Visit
+from telapa.continual.lockstep import run_hooks
 from telapa.continual.methods import Method, TaskContext
-from telapa.continual.preset import (
-    MAX_EVALUATIONS_PER_RUN,
-    RunConfig,
-    bind_env_family,
-    check_whole_calls,
-    evaluations_per_visit,
-)
 from telapa.continual.progress import Progress, SilentProgress
-from telapa.continual.registry import bind_method, make_method
-from telapa.continual.rundir import (
-    CURVE_COLUMNS,
-    FINAL_COLUMNS,
-    VISIT_COLUMNS,
-    RunDir,
-    RunDirError,
-    RunEdited,
-)
+from telapa.continual.registry import make_method
+from telapa.continual.rundir import RunDir, RunDirError
+from telapa.continual.runtables import CURVE_COLUMNS, FINAL_COLUMNS, VISIT_COLUMNS
+from telapa.continual.spec import RunSpec, resolve_spec
 from telapa.continual.tracking import RunTracker, Tracking
 from telapa.io import (
     CheckpointError,
@@ -115,62 +104,6 @@ class RunError(RuntimeError):
     """A run stopped (NaN, env failure): the message names the phase, task and step."""
 
 
-SEED_LIMIT = 2**32
-"""Seeds are 0 <= seed < 2^32 (`jax.random.key` takes them modulo 2^32: a negative or
-larger seed would silently collide with another one)."""
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """What defines a run: it is deterministic given these."""
-
-    curriculum: Curriculum
-    method: str
-    seed: int
-    config: RunConfig
-    preset: str = "custom"
-    overrides: dict[str, Any] = dataclasses.field(default_factory=dict)
-    """The ``--set`` settings (dotted key -> value) ``config`` has over ``preset``, as
-    recorded in ``run.json`` (``config`` already holds them)."""
-    imports: tuple[str, ...] = ()
-    """Modules imported before the run's curriculum and settings are read (``--import``:
-    its plug-ins), as recorded in ``run.json``; every later reader of the run directory
-    imports them again (`RunDir.import_plugins`)."""
-
-    def __post_init__(self) -> None:
-        if isinstance(self.seed, bool) or not 0 <= self.seed < SEED_LIMIT:
-            raise ConfigError(f"seed {self.seed!r} is out of range: use 0 <= seed < 2^32")
-
-    def check_budgets(self) -> None:
-        """`ConfigError` unless every budget (the preset's ``steps_per_visit`` and
-        ``eval_every``, each task's ``steps``) is a whole number of PPO calls: a budget is
-        trained exactly, never rounded up; and unless the evaluations stay within
-        `MAX_EVALUATIONS_PER_VISIT` per visit and `MAX_EVALUATIONS_PER_RUN` in all; and
-        unless the run fits in this machine's memory (`check_memory`: sizes bounded one
-        by one can still multiply past it). Checked before a new run starts."""
-        call = self.config.call_steps
-        try:
-            self.config.check_budgets()
-            evaluations = 0
-            for v in self.curriculum.visits():
-                name = f"curriculum {self.curriculum.name!r} task {v.task!r} steps"
-                if v.steps is not None:
-                    check_whole_calls(name, v.steps, call)
-                evaluations += evaluations_per_visit(self.budget(v), self.config.eval_every,
-                                                     name if v.steps else "steps_per_visit")
-            if evaluations > MAX_EVALUATIONS_PER_RUN:
-                raise ValueError(f"curriculum {self.curriculum.name!r} makes {evaluations:,} "
-                                 f"evaluations in all; at most {MAX_EVALUATIONS_PER_RUN:,} "
-                                 "(raise eval_every)")
-        except ValueError as err:
-            raise ConfigError(str(err)) from None
-        check_memory(self.curriculum, self.method, self.config,
-                     source=f"the run (preset {self.preset})")
-
-    def budget(self, visit: Visit) -> int:
-        return visit.steps or self.config.steps_per_visit
-
-
 def _records_frame(rows: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
@@ -185,9 +118,7 @@ class ContinualRun:
 
     def __init__(self, spec: RunSpec, run_dir: RunDir, progress: Progress | None = None,
                  *, agents: dict[AgentKey, Agent] | None = None):
-        spec = dataclasses.replace(spec, config=bind_method(bind_env_family(
-            spec.config, list(spec.curriculum.task_ids().values()),
-            f"curriculum {spec.curriculum.name!r}"), spec.method))
+        spec = spec.bound()
         self.spec = spec
         self.dir = run_dir
         self.progress = progress or SilentProgress()
@@ -231,7 +162,7 @@ class ContinualRun:
               agents: dict[AgentKey, Agent] | None = None, tracking: Tracking | None = None):
         """A new run of ``spec`` in ``path`` (see `RunDir.create`); ``tracking``: external
         trackers besides TensorBoard (`telapa.continual.tracking`)."""
-        spec.check_budgets()
+        spec = resolve_spec(spec)
         run_dir = RunDir(path)
         existed = run_dir.path.is_dir()  # empty: `RunDir.create` refuses any other
         run = cls(spec, run_dir, progress, agents=agents)
@@ -293,9 +224,11 @@ class ContinualRun:
         directory's lock. A run whose run.json, config.yaml or curriculum.yaml were
         edited since that checkpoint is refused (`RunEdited`), before anything is
         written. The run goes on logging to the trackers it had (and those of
-        ``tracking``)."""
-        spec = cls.stored_spec(path)
+        ``tracking``). A run of an older format version is refused first, in one line,
+        with nothing written (`CheckpointStore.check_format`)."""
         run_dir = RunDir(path)
+        run_dir.checkpoints.check_format()
+        spec = cls.stored_spec(path)
         run_dir.lock()
         try:
             run = cls._from_checkpoints(spec, run_dir, progress, agents)
@@ -314,15 +247,17 @@ class ContinualRun:
     def _from_checkpoints(cls, spec: RunSpec, run_dir: RunDir, progress: Progress | None,
                           agents: dict[AgentKey, Agent] | None) -> ContinualRun:
         """The run of ``spec`` at the newest of ``run_dir``'s checkpoints that verifies and
-        loads (the start of the run when it has none)."""
+        loads (the start of the run when it has none); a run of an older format version
+        is refused in one line first (`CheckpointStore.check_format`)."""
+        store = run_dir.checkpoints
+        checkpoints = store.newest_first()  # refuses a run of an older format version
         run = cls(spec, run_dir, progress, agents=agents)
-        checkpoints = run_dir.checkpoints()
         if not checkpoints:
-            run_dir.resume_from(None)
+            store.resume_from(None)
         for i, ckpt in enumerate(checkpoints):
             try:
-                run_dir.verify_checkpoint(ckpt)
-                run_dir.resume_from(ckpt)
+                store.verify(ckpt)
+                store.resume_from(ckpt)
                 run._load_checkpoint(ckpt)
                 break
             except RunEdited:
@@ -367,7 +302,7 @@ class ContinualRun:
 
     # --- keys -----------------------------------------------------------------------
 
-    def _key(self, visit: int, purpose: str, index: int = 0) -> jax.Array:
+    def visit_key(self, visit: int, purpose: str, index: int = 0) -> jax.Array:
         """Keys by (visit, purpose, index): the same on every resume."""
         codes = {"trainer": 0, "start": 1, "end": 2, "eval": 3}
         key = jax.random.fold_in(self._visit_root, visit)
@@ -464,9 +399,11 @@ class ContinualRun:
                                         self.eval_key(phase))
             self.finish_chunk(phase, state, history, result)
 
-    def _context(self, visit: Visit, agent: Agent, purpose: str) -> TaskContext:
-        return TaskContext(visit, agent, self._key(visit.index, purpose), agent.policy.init,
-                           progress=self.progress.phase)
+    def context(self, visit: Visit, agent: Agent, purpose: str) -> TaskContext:
+        """What the method's ``purpose`` hook (``"start"`` or ``"end"``) of ``visit``
+        sees: the agent, its key (`visit_key`) and the run's progress sink."""
+        return TaskContext(visit, agent, self.visit_key(visit.index, purpose),
+                           agent.policy.init, progress=self.progress.phase)
 
     def record_start(self, visit: Visit, result: EvalResult) -> None:
         """Takes the visit's pre-evaluation: `observe`, the visit record, the curve."""
@@ -479,9 +416,9 @@ class ContinualRun:
         })
         self._add_curve_point(visit, 0, result)
 
-    def _episodes_key(self, visit: Visit) -> jax.Array:
+    def episodes_key(self, visit: Visit) -> jax.Array:
         """The key of the visit's training episodes (`episodes_key` of its trainer key)."""
-        return episodes_key(self._key(visit.index, "trainer"))
+        return episodes_key(self.visit_key(visit.index, "trainer"))
 
     def chunk_span(self, phase: Phase) -> tuple[int, int]:
         """``(done, steps)`` of the chunk ``phase``: the visit's env steps trained before
@@ -509,7 +446,7 @@ class ContinualRun:
 
     def eval_key(self, phase: Phase) -> jax.Array:
         """The key of the evaluation that ends the chunk ``phase``."""
-        return self._key(phase.visit, "eval", phase.chunk + 1)
+        return self.visit_key(phase.visit, "eval", phase.chunk + 1)
 
     def on_progress(self, done: int, metrics: list[Metrics]) -> None:
         """Reports a training call's progress (``done`` steps of the visit)."""
@@ -603,24 +540,7 @@ class ContinualRun:
 
     def _save_checkpoint(self) -> None:
         chunk_done = self._mid_visit() and self.phases[self.next_phase - 1].kind == "chunk"
-        self.dir.save_checkpoint(
-            {
-                "next_phase": self.next_phase,
-                "phases": len(self.phases),
-                "global_step": self.global_step,
-                "records": self.records,
-                "stored_tasks": self.method.stored_tasks(),
-                "extra_env_steps": self.method.extra_env_steps,
-                "method_log": self.method.log,
-                "timer": self.timer.totals,
-                "method_timer": self.method.timer.totals,
-                "wall_s": self.wall_s,
-                "segments": self.segments,
-                "peak_rss_bytes": self.peak_rss,
-            },
-            learner=self.learner, method=self.method.state(),
-            train_state=self.train_state if chunk_done else None, train_rows=self.train_rows,
-        )
+        self.dir.checkpoints.save_run(self, with_train_state=chunk_done)
         self._write_records()
         self.dir.write_accounting(self.accounting())
 
@@ -631,58 +551,13 @@ class ContinualRun:
         self.dir.write_method_log(self.method.log)
 
     def _load_checkpoint(self, folder: Path) -> None:
-        state = self.dir.checkpoint_state(folder)
-        if "records" not in state:
-            raise RunDirError(f"{folder}: its state.json holds no records (not a checkpoint "
-                              "of a continual run)")
-        if state["phases"] != len(self.phases):
-            raise RunDirError(f"{folder}: checkpoint does not match this run's phases")
-        self.next_phase = state["next_phase"]
-        self.global_step = state["global_step"]
-        self.records = state["records"]
-        self.method.extra_env_steps = state["extra_env_steps"]
-        self.method.log = state["method_log"]
-        self.timer = PhaseTimer.from_totals(state["timer"])
-        self.method.timer = PhaseTimer.from_totals(state["method_timer"])
-        self.wall_s, self.segments = state["wall_s"], state["segments"]
-        self.peak_rss = state["peak_rss_bytes"]
-        tasks = state["stored_tasks"]
-        like = self.method.state_like(self.learner.params, tasks, self._agent_for_task)
-        legacy = None
-        try:
-            self.learner, method_state = self.dir.load_checkpoint(
-                folder, learner=self.learner, method=like)
-        except (CheckpointError, FileNotFoundError) as err:
-            legacy = self.method.legacy_layout(self.learner.params, tasks,
-                                               self._agent_for_task)
-            if legacy is None:
-                raise
-            try:
-                learner, old_state = self.dir.load_checkpoint(
-                    folder, learner=self.learner.replace(penalty=legacy.penalty),
-                    method=legacy.parts)
-            except (CheckpointError, FileNotFoundError) as legacy_err:
-                raise CheckpointError(
-                    f"{folder} is neither in this version's layout ({err}) nor in the one "
-                    f"earlier versions of {self.spec.method} wrote ({legacy_err})") from None
-            self.learner = learner.replace(penalty=legacy.convert_penalty(learner.penalty))
-            method_state = legacy.convert_parts(old_state)
-        self.method.load_state(method_state)
-        self.train_rows = self.dir.checkpoint_train_rows(folder)
+        store = self.dir.checkpoints
+        store.load_run(folder, self, agent_for=self._agent_for_task)
         if self._mid_visit():
             visit = self.visits[self.phases[self.next_phase].visit]
-            self.train_state = self.agent(visit).start(self.learner, self._episodes_key(visit))
-            if legacy is None:
-                saved = self.dir.checkpoint_train_state(folder, self.train_state)
-            else:
-                ppo = self.train_state.ppo
-                saved = self.dir.checkpoint_train_state(folder, self.train_state.replace(
-                    ppo=ppo.replace(penalty=legacy.penalty)))
-                if saved is not None:
-                    saved = saved.replace(ppo=saved.ppo.replace(
-                        penalty=legacy.convert_penalty(saved.ppo.penalty)))
-            if saved is not None:
-                self.train_state = saved
+            fresh = self.agent(visit).start(self.learner, self.episodes_key(visit))
+            saved = store.train_state(folder, fresh)
+            self.train_state = fresh if saved is None else saved
         self.progress.note(f"resumed at {self.phases[self.next_phase].describe(self.visits)}"
                            if not self.complete else "run already complete")
 
@@ -690,8 +565,8 @@ class ContinualRun:
 # --- phases of one run or of the seeds of a batch ---------------------------------------
 #
 # Each takes the runs (seeds of one method, curriculum and settings) that stand at the
-# phase and runs it for all of them together: the method's hooks through its class's
-# batched `Method.start_tasks` / `Method.end_tasks`, evaluations as one population
+# phase and runs it for all of them together: the method's per-seed hooks in lockstep
+# (`telapa.continual.lockstep.run_hooks`), evaluations as one population
 # evaluation (`Agent.evaluate_batch`), a chunk as one program (`Agent.train_and_evaluate`).
 # ``size`` pads the seeds to the batch's size (copies of the first, results discarded), so
 # that a batch whose seeds lag after a resume runs the programs it has compiled. The
@@ -722,19 +597,19 @@ def start_visit(runs: list[ContinualRun], phase: Phase, size: int | None = None)
     for run in runs:
         run.progress.visit(visit, run.spec.budget(visit), 0)
     start = time.perf_counter()
-    learners = type(lead.method).start_tasks(
-        [run.method for run in runs], [run.learner for run in runs],
-        [run._context(visit, agent, "start") for run in runs])
+    learners = run_hooks(
+        [partial(run.method.start_task, run.learner, run.context(visit, agent, "start"))
+         for run in runs], [run.method.timer for run in runs])
     _share(runs, "method", start)
     for run, learner in zip(runs, learners, strict=True):
         run.learner = learner
-        run.train_state = agent.start(learner, run._episodes_key(visit))
+        run.train_state = agent.start(learner, run.episodes_key(visit))
         run.train_rows = []
         run.dir.save_policy(visit.index, learner.params, "start")
     start = time.perf_counter()
     results = _evaluate(agent, [run.learner.params for run in runs],
                         lead.spec.config.eval_episodes,
-                        [run._key(visit.index, "eval", 0) for run in runs], size,
+                        [run.visit_key(visit.index, "eval", 0) for run in runs], size,
                         features=lead.method.observes_features)
     _share(runs, "eval", start)
     for run, result in zip(runs, results, strict=True):
@@ -775,8 +650,8 @@ def end_visit(runs: list[ContinualRun], phase: Phase) -> None:
     visit = lead.visits[phase.visit]
     agent = lead.agent(visit)
     start = time.perf_counter()
-    type(lead.method).end_tasks([run.method for run in runs], [run.learner for run in runs],
-                                [run._context(visit, agent, "end") for run in runs])
+    run_hooks([partial(run.method.end_task, run.learner, run.context(visit, agent, "end"))
+               for run in runs], [run.method.timer for run in runs])
     _share(runs, "method", start)
     for run in runs:
         run.train_state = None
@@ -804,11 +679,5 @@ def final_evaluation(runs: list[ContinualRun], size: int | None = None) -> None:
         run.progress.note("final evaluation done")
 
 
-def load_run_tables(path: str | Path) -> dict[str, pd.DataFrame]:
-    """visits, curve and final tables of a finished run directory (checked against its
-    curriculum, see `RunDir.tables`)."""
-    return RunDir(path).tables()
-
-
-__all__ = ["ContinualRun", "Phase", "Progress", "RunError", "RunSpec", "end_visit",
-           "final_evaluation", "load_run_tables", "start_visit", "train_chunk"]
+__all__ = ["ContinualRun", "Phase", "Progress", "RunError", "end_visit",
+           "final_evaluation", "start_visit", "train_chunk"]

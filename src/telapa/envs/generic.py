@@ -13,17 +13,13 @@ float16; PPO preset ``configs/ppo/mujoco.yaml``. No JAX ports. Task options go t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from telapa.envs.family import Competence, SuccessRate
-
-if TYPE_CHECKING:
-    from telapa.envs.base import EnvSpec, JaxEnv
-    from telapa.qd.trajectories import FeatureCodec
+from telapa.envs.family import EnvFamily
 
 
 class VectorObsFeatures(gymnasium.ObservationWrapper):
@@ -54,40 +50,22 @@ class VectorObsFeatures(gymnasium.ObservationWrapper):
         return obs, reward, terminated, truncated, {**info, "features": obs["obs"]}
 
 
-class GenericFamily:
-    """See the module docstring."""
+class GenericFamily(EnvFamily):
+    """See the module docstring: all but the id, the env and D are `EnvFamily`'s
+    defaults (options unchecked, no JAX ports, `SuccessRate`, float16 trajectories, the
+    ``mujoco`` presets, no count bonus)."""
 
     name = "generic"
-    train_preset = "mujoco"
-    run_preset = "mujoco-quick"
-    count_bonus = False
 
     def matches(self, env_id: str) -> bool:
         return True
 
-    def check_options(self, env_id: str, options: dict[str, Any]) -> None:
-        pass  # passed on to gymnasium.make, which names a bad keyword itself
-
     def make_single(self, env_id: str, options: dict[str, Any]) -> gymnasium.Env:
         return VectorObsFeatures(gymnasium.make(env_id, **options))
-
-    def jax_ids(self) -> tuple[str, ...]:
-        return ()
-
-    def make_jax(self, env_id: str, options: dict[str, Any]) -> JaxEnv:
-        raise ValueError(f"{env_id} has no JAX port (the {self.name} family has none)")
 
     def feature_dim(self, env_id: str) -> int:
         space = gymnasium.spec(env_id).make().observation_space
         return int(np.prod(space.shape))
-
-    def competence(self, env_id: str) -> Competence:
-        return SuccessRate()
-
-    def codec(self, spec: EnvSpec) -> FeatureCodec:
-        from telapa.qd.trajectories import float16_codec
-
-        return float16_codec(spec.feature_dim)
 
 
 __all__ = ["GenericFamily", "VectorObsFeatures"]

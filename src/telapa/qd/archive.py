@@ -3,7 +3,7 @@
 Paper: Sec. 3.2 (task archives of N_k <= 384 elites kept near 256 by an adaptive spacing
 threshold), App. "MAP-Elites" (Algorithm "MAP-Elites for task-local archive
 construction"), App. "Online latent-space maintenance" (re-express and repack), Sec. 4
-(novelty proxy and recorded lineage).
+(recorded lineage; the elites' normalised novelty is `telapa.analysis.novelty`).
 
 Layout (capacity C, P flat parameters, descriptor dim d, raw latent dim r, W lineage
 words; every array has leading axis C and is meaningful only where ``valid``):
@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Sequence
 from functools import partial
 from typing import NamedTuple
 
@@ -559,25 +558,17 @@ def pairwise_distances(x: jax.Array, y: jax.Array) -> jax.Array:
 
 @jax.jit
 def _novelty(desc: jax.Array, valid: jax.Array) -> jax.Array:
+    """Per-row novelty proxy (paper Sec. "Intra-task archive structure"; its normalised
+    form nu_i / (median_i(nu_i) + eps) is `telapa.analysis.novelty.normalized_novelty`):
+
+        nu_i = min_{j != i, valid} || z_i - z_j ||_2
+
+    (C,) float32; NaN at invalid rows, inf for a lone elite."""
     d = pairwise_distances(desc, desc)
     n = desc.shape[0]
     mask = valid[None, :] & ~jnp.eye(n, dtype=bool)
     nn = jnp.min(jnp.where(mask, d, jnp.inf), axis=1)
     return jnp.where(valid, nn, jnp.nan)
-
-
-def novelty(archive: Archive, *, normalized: bool = False, eps: float = 1e-8) -> jax.Array:
-    """Per-slot novelty proxy (paper Sec. "Intra-task archive structure"):
-
-        nu_i      = min_{j != i, valid} || z_i - z_j ||_2
-        nu_i^norm = nu_i / (median_i(nu_i) + eps)          (``normalized=True``)
-
-    (C,) float32; NaN at invalid slots, inf for a lone elite."""
-    nu = _novelty(archive.elites.descriptor, archive.valid)
-    if normalized:
-        finite = jnp.where(jnp.isfinite(nu), nu, jnp.nan)
-        nu = nu / (jnp.nanmedian(finite) + eps)
-    return nu
 
 
 def fittest_first(fitness: jax.Array, valid: jax.Array) -> jax.Array:
@@ -716,13 +707,3 @@ def repack(
         normalizer_id=jnp.asarray(normalizer_words(normalizer_id)),
     )
     return new, dropped
-
-
-def valid_slots(archive: Archive) -> np.ndarray:
-    """Indices of valid slots (host side), ascending."""
-    return np.flatnonzero(np.asarray(archive.valid))
-
-
-def stack_elites(rows: Sequence[Elites]) -> Elites:
-    """Stacks unbatched elites into a batch (leading axis B)."""
-    return jax.tree.map(lambda *xs: jnp.stack(xs), *rows)

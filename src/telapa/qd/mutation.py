@@ -42,6 +42,7 @@ def adapt_sigma(
     return jnp.clip(sigma * jnp.exp(tau * xi), sigma_min, sigma_max)
 
 
+@jax.jit
 def mutate(
     key: jax.Array,
     params: jax.Array,
@@ -51,27 +52,23 @@ def mutate(
     sigma_min: float,
     sigma_max: float,
 ) -> tuple[jax.Array, jax.Array]:
-    """One child of a (P,) parent with scale ``sigma`` (): (theta' (P,), sigma' ())."""
-    k_sigma, k_eps = jax.random.split(key)
-    new_sigma = adapt_sigma(k_sigma, sigma, tau=tau, sigma_min=sigma_min, sigma_max=sigma_max)
-    eps = jax.random.normal(k_eps, params.shape, jnp.float32)
-    return jnp.asarray(params, jnp.float32) + new_sigma * eps, new_sigma
+    """One child per parent of (B, P) parents with scales (B,): (theta' (B, P), sigma'
+    (B,)). Row i draws with k_i = ``split(key, B)[i]``:
 
+        k_sigma, k_eps = split(k_i)
+        sigma'_i = adapt_sigma(k_sigma, sigma_i)
+        theta'_i = theta_i + sigma'_i * eps,   eps ~ N(0, I_P) drawn with k_eps
 
-@jax.jit
-def mutate_batch(
-    key: jax.Array,
-    params: jax.Array,
-    sigma: jax.Array,
-    *,
-    tau: float,
-    sigma_min: float,
-    sigma_max: float,
-) -> tuple[jax.Array, jax.Array]:
-    """`mutate` vmapped over parents (B, P), (B,) with keys ``split(key, B)``."""
+    One parent is a batch of one (``params[None]``, ``sigma[None]``)."""
+
+    def one(k: jax.Array, theta: jax.Array, s: jax.Array) -> tuple[jax.Array, jax.Array]:
+        k_sigma, k_eps = jax.random.split(k)
+        new_sigma = adapt_sigma(k_sigma, s, tau=tau, sigma_min=sigma_min, sigma_max=sigma_max)
+        eps = jax.random.normal(k_eps, theta.shape, jnp.float32)
+        return jnp.asarray(theta, jnp.float32) + new_sigma * eps, new_sigma
+
     keys = jax.random.split(key, params.shape[0])
-    fn = partial(mutate, tau=tau, sigma_min=sigma_min, sigma_max=sigma_max)
-    return jax.vmap(fn)(keys, params, sigma)
+    return jax.vmap(one)(keys, params, sigma)
 
 
 def select_parents(key: jax.Array, valid: jax.Array, *, n: int) -> jax.Array:
@@ -159,7 +156,7 @@ def _propose(
         parent_id = pick(parent_id, pe.elite_id[safe])
         lineage = pick(lineage, pe.lineage[safe])
         index = pick(index, safe)
-    children, new_sigma = mutate_batch(
+    children, new_sigma = mutate(
         k_mut, params, sigma, tau=tau, sigma_min=sigma_min, sigma_max=sigma_max
     )
     return Offspring(

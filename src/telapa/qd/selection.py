@@ -165,31 +165,6 @@ def _minmax(x: jax.Array, mask: jax.Array) -> jax.Array:
     return jnp.where(mask & (span > 0), (x - lo) / jnp.where(span > 0, span, 1.0), 0.0)
 
 
-def few_shot_scores(
-    probe: ProbeResults,
-    *,
-    epsilon: float,
-    w_final: float,
-    w_slope: float,
-    w_auc: float,
-    valid: jax.Array | None = None,
-) -> jax.Array:
-    """Score of each candidate, -inf outside the near-best window I (`near_best`):
-
-        Score_j = w_final * n(SR^final)_j + w_slope * n(slope)_j + w_auc * n(AUC)_j,
-        n(x)_j  = (x_j - min_I x) / (max_I x - min_I x)   (0 when max_I x = min_I x)
-
-    min-max normalization within I puts the three terms on one [0, 1] scale. SR^0 is not
-    used (the paper's Score takes SR^final, slope, AUC and SR*)."""
-    window = near_best(probe.sr_final, epsilon=epsilon, valid=valid)
-    score = (
-        w_final * _minmax(jnp.asarray(probe.sr_final, jnp.float32), window)
-        + w_slope * _minmax(jnp.asarray(probe.slope, jnp.float32), window)
-        + w_auc * _minmax(jnp.asarray(probe.auc, jnp.float32), window)
-    )
-    return jnp.where(window, score, -jnp.inf)
-
-
 def few_shot_select(
     probe: ProbeResults,
     *,
@@ -198,15 +173,27 @@ def few_shot_select(
     w_slope: float,
     w_auc: float,
     valid: jax.Array | None = None,
-) -> int:
-    """j* = argmax_{j in I} Score_j (`few_shot_scores`), ties by the lowest index.
-    The caller returns the *original* archived weights of candidate j*."""
-    scores = few_shot_scores(
-        probe, epsilon=epsilon, w_final=w_final, w_slope=w_slope, w_auc=w_auc, valid=valid
+) -> tuple[int, jax.Array]:
+    """``(j*, Score)``: the chosen candidate and the (K,) score of every candidate, -inf
+    outside the near-best window I (`near_best`):
+
+        Score_j = w_final * n(SR^final)_j + w_slope * n(slope)_j + w_auc * n(AUC)_j,
+        n(x)_j  = (x_j - min_I x) / (max_I x - min_I x)   (0 when max_I x = min_I x)
+        j*      = argmax_{j in I} Score_j                  (ties by the lowest index)
+
+    min-max normalization within I puts the three terms on one [0, 1] scale. SR^0 is not
+    used (the paper's Score takes SR^final, slope, AUC and SR*). ValueError when no
+    candidate is valid. The caller returns the *original* archived weights of j*."""
+    window = near_best(probe.sr_final, epsilon=epsilon, valid=valid)
+    score = (
+        w_final * _minmax(jnp.asarray(probe.sr_final, jnp.float32), window)
+        + w_slope * _minmax(jnp.asarray(probe.slope, jnp.float32), window)
+        + w_auc * _minmax(jnp.asarray(probe.auc, jnp.float32), window)
     )
+    scores = jnp.where(window, score, -jnp.inf)
     if not bool(jnp.any(jnp.isfinite(scores))):
         raise ValueError("no valid candidate to select")
-    return int(jnp.argmax(scores))
+    return int(jnp.argmax(scores)), scores
 
 
 # --- elite injection ----------------------------------------------------------------------

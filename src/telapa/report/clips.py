@@ -15,7 +15,7 @@ directory keeps its visits' policies and its last checkpoint):
 Every episode is the first of `telapa.continual.play.play` with the run's seed, so a row
 is what ``telapa play`` shows. Cost: one episode per row on the run's agents after a
 resume from its last checkpoint; on 2 cores about a minute per run for the quick preset
-(docs/design.md, "Rendering").
+(docs/running.md, "Reports and documents").
 """
 
 from __future__ import annotations

@@ -12,7 +12,10 @@ from typing import Any
 
 import pandas as pd
 
+from telapa.continual.registry import METHODS, find_method
 from telapa.continual.rundir import RunDir, RunDirError
+from telapa.continual.telapa.method import TeLAPA
+from telapa.plugins import PluginError
 from telapa.qd.archive import split_elite_id
 from telapa.qd.export import parse_lineage
 
@@ -28,8 +31,21 @@ TRANSFER_COLUMNS = (
 
 ELITE_COLUMNS = ("task", "elite", "evaluated_on", "fitness", "sr")
 
-ARCHIVE_METHODS = ("telapa", "telapa-static", "telapa-fresh")
-"""The built-in methods that keep policy archives."""
+
+def keeps_archives(method: str) -> bool:
+    """Whether the method registered as ``method`` keeps policy archives: `TeLAPA` or a
+    subclass of it (`telapa.continual.registry.find_method`; an unknown method keeps
+    none)."""
+    try:
+        return issubclass(find_method(method), TeLAPA)
+    except PluginError:
+        return False
+
+
+def archive_methods() -> tuple[str, ...]:
+    """The registered methods that keep policy archives (`keeps_archives`), in
+    registration order."""
+    return tuple(name for name, cls in METHODS.items() if issubclass(cls, TeLAPA))
 
 
 class NoArchivesError(ValueError):
@@ -77,12 +93,12 @@ def inspect_run(path: str | Path) -> Inspection:
     spec = run_dir.spec()
     root = run_dir.path
     if not run_dir.has_elites():
-        if spec["method"] in ARCHIVE_METHODS:
+        if keeps_archives(spec["method"]):
             raise RunDirError(f"{root} has no {run_dir.table_path('elites').name} yet (no "
                               "archive illuminated so far)")
         raise NoArchivesError(
             f"{root} is a {spec['method']} run: it keeps no policy archives (only "
-            f"{', '.join(ARCHIVE_METHODS)} runs do)"
+            f"{', '.join(archive_methods())} runs do)"
         )
     visits = run_dir.read_table("visits").sort_values("visit")
     elites = run_dir.elites()

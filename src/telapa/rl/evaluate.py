@@ -100,7 +100,7 @@ def default_lanes(episodes: int, batch: int = 1, *, platform: str | None = None)
     accelerators (``platform`` other than ``"cpu"``; default `jax.default_backend`)
     ``episodes``: every episode starts at once, since there an iteration's launch
     overhead dwarfs the lanes' work (fewer lanes unmeasured). Numbers:
-    BENCHMARKS.md, "Evaluation lanes" (the design: docs/design.md, "Evaluation lanes")."""
+    BENCHMARKS.md, "Evaluation lanes" (the design: docs/performance.md, "Evaluation lanes")."""
     episodes = _positive("episodes", episodes)
     batch = _positive("batch", batch)
     if (platform or jax.default_backend()) != "cpu":

@@ -1,5 +1,6 @@
 """The LineWalk env family: what telapa knows about ``LineWalk-v0`` beyond what the
-generic family can guess (the protocol is `telapa.envs.family.EnvFamily`).
+generic family can guess (a subclass of `telapa.envs.family.EnvFamily`, which has the
+defaults of what it does not write).
 
 The package names it under the ``telapa.families`` entry point (its ``pyproject.toml``),
 so an installed telapa asks it about every id no built-in family claims; it claims
@@ -14,9 +15,11 @@ so an installed telapa asks it about every id no built-in family claims; it clai
 * on the ``jax`` backend, the functional port `telapa_linewalk.jax_port.JaxLineWalk`;
   on ``gymnasium``, the gymnasium env with the same observation and sketch;
 * presets: telapa's ``mujoco`` PPO preset and ``mujoco-quick`` run preset, an MLP on a
-  vector observation with quick budgets. A family names presets of telapa's own
-  ``configs/`` (``configs/ppo/<train_preset>.yaml``, ``configs/runs/<run_preset>.yaml``),
-  so a plug-in reuses built-in ones; a run may still give ``--preset`` and ``--set``.
+  vector observation with quick budgets (`EnvFamily`'s defaults, so not written here). A
+  family names presets of telapa's own ``configs/`` (``configs/ppo/<train_preset>.yaml``,
+  ``configs/runs/<run_preset>.yaml``), so a plug-in reuses built-in ones; a run may still
+  give ``--preset`` and ``--set``;
+* no episodic count bonus (telapa's hashes MiniGrid states; also the default).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import gymnasium
 import numpy as np
 
 from telapa.envs.base import EnvSpec
-from telapa.envs.family import Competence, ReturnAtLeast
+from telapa.envs.family import Competence, EnvFamily, ReturnAtLeast
 from telapa.envs.generic import VectorObsFeatures
 from telapa.qd.trajectories import FeatureCodec
 from telapa_linewalk import GOAL_REWARD, ID, check_size
@@ -57,13 +60,10 @@ class LineWalkSketch(VectorObsFeatures):
         return {**info, "features": sketch(np.int32(walker.position), walker.limit)}
 
 
-class LineWalkFamily:
+class LineWalkFamily(EnvFamily):
     """See the module docstring."""
 
     name = "linewalk"
-    train_preset = "mujoco"
-    run_preset = "mujoco-quick"
-    count_bonus = False  # telapa's count bonus hashes MiniGrid states
 
     def matches(self, env_id: str) -> bool:
         return env_id == ID

@@ -296,12 +296,12 @@ def load_sweep(path: str | Path, sets: dict[str, Any] | None = None) -> Sweep:
     if spec.order == "seed":  # stable: file order within each seed
         ordered.sort(key=lambda c: spec.seed_list.index(c.seed))
     sweep = Sweep(path, name, spec, ordered)
-    from telapa.continual.runner import RunSpec
+    from telapa.continual.spec import RunSpec, resolve_spec
 
-    for cell in sweep.cells:  # budgets in whole PPO calls, seeds in range
+    for cell in sweep.cells:  # budgets in whole PPO calls, seeds in range, as a run checks
         try:
-            RunSpec(cell.curriculum, cell.method, cell.seed, cell.config,
-                    cell.preset).check_budgets()
+            resolve_spec(RunSpec(cell.curriculum, cell.method, cell.seed, cell.config,
+                                 cell.preset))
         except ConfigError as err:
             raise ConfigError(f"{source}, cell {cell.name}: {err}") from None
     return sweep

@@ -71,7 +71,7 @@ def _runtime(cells: list[dict[str, Any]]):
 
 def _spec(cell: dict[str, Any], imports: tuple[str, ...]):
     from telapa.continual.curriculum import parse_curriculum
-    from telapa.continual.runner import RunSpec
+    from telapa.continual.spec import RunSpec
 
     return RunSpec(parse_curriculum(cell["curriculum"], cell["name"]), cell["method"],
                    cell["seed"], parse_run_config(cell["config"], cell["name"]),

@@ -71,7 +71,7 @@ def cell_time(sweep_dir: Path, name: str) -> CellTime | None:
     try:
         if run_dir.spec().get("status") == "complete":
             return CellTime(float(run_dir.accounting()["wall_s"]), 1, 1)
-        state = run_dir.checkpoint_state()
+        state = run_dir.checkpoints.state()
         if state is None:
             return None
         return CellTime(float(state.get("wall_s", math.nan)), int(state["next_phase"]),

@@ -35,7 +35,7 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -326,7 +326,17 @@ class Illumination:
     """One seed's `illuminate`, as steps that a caller can run in lockstep with other
     seeds' (`illuminate_seeds`): step 0 evaluates theta_t and inserts it as the base elite
     (the lines "Archive initialization"), step j >= 1 proposes, evaluates and inserts the
-    loop's batch j - 1. Arguments: those of `illuminate`."""
+    loop's batch j - 1. `illuminate` takes the same arguments, and its docstring says
+    what each does.
+
+    It is also a task end's lockstep request (`telapa.continual.lockstep`): the
+    illuminations of a batch's seeds are answered by one `illuminate_seeds`."""
+
+    phase: ClassVar[str] = "illumination"
+
+    @classmethod
+    def answer(cls, runs: Sequence[Illumination]) -> list[tuple[Archive, IlluminationLog]]:
+        return illuminate_seeds(runs[0].agent, runs)
 
     def __init__(
         self,
@@ -351,6 +361,7 @@ class Illumination:
             raise ValueError(f"need iterations >= 0, batch_size >= 1; got {iterations}, "
                              f"{batch_size}")
         self.start = time.perf_counter()
+        self.agent = agent
         ill = qd_config.illumination
         self.episodes = ill.eval_episodes
         flat_base, self.unravel = flatten_params(base_params)
@@ -514,26 +525,11 @@ def illuminate_seeds(agent: Agent, runs: Sequence[Illumination], *,
     return [r.result(share if len(runs) > 1 else None) for r in runs]
 
 
-def illuminate(
-    agent: Agent,
-    base_params: Params,
-    *,
-    visit: int,
-    tag: int,
-    embedding: EmbeddingState,
-    latent_config: LatentConfig,
-    qd_config: QDConfig,
-    key: jax.Array,
-    iterations: int,
-    batch_size: int = 1,
-    initial_archive: Archive | None = None,
-    parent_id: int = -1,
-    lineage: jax.Array | None = None,
-    pool: ElitePool | None = None,
-    progress: ProgressFn | None = None,
-) -> tuple[Archive, IlluminationLog]:
+def illuminate(agent: Agent, base_params: Params, **kwargs: Any
+               ) -> tuple[Archive, IlluminationLog]:
     """Algorithm "MAP-Elites for task-local archive construction" on ``agent``'s env
     around ``base_params`` (theta_t). Returns the archive H and an `IlluminationLog`.
+    The keyword arguments are those of `Illumination`; what each does follows.
 
     Without ``initial_archive`` this is BuildArchive: a new archive for base tag ``tag``
     (capacity, target and initial d_min from ``qd_config``; ids start at the tag's
@@ -554,13 +550,7 @@ def illuminate(
     ``iterations`` may be 0 (only the base elite). Deterministic given ``key``. The
     steps are those of `Illumination`; `illuminate_seeds` runs several seeds' in lockstep.
     """
-    run = Illumination(
-        agent, base_params, visit=visit, tag=tag, embedding=embedding,
-        latent_config=latent_config, qd_config=qd_config, key=key, iterations=iterations,
-        batch_size=batch_size, initial_archive=initial_archive, parent_id=parent_id,
-        lineage=lineage, pool=pool, progress=progress,
-    )
-    return illuminate_seeds(agent, [run])[0]
+    return illuminate_seeds(agent, [Illumination(agent, base_params, **kwargs)])[0]
 
 
 def _check_refresh(archive: Archive, tag: int, embedding: EmbeddingState, episodes: int) -> None:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -357,6 +357,37 @@ def maintain(
     (result,) = maintain_seeds([embedding], [banks], [archives], config=config, keys=[key],
                                reevaluate=reevaluate, refit_sets=refit_sets)
     return result
+
+
+@dataclasses.dataclass(frozen=True)
+class MaintenanceRequest:
+    """One seed's BoundaryMaintenance at a task end, as a lockstep request
+    (`telapa.continual.lockstep`): the arguments of `maintain`. The requests of a batch
+    are answered by one `maintain_seeds` (one request: exactly `maintain`);
+    ``progress(done, total)`` is told 0 of 1 before and 1 of 1 after."""
+
+    phase: ClassVar[str] = "maintenance"
+    embedding: EmbeddingState
+    banks: EpisodeBanks
+    archives: Mapping[str, Archive]
+    config: LatentConfig
+    key: jax.Array
+    progress: Callable[..., None] | None = None
+
+    @classmethod
+    def answer(cls, requests: Sequence[MaintenanceRequest]
+               ) -> list[tuple[EmbeddingState, dict[str, Archive], MaintenanceLog]]:
+        for request in requests:
+            if request.progress is not None:
+                request.progress(0, 1)
+        maintained = maintain_seeds(
+            [r.embedding for r in requests], [r.banks for r in requests],
+            [r.archives for r in requests], config=requests[0].config,
+            keys=[r.key for r in requests])
+        for request in requests:
+            if request.progress is not None:
+                request.progress(1, 1)
+        return maintained
 
 
 def maintain_seeds(

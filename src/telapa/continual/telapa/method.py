@@ -19,7 +19,6 @@ transfer`, "A fresh start").
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -29,26 +28,20 @@ import pandas as pd
 
 from telapa.continual.curriculum import Visit
 from telapa.continual.methods import Method, TaskContext
-from telapa.continual.preset import RunConfig
+from telapa.continual.preset import RunConfig, TeLAPAConfig
 from telapa.continual.telapa.banks import EpisodeBanks, bank_seq, store
 from telapa.continual.telapa.embedding import EmbeddingState
 from telapa.continual.telapa.illumination import (
     Illumination,
     IlluminationLog,
-    illuminate_seeds,
     trajectory_codec,
 )
 from telapa.continual.telapa.maintenance import (
     MaintenanceLog,
+    MaintenanceRequest,
     fit_initial_normalizer,
-    maintain,
-    maintain_seeds,
 )
-from telapa.continual.telapa.transfer import (
-    TransferChoice,
-    select_transfer_origin,
-    select_transfer_origins,
-)
+from telapa.continual.telapa.transfer import OriginRequest, TransferChoice
 from telapa.qd.archive import Archive, init_archive
 from telapa.qd.export import archive_frame
 from telapa.qd.lineage import lineage_from_visits, lineage_words
@@ -70,6 +63,7 @@ MAX_VISITS = 64
 class TeLAPA(Method):
     name = "telapa"
     section = "telapa"
+    settings_model = TeLAPAConfig
     maintain_latent = True
     observes_features = True
     fresh_start = False
@@ -99,47 +93,18 @@ class TeLAPA(Method):
             self.tags.append(task)
         return self.tags.index(task)
 
-    def start_task(self, state: PPOState, ctx: TaskContext) -> PPOState:
+    def start_task(self, state: PPOState, ctx: TaskContext):
+        """FewShotSelectElite over the archives (a lockstep `OriginRequest`: a batch's
+        seeds probe as one batch), or scratch's ``state`` before the first archive."""
         self._check_visit(ctx)
         choice = None
         if self.archives:
-            with self.timer.phase("few_shot"):
-                choice = select_transfer_origin(
-                    ctx.agent, list(self.archives.values()),
-                    config=self.settings.qd.transfer, key=ctx.key,
-                    rollout_key=self._probe_rollout_key(ctx),
-                    penalty=state.penalty, fresh=self._fresh(ctx),
-                    progress=ctx.report("probes"),
-                )
+            choice = yield OriginRequest(
+                ctx.agent, list(self.archives.values()), self.settings.qd.transfer,
+                key=ctx.key, rollout_key=self._probe_rollout_key(ctx),
+                penalty=state.penalty, fresh=self._fresh(ctx),
+                progress=ctx.report("probes"))
         return self._start_from(state, ctx, choice)
-
-    @classmethod
-    def start_tasks(cls, methods, states, ctxs) -> list[PPOState]:
-        """The seeds' FewShotSelectElite as one batch on the jax backend: every seed's
-        K_pool probes trained and evaluated together (`select_transfer_origins`); the
-        seeds without archives start from scratch as in `start_task`."""
-        agent = ctxs[0].agent
-        probing = [i for i, m in enumerate(methods) if m.archives]
-        if len(probing) < 2 or agent.backend != "jax":
-            return super().start_tasks(methods, states, ctxs)
-        for method, ctx in zip(methods, ctxs, strict=True):
-            method._check_visit(ctx)
-        start = time.perf_counter()
-        choices = select_transfer_origins(
-            agent, [list(methods[i].archives.values()) for i in probing],
-            config=methods[0].settings.qd.transfer, keys=[ctxs[i].key for i in probing],
-            rollout_keys=[cls._probe_rollout_key(ctxs[i]) for i in probing],
-            penalties=[states[i].penalty for i in probing],
-            fresh=[cls._fresh(ctxs[i]) for i in probing] if cls.fresh_start else None)
-        share = (time.perf_counter() - start) / len(probing)
-        chosen = dict(zip(probing, choices, strict=True))
-        for i in probing:
-            methods[i].timer.add("few_shot", share)
-            report = ctxs[i].report("probes")
-            if report is not None:
-                report(len(chosen[i].candidates), len(chosen[i].candidates))
-        return [m._start_from(s, c, chosen.get(i))
-                for i, (m, s, c) in enumerate(zip(methods, states, ctxs, strict=True))]
 
     @classmethod
     def _fresh(cls, ctx: TaskContext) -> Params | None:
@@ -182,51 +147,20 @@ class TeLAPA(Method):
                 anchor_threshold=self.settings.latent.anchor_sr_threshold,
             )
 
-    def end_task(self, state: PPOState, ctx: TaskContext) -> None:
+    def end_task(self, state: PPOState, ctx: TaskContext):
+        """N_0 before the first archive, BuildArchive or RefreshArchive (a lockstep
+        request: a batch's seeds illuminate together, `illuminate_seeds`), then
+        BoundaryMaintenance (TeLAPA only; a lockstep `MaintenanceRequest`)."""
         illumination, maintenance_key = self._before_illumination(ctx)
         with self.timer.phase("illumination"):
             run = Illumination(ctx.agent, state.params, **illumination)
-            (result,) = illuminate_seeds(ctx.agent, [run])
-        self._after_illumination(ctx, *result, maintenance_key)
-
-    @classmethod
-    def end_tasks(cls, methods, states, ctxs) -> None:
-        """The seeds' task ends on the jax backend: their illuminations in lockstep
-        (`illuminate_seeds`: each step's candidates of all seeds one population
-        evaluation, inserted seed by seed in MAP-Elites order), then their maintenance
-        with the boundary updates one vmapped program (`maintain_seeds`); N_0 seed after
-        seed, as in `end_task`. On CPU both run seed after seed (the functions' defaults:
-        batching was slower there)."""
-        agent = ctxs[0].agent
-        if len(methods) == 1 or agent.backend != "jax":
-            return super().end_tasks(methods, states, ctxs)
-        prepared = [m._before_illumination(c) for m, c in zip(methods, ctxs, strict=True)]
-        start = time.perf_counter()
-        runs = [Illumination(agent, s.params, **illumination)
-                for s, (illumination, _) in zip(states, prepared, strict=True)]
-        results = illuminate_seeds(agent, runs)
-        share = (time.perf_counter() - start) / len(methods)
-        for method, ctx, result in zip(methods, ctxs, results, strict=True):
-            method.timer.add("illumination", share)
-            method._keep_archive(ctx, *result)
-        if not cls.maintain_latent:
-            return
-        reports = [c.report("maintenance") for c in ctxs]
-        for report in reports:
-            if report is not None:
-                report(0, 1)
-        start = time.perf_counter()
-        maintained = maintain_seeds(
-            [m.embedding for m in methods], [m.banks for m in methods],
-            [m.archives for m in methods], config=methods[0].settings.latent,
-            keys=[key for _, key in prepared])
-        share = (time.perf_counter() - start) / len(methods)
-        for method, ctx, report, (embedding, archives, log) in zip(
-                methods, ctxs, reports, maintained, strict=True):
-            method.timer.add("maintenance", share)
-            if report is not None:
-                report(1, 1)
-            method._maintained(ctx, embedding, archives, log)
+        archive, log = yield run
+        self._keep_archive(ctx, archive, log)
+        if self.maintain_latent:
+            maintained = yield MaintenanceRequest(
+                self.embedding, self.banks, self.archives, self.settings.latent,
+                key=maintenance_key, progress=ctx.report("maintenance"))
+            self._maintained(ctx, *maintained)
 
     def _before_illumination(self, ctx: TaskContext) -> tuple[dict[str, Any], jax.Array]:
         """N_0 before the first archive; the keyword arguments of this task end's
@@ -254,22 +188,6 @@ class TeLAPA(Method):
             lineage=self._origin["lineage"], pool=pool, progress=ctx.report("illumination"),
         )
         return illumination, maintenance_key
-
-    def _after_illumination(self, ctx: TaskContext, archive: Archive, log: IlluminationLog,
-                            maintenance_key: jax.Array) -> None:
-        """Keeps the task's archive and its record, then BoundaryMaintenance (TeLAPA)."""
-        self._keep_archive(ctx, archive, log)
-        if not self.maintain_latent:
-            return
-        report = ctx.report("maintenance")
-        with self.timer.phase("maintenance"):
-            if report is not None:
-                report(0, 1)
-            maintained = maintain(self.embedding, self.banks, self.archives,
-                                  config=self.settings.latent, key=maintenance_key)
-            if report is not None:
-                report(1, 1)
-        self._maintained(ctx, *maintained)
 
     def _keep_archive(self, ctx: TaskContext, archive: Archive, log: IlluminationLog) -> None:
         """The task's new archive and the illumination's record."""
@@ -344,8 +262,8 @@ class TeLAPAFresh(TeLAPA):
     besides the K_pool elites, the freshly initialised network Scratch would start the
     visit from; it is probed and scored like an elite, and taken when it scores best or
     when no probe ends with a success (where TeLAPA's tie-break takes the fittest
-    elite). Its start has no origin elite and an empty lineage. Same settings section as
-    TeLAPA."""
+    elite). Its start has no origin elite and an empty lineage. Same settings section
+    (and model) as TeLAPA."""
 
     name = "telapa-fresh"
     fresh_start = True

@@ -53,7 +53,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -63,7 +63,6 @@ from telapa.qd.archive import Archive
 from telapa.qd.config import TransferConfig
 from telapa.qd.lineage import lineage_visits
 from telapa.qd.selection import (
-    few_shot_scores,
     few_shot_select,
     near_best,
     pool_candidates,
@@ -377,6 +376,43 @@ def select_transfer_origins(
 
 
 @dataclass(frozen=True)
+class OriginRequest:
+    """One seed's FewShotSelectElite at a visit's start, as a lockstep request
+    (`telapa.continual.lockstep`): the arguments of `select_transfer_origin`. One
+    request is answered by `select_transfer_origin`; several on the jax backend by one
+    `select_transfer_origins` batch (each seed's ``progress`` told when it is done),
+    otherwise seed after seed."""
+
+    phase: ClassVar[str] = "few_shot"
+    agent: Agent
+    archives: Sequence[Archive]
+    config: TransferConfig
+    key: jax.Array
+    rollout_key: jax.Array
+    penalty: Any = None
+    fresh: Params | None = None
+    progress: ProgressFn | None = None
+
+    @classmethod
+    def answer(cls, requests: Sequence[OriginRequest]) -> list[TransferChoice]:
+        agent = requests[0].agent
+        if len(requests) < 2 or agent.backend != "jax":
+            return [select_transfer_origin(
+                r.agent, r.archives, config=r.config, key=r.key, rollout_key=r.rollout_key,
+                penalty=r.penalty, fresh=r.fresh, progress=r.progress) for r in requests]
+        fresh = [r.fresh for r in requests]
+        choices = select_transfer_origins(
+            agent, [r.archives for r in requests], config=requests[0].config,
+            keys=[r.key for r in requests], rollout_keys=[r.rollout_key for r in requests],
+            penalties=[r.penalty for r in requests],
+            fresh=None if fresh[0] is None else fresh)
+        for request, choice in zip(requests, choices, strict=True):
+            if request.progress is not None:
+                request.progress(len(choice.candidates), len(choice.candidates))
+        return choices
+
+
+@dataclass(frozen=True)
 class _Pool:
     """C_{k+1} of one library: the pooled elites, their valid rows and parameter trees."""
 
@@ -410,9 +446,9 @@ def _choose(gathered: _Pool, archives: Sequence[Archive], curves: np.ndarray,
     pool, rows, unravel = gathered.pool, gathered.rows, gathered.unravel
     results = probe_summary(np.asarray(curves))
     weights = {"w_final": config.w_final, "w_slope": config.w_slope, "w_auc": config.w_auc}
-    scores = np.asarray(few_shot_scores(results, epsilon=config.epsilon, **weights))
+    best, scores = few_shot_select(results, epsilon=config.epsilon, **weights)
+    scores = np.asarray(scores)
     window = np.asarray(near_best(results.sr_final, epsilon=config.epsilon))
-    best = few_shot_select(results, epsilon=config.epsilon, **weights)
     candidates = _candidates(gathered, archives, results, scores, window, costs)
     common = {"candidates": candidates, "env_steps": int(sum(costs))}
     if fresh is not None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
-from telapa.envs.family import Competence, SuccessRate
+from telapa.envs.family import EnvFamily
 from telapa.envs.minigrid.env import MiniGrid
 from telapa.envs.minigrid.features import FEATURE_DIM, minigrid_codec
 from telapa.envs.minigrid.gym_wrappers import is_minigrid_id, wrap_farama
@@ -49,7 +49,10 @@ def grid_size(env_id: str) -> tuple[int, int]:
         env.close()
 
 
-class MiniGridFamily:
+class MiniGridFamily(EnvFamily):
+    """See the module docstring; the success rate is `EnvFamily`'s default
+    competence."""
+
     name = "minigrid"
     train_preset = "minigrid"
     run_preset = "quick"
@@ -79,9 +82,6 @@ class MiniGridFamily:
 
     def feature_dim(self, env_id: str) -> int:
         return FEATURE_DIM
-
-    def competence(self, env_id: str) -> Competence:
-        return SuccessRate()
 
     def codec(self, spec: EnvSpec) -> FeatureCodec:
         """`minigrid_codec` (exact) with the env's grid size and the spec's time limit."""

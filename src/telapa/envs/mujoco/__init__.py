@@ -18,17 +18,13 @@ family with the same sketch and competence.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gymnasium
 
-from telapa.envs.family import Competence, NormalizedReturn
+from telapa.envs.family import Competence, EnvFamily, NormalizedReturn
 from telapa.envs.mujoco.friction import FrictionScale
 from telapa.envs.mujoco.sketch import SKETCH_DIM, MujocoSketch, sketch
-
-if TYPE_CHECKING:
-    from telapa.envs.base import EnvSpec, JaxEnv
-    from telapa.qd.trajectories import FeatureCodec
 
 REFERENCE_RETURNS: dict[str, float] = {
     "HalfCheetah": 5000.0,
@@ -65,11 +61,11 @@ def reference_return(env_id: str) -> float:
     )
 
 
-class MujocoFamily:
+class MujocoFamily(EnvFamily):
+    """See the module docstring; no JAX ports, float16 trajectories, the ``mujoco``
+    presets and no count bonus are `EnvFamily`'s defaults."""
+
     name = "mujoco"
-    train_preset = "mujoco"
-    run_preset = "mujoco-quick"
-    count_bonus = False
 
     def matches(self, env_id: str) -> bool:
         return _entry_module(env_id).startswith("gymnasium.envs.mujoco")
@@ -102,22 +98,11 @@ class MujocoFamily:
         return MujocoSketch(env, reference_return=reference_return(env_id),
                             time_limit=int(time_limit))
 
-    def jax_ids(self) -> tuple[str, ...]:
-        return ()
-
-    def make_jax(self, env_id: str, options: dict[str, Any]) -> JaxEnv:
-        raise ValueError(f"{env_id} has no JAX port (MuJoCo runs on the gymnasium backend)")
-
     def feature_dim(self, env_id: str) -> int:
         return SKETCH_DIM
 
     def competence(self, env_id: str) -> Competence:
         return NormalizedReturn(reference_return(env_id))
-
-    def codec(self, spec: EnvSpec) -> FeatureCodec:
-        from telapa.qd.trajectories import float16_codec
-
-        return float16_codec(SKETCH_DIM)
 
 
 __all__ = [

@@ -1,0 +1,134 @@
+"""`GymAgent`: the `telapa.rl.agent.Agent` of a `GymVectorEnv`, whose envs live on the host.
+
+The rollout is a host loop over the agent's vector env (`telapa.rl.rollout.gym_rollout`)
+with a jitted policy; the PPO update is the jitted `telapa.rl.ppo.make_learn` of the jax
+backend. A state has no env states (``env_state`` is None: they are the vector env's),
+so it is valid only for the agent that produced it and only one state trains at a time:
+one training call is one PPO iteration, and there is no batched program
+(`Agent.train_and_evaluate`, `Agent.observation_sampler`). The program cache
+(`Agent.program`) holds ``("act", deterministic)`` (the jitted policy of host rollouts,
+`gym_act`) and ``("gym-train", shapes)`` (the rollout's policy and the PPO update,
+compiled for a state's shapes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+from telapa.envs import Backend, make
+from telapa.envs.base import Obs
+from telapa.envs.gym_backend import GymVectorEnv
+from telapa.envs.intrinsic import episodic_count_bonus_gym
+from telapa.rl.agent import Agent, first_steps, shape_key
+from telapa.rl.evaluate import EvalResult, evaluate_gym
+from telapa.rl.networks import Params
+from telapa.rl.ppo import EpisodeTracker, PPOState, Trajectory
+from telapa.rl.rollout import gym_rollout, make_act
+from telapa.rl.train_state import TrainState
+
+MAX_GYM_EVAL_ENVS = 16
+"""The most env copies of the evaluation env (when ``eval.num_envs`` is unset)."""
+
+
+class GymAgent(Agent, backend="gymnasium"):
+    """PPO on a `GymVectorEnv` (``Agent(env, config)`` with a `GymVectorEnv` or an id on
+    ``backend="gymnasium"``); see `telapa.rl.agent.Agent` for the arguments."""
+
+    def _open(self, env: str | GymVectorEnv, backend: Backend, intrinsic_beta: float | None,
+              gym_seed: int) -> GymVectorEnv:
+        """Makes ``env`` from an id: ``num_envs`` copies seeded with ``gym_seed``, each
+        with the count bonus of ``intrinsic_beta``."""
+        ppo = self.config.ppo
+        if isinstance(env, str):
+            bonus = intrinsic_beta and partial(episodic_count_bonus_gym, beta=intrinsic_beta)
+            env = make(env, "gymnasium", num_envs=ppo.num_envs, seed=gym_seed,
+                       wrapper=bonus or None, **self.env_options)
+        if env.num_envs != ppo.num_envs:
+            raise ValueError(f"env has {env.num_envs} copies but ppo.num_envs={ppo.num_envs}")
+        self._eval_env: GymVectorEnv | None = None
+        return env
+
+    def _iterations_per_call(self) -> int:
+        return 1  # a host rollout between any two updates
+
+    def start(self, ppo: PPOState, key: jax.Array, *, steps: int = 0) -> TrainState:
+        """`Agent.start`: ``reset_key, key = split(key)``, the vector env reset here, on
+        the host, with ``reset_key``."""
+        steps = jnp.asarray(steps, jnp.int32)
+        tracker = EpisodeTracker.zeros(self.config.ppo.num_envs)
+        reset_key, key = jax.random.split(key)
+        _, obs = self.env.reset(reset_key)
+        return TrainState(ppo, tracker, None, obs, key, steps)
+
+    # --- training -------------------------------------------------------------------
+
+    def _training_call(self, state: TrainState) -> Callable:
+        """One iteration: a host rollout of ``n_steps`` steps, then the compiled update."""
+        act, learn = self.program(("gym-train", *shape_key(state)),
+                                  lambda: self._timed(lambda: self._compile_step(state)))
+        n_steps, rollout_size = self.config.ppo.n_steps, self.config.ppo.rollout_size
+
+        def call(state: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
+            obs, key, traj = gym_rollout(self.env, act, state.ppo.params, state.obs,
+                                         state.key, n_steps)
+            key, learn_key = jax.random.split(key)
+            ppo, tracker, metrics = learn(state.ppo, state.tracker, traj, obs, learn_key)
+            steps = jnp.asarray(int(state.steps) + rollout_size, jnp.int32)
+            return (TrainState(ppo, tracker, None, obs, key, steps),
+                    jax.tree.map(lambda x: x[None], metrics))
+
+        return call
+
+    def _compile_step(self, state: TrainState) -> tuple[Callable, Callable]:
+        """``act`` and ``learn`` compiled for the shapes a rollout from ``state``
+        produces."""
+        obs = jax.tree.map(jnp.asarray, state.obs)
+        act = jax.jit(make_act(self.policy))
+        action, key = jax.eval_shape(act, state.ppo.params, obs, state.key)
+        n, n_steps = self.config.ppo.num_envs, self.config.ppo.n_steps
+        step = (obs, action.action, action.log_prob, action.value,
+                jax.ShapeDtypeStruct((n,), jnp.float32), jax.ShapeDtypeStruct((n,), bool),
+                jax.ShapeDtypeStruct((n,), bool), obs)
+        traj = jax.tree.map(lambda x: jax.ShapeDtypeStruct((n_steps, *x.shape), x.dtype), step)
+        learn = jax.jit(self._learn).lower(
+            state.ppo, state.tracker, Trajectory(*traj), obs, key).compile()
+        return act.lower(state.ppo.params, obs, state.key).compile(), learn
+
+    # --- evaluation -----------------------------------------------------------------
+
+    def gym_act(self, deterministic: bool) -> Callable:
+        """The jitted ``act(params, obs, key)`` host rollouts use."""
+        return self.program(("act", deterministic),
+                            lambda: jax.jit(make_act(self.policy, deterministic)))
+
+    def _evaluate(self, params: Params, episodes: int, key: jax.Array, deterministic: bool,
+                  max_steps: int) -> EvalResult:
+        """Episodes on the evaluation env (``eval.num_envs`` copies, by default as many
+        as ``eval.episodes`` up to `MAX_GYM_EVAL_ENVS`, made on first use)."""
+        if self._eval_env is None:
+            n = self.config.eval.num_envs or min(self.config.eval.episodes, MAX_GYM_EVAL_ENVS)
+            self._eval_env = make(self.spec.env_id, "gymnasium", num_envs=n,
+                                  **self.env_options)
+        return evaluate_gym(self._eval_env, self.gym_act(deterministic), params,
+                            episodes, key, max_steps, self.competence)
+
+    # --- observations ---------------------------------------------------------------
+
+    def sample_observations(self, params: Params, steps: int, key: jax.Array) -> Obs:
+        """`Agent.sample_observations` on a fresh vector env (``reset_key, key =
+        split(key)``; its seed drawn from ``reset_key``)."""
+        n = self.config.ppo.num_envs
+        reset_key, key = jax.random.split(key)
+        seed = int(jax.random.randint(reset_key, (), 0, 2**31 - 1))
+        env = make(self.spec.env_id, "gymnasium", num_envs=n, seed=seed, **self.env_options)
+        _, first = env.reset(reset_key)
+        obs = gym_rollout(env, self.gym_act(False), params, first, key, -(-steps // n))[2].obs
+        env.close()
+        return first_steps(obs, steps)
+
+
+__all__ = ["MAX_GYM_EVAL_ENVS", "GymAgent"]
