@@ -45,7 +45,7 @@ from telapa.continual.registry import (
     register_method,
 )
 from telapa.continual.rundir import RunDir
-from telapa.continual.runner import ContinualRun
+from telapa.continual.spec import RunSpec
 from telapa.continual.sweep import load_sweep
 from telapa.envs.family import NormalizedReturn, ReturnAtLeast
 from telapa.envs.registry import check_env_id, families, family_of, make, register_family
@@ -426,7 +426,7 @@ def test_import_registers_before_validation_and_the_run_records_it(plugin_site, 
 
     del sys.modules["plugmod_run"], gymnasium.registry["PlugRun-v0"]
     del registry.METHODS["plug-run"], preset._PLUGIN_SECTIONS["plug_run"]
-    spec = ContinualRun.stored_spec(out)
+    spec = RunSpec.stored(out)
     assert "plugmod_run" in sys.modules and spec.imports == ("plugmod_run",)
     assert spec.config.methods.section("plug_run").lam == 0.25
     assert main(["run", "--resume", str(out)]) == 0  # complete: nothing rewritten

@@ -267,7 +267,7 @@ def _cmd_run(ns: argparse.Namespace) -> None:
                            "keeps its seed)")
         for path in ns.resume:
             try:
-                stored = ContinualRun.stored_spec(path)
+                stored = RunSpec.stored(path)
             except RunDirError as err:
                 raise CLIError(str(err)) from None
             check_resume_options(ns, stored, path, seed=False)
@@ -282,7 +282,7 @@ def _cmd_run(ns: argparse.Namespace) -> None:
             raise CLIError("--seeds cannot be combined with --resume (each run directory "
                            "keeps its seed)")
         try:
-            stored = ContinualRun.stored_spec(resume)
+            stored = RunSpec.stored(resume)
         except RunDirError as err:
             raise CLIError(str(err)) from None
         check_resume_options(ns, stored, resume)

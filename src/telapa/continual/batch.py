@@ -49,18 +49,17 @@ from pathlib import Path
 from typing import Any
 
 from telapa.continual.memory import check_memory
-from telapa.continual.progress import Progress, SilentProgress
-from telapa.continual.rundir import RunDir, RunDirError
-from telapa.continual.runner import (
-    ContinualRun,
-    Phase,
+from telapa.continual.phases import (
     RunError,
     end_visit,
     final_evaluation,
     start_visit,
     train_chunk,
 )
-from telapa.continual.spec import RunSpec
+from telapa.continual.progress import Progress, SilentProgress
+from telapa.continual.rundir import RunDir, RunDirError
+from telapa.continual.runner import ContinualRun
+from telapa.continual.spec import Phase, RunSpec
 from telapa.continual.tracking import Tracking
 from telapa.io import MemoryMonitor
 from telapa.rl.agent import Agent, BatchMemberError
@@ -157,7 +156,7 @@ class SeedBatch:
         """Continues the runs in ``paths`` (killed batch members, or separate runs of one
         method, curriculum and settings with different seeds), each from its own latest
         checkpoint."""
-        seeds = [ContinualRun.stored_spec(p).seed for p in paths]
+        seeds = [RunSpec.stored(p).seed for p in paths]
         return cls.open([(None, p) for p in paths], cls.shared_progress(progress, seeds),
                         tracking=tracking)
 
@@ -178,7 +177,7 @@ class SeedBatch:
         specs = []
         for spec, path in entries:
             if RunDir(path).exists():
-                spec = ContinualRun.stored_spec(path)
+                spec = RunSpec.stored(path)
             elif spec is None:
                 raise RunDirError(f"{path} holds no run to resume")
             specs.append(spec)

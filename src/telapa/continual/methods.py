@@ -93,6 +93,9 @@ class Method:
     (`telapa.continual.preset.methods_config`), a plug-in's is registered with its
     section. None: no section, or (a plug-in only) a built-in section read as it is."""
     reset_optimizer: ClassVar[bool] = False
+    competence_reference: ClassVar[bool] = False
+    """Whether a run's own best SRs are its competence targets tau_T when it is scored
+    alone (`ContinualRun.metrics`; Scratch's, as the paper defines tau_T), else tau_min."""
     observes_features: ClassVar[bool] = False
     """Whether `observe` reads the evaluations' per-step features (else the runner's
     chunk evaluations keep none: they would be the largest transfer of a chunk)."""
@@ -189,6 +192,7 @@ class Scratch(Method):
     """Every visit starts from a fresh random initialisation."""
 
     name = "scratch"
+    competence_reference = True
 
     def start_task(self, state: PPOState, ctx: TaskContext) -> PPOState:
         params = ctx.init_params(ctx.key)
@@ -203,6 +207,7 @@ class ScratchReuse(Scratch):
     """
 
     name = "scratch-reuse"
+    competence_reference = False
     section = "scratch_reuse"
     settings_model = ScratchReuseConfig
 

@@ -1,112 +1,52 @@
 """The continual loop (paper Sec. 3.1): one method over one curriculum, resumable.
 
-For every visit of the curriculum:
+A run is a sequence of phases (`telapa.continual.spec.RunSpec.phases`): per visit,
+``start`` (the method chooses the initialisation, `Method.start_task`; fresh training
+episodes; the pre-evaluation), ``chunk`` i (PPO up to ``min((i + 1) * eval_every,
+budget)`` env steps, then an evaluation on fresh seeds; the last one is the visit's
+post-evaluation) and ``end`` (`Method.end_task`); after the last visit, ``final``: every
+task evaluated with ``method.eval_params(task)``. What each phase does is
+`telapa.continual.phases`, for one run or the seeds of a batch alike.
 
-1. ``start``: the method chooses the initialisation (`Method.start_task`), the visit's
-   `TrainState` starts fresh episodes, and the policy is evaluated (pre-evaluation,
-   step 0);
-2. ``chunk`` i: PPO trains up to ``min((i + 1) * eval_every, budget)`` env steps, then
-   the policy is evaluated on fresh seeds; the last chunk's evaluation is the visit's
-   post-evaluation;
-3. ``end``: the method's end-of-task hook (`Method.end_task`);
-
-On the jax backend a chunk is one compiled program (`Agent.train_and_evaluate`): the
-chunk's PPO iterations as one ``lax.scan`` and its evaluation, for one run or for the S
-seeds of a batch (`train_chunk`), with one transfer of results to the host per chunk;
-its time counts as ``train`` (``eval`` holds the pre-evaluations).
-
-and after the last visit, ``final``: every task is evaluated with
-``method.eval_params(task)``. A checkpoint is committed after every phase (on the
-gymnasium backend, whose envs cannot be snapshotted, only after ``start`` and ``end``),
-so a killed run resumes from its last phase and finishes with exactly the results of an
-uninterrupted one: every random key derives from the seed and the phase, and the
-rollout in progress is part of the checkpoint.
-
-The run owns its state: the `PPOState` carried across visits (``learner``) and, inside a
-visit, the `TrainState` that training threads through the visit env's static `Agent`
-(agents are shared by every run of one process that has the same env, config and method:
-see `telapa.continual.batch`). A phase is `step` (one phase and its checkpoint); a batch
-of seeds runs the training of its chunk phases itself and calls `finish_chunk`.
+A checkpoint is committed after every phase (on the gymnasium backend, whose envs cannot
+be snapshotted, only after ``start`` and ``end``), so a killed run resumes from its last
+phase and finishes with exactly the results of an uninterrupted one: every random key
+derives from the seed and the phase, and the rollout in progress is part of the
+checkpoint. The run owns its state: the `PPOState` carried across visits (``learner``)
+and, inside a visit, the `TrainState` that training threads through the visit env's
+static `Agent` (shared by every run of one process with the same env, config and method:
+`telapa.continual.batch`).
 """
 
 from __future__ import annotations
 
-import math
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import jax
-import jax.numpy as jnp
 import pandas as pd
 
 from telapa import __version__
-from telapa.config import ConfigError
+from telapa.continual.agents import AgentKey, shared_agent
 from telapa.continual.checkpoints import RunEdited
 from telapa.continual.curriculum import Visit
-from telapa.continual.lockstep import run_hooks
 from telapa.continual.methods import Method, TaskContext
+from telapa.continual.phases import RunError, end_visit, final_evaluation, start_visit, train_chunk
 from telapa.continual.progress import Progress, SilentProgress
 from telapa.continual.registry import make_method
 from telapa.continual.rundir import RunDir, RunDirError
-from telapa.continual.runtables import CURVE_COLUMNS, FINAL_COLUMNS, VISIT_COLUMNS
-from telapa.continual.spec import RunSpec, resolve_spec
+from telapa.continual.runtables import records_tables
+from telapa.continual.spec import Phase, RunSpec, resolve_spec
 from telapa.continual.tracking import RunTracker, Tracking
-from telapa.io import (
-    CheckpointError,
-    MemoryMonitor,
-    PhaseTimer,
-    dir_size_bytes,
-    tree_nbytes,
-)
+from telapa.io import CheckpointError, MemoryMonitor, PhaseTimer, dir_size_bytes, tree_nbytes
 from telapa.metrics import best_sr, competence_targets, run_metrics
 from telapa.provenance import current_code, extend_code
-from telapa.rl.agent import (
-    Agent,
-    BatchMemberError,
-    Metrics,
-    TrainState,
-    episodes_key,
-    stack_states,
-    unstack_states,
-)
+from telapa.rl.agent import Agent, BatchMemberError, Metrics, TrainState, episodes_key
 from telapa.rl.evaluate import EvalResult
 from telapa.rl.ppo import PPOState
-
-AgentKey = tuple[str, ...]
-"""What an `Agent` and the programs it compiles are made of (`ContinualRun.agent`): the
-env id, options and competence, the backend, the train config (the method's network), the
-intrinsic bonus and, for a method with a penalty, the method (its penalty data has the
-method's own structure, which the compiled programs fix: EWC's and L2Init's differ under
-one penalty function). Runs with the same key share the agent when they share an
-``agents`` dict (a seed batch, the demo's penalty-free methods)."""
-
-
-@dataclass(frozen=True)
-class Phase:
-    kind: Literal["start", "chunk", "end", "final"]
-    visit: int = -1
-    chunk: int = 0
-
-    def describe(self, visits: list[Visit]) -> str:
-        if self.kind == "final":
-            return "final evaluation"
-        v = visits[self.visit]
-        where = f"visit {self.visit} ({v.tag}, {v.env_id})"
-        return f"{where}, chunk {self.chunk}" if self.kind == "chunk" else f"{where}, {self.kind}"
-
-
-class RunError(RuntimeError):
-    """A run stopped (NaN, env failure): the message names the phase, task and step."""
-
-
-def _records_frame(rows: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=columns)
-
 
 
 class ContinualRun:
@@ -123,7 +63,7 @@ class ContinualRun:
         self.dir = run_dir
         self.progress = progress or SilentProgress()
         self.visits = spec.curriculum.visits()
-        self.phases = self._phases()
+        self.phases = spec.phases()
         config = spec.config
         root = jax.random.key(spec.seed)
         self._init_key, self._visit_root, method_key = jax.random.split(root, 3)
@@ -168,11 +108,7 @@ class ContinualRun:
         run = cls(spec, run_dir, progress, agents=agents)
         spec = run.spec  # with the env family's latent D
         run_dir.create(
-            {"curriculum": spec.curriculum.name, "method": spec.method, "seed": spec.seed,
-             "preset": spec.preset, "overrides": spec.overrides,
-             **({"imports": list(spec.imports)} if spec.imports else {}),
-             "backend": spec.curriculum.backend,
-             "telapa": __version__, "jax": jax.__version__,
+            {**spec.manifest(), "telapa": __version__, "jax": jax.__version__,
              "code": extend_code(None, current_code(), resumed=False)},
             config=spec.config.model_dump(mode="json"),
             curriculum=spec.curriculum.model_dump(mode="json"),
@@ -191,29 +127,13 @@ class ContinualRun:
         spec = self.spec
         try:
             self.tracker = RunTracker.open(
-                self.dir.path, spec={"curriculum": spec.curriculum.name, "method": spec.method,
-                                     "seed": spec.seed, "preset": spec.preset,
-                                     "overrides": spec.overrides},
+                self.dir.path, spec=spec.identity(),
                 config=spec.config.model_dump(mode="json"), tracking=tracking,
                 resume_step=resume_step)
         except BaseException:
             self.dir.unlock()
             raise
         self._tracked_events = len(self.method.log)
-
-    @staticmethod
-    def stored_spec(path: str | Path) -> RunSpec:
-        """The `RunSpec` a run directory was started with."""
-        run_dir = RunDir(path)
-        meta = run_dir.spec()
-        try:
-            return RunSpec(curriculum=run_dir.curriculum(), method=meta["method"],
-                           seed=int(meta["seed"]), config=run_dir.config(),
-                           preset=meta.get("preset", "custom"),
-                           overrides=dict(meta.get("overrides") or {}),
-                           imports=run_dir.import_plugins())
-        except ConfigError as err:
-            raise RunDirError(f"{run_dir.path}: {err}") from None
 
     @classmethod
     def resume(cls, path: str | Path, progress: Progress | None = None, *,
@@ -228,7 +148,7 @@ class ContinualRun:
         with nothing written (`CheckpointStore.check_format`)."""
         run_dir = RunDir(path)
         run_dir.checkpoints.check_format()
-        spec = cls.stored_spec(path)
+        spec = RunSpec.stored(path)
         run_dir.lock()
         try:
             run = cls._from_checkpoints(spec, run_dir, progress, agents)
@@ -272,30 +192,10 @@ class ContinualRun:
                 run = cls(spec, run_dir, progress, agents=agents)
         return run
 
-    def _phases(self) -> list[Phase]:
-        eval_every = self.spec.config.eval_every
-        phases = []
-        for v in self.visits:
-            phases.append(Phase("start", v.index))
-            n_chunks = math.ceil(self.spec.budget(v) / eval_every)
-            phases.extend(Phase("chunk", v.index, i) for i in range(n_chunks))
-            phases.append(Phase("end", v.index))
-        phases.append(Phase("final"))
-        return phases
-
     def agent(self, visit: Visit) -> Agent:
         """The static agent of ``visit``'s env (made on first use, kept in ``agents``)."""
-        penalty = "" if self.method.penalty is None else self.spec.method
-        key = (visit.env_id, repr(sorted(visit.options.items())), repr(visit.competence),
-               self.spec.curriculum.backend, self.train_config.model_dump_json(),
-               repr(self.spec.config.intrinsic_beta), penalty)
-        if key not in self.agents:
-            self.agents[key] = Agent(
-                visit.env_id, self.train_config, backend=self.spec.curriculum.backend,
-                env_options=visit.options, penalty=self.method.penalty,
-                intrinsic_beta=self.spec.config.intrinsic_beta, competence=visit.competence,
-            )
-        return self.agents[key]
+        return shared_agent(self.agents, visit, self.train_config, spec=self.spec,
+                            penalty=self.method.penalty)
 
     def _agent_for_task(self, task: str) -> Agent:
         return self.agent(next(v for v in self.visits if v.task == task))
@@ -420,27 +320,11 @@ class ContinualRun:
         """The key of the visit's training episodes (`episodes_key` of its trainer key)."""
         return episodes_key(self.visit_key(visit.index, "trainer"))
 
-    def chunk_span(self, phase: Phase) -> tuple[int, int]:
-        """``(done, steps)`` of the chunk ``phase``: the visit's env steps trained before
-        it, and the steps it trains: up to ``min((chunk + 1) * eval_every, budget)``, at
-        least one PPO iteration, in whole iterations (host arithmetic: the step count of
-        the state on the device is never read)."""
-        budget = self.spec.budget(self.visits[phase.visit])
-        iteration = self.spec.config.train.ppo.rollout_size
-        done = 0
-        for chunk in range(phase.chunk + 1):
-            target = min((chunk + 1) * self.spec.config.eval_every, budget)
-            steps = -(-max(target - done, 1) // iteration) * iteration
-            if chunk == phase.chunk:
-                return done, steps
-            done += steps
-        raise AssertionError("unreachable")  # pragma: no cover
-
     def chunk_steps(self, phase: Phase) -> int:
         """Env steps the chunk ``phase`` trains (`chunk_span`). Reports the chunk's start
         to the progress sink."""
         visit = self.visits[phase.visit]
-        done, steps = self.chunk_span(phase)
+        done, steps = self.spec.chunk_span(visit, phase.chunk)
         self.progress.visit(visit, self.spec.budget(visit), done)
         return steps
 
@@ -457,7 +341,7 @@ class ContinualRun:
         """Takes the chunk's trained state, metrics and evaluation: records, `observe`."""
         visit = self.visits[phase.visit]
         budget = self.spec.budget(visit)
-        before, _ = self.chunk_span(phase)
+        before, _ = self.spec.chunk_span(visit, phase.chunk)
         self.train_state = state
         steps = history[-1]["step"]
         self.learner = state.ppo
@@ -496,11 +380,7 @@ class ContinualRun:
     # --- results --------------------------------------------------------------------
 
     def tables(self) -> dict[str, pd.DataFrame]:
-        return {
-            "visits": _records_frame(self.records["visits"], VISIT_COLUMNS),
-            "curve": _records_frame(self.records["curve"], CURVE_COLUMNS),
-            "final": _records_frame(self.records["final"], FINAL_COLUMNS),
-        }
+        return records_tables(self.records)
 
     def metrics(self) -> dict[str, Any]:
         """The run's metrics with tau_T from this run alone: its own best SR if it is a
@@ -508,9 +388,9 @@ class ContinualRun:
         t = self.tables()
         tasks = list(dict.fromkeys(t["visits"]["task"]))
         tau_min = self.spec.config.tau_min
-        if self.spec.method == "scratch":
+        if self.method.competence_reference:
             tau = competence_targets([best_sr(t["visits"], t["curve"])], tau_min)
-            source = "this scratch run"
+            source = f"this {self.spec.method} run"
         else:
             tau = {task: tau_min for task in tasks}
             source = "tau_min"
@@ -562,122 +442,4 @@ class ContinualRun:
                            if not self.complete else "run already complete")
 
 
-# --- phases of one run or of the seeds of a batch ---------------------------------------
-#
-# Each takes the runs (seeds of one method, curriculum and settings) that stand at the
-# phase and runs it for all of them together: the method's per-seed hooks in lockstep
-# (`telapa.continual.lockstep.run_hooks`), evaluations as one population
-# evaluation (`Agent.evaluate_batch`), a chunk as one program (`Agent.train_and_evaluate`).
-# ``size`` pads the seeds to the batch's size (copies of the first, results discarded), so
-# that a batch whose seeds lag after a resume runs the programs it has compiled. The
-# elapsed time is shared equally among the runs' timers.
-
-
-def _share(runs: list[ContinualRun], phase: str, start: float) -> None:
-    share = (time.perf_counter() - start) / len(runs)
-    for run in runs:
-        run.timer.add(phase, share)
-
-
-def _evaluate(agent: Agent, params: list[Any], episodes: int, keys: list[jax.Array],
-              size: int | None, features: bool) -> list[EvalResult]:
-    """One population evaluation of every run's ``params`` with its key, padded."""
-    padding = (size or len(params)) - len(params)
-    results = agent.evaluate_batch(stack_states(params + [params[0]] * padding), episodes,
-                                   jnp.stack(keys + [keys[0]] * padding), features=features)
-    return results[:len(params)]
-
-
-def start_visit(runs: list[ContinualRun], phase: Phase, size: int | None = None) -> None:
-    """The ``start`` phase: the method's start hooks, new training episodes, and the
-    pre-evaluation (step 0) of every run."""
-    lead = runs[0]
-    visit = lead.visits[phase.visit]
-    agent = lead.agent(visit)
-    for run in runs:
-        run.progress.visit(visit, run.spec.budget(visit), 0)
-    start = time.perf_counter()
-    learners = run_hooks(
-        [partial(run.method.start_task, run.learner, run.context(visit, agent, "start"))
-         for run in runs], [run.method.timer for run in runs])
-    _share(runs, "method", start)
-    for run, learner in zip(runs, learners, strict=True):
-        run.learner = learner
-        run.train_state = agent.start(learner, run.episodes_key(visit))
-        run.train_rows = []
-        run.dir.save_policy(visit.index, learner.params, "start")
-    start = time.perf_counter()
-    results = _evaluate(agent, [run.learner.params for run in runs],
-                        lead.spec.config.eval_episodes,
-                        [run.visit_key(visit.index, "eval", 0) for run in runs], size,
-                        features=lead.method.observes_features)
-    _share(runs, "eval", start)
-    for run, result in zip(runs, results, strict=True):
-        run.record_start(visit, result)
-
-
-def train_chunk(runs: list[ContinualRun], phase: Phase, size: int | None = None) -> None:
-    """A ``chunk`` phase on the jax backend: every run's `TrainState` stacked, trained
-    and evaluated with its evaluation key as one `Agent.train_and_evaluate` program,
-    then each run's `ContinualRun.finish_chunk`. Raises `BatchMemberError` (the
-    position in ``runs``) on a non-finite loss."""
-    lead = runs[0]
-    visit = lead.visits[phase.visit]
-    agent = lead.agent(visit)
-    steps = {run.chunk_steps(phase) for run in runs}
-    if len(steps) != 1:  # pragma: no cover - same phase, same budget
-        raise RunError(f"{phase.describe(lead.visits)}: seeds disagree on the steps")
-    padding = (size or len(runs)) - len(runs)
-    states = stack_states([run.train_state for run in runs] + [lead.train_state] * padding)
-    keys = jnp.stack([run.eval_key(phase) for run in runs] + [lead.eval_key(phase)] * padding)
-    start = time.perf_counter()
-    states, result = agent.train_and_evaluate(
-        states, steps.pop(), episodes=lead.spec.config.eval_episodes, keys=keys,
-        features=lead.method.observes_features,
-        progress=lambda done, rows: [run.on_progress(done, r)
-                                     for run, r in zip(runs, rows, strict=False)])
-    _share(runs, "train", start)
-    members = (unstack_states(states) if len(states.steps) > 1
-               else [jax.tree.map(lambda x: x[0], states)])
-    for run, state, history, evaluation in zip(runs, members, result.metrics,
-                                               result.evaluations, strict=False):
-        run.finish_chunk(phase, state, history, evaluation)
-
-
-def end_visit(runs: list[ContinualRun], phase: Phase) -> None:
-    """The ``end`` phase: the method's end hooks, then each run's training table."""
-    lead = runs[0]
-    visit = lead.visits[phase.visit]
-    agent = lead.agent(visit)
-    start = time.perf_counter()
-    run_hooks([partial(run.method.end_task, run.learner, run.context(visit, agent, "end"))
-               for run in runs], [run.method.timer for run in runs])
-    _share(runs, "method", start)
-    for run in runs:
-        run.train_state = None
-        run.dir.write_visit_train(visit.index, visit.tag, pd.DataFrame(run.train_rows))
-        run.dir.save_policy(visit.index, run.learner.params, "end")
-        run.train_rows = []
-
-
-def final_evaluation(runs: list[ContinualRun], size: int | None = None) -> None:
-    """The ``final`` phase: every task evaluated with each run's ``eval_params``."""
-    lead = runs[0]
-    start = time.perf_counter()
-    for i, (task, visit, _) in enumerate(lead.final_tasks()):
-        results = _evaluate(
-            lead.agent(visit), [run.method.eval_params(task, run.learner) for run in runs],
-            lead.spec.config.final_eval_episodes, [run.final_tasks()[i][2] for run in runs],
-            size, features=False)
-        for run, result in zip(runs, results, strict=True):
-            run.records["final"].append({"task": task, "env_id": visit.env_id,
-                                         "sr": result.sr, "mean_return": result.mean_return})
-            run.tracker.log({f"final/sr/{task}": result.sr,
-                             f"final/return/{task}": result.mean_return}, run.global_step)
-    _share(runs, "final_eval", start)
-    for run in runs:
-        run.progress.note("final evaluation done")
-
-
-__all__ = ["ContinualRun", "Phase", "Progress", "RunError", "end_visit",
-           "final_evaluation", "start_visit", "train_chunk"]
+__all__ = ["ContinualRun", "Progress", "RunError"]

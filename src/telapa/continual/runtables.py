@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,13 @@ holds: ``count`` a non-negative integer, ``rate`` a success rate in [0, 1], ``re
 finite number. An empty cell (a visit still in progress) is allowed."""
 _KIND_TEXT = {"count": "a non-negative integer", "rate": "a success rate in [0, 1]",
               "real": "a finite number"}
+
+
+def records_tables(records: Mapping[str, list[dict[str, Any]]]) -> dict[str, pd.DataFrame]:
+    """A run's ``visits``, ``curve`` and ``final`` tables from its record rows, each with
+    its columns in order (an empty table keeps them)."""
+    return {name: pd.DataFrame(records[name], columns=columns) for name, columns in
+            (("visits", VISIT_COLUMNS), ("curve", CURVE_COLUMNS), ("final", FINAL_COLUMNS))}
 
 
 def write_tables(tables: dict[Path, pd.DataFrame]) -> None:

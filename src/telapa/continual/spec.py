@@ -11,8 +11,10 @@ was checked when it started.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 from telapa.config import ConfigError
 from telapa.continual.curriculum import Curriculum, Visit
@@ -25,6 +27,25 @@ from telapa.continual.preset import (
     evaluations_per_visit,
 )
 from telapa.continual.registry import bind_method
+from telapa.continual.rundir import RunDir, RunDirError
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One step of a run, checkpointed after it: a visit's ``start``, its ``chunk``
+    number ``chunk``, its ``end``, or the ``final`` evaluation."""
+
+    kind: Literal["start", "chunk", "end", "final"]
+    visit: int = -1
+    chunk: int = 0
+
+    def describe(self, visits: list[Visit]) -> str:
+        if self.kind == "final":
+            return "final evaluation"
+        v = visits[self.visit]
+        where = f"visit {self.visit} ({v.tag}, {v.env_id})"
+        return f"{where}, chunk {self.chunk}" if self.kind == "chunk" else f"{where}, {self.kind}"
+
 
 SEED_LIMIT = 2**32
 """Seeds are 0 <= seed < 2^32 (`jax.random.key` takes them modulo 2^32: a negative or
@@ -51,6 +72,32 @@ class RunSpec:
     def __post_init__(self) -> None:
         if isinstance(self.seed, bool) or not 0 <= self.seed < SEED_LIMIT:
             raise ConfigError(f"seed {self.seed!r} is out of range: use 0 <= seed < 2^32")
+
+    @classmethod
+    def stored(cls, path: str | Path) -> RunSpec:
+        """The spec a run directory was started with (its run.json, config.yaml and
+        curriculum.yaml, its plug-ins imported again); `RunDirError` names what is wrong."""
+        run_dir = RunDir(path)
+        meta = run_dir.spec()
+        try:
+            return cls(curriculum=run_dir.curriculum(), method=meta["method"],
+                       seed=int(meta["seed"]), config=run_dir.config(),
+                       preset=meta.get("preset", "custom"),
+                       overrides=dict(meta.get("overrides") or {}),
+                       imports=run_dir.import_plugins())
+        except ConfigError as err:
+            raise RunDirError(f"{run_dir.path}: {err}") from None
+
+    def identity(self) -> dict[str, Any]:
+        """Curriculum, method, seed, preset and overrides: what names the run (trackers)."""
+        return {"curriculum": self.curriculum.name, "method": self.method, "seed": self.seed,
+                "preset": self.preset, "overrides": self.overrides}
+
+    def manifest(self) -> dict[str, Any]:
+        """What ``run.json`` records of the spec (besides versions and code): its identity,
+        the ``--import`` modules and the backend."""
+        return {**self.identity(), **({"imports": list(self.imports)} if self.imports else {}),
+                "backend": self.curriculum.backend}
 
     def bound(self) -> RunSpec:
         """This spec with its settings bound to its curriculum and method: the env
@@ -91,6 +138,35 @@ class RunSpec:
     def budget(self, visit: Visit) -> int:
         return visit.steps or self.config.steps_per_visit
 
+    def phases(self) -> list[Phase]:
+        """The run's phases in order: per visit ``start``, its chunks (one per
+        ``eval_every`` env steps of its budget, the last one shorter), ``end``; then
+        ``final``."""
+        phases = []
+        for v in self.curriculum.visits():
+            phases.append(Phase("start", v.index))
+            n_chunks = math.ceil(self.budget(v) / self.config.eval_every)
+            phases.extend(Phase("chunk", v.index, i) for i in range(n_chunks))
+            phases.append(Phase("end", v.index))
+        phases.append(Phase("final"))
+        return phases
+
+    def chunk_span(self, visit: Visit, chunk: int) -> tuple[int, int]:
+        """``(done, steps)`` of chunk ``chunk`` of ``visit``: the visit's env steps trained
+        before it, and the steps it trains: up to ``min((chunk + 1) * eval_every,
+        budget)``, at least one PPO iteration, in whole iterations (host arithmetic: the
+        step count of the state on the device is never read)."""
+        budget = self.budget(visit)
+        iteration = self.config.train.ppo.rollout_size
+        done = 0
+        for i in range(chunk + 1):
+            target = min((i + 1) * self.config.eval_every, budget)
+            steps = -(-max(target - done, 1) // iteration) * iteration
+            if i == chunk:
+                return done, steps
+            done += steps
+        raise AssertionError("unreachable")  # pragma: no cover
+
 
 def resolve_spec(spec: RunSpec) -> RunSpec:
     """``spec`` made ready for a new run: bound (`RunSpec.bound`) and checked
@@ -101,4 +177,4 @@ def resolve_spec(spec: RunSpec) -> RunSpec:
     return spec
 
 
-__all__ = ["SEED_LIMIT", "RunSpec", "resolve_spec"]
+__all__ = ["SEED_LIMIT", "Phase", "RunSpec", "resolve_spec"]
