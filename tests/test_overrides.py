@@ -125,3 +125,32 @@ def test_bad_bases_are_named(tmp_path):
 def test_train_config_round_trips_through_override():
     config = TrainConfig()
     assert override(config, {"eval.episodes": 3}).eval.episodes == 3
+
+
+def test_a_run_preset_with_sets_is_found_once_and_validated_once(monkeypatch):
+    """`load_run_config(preset, sets)`: one pass from the file to a validated config
+    (the preset resolved once, layered, the keys set in its mapping, validated once),
+    with the values the old two steps (load, then `override`) gave; errors name the
+    preset and the option."""
+    from telapa.continual import preset as preset_module
+
+    sets = {"train.ppo.lr": 1e-3, "methods.ewc.lam": 50, "train.network": {"hidden": [32]}}
+    two_steps = override(load_run_config("quick"), sets)
+    calls = {"resolve": 0, "validate": 0}
+    resolve, validate = preset_module.resolve_named, preset_module.validate
+
+    def count(name, fn):
+        def counted(*args, **kwargs):
+            calls[name] += 1
+            return fn(*args, **kwargs)
+        return counted
+
+    monkeypatch.setattr(preset_module, "resolve_named", count("resolve", resolve))
+    monkeypatch.setattr(preset_module, "validate", count("validate", validate))
+    one_pass = load_run_config("quick", sets)
+    assert calls == {"resolve": 1, "validate": 1}
+    assert one_pass == two_steps
+    assert "feature_dim" not in one_pass.methods.telapa.latent.model_fields_set
+    with pytest.raises(ConfigError, match=r"unknown key 'train\.ppo\.lrr' in .*quick\.yaml with "
+                                          r"--set"):
+        load_run_config("quick", {"train.ppo.lrr": 1.0})

@@ -167,10 +167,9 @@ def build_spec(
             except ValueError as err:
                 raise ConfigError(f"curriculum {cur.name!r}: {err}") from None
         overrides = parse_sets(sets or [])
-        config = load_run_config(preset)
-        if intrinsic_beta is not None:
-            config = override(config, {"intrinsic_beta": intrinsic_beta}, "--intrinsic-beta")
-        config = override(config, overrides)
+        beta = {} if intrinsic_beta is None else {"intrinsic_beta": intrinsic_beta}
+        config = load_run_config(preset, {**beta, **overrides},
+                                 option="--intrinsic-beta and --set" if beta else "--set")
         # the env family's latent D, options it rejects and the budgets: before any work
         return resolve_spec(RunSpec(cur, method, seed, config, preset, overrides,
                                     tuple(dict.fromkeys(imports or ()))))
@@ -233,11 +232,10 @@ def check_resume_options(ns: argparse.Namespace, stored: RunSpec, path: str,
     if "preset" in given or "intrinsic_beta" in given or "sets" in given:
         try:
             sets = parse_sets(given.get("sets", []))
-            config = load_run_config(given.get("preset", stored.preset)) if "preset" in given \
-                else stored.config
-            if "intrinsic_beta" in given:
-                config = config.model_copy(update={"intrinsic_beta": given["intrinsic_beta"]})
-            config = override(config, sets)
+            beta = ({"intrinsic_beta": given["intrinsic_beta"]} if "intrinsic_beta" in given
+                    else {})
+            config = (load_run_config(given["preset"], {**beta, **sets}) if "preset" in given
+                      else override(stored.config, {**beta, **sets}))
             stored_config = stored.bound().config
             config = dataclasses.replace(stored, config=config).bound().config
         except ConfigError as err:

@@ -19,7 +19,8 @@ key.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import copy
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -53,7 +54,7 @@ from telapa.config import (
     validate,
 )
 from telapa.latent.config import LatentConfig
-from telapa.overrides import merge, read_layered
+from telapa.overrides import merge, read_layered, set_dotted
 from telapa.plugins import (
     METHODS_GROUP,
     PluginError,
@@ -414,12 +415,30 @@ def read_run_preset(name_or_path: str | Path) -> Any:
     return read_layered(path, RUN_PRESET_DIR, "run preset")
 
 
-def load_run_config(name_or_path: str | Path) -> RunConfig:
-    """Loads ``configs/runs/<name>.yaml`` or a YAML file given by path (with its
-    ``base``, see `read_run_preset`)."""
+def with_sets(data: Mapping[str, Any], sets: Mapping[str, Any],
+              option: str = "--set") -> dict[str, Any]:
+    """A copy of the run preset mapping ``data`` with the dotted keys of ``sets`` set
+    (`set_dotted`: a mapping value merges into the section there). ``train: NAME`` first
+    becomes ``{preset: NAME}``, so that ``train.*`` keys merge over the PPO preset."""
+    out = copy.deepcopy(dict(data))
+    if isinstance(out.get("train"), str):
+        out["train"] = {"preset": out["train"]}
+    for key, value in sets.items():
+        set_dotted(out, key, value, option)
+    return out
+
+
+def load_run_config(name_or_path: str | Path, sets: Mapping[str, Any] | None = None, *,
+                    option: str = "--set") -> RunConfig:
+    """The run preset ``configs/runs/<name>.yaml`` (or a YAML file given by path) with
+    ``sets`` (``--set`` keys, named ``option`` in errors), validated, in one pass: the
+    file found once (`resolve_named`), read and layered over its ``base`` (`read_layered`),
+    the keys set in that mapping (`with_sets`), then validated once."""
     path = resolve_named(name_or_path, RUN_PRESET_DIR, "run preset")
-    return parse_run_config(read_layered(path, RUN_PRESET_DIR, "run preset"),
-                            source=str(path))
+    data = read_layered(path, RUN_PRESET_DIR, "run preset")
+    if not sets:
+        return parse_run_config(data, source=str(path))
+    return parse_run_config(with_sets(data, sets, option), source=f"{path} with {option}")
 
 
 def bind_env_family(config: RunConfig, env_ids: list[str], source: str = "run") -> RunConfig:

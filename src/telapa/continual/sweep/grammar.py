@@ -30,6 +30,7 @@ from telapa.continual.preset import (
     parse_run_config,
     plugin_section,
     read_run_preset,
+    with_sets,
 )
 
 MAX_SEEDS = 10_000
@@ -155,16 +156,6 @@ def _schema_has(model: type[BaseModel], parts: list[str]) -> bool:
     return False
 
 
-def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
-    node = data
-    parts = key.split(".")
-    for part in parts[:-1]:
-        node = node.setdefault(part, {})
-        if not isinstance(node, dict):
-            raise ConfigError(f"cannot set {key!r}: {part!r} is not a mapping")
-    node[parts[-1]] = value
-
-
 def _applies(key: str, method: str) -> bool:
     """A ``methods.X.*`` key only applies to the methods that read section X."""
     if not key.startswith("methods."):
@@ -271,11 +262,9 @@ def load_sweep(path: str | Path, sets: dict[str, Any] | None = None) -> Sweep:
         for values in itertools.product(*(spec.grid[k] for k in keys)):
             overrides = {k: v for k, v in spec.overrides.items() if _applies(k, method)}
             overrides.update(zip(keys, values, strict=True))
-            data = json.loads(json.dumps(preset_data))
-            if isinstance(data, dict) and isinstance(data.get("train"), str):
-                data["train"] = {"preset": data["train"]}  # so train.* keys merge over it
-            for key, value in overrides.items():
-                _set_dotted(data, key, value)
+            # the preset's mapping with the cell's keys, validated once below (as a run's)
+            data = (with_sets(preset_data, overrides, str(source))
+                    if isinstance(preset_data, dict) else preset_data)
             label = ", ".join(f"{k}={v!r}" for k, v in overrides.items())
             where = f"{source} (preset {spec.preset} with {label or 'no overrides'})"
             # the cell's settings with its env family's latent D, as its run will record
