@@ -79,7 +79,8 @@ def bench_sb3(steps: int) -> dict:
             "torch_threads": torch.get_num_threads(), **SHAPES}
 
 
-def bench_telapa(steps: int, env_id: str = ENV_ID) -> dict:
+def bench_telapa(steps: int, env_id: str = ENV_ID, keep: dict | None = None) -> dict:
+    """telapa PPO for ``steps`` env steps; ``keep``: env id -> the trainer, kept there."""
     from telapa.rl import PPOTrainer
 
     trainer = PPOTrainer(env_id, CONFIG, key=0, backend="gymnasium")
@@ -87,6 +88,8 @@ def bench_telapa(steps: int, env_id: str = ENV_ID) -> dict:
     start = time.perf_counter()
     trainer.train(steps)
     train_s = time.perf_counter() - start
+    if keep is not None:
+        keep[env_id] = trainer
     return {"name": "telapa", "env_id": env_id, "steps": trainer.steps, "train_s": train_s,
             "compile_s": compile_s, "steps_per_s": trainer.steps / train_s, **SHAPES}
 
@@ -133,15 +136,17 @@ def bench_stepping(steps: int, env_id: str = ENV_ID) -> list[dict]:
     return results
 
 
-def bench_candidates(candidates: int, env_id: str) -> dict:
-    """Illumination's candidate evaluation: ``candidates`` mutants x 5 episodes."""
+def bench_candidates(candidates: int, env_id: str, trainer=None) -> dict:
+    """Illumination's candidate evaluation: ``candidates`` mutants x 5 episodes of the
+    policy of ``trainer`` (default: a fresh `PPOTrainer`'s, untrained)."""
     import jax
 
     from telapa.continual.telapa.illumination import evaluate_population
     from telapa.rl import PPOTrainer
     from telapa.rl.networks import flatten_params
 
-    trainer = PPOTrainer(env_id, CONFIG, key=0, backend="gymnasium")
+    if trainer is None:
+        trainer = PPOTrainer(env_id, CONFIG, key=0, backend="gymnasium")
     flat, unravel = flatten_params(trainer.params)
     noise = jax.random.normal(jax.random.key(1), (candidates, flat.shape[0])) * 0.02
     population = flat[None] + noise
@@ -198,6 +203,10 @@ def main(argv: list[str] | None = None) -> int:
     ppo_steps = rollout if args.quick else 3 * rollout
     repeats = args.repeats or (1 if args.quick else 2)
     candidates = 1 if args.quick else 8
+    # --quick: the candidates are the PPO run's policy, evaluated on its agent and envs
+    # (a second trainer took 2-3 s to build); HalfCheetah's episodes last 1000 steps
+    # whatever the policy
+    trainers: dict | None = {} if args.quick else None
 
     results: list[dict] = []
 
@@ -212,12 +221,12 @@ def main(argv: list[str] | None = None) -> int:
                 record({**bench_sb3(ppo_steps), "round": round_})
             except ImportError as err:
                 print(f"skipping SB3 ({err}); install the bench extra", file=sys.stderr)
-        record({**bench_telapa(ppo_steps), "round": round_})
+        record({**bench_telapa(ppo_steps, keep=trainers), "round": round_})
     for result in bench_stepping(800 if args.quick else 16_000):
         record(result)
     eval_rates, ppo_rates = {}, {}
     for env_id in ((ENV_ID,) if args.quick else ENVS):
-        result = bench_candidates(candidates, env_id)
+        result = bench_candidates(candidates, env_id, (trainers or {}).get(env_id))
         record(result)
         eval_rates[env_id] = result["steps_per_s"]
         if env_id != ENV_ID:  # one PPO iteration on each other env (physics costs differ)

@@ -42,11 +42,11 @@ weights W: ``(2 + 6 epochs) W`` per PPO step, ``2 W`` per evaluation step and ``
     python benchmarks/visit_program.py --new-only --sizes 1 8 64 256   # an accelerator
 
 ``--quick`` caps the preset's budgets (2 PPO iterations per chunk, 8 episodes, a 512-step
-Fisher, 6 MAP-Elites steps, 5 boundary-update steps); with the tests' tiny preset, which
-is under every cap, it runs the programs the test suite's runs compile, and it uses the
-persistent compilation cache where ``TELAPA_JAX_CACHE`` names one (the suite's), so a
-smoke check compiles little. A measurement never uses the cache: its ``compile_s`` is
-the compiler's.
+Fisher, 6 MAP-Elites steps, 5 boundary-update steps) and measures ``R_flop`` on 512^3
+products, briefly; with the tests' tiny preset, which is under every cap, it runs the
+programs the test suite's runs compile, and it uses the persistent compilation cache
+where ``TELAPA_JAX_CACHE`` names one (the suite's), so a smoke check compiles little.
+A measurement never uses the cache: its ``compile_s`` is the compiler's.
 
 Writes ``benchmarks/results/visit_program.json`` (``--quick``: ``.quick.json``), rewritten
 after every measurement.
@@ -263,7 +263,8 @@ def main(argv: list[str] | None = None) -> int:
     old = Agent(args.env, train)
     old._train_env = LegacyAutoReset(old._train_env.env, train.ppo.num_envs)
     weights = sum(np.size(x) for x in jax.tree.leaves(new.policy.init(jax.random.key(0))))
-    r_flop = matmul_rate(2048, 2048, 2048, seconds=0.5 if args.quick else 2.0)
+    # --quick: 512^3 products (16 x 2048^3 is 275 GFLOP a call: 2 calls took 5-11 s)
+    r_flop = matmul_rate(*[512 if args.quick else 2048] * 3, seconds=0.2 if args.quick else 2.0)
     r_env = env_rate(args.env)
     rows: list[dict] = []
     report = {"benchmark": "visit_program", "quick": args.quick, "machine": machine_info(),

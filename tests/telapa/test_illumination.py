@@ -30,8 +30,8 @@ from telapa.qd import (
     lineage_bit,
     lineage_visits,
 )
+from telapa.rl import Agent
 from telapa.rl.networks import flatten_params
-from telapa.rl.trainer import PPOTrainer
 
 ENV = "MiniGrid-Empty-5x5-v0"
 CONFIG = TrainConfig(
@@ -47,13 +47,19 @@ QD = QDConfig(
 )
 VISIT, TAG = 2, 1
 KEY = jax.random.key(8)  # its 12 candidates hit every insertion outcome and fill the archive
+_create = jax.jit(EmbeddingState.create, static_argnums=1)
+"""`EmbeddingState.create` as one program (its eager form runs the initialisers op by op;
+on CPU both give the same bits)."""
 
 
 @pytest.fixture(scope="module")
 def setup():
-    trainer = PPOTrainer(ENV, CONFIG, key=0)
-    embedding = EmbeddingState.create(jax.random.key(1), LATENT)
-    return trainer.agent, embedding, trainer.params
+    """The agent, an encoder and the base policy: ``PPOTrainer(ENV, CONFIG, key=0)``'s
+    initial parameters (``policy.init`` of the first of ``split(key, 4)``), without the
+    trainer's optimizer state and env reset, which no test here uses."""
+    agent = Agent(ENV, CONFIG)
+    embedding = _create(jax.random.key(1), LATENT)
+    return agent, embedding, agent.policy.init(jax.random.split(jax.random.key(0), 4)[0])
 
 
 def run(setup, *, key=KEY, batch_size=1, iterations=ITERATIONS, **kwargs):
@@ -136,12 +142,12 @@ def test_evaluate_population_matches_per_candidate_evaluate(setup):
 def test_evaluate_population_on_the_gymnasium_backend(setup):
     """Host loop over candidates; MiniGrid ids there also get the exact codec."""
     config = CONFIG.model_copy(update={"eval": EvalConfig(episodes=EPISODES)})  # 4 env copies
-    gym = PPOTrainer(ENV, config, key=0, backend="gymnasium")
-    assert trajectory_codec(gym.agent) == trajectory_codec(setup[0]) == minigrid_codec(5, 5, 100)
-    flat, unravel = flatten_params(gym.params)
+    gym = Agent(ENV, config, backend="gymnasium")  # PPOTrainer(..., key=0)'s agent, params
+    assert trajectory_codec(gym) == trajectory_codec(setup[0]) == minigrid_codec(5, 5, 100)
+    flat, unravel = flatten_params(gym.policy.init(jax.random.split(jax.random.key(0), 4)[0]))
     pop = jnp.stack([flat, flat + jax.random.normal(jax.random.key(3), flat.shape)])
     key = jax.random.key(4)
-    ev = evaluate_population(gym.agent, pop, unravel, episodes=EPISODES, key=key)
+    ev = evaluate_population(gym, pop, unravel, episodes=EPISODES, key=key)
     assert ev.features.shape == (2, EPISODES, 256, 11)
     for b, k in enumerate(jax.random.split(key, 2)):
         ref = gym.evaluate(unravel(pop[b]), EPISODES, k)
@@ -343,22 +349,25 @@ def _assert_same_illumination(alone, together) -> None:
     assert calls == calls2
 
 
-@pytest.mark.parametrize("batch_size", [1, 5])
-def test_seeds_in_lockstep_illuminate_as_each_alone(setup, monkeypatch, batch_size):
+@pytest.mark.parametrize(("batch_size", "iterations"), [(1, ITERATIONS), (4, 13)])
+def test_seeds_in_lockstep_illuminate_as_each_alone(setup, monkeypatch, batch_size,
+                                                    iterations):
     """Two seeds (their own base policy, encoder, key and archive; BuildArchive then
     RefreshArchive) illuminated in lockstep: one population evaluation per step for both,
-    and each seed's archive, log and progress those of its `illuminate` alone."""
+    and each seed's archive, log and progress those of its `illuminate` alone. With
+    batches of 4, 13 = 4 + 4 + 4 + 1 ends on a partial batch (alone, the shapes of
+    `test_batched_proposals`)."""
     agent, embedding, base = setup
     wide = embedding.replace(  # spreads the latents: refreshes find room (test above)
         normalizer=Normalizer(jnp.zeros(LATENT.latent_dim), jnp.full(LATENT.latent_dim, 0.01)))
     seeds = [dict(base_params=base, embedding=wide, key=KEY, parent_id=7),
              dict(base_params=agent.policy.init(jax.random.key(4)),
-                  embedding=EmbeddingState.create(jax.random.key(2), LATENT).replace(
+                  embedding=_create(jax.random.key(2), LATENT).replace(
                       normalizer=wide.normalizer), key=jax.random.key(3), parent_id=-1)]
 
     def kwargs(seed, visit, calls, initial=None):
         return dict(visit=visit, tag=TAG, latent_config=LATENT, qd_config=QD,
-                    iterations=ITERATIONS, batch_size=batch_size, initial_archive=initial,
+                    iterations=iterations, batch_size=batch_size, initial_archive=initial,
                     progress=lambda *a: calls.append(a),
                     **{k: v for k, v in seed.items() if k != "base_params"})
 
@@ -386,8 +395,8 @@ def test_seeds_in_lockstep_illuminate_as_each_alone(setup, monkeypatch, batch_si
     built = [alone(seed, VISIT) for seed in seeds]
     monkeypatch.setattr(illumination_module, "evaluate_populations", counted)
     built2 = together(VISIT, [None, None])
-    steps = -(-ITERATIONS // batch_size)
-    assert evaluations == [[1, 1]] + [[min(batch_size, ITERATIONS - i * batch_size)] * 2
+    steps = -(-iterations // batch_size)
+    assert evaluations == [[1, 1]] + [[min(batch_size, iterations - i * batch_size)] * 2
                                        for i in range(steps)]
     if batch_size == 1 and jax.default_backend() == "cpu":  # the default: seed after seed
         evaluations.clear()

@@ -13,6 +13,7 @@ from telapa.continual.telapa import maintenance as maintenance_module
 from telapa.continual.telapa.banks import EpisodeBanks, bank_seq, fit_episodes, store, to_bank
 from telapa.continual.telapa.embedding import EmbeddingState, describe
 from telapa.continual.telapa.maintenance import (
+    DESCRIBE_CHUNK,
     fit_initial_normalizer,
     maintain,
     maintain_seeds,
@@ -187,7 +188,20 @@ def make_banks(n_sets: int, seed: int, capacity: int = 16) -> EpisodeBanks:
     return banks
 
 
-_describe = jax.jit(describe, static_argnames="config")
+_describe_jit = jax.jit(describe, static_argnames="config")
+
+
+def _describe(state, features, lengths, config):
+    """`describe` of n <= `DESCRIBE_CHUNK` episode sets, in a batch padded to
+    `DESCRIBE_CHUNK` rows (repeating the last): the shape maintenance embeds in, so one
+    compiled program serves the tests and `maintain` (rows are embedded independently;
+    only float rounding depends on the batch)."""
+    n = features.shape[0]
+    take = np.minimum(np.arange(DESCRIBE_CHUNK), n - 1)
+    raw, desc = _describe_jit(state, features[take], lengths[take], config)
+    return raw[:n], desc[:n]
+
+
 _create = jax.jit(EmbeddingState.create, static_argnums=1)
 
 
@@ -364,11 +378,12 @@ def test_without_callback_elites_keep_their_descriptor_and_are_flagged(run):
 def test_initial_normalizer_is_fit_on_the_banked_sets_before_any_update():
     # N_0 (before the first illumination): the same robust fit as after a boundary update,
     # over every banked set (fewer than the refit bank's size), under the unchanged E_0.
+    # (6 sets: the refit bank's shape in the test above, one compiled summary)
     rng = np.random.default_rng(7)
     banks = EpisodeBanks.create(CODEC, capacity=8, episodes=E, t_max=T)
-    for i in range(5):
+    for i in range(6):
         banks = store(banks, *episodes(rng), sr=0.2 * i, tag=0)
-    state0 = EmbeddingState.create(jax.random.key(3), CONFIG)
+    state0 = new_state(3)
     assert not state0.has_normalizer
     state = fit_initial_normalizer(state0, banks, config=CONFIG, key=jax.random.key(0))
     assert state.has_normalizer and int(state.version) == 0
@@ -392,23 +407,25 @@ def test_initial_normalizer_is_fit_on_the_banked_sets_before_any_update():
         )
 
 
-def test_seeds_maintained_together_as_each_alone(monkeypatch):
+def test_seeds_maintained_together_as_each_alone(run, monkeypatch):
     """Four seeds: banks of 10 and 70 sets (padded to 64 and 128 rows alone; one size
     together), 5 sets (another batch size B) and 3 (below B_min: skipped). The ready
     seeds' boundary updates run as vmapped programs (one per B), and every seed's
     encoder, normalizer, archives and log are those of its `maintain` alone; on CPU, by
-    default, seed after seed, exactly."""
-    seeds = [(10, 6, 16), (70, 8, 80), (5, 9, 16), (3, 7, 16)]
-    states = [new_state(10 + i) for i in range(len(seeds))]
-    archives = [make_archives(state) for state in states]
-    banks = [make_banks(n, seed, capacity) for n, seed, capacity in seeds]
-    keys = [jax.random.key(20 + i) for i in range(len(seeds))]
+    default, seed after seed, exactly. The first seed is `run`'s (its `maintain` alone
+    is the fixture's)."""
+    seeds = [(70, 8, 80), (5, 9, 16), (3, 7, 16)]
+    states = [run["state0"], *[new_state(11 + i) for i in range(len(seeds))]]
+    archives = [run["archives"], *[make_archives(state) for state in states[1:]]]
+    banks = [run["banks"], *[make_banks(n, seed, capacity) for n, seed, capacity in seeds]]
+    keys = [jax.random.key(2), *[jax.random.key(21 + i) for i in range(len(seeds))]]
 
     def reevaluate(tag, params):
         return reevaluated_episodes(params)
 
-    alone = [maintain(st, b, a, config=CONFIG, key=k, reevaluate=reevaluate, refit_sets=6)
-             for st, b, a, k in zip(states, banks, archives, keys, strict=True)]
+    alone = [(run["state"], run["out"], run["log"])] + [
+        maintain(st, b, a, config=CONFIG, key=k, reevaluate=reevaluate, refit_sets=6)
+        for st, b, a, k in zip(states[1:], banks[1:], archives[1:], keys[1:], strict=True)]
     programs = []
     real = maintenance_module.boundary_updates
 

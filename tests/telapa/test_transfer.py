@@ -28,7 +28,7 @@ from telapa.qd import ArchiveSpec, TransferConfig, init_archive, insert, make_el
 from telapa.qd.archive import InsertStatus
 from telapa.qd.lineage import lineage_from_visits
 from telapa.qd.selection import pool_candidates
-from telapa.rl import Agent, PPOTrainer, flatten_params
+from telapa.rl import Agent, flatten_params
 
 CONFIG = TrainConfig(
     ppo=PPOConfig(num_envs=8, n_steps=16, batch_size=64, epochs=4, lr=3e-3),
@@ -38,12 +38,18 @@ ROLLOUT = CONFIG.ppo.rollout_size
 TRANSFER = TransferConfig(
     k_pool=4, probe_steps=4 * ROLLOUT, probe_points=3, probe_eval_episodes=32, epsilon=0.1
 )
+FRESH_TRANSFER = TRANSFER.model_copy(update={"k_pool": 3})
+"""The fresh-network test's pool: K_pool = 3 elites + the fresh network = 4 probes, so its
+batches (4 alone, 2 x 4 for two seeds) are the compiled programs of the K_pool = 4 pool
+and of two seeds' pools (`selected`, `test_seeds_select_together_as_each_alone`)."""
 KEY = jax.random.key(7)
 # The probes' training episodes: those this test drew before the agent/state split (a
 # PPOTrainer seeded 1 restarting its rollout). Which random policy learns the corridor
 # within 4 rollouts depends on them; with these none reaches the window.
 ROLLOUT_KEY = jax.random.split(jax.random.split(jax.random.split(jax.random.key(1), 4)[2])[0])[1]
 AGENT = Agent(Corridor(), CONFIG)
+"""Every agent of this file, the teacher's too: one set of compiled programs. The probe
+batches come in sizes 1, 4 and 8 only (one program per size)."""
 
 
 def _leaves(tree) -> list[np.ndarray]:
@@ -65,12 +71,17 @@ def library():
     the Corridor-trained elite T, with the LOWEST source fitness, and random r4.
     Descriptors (2-d): r1 (0, 0), r2 (0.05, 0), r3 (1, 0); T (0, 1.2), r4 (1, 1).
     Farthest-point order by hand: r1 (fittest), r4 (1.41 from r1), T (min 1.02), r3
-    (min 1.0); r2 (0.05 from r1) is left out of the K_pool = 4 pool."""
-    teacher = PPOTrainer(Corridor(), CONFIG, key=0)
-    teacher.train(40 * ROLLOUT)
-    trained = teacher.params
-    assert teacher.evaluate().sr >= 0.95
-    rand = {n: teacher.agent.policy.init(jax.random.key(100 + i)) for i, n in enumerate("1234")}
+    (min 1.0); r2 (0.05 from r1) is left out of the K_pool = 4 pool. ``single``: an
+    archive (tag 1) holding T alone."""
+    # PPOTrainer(Corridor(), CONFIG, key=0).train(40 * ROLLOUT) on AGENT (its keys:
+    # init, env, rollout, eval = split(key, 4), episodes from split(rollout)[1]), so the
+    # hand run below trains and evaluates with the programs compiled here
+    init_key, _, rollout_key, eval_key = jax.random.split(jax.random.key(0), 4)
+    teacher = AGENT.start(AGENT.init_ppo(init_key), jax.random.split(rollout_key)[1])
+    teacher, _ = AGENT.train(teacher, 40 * ROLLOUT)
+    trained = teacher.ppo.params
+    assert AGENT.evaluate(trained, None, eval_key).sr >= 0.95
+    rand = {n: AGENT.policy.init(jax.random.key(100 + i)) for i, n in enumerate("1234")}
     n_params = flatten_params(trained)[0].shape[0]
     spec = ArchiveSpec(n_params=n_params, desc_dim=2, raw_dim=0, capacity=4, target_size=3)
 
@@ -93,14 +104,15 @@ def library():
                          (rand["3"], (1.0, 0.0), 0.2, 0, (0,))])
     b, ids_b = build(1, [(trained, (0.0, 1.2), 0.0, 1, (0, 1)),
                          (rand["4"], (1.0, 1.0), 0.25, 1, (1,))])
+    single, _ = build(1, [(trained, (0.0, 1.2), 0.0, 1, (0, 1))])  # T alone
     return {"archives": [a, b], "trained": trained, "rand": rand, "ids_a": ids_a,
-            "ids_b": ids_b}
+            "ids_b": ids_b, "single": single}
 
 
-def _select(library, **kwargs):
+def _select(library, config=TRANSFER, **kwargs):
     calls: list[tuple[int, int]] = []
     choice = select_transfer_origin(
-        AGENT, library["archives"], config=TRANSFER, key=KEY, rollout_key=ROLLOUT_KEY,
+        AGENT, library["archives"], config=config, key=KEY, rollout_key=ROLLOUT_KEY,
         progress=lambda done, total: calls.append((done, total)), **kwargs,
     )
     return choice, calls
@@ -140,7 +152,8 @@ def test_batched_probes_match_sequential_probes(library):
     """probe_batch trains the K probes as one vmapped batch: each curve and cost equals
     its sequential probe (SR over 32 episodes: a float difference in the weights would
     have to flip a whole episode to show)."""
-    params = [library["rand"]["1"], library["trained"], library["rand"]["3"]]
+    params = [library["rand"]["1"], library["trained"], library["rand"]["3"],
+              library["rand"]["4"]]
     settings = {"steps": 4 * ROLLOUT, "points": 3, "episodes": 32, "key": KEY,
                 "rollout_key": ROLLOUT_KEY}
     curves, costs = probe_batch(AGENT, params, **settings)
@@ -223,14 +236,14 @@ def test_rejects_unusable_libraries(library):
 
 
 def test_seeds_select_together_as_each_alone(library):
-    """select_transfer_origins: two seeds' probes (libraries of 4 and 2 candidates,
+    """select_transfer_origins: two seeds' probes (libraries of 4 and 1 candidates,
     padded to 2 x K_pool) as one batch give each seed's own selection."""
-    libraries = [library["archives"], library["archives"][1:]]
+    libraries = [library["archives"], [library["single"]]]
     keys = [KEY, jax.random.key(8)]
     rollout_keys = [ROLLOUT_KEY, jax.random.key(9)]
     together = select_transfer_origins(AGENT, libraries, config=TRANSFER, keys=keys,
                                        rollout_keys=rollout_keys, penalties=[None, None])
-    assert [len(c.candidates) for c in together] == [4, 2]
+    assert [len(c.candidates) for c in together] == [4, 1]
     for choice, archives, key, rollout_key in zip(together, libraries, keys, rollout_keys,
                                                   strict=True):
         alone = select_transfer_origin(AGENT, archives, config=TRANSFER, key=key,
@@ -288,21 +301,25 @@ def test_fresh_start_rule_by_hand(library):
 def test_a_fresh_network_is_probed_like_an_elite(library, selected):
     """With a fresh network, the pool's elites and their probes are unchanged and the
     fresh network's probe is `probe` of it with the same keys; the seeds' batch gives
-    each seed's own choice."""
+    each seed's own choice. (K_pool = 3: the pool is the first 3 of the K_pool = 4
+    pool's farthest-point order, `FRESH_TRANSFER`.)"""
     (plain, _), _ = selected
     fresh = AGENT.policy.init(jax.random.key(200))
-    choice, calls = _select(library, fresh=fresh)
-    assert calls == [(5, 5)]
-    assert [c.elite_id for c in choice.candidates] == [c.elite_id for c in plain.candidates]
+    choice, calls = _select(library, config=FRESH_TRANSFER, fresh=fresh)
+    assert calls == [(4, 4)]
+    pooled = plain.candidates[:FRESH_TRANSFER.k_pool]
+    assert [c.elite_id for c in choice.candidates] == [c.elite_id for c in pooled]
+    assert [(c.sr0, c.sr_final, c.env_steps) for c in choice.candidates] == \
+        [(c.sr0, c.sr_final, c.env_steps) for c in pooled]
     curve, cost = probe(AGENT, fresh, steps=TRANSFER.probe_steps, points=3, episodes=32,
                         key=KEY, rollout_key=ROLLOUT_KEY)
     assert (choice.fresh.sr0, choice.fresh.sr_final, choice.fresh.env_steps) == \
         (float(curve[0]), float(curve[-1]), cost)
-    assert choice.env_steps == plain.env_steps + cost
+    assert choice.env_steps == sum(c.env_steps for c in pooled) + cost
     # T still solves the corridor: the elite is kept
     assert (choice.origin, choice.elite_id) == ("elite", plain.elite_id)
     together = select_transfer_origins(
-        AGENT, [library["archives"], library["archives"][1:]], config=TRANSFER,
+        AGENT, [library["archives"], library["archives"][1:]], config=FRESH_TRANSFER,
         keys=[KEY, jax.random.key(8)], rollout_keys=[ROLLOUT_KEY, jax.random.key(9)],
         penalties=[None, None], fresh=[fresh, fresh])
     assert together[0].candidates == choice.candidates
