@@ -18,12 +18,11 @@ ENV = make("MiniGrid-DoorKey-8x8-v0")
 # Every env function runs jitted: eagerly (op by op) a batch's reset of DoorKey-8x8 took
 # 4 s and a vmapped step 1.7 s, against 1 s and 0.5 s jitted. XLA's settings stay the
 # defaults: these tests check the programs users run.
-_jit = jax.jit
-_plain_step = _jit(jax.vmap(ENV.step))  # shared by the tests where the shapes agree
-_observe = _jit(jax.vmap(ENV.observe))
+_plain_step = jax.jit(jax.vmap(ENV.step))  # shared by the tests where the shapes agree
+_observe = jax.jit(jax.vmap(ENV.observe))
 
 
-@partial(_jit, static_argnums=0)
+@partial(jax.jit, static_argnums=0)
 def _reset(n: int, key: jax.Array):
     """`AutoReset.reset` of ``n`` envs (it depends on neither chunks nor trip counts)."""
     return AutoReset(ENV, n).reset(key)
@@ -49,7 +48,7 @@ def _levels(env_state: State, which: np.ndarray) -> np.ndarray:
 
 
 def _step(env: AutoReset, state, n: int):
-    return _jit(env.step)(state, jnp.full((n,), Action.LEFT, jnp.int32))
+    return jax.jit(env.step)(state, jnp.full((n,), Action.LEFT, jnp.int32))
 
 
 @pytest.mark.parametrize("chunks", [(1,), (2,), (4,), (2, 1)])
@@ -160,7 +159,7 @@ def test_static_and_shared_trip_counts_give_the_levels_of_each_members_loops() -
     # each jitted alone, so that make_jaxpr below reuses the trace; all in one program,
     # whose compiler merges the step they share
     steps = {name: jax.jit(f) for name, f in steps.items()}
-    out = _jit(lambda s, a: {k: f(s, a) for k, f in steps.items()})(states, action)
+    out = jax.jit(lambda s, a: {k: f(s, a) for k, f in steps.items()})(states, action)
     expected = out.pop("reference")
     assert set(np.asarray(expected[4].sum(axis=1)).tolist()) == {0, 5, 10, 2}  # ends
     for got in out.values():
@@ -175,7 +174,7 @@ def test_static_and_shared_trip_counts_give_the_levels_of_each_members_loops() -
     assert predicates["shared named"] == [()] * 2
     assert predicates["static"] == predicates["static named"] == []
     # member 2 stepped alone by each env (one program: they share the step)
-    alone = _jit(lambda s, a: [env.step(s, a) for env in (static, shared)])(
+    alone = jax.jit(lambda s, a: [env.step(s, a) for env in (static, shared)])(
         jax.tree.map(lambda x: x[2], states), action[2])
     for got in alone:
         np.testing.assert_array_equal(got[0].env_state.grid, expected[0].env_state.grid[2])

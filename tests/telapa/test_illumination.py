@@ -47,9 +47,6 @@ QD = QDConfig(
 )
 VISIT, TAG = 2, 1
 KEY = jax.random.key(8)  # its 12 candidates hit every insertion outcome and fill the archive
-_create = jax.jit(EmbeddingState.create, static_argnums=1)
-"""`EmbeddingState.create` as one program (its eager form runs the initialisers op by op;
-on CPU both give the same bits)."""
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +55,7 @@ def setup():
     initial parameters (``policy.init`` of the first of ``split(key, 4)``), without the
     trainer's optimizer state and env reset, which no test here uses."""
     agent = Agent(ENV, CONFIG)
-    embedding = _create(jax.random.key(1), LATENT)
+    embedding = EmbeddingState.create(jax.random.key(1), LATENT)
     return agent, embedding, agent.policy.init(jax.random.split(jax.random.key(0), 4)[0])
 
 
@@ -362,7 +359,7 @@ def test_seeds_in_lockstep_illuminate_as_each_alone(setup, monkeypatch, batch_si
         normalizer=Normalizer(jnp.zeros(LATENT.latent_dim), jnp.full(LATENT.latent_dim, 0.01)))
     seeds = [dict(base_params=base, embedding=wide, key=KEY, parent_id=7),
              dict(base_params=agent.policy.init(jax.random.key(4)),
-                  embedding=_create(jax.random.key(2), LATENT).replace(
+                  embedding=EmbeddingState.create(jax.random.key(2), LATENT).replace(
                       normalizer=wide.normalizer), key=jax.random.key(3), parent_id=-1)]
 
     def kwargs(seed, visit, calls, initial=None):

@@ -202,11 +202,8 @@ def _describe(state, features, lengths, config):
     return raw[:n], desc[:n]
 
 
-_create = jax.jit(EmbeddingState.create, static_argnums=1)
-
-
 def new_state(seed: int) -> EmbeddingState:
-    return _create(jax.random.key(seed), CONFIG)
+    return EmbeddingState.create(jax.random.key(seed), CONFIG)
 
 
 def reevaluated_episodes(params) -> tuple[np.ndarray, np.ndarray]:
