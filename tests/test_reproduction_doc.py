@@ -1,13 +1,16 @@
 """docs/reproduction.md shows what the committed results give: every table block equals
 the table `telapa report` computes from the results it belongs to (`results/table1/` for
-the study-budget blocks, `results/table1-paper/` for the paper-budget blocks, whose ids
-read ``paper/ID``; regenerate both with the commands in the document), the archive
+the study-budget blocks; `results/table1-paper/` and `results/table1-paper-seeds5-7/`,
+seeds 0-4 and 5-7, for the paper-budget blocks, whose ids read ``paper/ID``; regenerate
+both with the commands in the document), the archive
 analyses' tables included, and every figure block's image is committed."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from telapa.continual.results import score
@@ -18,8 +21,9 @@ from telapa.report.load import load_records
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "reproduction.md"
-SCOPES = {None: ("results/table1", "out/table1-report"),
-          "paper": ("results/table1-paper", "out/table1-paper-report")}
+SCOPES = {None: (("results/table1",), "out/table1-report"),
+          "paper": (("results/table1-paper", "results/table1-paper-seeds5-7"),
+                    "out/table1-paper-report")}
 """Each block scope of the document: the committed results it shows, the report folder."""
 
 
@@ -27,11 +31,14 @@ SCOPES = {None: ("results/table1", "out/table1-report"),
 def test_the_documents_tables_are_the_reports_of_the_committed_results(scope):
     text = DOC.read_text()
     shown = [id_ for kind, id_, _ in blocks(text, scope) if kind == "table"]
-    results_dir, report_dir = SCOPES[scope]
+    results_dirs, report_dir = SCOPES[scope]
     if scope is not None and not shown:
         pytest.skip(f"docs/reproduction.md shows no {scope} blocks yet")
-    cells = sweep_cells_dirs(ROOT / results_dir)
-    assert cells, f"{results_dir} holds no exported study cells"
+    cells = []
+    for results_dir in results_dirs:
+        found = sweep_cells_dirs(ROOT / results_dir)
+        assert found, f"{results_dir} holds no exported study cells"
+        cells += found
     records = load_records(cells)
     results = score(records)
     tables = {t.id: t.to_markdown() for r in results.values()
@@ -46,8 +53,52 @@ def test_the_documents_tables_are_the_reports_of_the_committed_results(scope):
              "primary-claims"} if scope is None else {"primary-main"}) <= set(shown)
     flag = "" if scope is None else f" --doc-scope {scope}"
     assert stale_tables(text, tables, scope) == [], (
-        f"docs/reproduction.md is out of date with {results_dir}: run `telapa report "
-        f"{results_dir} --out {report_dir} --doc docs/reproduction.md{flag}`")
+        f"docs/reproduction.md is out of date with {' and '.join(results_dirs)}: run "
+        f"`telapa report {' '.join(results_dirs)} --out {report_dir} "
+        f"--doc docs/reproduction.md{flag}`")
     for kind, id_, _ in blocks(text, scope):
         if kind == "figure":
             assert (figure_folder(DOC) / figure_name(id_, scope)).is_file(), id_
+
+
+def _diagnosis_table():
+    """experiments/baseline-diagnosis/table.py, loaded by path (its folder is no package)."""
+    path = ROOT / "experiments" / "baseline-diagnosis" / "table.py"
+    spec = importlib.util.spec_from_file_location("diagnosis_table", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_diagnosis_table_is_computed_by_hand_from_its_csv():
+    table = _diagnosis_table()
+    frame = pd.DataFrame({
+        "task": ["MiniGrid-Fetch-6x6-N2-v0", "MiniGrid-GoToObject-8x8-N2-v0",
+                 "MiniGrid-GoToObject-8x8-N2-v0", "MiniGrid-GoToObject-8x8-N2-v0"],
+        "mission": ["hidden", "hidden", "shown", "shown"], "seed": [0, 0, 1, 0],
+        "post_sr": [0.5, 0.3, 0.96, 0.9], "sampled_sr": [0.49, 0.31, 0.95, 0.91],
+        "greedy_sr": [0.3, 0.2, 0.55, 0.5], "episodes": [200] * 4})
+    rows = table.evaluation_table(frame).splitlines()
+    # A before B, mission shown before hidden, seeds in order; mean (seed values)
+    assert rows[2] == ("| A (MiniGrid-GoToObject-8x8-N2-v0) | shown | 2 | 0.930 (0.90, 0.96) "
+                       "| 0.930 (0.91, 0.95) | 0.525 (0.50, 0.55) | 0.258 |")
+    assert rows[3].startswith("| A (MiniGrid-GoToObject-8x8-N2-v0) | hidden | 1 | 0.300 (0.30)")
+    assert rows[4].endswith("| 0.300 (0.30) | 0.480 |")
+    assert "greedy, argmax (200)" in rows[0]
+    with pytest.raises(ValueError, match="greedy_sr"):
+        table.evaluation_table(frame.drop(columns="greedy_sr"))
+    with pytest.raises(ValueError, match="mixes episode counts"):
+        table.evaluation_table(frame.assign(episodes=[200, 200, 50, 200]))
+
+
+def test_the_documents_diagnosis_table_is_the_committed_evaluation():
+    text = DOC.read_text()
+    if not [id_ for kind, id_, _ in blocks(text, "diagnosis") if kind == "table"]:
+        pytest.skip("docs/reproduction.md shows no diagnosis table yet")
+    csv = ROOT / "results" / "baseline-diagnosis-eval.csv"
+    table = _diagnosis_table()
+    expected = {table.BLOCK: table.evaluation_table(pd.read_csv(csv))}
+    assert stale_tables(text, expected, table.SCOPE) == [], (
+        "docs/reproduction.md is out of date with results/baseline-diagnosis-eval.csv: run "
+        "`python experiments/baseline-diagnosis/table.py results/baseline-diagnosis-eval.csv "
+        "--doc docs/reproduction.md`")
