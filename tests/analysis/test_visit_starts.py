@@ -9,7 +9,14 @@ import shutil
 import pandas as pd
 import pytest
 
-from telapa.analysis.visit_starts import START_COLUMNS, main, visit_start, visit_starts
+from telapa.analysis.visit_starts import (
+    START_COLUMNS,
+    SUMMARY_COLUMNS,
+    main,
+    summarize_visit_starts,
+    visit_start,
+    visit_starts,
+)
 from telapa.continual.rundir import RunDir, RunDirError
 
 NAN = math.nan
@@ -99,3 +106,52 @@ def test_main_skips_or_refuses_an_incomplete_run(quick_run, tmp_path, capsys):
     assert f"skipping {path}: not complete" in captured.err
     assert main([str(path), "--skip-incomplete"]) == 2
     assert "no complete run" in capsys.readouterr().err
+
+
+def _starts():
+    """Five visits of two methods, as `visit_starts` writes them."""
+    return pd.DataFrame({
+        "method": ["telapa", "telapa", "telapa", "scratch", "scratch"],
+        "seed": [0, 1, 2, 0, 1], "visit": [2, 2, 7, 2, 2], "tag": ["C", "C", "C'", "C", "C"],
+        "entropy_start": [0.4, 0.1, 0.7, 1.94, 1.93],
+        "entropy_early_max": [1.2, 0.3, 1.5, 1.94, 1.95],
+        "entropy_end": [0.5, 0.2, 0.3, 0.4, 0.3],
+        "first_success": [NAN, 6000.0, 2000.0, 4096.0, 8192.0],
+        "success_updates": [0.0, 0.1, 0.9, 0.9, 0.8],
+        "train_sr_end": [NAN, 0.2, 0.5, 0.9, 0.49]})
+
+
+def test_summarize_visit_starts_by_hand():
+    got = summarize_visit_starts(_starts())
+    assert list(got.index) == ["scratch", "telapa"] and list(got.columns) == list(SUMMARY_COLUMNS)
+    # telapa: 3 visits, one never succeeded; median of (6000, 2000) = 4000; entropy at the
+    # start 0.1-0.7, early 0.3-1.5; train_sr_end >= 0.5: only 0.5 (NaN and 0.2 are not)
+    assert got.loc["telapa"].to_dict() == pytest.approx({
+        "visits": 3, "no_success": 1, "first_success_median": 4000.0,
+        "entropy_start_min": 0.1, "entropy_start_max": 0.7, "entropy_early_max_min": 0.3,
+        "entropy_early_max_max": 1.5, "learning_at_end": 1})
+    # scratch: 0.49 is below the default 0.5, above 0.4
+    assert got.loc["scratch", "learning_at_end"] == 1
+    assert summarize_visit_starts(_starts(), learned=0.4).loc["scratch", "learning_at_end"] == 2
+    assert got.loc["scratch", "first_success_median"] == 6144.0
+    with pytest.raises(ValueError, match=r"missing column\(s\) \['train_sr_end'\]"):
+        summarize_visit_starts(_starts().drop(columns="train_sr_end"))
+
+
+def test_main_summarizes_committed_tables(tmp_path, capsys):
+    csv = tmp_path / "starts.csv"
+    _starts().to_csv(csv, index=False)
+    assert main(["--csv", str(csv), "--tags", "C", "--summary"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    # only the C visits: telapa has 2, one without a success
+    telapa = next(line for line in out if line.startswith("telapa")).split()
+    assert telapa[1:3] == ["2", "1"]
+    with pytest.raises(SystemExit):
+        main(["--summary"])
+    assert "give run or sweep directories, or --csv files" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--csv", str(tmp_path / "none.csv")])
+    assert "no such file" in capsys.readouterr().err
+    _starts().drop(columns="entropy_start").to_csv(csv, index=False)
+    assert main(["--csv", str(csv)]) == 2
+    assert "missing column(s) ['entropy_start']" in capsys.readouterr().err

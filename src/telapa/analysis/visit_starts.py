@@ -20,6 +20,11 @@ logs stay in the run directories (``telapa sweep --export`` does not copy them),
 reads run or sweep directories:
 
     python -m telapa.analysis.visit_starts RUN_OR_SWEEP_DIR... [--tags C "C'"] [--out CSV]
+
+`summarize_visit_starts` counts, per method, over a set of visits (``--summary``; also of
+committed tables, ``--csv FILE``): how many never saw a training success, the median
+first success, the range of starting and early entropies, and how many ended with
+``train_sr_end >= learned`` (0.5: the visits that end learning the task).
 """
 
 from __future__ import annotations
@@ -93,14 +98,54 @@ def visit_starts(run_dir: str | Path, *, tags: Iterable[str] | None = None,
     return pd.DataFrame(rows, columns=["method", "seed", "visit", "tag", *START_COLUMNS])
 
 
+SUMMARY_COLUMNS = ("visits", "no_success", "first_success_median", "entropy_start_min",
+                   "entropy_start_max", "entropy_early_max_min", "entropy_early_max_max",
+                   "learning_at_end")
+"""The columns of `summarize_visit_starts`, in order."""
+
+
+def summarize_visit_starts(starts: pd.DataFrame, *, learned: float = 0.5) -> pd.DataFrame:
+    """Per method (the index, sorted), over the rows of ``starts`` (`visit_starts`'s
+    table, or several concatenated):
+
+        visits               = #rows
+        no_success           = #{first_success is NaN}       never a training success
+        first_success_median = median of first_success over the others (NaN: none)
+        entropy_start_min/max, entropy_early_max_min/max     their ranges
+        learning_at_end      = #{train_sr_end >= learned}    (NaN counts as not)
+    """
+    missing = [c for c in ("method", *START_COLUMNS) if c not in starts]
+    if missing:
+        raise ValueError(f"visit starts are missing column(s) {missing}")
+    rows = {}
+    for method, group in starts.groupby("method", sort=True):
+        rows[method] = {
+            "visits": len(group),
+            "no_success": int(group["first_success"].isna().sum()),
+            "first_success_median": float(group["first_success"].median()),
+            "entropy_start_min": float(group["entropy_start"].min()),
+            "entropy_start_max": float(group["entropy_start"].max()),
+            "entropy_early_max_min": float(group["entropy_early_max"].min()),
+            "entropy_early_max_max": float(group["entropy_early_max"].max()),
+            "learning_at_end": int((group["train_sr_end"] >= learned).sum()),
+        }
+    return pd.DataFrame.from_dict(rows, orient="index", columns=list(SUMMARY_COLUMNS))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m telapa.analysis.visit_starts",
         description="How each visit's PPO training began: entropy and first successes "
                     "(module docstring of telapa.analysis.visit_starts).")
-    parser.add_argument("runs", nargs="+", metavar="RUN_OR_SWEEP_DIR")
+    parser.add_argument("runs", nargs="*", metavar="RUN_OR_SWEEP_DIR")
+    parser.add_argument("--csv", nargs="+", type=Path, default=[], metavar="FILE",
+                        help="also read visit starts written before with --out (e.g. the "
+                        "committed results/*-visit-starts.csv, whose runs may be gone)")
     parser.add_argument("--tags", nargs="+", metavar="TAG",
                         help="only these visit tags (default: every visit)")
+    parser.add_argument("--summary", action="store_true",
+                        help="print the per-method summary (summarize_visit_starts) of the "
+                        "visits read, instead of one row per visit")
     parser.add_argument("--early", type=float, default=0.25,
                         help="leading fraction of updates for entropy_early_max, and trailing "
                         "fraction for train_sr_end (0.25)")
@@ -109,10 +154,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="also write the table as CSV here "
                         "(refused if the file exists)")
     args = parser.parse_args(argv)
+    if not args.runs and not args.csv:
+        parser.error("give run or sweep directories, or --csv files")
     if args.out is not None and args.out.exists():
         parser.error(f"--out {args.out} exists; choose a new file")
+    missing = [str(p) for p in args.csv if not p.is_file()]
+    if missing:
+        parser.error(f"--csv: no such file: {', '.join(missing)}")
     frames = []
     try:
+        for csv in args.csv:
+            frame = pd.read_csv(csv)
+            absent = [c for c in ("method", "seed", "visit", "tag", *START_COLUMNS)
+                      if c not in frame]
+            if absent:
+                raise ValueError(f"{csv} is missing column(s) {absent}")
+            frames.append(frame if args.tags is None else frame[frame["tag"].isin(args.tags)])
         for path in expand_sweep_dirs(args.runs):
             if args.skip_incomplete and not RunDir(path).is_complete():
                 print(f"skipping {path}: not complete", file=sys.stderr)
@@ -126,13 +183,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     table = pd.concat(frames, ignore_index=True).sort_values(
         ["tag", "method", "seed"], kind="stable")
-    print(table.to_string(index=False, float_format=lambda x: f"{x:.3g}"))
+    if args.summary:
+        print(summarize_visit_starts(table).to_string(float_format=lambda x: f"{x:.3g}"))
+    else:
+        print(table.to_string(index=False, float_format=lambda x: f"{x:.3g}"))
     if args.out is not None:
         table.to_csv(args.out, index=False)
     return 0
 
 
-__all__ = ["START_COLUMNS", "main", "visit_start", "visit_starts"]
+__all__ = ["START_COLUMNS", "SUMMARY_COLUMNS", "main", "summarize_visit_starts",
+           "visit_start", "visit_starts"]
 
 if __name__ == "__main__":
     raise SystemExit(main())
