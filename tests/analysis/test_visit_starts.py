@@ -75,9 +75,29 @@ def test_visit_starts_reads_each_visit_of_a_run(quick_run):
     assert list(visit_starts(path, tags=[last])["tag"]) == [last]
 
 
+def test_every_run_keeps_its_visit_starts_where_an_export_drops_the_logs(quick_run, tmp_path):
+    # the run wrote starts.csv as each visit ended: the statistics of its training log
+    path = tmp_path / "run"
+    shutil.copytree(quick_run("finetune", 0), path)
+    from_logs = visit_starts(path)
+    run = RunDir(path)
+    kept = run.read_visit_starts()
+    assert sorted(kept) == list(from_logs["visit"])
+    for row in from_logs.itertuples(index=False):
+        assert [kept[row.visit][c] for c in START_COLUMNS] == pytest.approx(
+            [getattr(row, c) for c in START_COLUMNS], nan_ok=True)
+    assert "starts.csv" in [p.name for p in run.result_files()]  # what an export copies
+    # without the logs (an exported or restored cell) the same table comes from starts.csv
+    shutil.rmtree(path / "train")
+    pd.testing.assert_frame_equal(visit_starts(path), from_logs)
+    with pytest.raises(RunDirError, match="holds early = 0.25 only, not 0.5"):
+        visit_starts(path, early=0.5)
+
+
 def test_visit_starts_names_a_missing_training_log(quick_run, tmp_path):
     path = tmp_path / "run"
     shutil.copytree(quick_run("finetune", 0), path)
+    (path / "starts.csv").unlink()  # a run written before runs kept their starts
     first = RunDir(path).curriculum().visits()[0]
     RunDir(path).visit_train_path(first.index, first.tag).unlink()
     with pytest.raises(RunDirError, match=f"no training log of visit 0 \\({first.tag}\\)"):

@@ -2,22 +2,12 @@
 when its training episodes first succeeded (the evidence behind "a transferred start
 cannot learn DoorKey", docs/reproduction.md).
 
-From a visit's training log (``train/NN-TAG.csv`` of a run directory: one row per PPO
-update u = 1..U, with the update's mean policy entropy H_u in nats, the env steps s_u
-into the visit after it, and the success rate of the training episodes that ended in its
-rollout, NaN when none ended):
-
-    entropy_start     = H_1                       the starting policy, on its own rollout
-    entropy_early_max = max_{u <= ceil(early U)} H_u
-    entropy_end       = H_U
-    first_success     = s_u of the first u with a training-episode success > 0 (NaN: none)
-    success_updates   = #{u : success_u > 0} / U
-    train_sr_end      = mean of success_u over the last ceil(early U) updates with
-                        episodes (NaN: none ended)
-
-A uniform policy over MiniGrid's 7 actions has entropy ln 7 = 1.95 nats. The training
-logs stay in the run directories (``telapa sweep --export`` does not copy them), so this
-reads run or sweep directories:
+Per visit of a run, the statistics of `telapa.continual.trainlog.visit_start` (its
+docstring has the formulas: entropy at the start, early and at the end, the first
+training success, how often and how well it succeeded): computed from the visit's
+training log (``train/NN-TAG.csv``), or, where the log is gone (``telapa sweep --export``
+does not copy the logs; a cell restored from an export has none), read from the
+``starts.csv`` the run wrote when the visit ended. This reads run or sweep directories:
 
     python -m telapa.analysis.visit_starts RUN_OR_SWEEP_DIR... [--tags C "C'"] [--out CSV]
 
@@ -30,71 +20,42 @@ first success, the range of starting and early entropies, and how many ended wit
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from telapa.continual.rundir import RunDir, RunDirError
 from telapa.continual.sweep import expand_sweep_dirs
-
-START_COLUMNS = ("entropy_start", "entropy_early_max", "entropy_end", "first_success",
-                 "success_updates", "train_sr_end")
-"""The statistics of `visit_start`, in order."""
-TRAIN_COLUMNS = ("step", "entropy", "success_rate")
-"""The training-log columns `visit_start` reads."""
-
-
-def visit_start(train: pd.DataFrame, *, early: float = 0.25) -> dict[str, float]:
-    """`START_COLUMNS` of one visit's training log (module docstring), its rows in update
-    order; ``early`` in (0, 1] is the leading (and, for ``train_sr_end``, trailing)
-    fraction of updates."""
-    if not 0.0 < early <= 1.0:
-        raise ValueError(f"early must be in (0, 1], got {early}")
-    missing = [c for c in TRAIN_COLUMNS if c not in train]
-    if missing:
-        raise ValueError(f"training log is missing column(s) {missing}")
-    if train.empty:
-        raise ValueError("training log has no updates")
-    entropy = train["entropy"].to_numpy(float)
-    success = train["success_rate"].to_numpy(float)
-    steps = train["step"].to_numpy(float)
-    head = math.ceil(early * len(train))
-    hits = np.flatnonzero(success > 0)  # NaN compares False: no episode ended
-    ended = success[~np.isnan(success)]
-    return {
-        "entropy_start": float(entropy[0]),
-        "entropy_early_max": float(entropy[:head].max()),
-        "entropy_end": float(entropy[-1]),
-        "first_success": float(steps[hits[0]]) if hits.size else math.nan,
-        "success_updates": hits.size / len(train),
-        "train_sr_end": float(ended[-head:].mean()) if ended.size else math.nan,
-    }
+from telapa.continual.trainlog import DEFAULT_EARLY, START_COLUMNS, visit_start
 
 
 def visit_starts(run_dir: str | Path, *, tags: Iterable[str] | None = None,
-                 early: float = 0.25) -> pd.DataFrame:
+                 early: float = DEFAULT_EARLY) -> pd.DataFrame:
     """One row per visit of a complete run (its method, seed, visit index and tag, then
     `START_COLUMNS`), only the visits tagged ``tags`` when given; `RunDirError` when the
     run is incomplete or a visit's training log is missing."""
     run = RunDir(run_dir)
     spec = run.complete_spec()
+    kept = run.read_visit_starts()
     wanted = None if tags is None else set(tags)
     rows = []
     for visit in run.curriculum().visits():
         if wanted is not None and visit.tag not in wanted:
             continue
         try:
-            train = run.read_visit_train(visit.index, visit.tag)
+            start = visit_start(run.read_visit_train(visit.index, visit.tag), early=early)
         except FileNotFoundError:
-            raise RunDirError(f"{run.path} has no training log of visit {visit.index} "
-                              f"({visit.tag}): was it exported (the export drops them)?"
-                              ) from None
+            start = kept.get(visit.index)
+            if start is None or early != DEFAULT_EARLY:
+                raise RunDirError(
+                    f"{run.path} has no training log of visit {visit.index} ({visit.tag})"
+                    + ("" if start is None else f", and its starts.csv holds early = "
+                       f"{DEFAULT_EARLY} only, not {early}")
+                    + ": was it exported from a run that kept none?") from None
         rows.append({"method": spec["method"], "seed": spec["seed"], "visit": visit.index,
-                     "tag": visit.tag, **visit_start(train, early=early)})
+                     "tag": visit.tag, **start})
     return pd.DataFrame(rows, columns=["method", "seed", "visit", "tag", *START_COLUMNS])
 
 
@@ -146,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--summary", action="store_true",
                         help="print the per-method summary (summarize_visit_starts) of the "
                         "visits read, instead of one row per visit")
-    parser.add_argument("--early", type=float, default=0.25,
+    parser.add_argument("--early", type=float, default=DEFAULT_EARLY,
                         help="leading fraction of updates for entropy_early_max, and trailing "
                         "fraction for train_sr_end (0.25)")
     parser.add_argument("--skip-incomplete", action="store_true",

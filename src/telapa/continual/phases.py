@@ -35,6 +35,7 @@ from telapa.continual.progress import Progress
 from telapa.continual.rundir import RunDir
 from telapa.continual.spec import Phase, RunSpec
 from telapa.continual.tracking import RunTracker
+from telapa.continual.trainlog import TRAIN_COLUMNS, visit_start
 from telapa.io import PhaseTimer
 from telapa.rl.agent import Agent, Metrics, TrainState, stack_states, unstack_states
 from telapa.rl.evaluate import EvalResult
@@ -156,7 +157,10 @@ def end_visit(runs: list[PhaseRun], phase: Phase) -> None:
     _share(runs, "method", start)
     for run in runs:
         run.train_state = None
-        run.dir.write_visit_train(visit.index, visit.tag, pd.DataFrame(run.train_rows))
+        train = pd.DataFrame(run.train_rows)
+        run.dir.write_visit_train(visit.index, visit.tag, train)
+        if not train.empty and all(c in train for c in TRAIN_COLUMNS):
+            run.dir.write_visit_start(visit.index, visit.tag, visit_start(train))
         run.dir.save_policy(visit.index, run.learner.params, "end")
         run.train_rows = []
 

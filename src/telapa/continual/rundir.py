@@ -9,6 +9,8 @@
       curve.csv           every evaluation (step 0 = pre-evaluation) with global steps
       final.csv           the end-of-sequence evaluation of every task
       train/NN-TAG.csv    PPO iteration metrics of each finished visit
+      starts.csv          how each finished visit's training began, from its train/ log
+                          (`telapa.continual.trainlog`: kept where an export drops train/)
       accounting.json     compute and memory (paper App. "Compute and Memory Overhead")
       method_log.json     the method's decisions (TeLAPA: transfers with every probed
                           candidate, illuminations, maintenance updates)
@@ -83,7 +85,8 @@ DEFINING_KEYS = ("curriculum", "method", "seed", "preset", "overrides", "backend
 as it runs and is resumed (with newer code too), and its ``imports`` name where plug-in
 code lives, which may move as code does."""
 RESULT_FILES = ("run.json", "config.yaml", "curriculum.yaml", "visits.csv", "curve.csv",
-                "final.csv", "metrics.json", "accounting.json", "method_log.json", "elites.csv")
+                "final.csv", "metrics.json", "accounting.json", "method_log.json", "elites.csv",
+                "starts.csv")
 """The files of a finished run that ``telapa report`` and ``telapa metrics`` read (never
 checkpoints or per-update training logs): what a sweep export keeps (`result_files`)."""
 
@@ -333,6 +336,28 @@ class RunDir:
     def read_visit_train(self, visit: int, tag: str) -> pd.DataFrame:
         """The training log `write_visit_train` wrote (`FileNotFoundError` if none)."""
         return pd.read_csv(self.visit_train_path(visit, tag))
+
+    def write_visit_start(self, visit: int, tag: str, start: dict[str, float]) -> None:
+        """Records how visit ``visit`` began (`telapa.continual.trainlog.visit_start` of its
+        training log) in ``starts.csv``, one row per visit: a visit written again (a
+        resumed run) replaces its row."""
+        path = self.path / "starts.csv"
+        rows = pd.read_csv(path) if path.is_file() else pd.DataFrame()
+        if not rows.empty:
+            rows = rows[rows["visit"] != visit]
+        row = pd.DataFrame([{"visit": visit, "tag": tag, **start}])
+        write_table_atomic(path, pd.concat([rows, row], ignore_index=True)
+                           .sort_values("visit", kind="stable"))
+
+    def read_visit_starts(self) -> dict[int, dict[str, float]]:
+        """``starts.csv`` by visit index: each visit's statistics (without ``visit`` and
+        ``tag``); empty when the run kept none (older runs)."""
+        path = self.path / "starts.csv"
+        if not path.is_file():
+            return {}
+        rows = pd.read_csv(path)
+        return {int(r.pop("visit")): {k: float(v) for k, v in r.items() if k != "tag"}
+                for r in rows.to_dict("records")}
 
     # --- the policies of the visits -------------------------------------------------
 
