@@ -30,12 +30,16 @@ from telapa.continual.rundir import RunDir, RunDirError
 from telapa.continual.sweep import expand_sweep_dirs
 from telapa.continual.trainlog import DEFAULT_EARLY, START_COLUMNS, visit_start
 
+ROW_COLUMNS = ("method", "seed", "visit", "tag", *START_COLUMNS)
+"""The columns of `visit_starts` (and of the CSV ``--out`` writes), in order."""
+
 
 def visit_starts(run_dir: str | Path, *, tags: Iterable[str] | None = None,
                  early: float = DEFAULT_EARLY) -> pd.DataFrame:
     """One row per visit of a complete run (its method, seed, visit index and tag, then
-    `START_COLUMNS`), only the visits tagged ``tags`` when given; `RunDirError` when the
-    run is incomplete or a visit's training log is missing."""
+    `START_COLUMNS`: `ROW_COLUMNS`), only the visits tagged ``tags`` when given;
+    `RunDirError` when the run is incomplete, or a visit has no training log and its row
+    in ``starts.csv`` is missing or was computed with another ``early``."""
     run = RunDir(run_dir)
     spec = run.complete_spec()
     kept = run.read_visit_starts()
@@ -56,7 +60,7 @@ def visit_starts(run_dir: str | Path, *, tags: Iterable[str] | None = None,
                     + ": was it exported from a run that kept none?") from None
         rows.append({"method": spec["method"], "seed": spec["seed"], "visit": visit.index,
                      "tag": visit.tag, **start})
-    return pd.DataFrame(rows, columns=["method", "seed", "visit", "tag", *START_COLUMNS])
+    return pd.DataFrame(rows, columns=list(ROW_COLUMNS))
 
 
 SUMMARY_COLUMNS = ("visits", "no_success", "first_success_median", "entropy_start_min",
@@ -109,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "visits read, instead of one row per visit")
     parser.add_argument("--early", type=float, default=DEFAULT_EARLY,
                         help="leading fraction of updates for entropy_early_max, and trailing "
-                        "fraction for train_sr_end (0.25)")
+                        f"fraction for train_sr_end ({DEFAULT_EARLY})")
     parser.add_argument("--skip-incomplete", action="store_true",
                         help="leave out runs that are not complete (with a warning)")
     parser.add_argument("--out", type=Path, help="also write the table as CSV here "
@@ -126,8 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         for csv in args.csv:
             frame = pd.read_csv(csv)
-            absent = [c for c in ("method", "seed", "visit", "tag", *START_COLUMNS)
-                      if c not in frame]
+            absent = [c for c in ROW_COLUMNS if c not in frame]
             if absent:
                 raise ValueError(f"{csv} is missing column(s) {absent}")
             frames.append(frame if args.tags is None else frame[frame["tag"].isin(args.tags)])
@@ -153,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["START_COLUMNS", "SUMMARY_COLUMNS", "main", "summarize_visit_starts",
+__all__ = ["ROW_COLUMNS", "START_COLUMNS", "SUMMARY_COLUMNS", "main", "summarize_visit_starts",
            "visit_start", "visit_starts"]
 
 if __name__ == "__main__":

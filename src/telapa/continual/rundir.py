@@ -341,7 +341,7 @@ class RunDir:
         """Records how visit ``visit`` began (`telapa.continual.trainlog.visit_start` of its
         training log) in ``starts.csv``, one row per visit: a visit written again (a
         resumed run) replaces its row."""
-        path = self.path / "starts.csv"
+        path = self.table_path("starts")
         rows = pd.read_csv(path) if path.is_file() else pd.DataFrame()
         if not rows.empty:
             rows = rows[rows["visit"] != visit]
@@ -352,7 +352,7 @@ class RunDir:
     def read_visit_starts(self) -> dict[int, dict[str, float]]:
         """``starts.csv`` by visit index: each visit's statistics (without ``visit`` and
         ``tag``); empty when the run kept none (older runs)."""
-        path = self.path / "starts.csv"
+        path = self.table_path("starts")
         if not path.is_file():
             return {}
         rows = pd.read_csv(path)
