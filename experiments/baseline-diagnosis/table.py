@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from telapa.io import write_text_atomic
 from telapa.report.docsync import fill
 
 BLOCK = "evaluation"
@@ -80,8 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     print(table, end="")
     if args.doc is not None:
         text = args.doc.read_text()
-        args.doc.write_text(fill(text, tables={BLOCK: table}, figures={}, source=str(args.doc),
-                                 scope=SCOPE))
+        write_text_atomic(args.doc, fill(text, tables={BLOCK: table}, figures={},
+                                         source=str(args.doc), scope=SCOPE))
     return 0
 
 
