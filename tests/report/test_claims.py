@@ -20,6 +20,7 @@ from telapa.report.claims import (
     claims_table,
     comparisons_table,
     evaluate,
+    pair_seeds_table,
     seeded_values,
 )
 
@@ -170,3 +171,30 @@ def test_the_fresh_variant_has_its_own_claims_and_stays_out_of_the_papers():
     tests = comparisons_table(result, prefix="toy", fresh=True)
     assert tests.id == "toy-fresh-claim-tests"
     assert tests.values["against"].tolist()[:4] == ["telapa"] * 4
+
+
+def test_pair_claims_seed_by_seed_are_the_paired_tests_data():
+    # seeds 0-2 of TeLAPA-Fresh against TeLAPA's 0-3: seed 3 has no pair; the differences
+    # are claimed - other (worked by hand: 0.5 - 0.25, 0.75 - 0.75, 0.25 - 0.5)
+    result = _result({"telapa-fresh": [0, 1, 2], "telapa": [0, 1, 2, 3]},
+                     telapa=_srs(0.25, 0.75, 0.5, 1.0), telapa_fresh=_srs(0.5, 0.75, 0.25))
+    assert pair_seeds_table(_result(telapa=_srs(0.1, 0.2)), prefix="toy", fresh=True) is None
+    table = pair_seeds_table(result, prefix="toy", fresh=True)
+    assert table.id == "toy-fresh-pair-seeds"
+    frame = table.values
+    assert frame.index.tolist() == [0, 1, 2, 3] and frame.index.name == "seed"
+    assert frame["Mean SR: telapa-fresh"].tolist()[:3] == [0.5, 0.75, 0.25]
+    assert frame["Mean SR: difference"].tolist()[:3] == [0.25, 0.0, -0.25]
+    assert math.isnan(frame.loc[3, "Mean SR: telapa-fresh"])
+    assert math.isnan(frame.loc[3, "Mean SR: difference"])
+    # TTT in millions of env steps (1e6 steps each here), one column triple per pair claim
+    assert frame["TTT (M): telapa"].tolist() == [1.0] * 4
+    assert [c for c in frame.columns if c.endswith("difference")] == [
+        "Mean SR: difference", "Coverage: difference", "TTT (M): difference",
+        "TR: difference"]
+    # the paper's pair claims: D' and E' of TeLAPA against TeLAPA-Static
+    paper = pair_seeds_table(_result(telapa=_srs(0.5, 0.5), telapa_static=_srs(0.5, 0.5)),
+                             prefix="toy")
+    assert paper.id == "toy-pair-seeds" and list(paper.values.columns)[:3] == [
+        "D': telapa", "D': telapa-static", "D': difference"]
+    assert "| seed |" in paper.to_markdown().splitlines()[0]

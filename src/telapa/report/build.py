@@ -41,7 +41,7 @@ from telapa.io import read_json, write_json_atomic
 from telapa.io.atomic import broken_link, remove_stale
 from telapa.metrics.stats import Resample
 from telapa.report.aggregates import aggregates_table, improvement_table, profile_table
-from telapa.report.claims import claims_table, comparisons_table
+from telapa.report.claims import claims_table, comparisons_table, pair_seeds_table
 from telapa.report.compute import compute_table, runtime_table
 from telapa.report.curves import learning_curves, profile_figure
 from telapa.report.document import Document, Section, to_html, to_markdown
@@ -141,8 +141,9 @@ def code_note(records: Iterable[RunRecord]) -> str:
 def curriculum_tables(result: CurriculumResults, *, prefix: str,
                       resample: Resample = "runs") -> list[ReportTable]:
     """A curriculum's tables: main, revisit, and with revisits the aggregates, profile and
-    improvement tables, compute and, with TeLAPA runs, runtime, the paper's claims checked
-    and their comparisons (and TeLAPA-Fresh's, with its runs); ids start with ``prefix``
+    improvement tables, compute and, with TeLAPA runs, runtime, the paper's claims checked,
+    their comparisons and the pair claims seed by seed (and TeLAPA-Fresh's, with its
+    runs); ids start with ``prefix``
     (the report uses the curriculum's `slug`); ``resample`` as in `build_document`."""
     tables = [main_table(result, prefix=prefix), revisit_table(result, prefix=prefix),
               aggregates_table(result, prefix=prefix, resample=resample),
@@ -150,8 +151,10 @@ def curriculum_tables(result: CurriculumResults, *, prefix: str,
               improvement_table(result, prefix=prefix, resample=resample),
               compute_table(result, prefix=prefix), runtime_table(result, prefix=prefix),
               claims_table(result, prefix=prefix), comparisons_table(result, prefix=prefix),
+              pair_seeds_table(result, prefix=prefix),
               claims_table(result, prefix=prefix, fresh=True),
-              comparisons_table(result, prefix=prefix, fresh=True)]
+              comparisons_table(result, prefix=prefix, fresh=True),
+              pair_seeds_table(result, prefix=prefix, fresh=True)]
     return [t for t in tables if t is not None]
 
 

@@ -265,5 +265,44 @@ def comparisons_table(result: CurriculumResults, *, prefix: str, alpha: float = 
         "claim's comparisons.", pd.DataFrame(rows))
 
 
-__all__ = ["CLAIMS", "FRESH", "FRESH_CLAIMS", "Claim", "ClaimCheck", "check", "claims_table",
-           "comparisons_table", "evaluate", "seeded_values"]
+VALUE_LABELS = {"mean_sr": "Mean SR", "ttt": "TTT (M)", "coverage": "Coverage", "tr": "TR",
+                "bwt": "BWT", "nbwt": "nBWT"}
+"""How `pair_seeds_table` names a claim's value (``revisit:TAG`` reads TAG)."""
+
+
+def _label(value: str) -> str:
+    return value.split(":", 1)[1] if value.startswith("revisit:") else VALUE_LABELS.get(
+        value, value)
+
+
+def pair_seeds_table(result: CurriculumResults, *, prefix: str,
+                     fresh: bool = False) -> ReportTable | None:
+    """The *pair* claims of `CLAIMS` (or, with ``fresh``, `FRESH_CLAIMS`) seed by seed: per
+    seed, each claim's value for the claimed method, for the method it is compared with,
+    and their difference d_s = claimed - other (the paired test's data: its statistic is
+    mean_s d_s). A seed one of the two lacks reads n/a. None without the claims' runs."""
+    claims = _claim_set(result, fresh)
+    if claims is None:
+        return None
+    columns: dict[str, dict[int, float]] = {}
+    for claim in (c for c in claims if c.kind == "pair"):
+        assert claim.other is not None
+        mine = seeded_values(result, claim.method, claim.value)
+        theirs = seeded_values(result, claim.other, claim.value)
+        label = _label(claim.value)
+        columns[f"{label}: {claim.method}"] = mine
+        columns[f"{label}: {claim.other}"] = theirs
+        columns[f"{label}: difference"] = {s: mine[s] - theirs[s] for s in mine if s in theirs}
+    frame = pd.DataFrame(columns, dtype=float).sort_index()
+    frame.index.name = "seed"
+    return frame_table(
+        f"{prefix}-{'fresh-' if fresh else ''}pair-seeds",
+        "The paired claims seed by seed",
+        "Per seed, each pair claim's value for the claimed method and the method it is "
+        "compared with, and their difference (claimed - other; TTT in millions of env "
+        "steps, lower better): the data of the claims' paired sign-flip tests.", frame)
+
+
+__all__ = ["CLAIMS", "FRESH", "FRESH_CLAIMS", "VALUE_LABELS", "Claim", "ClaimCheck", "check",
+           "claims_table", "comparisons_table", "evaluate", "pair_seeds_table",
+           "seeded_values"]
