@@ -55,7 +55,7 @@ import pandas as pd
 
 from telapa.continual.results import CurriculumResults
 from telapa.metrics.comparisons import POWER, Comparison, compare, holm
-from telapa.metrics.summary import TTT_UNIT
+from telapa.metrics.summary import METRIC_LABELS, TTT_UNIT
 from telapa.report.tables import ReportTable, frame_table
 
 
@@ -265,14 +265,12 @@ def comparisons_table(result: CurriculumResults, *, prefix: str, alpha: float = 
         "claim's comparisons.", pd.DataFrame(rows))
 
 
-VALUE_LABELS = {"mean_sr": "Mean SR", "ttt": "TTT (M)", "coverage": "Coverage", "tr": "TR",
-                "bwt": "BWT", "nbwt": "nBWT"}
-"""How `pair_seeds_table` names a claim's value (``revisit:TAG`` reads TAG)."""
-
-
 def _label(value: str) -> str:
-    return value.split(":", 1)[1] if value.startswith("revisit:") else VALUE_LABELS.get(
-        value, value)
+    """How `pair_seeds_table` names a claim's value: the main table's label
+    (`METRIC_LABELS`) without its arrow; ``revisit:TAG`` reads TAG."""
+    if value.startswith("revisit:"):
+        return value.split(":", 1)[1]
+    return METRIC_LABELS.get(value, value).removesuffix(" ↑").removesuffix(" ↓")
 
 
 def pair_seeds_table(result: CurriculumResults, *, prefix: str,
@@ -303,6 +301,6 @@ def pair_seeds_table(result: CurriculumResults, *, prefix: str,
         "steps, lower better): the data of the claims' paired sign-flip tests.", frame)
 
 
-__all__ = ["CLAIMS", "FRESH", "FRESH_CLAIMS", "VALUE_LABELS", "Claim", "ClaimCheck", "check",
+__all__ = ["CLAIMS", "FRESH", "FRESH_CLAIMS", "Claim", "ClaimCheck", "check",
            "claims_table", "comparisons_table", "evaluate", "pair_seeds_table",
            "seeded_values"]
