@@ -67,6 +67,7 @@ def test_visit_starts_reads_each_visit_of_a_run(quick_run):
     table = visit_starts(path)
     assert list(table["tag"]) == [v.tag for v in visits]
     assert set(table["method"]) == {"finetune"} and set(table["seed"]) == {0}
+    assert set(table["curriculum"]) == {run.spec()["curriculum"]}
     for v, row in zip(visits, table.itertuples(index=False), strict=True):
         expected = visit_start(run.read_visit_train(v.index, v.tag))
         assert [getattr(row, c) for c in START_COLUMNS] == pytest.approx(
@@ -129,8 +130,9 @@ def test_main_skips_or_refuses_an_incomplete_run(quick_run, tmp_path, capsys):
 
 
 def _starts():
-    """Five visits of two methods, as `visit_starts` writes them."""
+    """Five visits of two methods on one curriculum, as `visit_starts` writes them."""
     return pd.DataFrame({
+        "curriculum": ["primary"] * 5,
         "method": ["telapa", "telapa", "telapa", "scratch", "scratch"],
         "seed": [0, 1, 2, 0, 1], "visit": [2, 2, 7, 2, 2], "tag": ["C", "C", "C'", "C", "C"],
         "entropy_start": [0.4, 0.1, 0.7, 1.94, 1.93],
@@ -142,7 +144,7 @@ def _starts():
 
 
 def test_summarize_visit_starts_by_hand():
-    got = summarize_visit_starts(_starts())
+    got = summarize_visit_starts(_starts()).loc["primary"]
     assert list(got.index) == ["scratch", "telapa"] and list(got.columns) == list(SUMMARY_COLUMNS)
     # telapa: 3 visits, one never succeeded; median of (6000, 2000) = 4000; entropy at the
     # start 0.1-0.7, early 0.3-1.5; train_sr_end >= 0.5: only 0.5 (NaN and 0.2 are not)
@@ -152,10 +154,26 @@ def test_summarize_visit_starts_by_hand():
         "entropy_early_max_max": 1.5, "learning_at_end": 1})
     # scratch: 0.49 is below the default 0.5, above 0.4
     assert got.loc["scratch", "learning_at_end"] == 1
-    assert summarize_visit_starts(_starts(), learned=0.4).loc["scratch", "learning_at_end"] == 2
+    assert summarize_visit_starts(_starts(), learned=0.4).loc[
+        ("primary", "scratch"), "learning_at_end"] == 2
     assert got.loc["scratch", "first_success_median"] == 6144.0
     with pytest.raises(ValueError, match=r"missing column\(s\) \['train_sr_end'\]"):
         summarize_visit_starts(_starts().drop(columns="train_sr_end"))
+    with pytest.raises(ValueError, match=r"missing column\(s\) \['curriculum'\]"):
+        summarize_visit_starts(_starts().drop(columns="curriculum"))
+
+
+def test_summarize_visit_starts_keeps_curricula_apart():
+    # a sweep of two curricula runs the same methods and seeds on each: telapa seed 0's
+    # C visit on "reverse" is another run's visit, counted in its own row
+    other = _starts().iloc[[0]].assign(curriculum="reverse", first_success=1000.0)
+    got = summarize_visit_starts(pd.concat([_starts(), other]))
+    assert list(got.index) == [("primary", "scratch"), ("primary", "telapa"),
+                               ("reverse", "telapa")]
+    assert got.loc[("primary", "telapa"), "visits"] == 3
+    assert got.loc[("reverse", "telapa")][["visits", "no_success", "first_success_median"]] \
+        .tolist() == [1, 0, 1000.0]
+    assert summarize_visit_starts(_starts().iloc[:0]).empty
 
 
 def test_main_summarizes_committed_tables(tmp_path, capsys):
@@ -164,8 +182,8 @@ def test_main_summarizes_committed_tables(tmp_path, capsys):
     assert main(["--csv", str(csv), "--tags", "C", "--summary"]) == 0
     out = capsys.readouterr().out.splitlines()
     # only the C visits: telapa has 2, one without a success
-    telapa = next(line for line in out if line.startswith("telapa")).split()
-    assert telapa[1:3] == ["2", "1"]
+    telapa = next(row for row in map(str.split, out) if row[:2] == ["primary", "telapa"])
+    assert telapa[2:4] == ["2", "1"]
     with pytest.raises(SystemExit):
         main(["--summary"])
     assert "give run or sweep directories, or --csv files" in capsys.readouterr().err

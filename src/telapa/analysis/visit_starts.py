@@ -11,10 +11,12 @@ does not copy the logs; a cell restored from an export has none), read from the
 
     python -m telapa.analysis.visit_starts RUN_OR_SWEEP_DIR... [--tags C "C'"] [--out CSV]
 
-`summarize_visit_starts` counts, per method, over a set of visits (``--summary``; also of
-committed tables, ``--csv FILE``): how many never saw a training success, the median
-first success, the range of starting and early entropies, and how many ended with
-``train_sr_end >= learned`` (0.5: the visits that end learning the task).
+Each row names its run's curriculum, method, seed and visit (a sweep of several curricula
+repeats methods and seeds). `summarize_visit_starts` counts, per curriculum and method,
+over a set of visits (``--summary``; also of committed tables, ``--csv FILE``): how many
+never saw a training success, the median first success, the range of starting and early
+entropies, and how many ended with ``train_sr_end >= learned`` (0.5: the visits that end
+learning the task).
 """
 
 from __future__ import annotations
@@ -30,13 +32,14 @@ from telapa.continual.rundir import RunDir, RunDirError
 from telapa.continual.sweep import expand_sweep_dirs
 from telapa.continual.trainlog import DEFAULT_EARLY, START_COLUMNS, visit_start
 
-ROW_COLUMNS = ("method", "seed", "visit", "tag", *START_COLUMNS)
+ROW_COLUMNS = ("curriculum", "method", "seed", "visit", "tag", *START_COLUMNS)
 """The columns of `visit_starts` (and of the CSV ``--out`` writes), in order."""
 
 
 def visit_starts(run_dir: str | Path, *, tags: Iterable[str] | None = None,
                  early: float = DEFAULT_EARLY) -> pd.DataFrame:
-    """One row per visit of a complete run (its method, seed, visit index and tag, then
+    """One row per visit of a complete run (its curriculum, method, seed, visit index and
+    tag, then
     `START_COLUMNS`: `ROW_COLUMNS`), only the visits tagged ``tags`` when given;
     `RunDirError` when the run is incomplete, or a visit has no training log and its row
     in ``starts.csv`` is missing or was computed with another ``early``."""
@@ -58,8 +61,8 @@ def visit_starts(run_dir: str | Path, *, tags: Iterable[str] | None = None,
                     + ("" if start is None else f", and its starts.csv holds early = "
                        f"{DEFAULT_EARLY} only, not {early}")
                     + ": was it exported from a run that kept none?") from None
-        rows.append({"method": spec["method"], "seed": spec["seed"], "visit": visit.index,
-                     "tag": visit.tag, **start})
+        rows.append({"curriculum": spec["curriculum"], "method": spec["method"],
+                     "seed": spec["seed"], "visit": visit.index, "tag": visit.tag, **start})
     return pd.DataFrame(rows, columns=list(ROW_COLUMNS))
 
 
@@ -70,8 +73,8 @@ SUMMARY_COLUMNS = ("visits", "no_success", "first_success_median", "entropy_star
 
 
 def summarize_visit_starts(starts: pd.DataFrame, *, learned: float = 0.5) -> pd.DataFrame:
-    """Per method (the index, sorted), over the rows of ``starts`` (`visit_starts`'s
-    table, or several concatenated):
+    """Per curriculum and method (the index, sorted), over the rows of ``starts``
+    (`visit_starts`'s table, or several concatenated):
 
         visits               = #rows
         no_success           = #{first_success is NaN}       never a training success
@@ -79,12 +82,12 @@ def summarize_visit_starts(starts: pd.DataFrame, *, learned: float = 0.5) -> pd.
         entropy_start_min/max, entropy_early_max_min/max     their ranges
         learning_at_end      = #{train_sr_end >= learned}    (NaN counts as not)
     """
-    missing = [c for c in ("method", *START_COLUMNS) if c not in starts]
+    missing = [c for c in ("curriculum", "method", *START_COLUMNS) if c not in starts]
     if missing:
         raise ValueError(f"visit starts are missing column(s) {missing}")
     rows = {}
-    for method, group in starts.groupby("method", sort=True):
-        rows[method] = {
+    for key, group in starts.groupby(["curriculum", "method"], sort=True):
+        rows[key] = {
             "visits": len(group),
             "no_success": int(group["first_success"].isna().sum()),
             "first_success_median": float(group["first_success"].median()),
@@ -94,7 +97,9 @@ def summarize_visit_starts(starts: pd.DataFrame, *, learned: float = 0.5) -> pd.
             "entropy_early_max_max": float(group["entropy_early_max"].max()),
             "learning_at_end": int((group["train_sr_end"] >= learned).sum()),
         }
-    return pd.DataFrame.from_dict(rows, orient="index", columns=list(SUMMARY_COLUMNS))
+    frame = pd.DataFrame([{"curriculum": c, "method": m, **row} for (c, m), row in rows.items()],
+                         columns=["curriculum", "method", *SUMMARY_COLUMNS])
+    return frame.set_index(["curriculum", "method"])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -146,9 +151,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("error: no complete run to read", file=sys.stderr)
         return 2
     table = pd.concat(frames, ignore_index=True).sort_values(
-        ["tag", "method", "seed"], kind="stable")
+        ["curriculum", "tag", "method", "seed"], kind="stable")
     if args.summary:
-        print(summarize_visit_starts(table).to_string(float_format=lambda x: f"{x:.3g}"))
+        print(summarize_visit_starts(table).to_string(
+            sparsify=False, float_format=lambda x: f"{x:.3g}"))
     else:
         print(table.to_string(index=False, float_format=lambda x: f"{x:.3g}"))
     if args.out is not None:
