@@ -198,3 +198,6 @@ def test_pair_claims_seed_by_seed_are_the_paired_tests_data():
     assert paper.id == "toy-pair-seeds" and list(paper.values.columns)[:3] == [
         "D': telapa", "D': telapa-static", "D': difference"]
     assert "| seed |" in paper.to_markdown().splitlines()[0]
+    # a study without TeLAPA-Static (the reverse and scrambled curricula) has none of the
+    # paper's pair claims to list, rather than columns of n/a
+    assert pair_seeds_table(_result(telapa=_srs(0.5, 0.5)), prefix="toy") is None

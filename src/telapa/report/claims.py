@@ -278,19 +278,25 @@ def pair_seeds_table(result: CurriculumResults, *, prefix: str,
     """The *pair* claims of `CLAIMS` (or, with ``fresh``, `FRESH_CLAIMS`) seed by seed: per
     seed, each claim's value for the claimed method, for the method it is compared with,
     and their difference d_s = claimed - other (the paired test's data: its statistic is
-    mean_s d_s). A seed one of the two lacks reads n/a. None without the claims' runs."""
+    mean_s d_s). A seed one of the two lacks reads n/a. Only the claims whose two methods
+    both ran (a study without TeLAPA-Static, such as the reverse and scrambled curricula,
+    lists none of the paper's); None when no claim is left."""
     claims = _claim_set(result, fresh)
     if claims is None:
         return None
     columns: dict[str, dict[int, float]] = {}
     for claim in (c for c in claims if c.kind == "pair"):
         assert claim.other is not None
+        if claim.method not in result.metrics or claim.other not in result.metrics:
+            continue
         mine = seeded_values(result, claim.method, claim.value)
         theirs = seeded_values(result, claim.other, claim.value)
         label = _label(claim.value)
         columns[f"{label}: {claim.method}"] = mine
         columns[f"{label}: {claim.other}"] = theirs
         columns[f"{label}: difference"] = {s: mine[s] - theirs[s] for s in mine if s in theirs}
+    if not columns:
+        return None
     frame = pd.DataFrame(columns, dtype=float).sort_index()
     frame.index.name = "seed"
     return frame_table(
