@@ -8,6 +8,15 @@
 # seconds. A study that stops (killed, failed) stops the chain.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
+# A TeLAPA worker keeps every program it compiles mapped; at the paper's budget a reverse
+# TeLAPA cell passed Linux's default 65530 memory maps per process and died in LLVM with
+# "Cannot allocate memory" (2026-11-29, 24 GiB free). Raise the limit where we may; the
+# failed cell resumes from its checkpoint (--retries below, or the next run of this script).
+if [ "$(cat /proc/sys/vm/max_map_count 2>/dev/null || echo 0)" -lt 262144 ]; then
+  { echo 262144 > /proc/sys/vm/max_map_count; } 2>/dev/null \
+    || echo "warning: vm.max_map_count is $(cat /proc/sys/vm/max_map_count); TeLAPA cells" \
+            "may die with 'Cannot allocate memory' (sysctl -w vm.max_map_count=262144)" >&2
+fi
 "$HERE/pinned-sweep.sh" table1-paper-seeds5-7 --seeds-per-batch 3 \
   --seeds-per-batch telapa=1 --seeds-per-batch telapa-static=1
 "$HERE/pinned-sweep.sh" baseline-diagnosis --seeds-per-batch 3
@@ -22,4 +31,4 @@ if [ ! -f "$EVAL" ]; then  # the final policies sampled and greedy (its pinned s
 fi
 "$HERE/pinned-sweep.sh" table1-paper-fresh --seeds-per-batch 1
 "$HERE/pinned-sweep.sh" alternative-curricula-paper --seeds-per-batch 3 \
-  --seeds-per-batch telapa=1 --seeds-per-batch telapa-fresh=1
+  --seeds-per-batch telapa=1 --seeds-per-batch telapa-fresh=1 --retries 2
