@@ -39,8 +39,7 @@ ROW_COLUMNS = ("curriculum", "method", "seed", "visit", "tag", *START_COLUMNS)
 def visit_starts(run_dir: str | Path, *, tags: Iterable[str] | None = None,
                  early: float = DEFAULT_EARLY) -> pd.DataFrame:
     """One row per visit of a complete run (its curriculum, method, seed, visit index and
-    tag, then
-    `START_COLUMNS`: `ROW_COLUMNS`), only the visits tagged ``tags`` when given;
+    tag, then `START_COLUMNS`: `ROW_COLUMNS`), only the visits tagged ``tags`` when given;
     `RunDirError` when the run is incomplete, or a visit has no training log and its row
     in ``starts.csv`` is missing or was computed with another ``early``."""
     run = RunDir(run_dir)
@@ -85,9 +84,10 @@ def summarize_visit_starts(starts: pd.DataFrame, *, learned: float = 0.5) -> pd.
     missing = [c for c in ("curriculum", "method", *START_COLUMNS) if c not in starts]
     if missing:
         raise ValueError(f"visit starts are missing column(s) {missing}")
-    rows = {}
-    for key, group in starts.groupby(["curriculum", "method"], sort=True):
-        rows[key] = {
+    rows = []
+    for (curriculum, method), group in starts.groupby(["curriculum", "method"], sort=True):
+        rows.append({
+            "curriculum": curriculum, "method": method,
             "visits": len(group),
             "no_success": int(group["first_success"].isna().sum()),
             "first_success_median": float(group["first_success"].median()),
@@ -96,10 +96,9 @@ def summarize_visit_starts(starts: pd.DataFrame, *, learned: float = 0.5) -> pd.
             "entropy_early_max_min": float(group["entropy_early_max"].min()),
             "entropy_early_max_max": float(group["entropy_early_max"].max()),
             "learning_at_end": int((group["train_sr_end"] >= learned).sum()),
-        }
-    frame = pd.DataFrame([{"curriculum": c, "method": m, **row} for (c, m), row in rows.items()],
-                         columns=["curriculum", "method", *SUMMARY_COLUMNS])
-    return frame.set_index(["curriculum", "method"])
+        })
+    return pd.DataFrame(rows, columns=["curriculum", "method", *SUMMARY_COLUMNS]).set_index(
+        ["curriculum", "method"])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
