@@ -18,12 +18,13 @@ class Crash(Exception):
 
 class CrashAfter:
     """Raises ``error`` (`Crash`) after ``n`` training progress reports (one per chunk);
-    ignores everything else."""
+    keeps the run's notes (``notes``) and ignores everything else."""
 
     error: type[BaseException] = Crash
 
     def __init__(self, n: int):
         self.n = n
+        self.notes: list[str] = []
 
     def visit(self, visit, budget, done):
         pass
@@ -37,7 +38,7 @@ class CrashAfter:
         pass
 
     def note(self, text):
-        pass
+        self.notes.append(text)
 
     def phase(self, name, done, total):
         pass

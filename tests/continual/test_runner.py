@@ -13,6 +13,7 @@ import pytest
 from shared_runs import tiny_agents
 
 from telapa.cli import main
+from telapa.continual import agents as agents_module
 from telapa.continual.curriculum import load_curriculum
 from telapa.continual.methods import Finetune
 from telapa.continual.preset import load_run_config
@@ -112,6 +113,24 @@ def test_resume_after_a_crash_gives_the_same_results(finished, tmp_path):
     assert json.loads((crashed / "accounting.json").read_text())["segments"] == 2
 
 
+def test_releasing_programs_at_every_change_of_task_changes_no_result(
+        finished, tmp_path, monkeypatch):
+    """Past `MAP_SHARE` of the map limit (here 0: always) each change of task releases
+    the idle agents' programs and JAX's caches (`relieve_map_pressure`), so every
+    program is compiled again when next used: the run is the one that kept them."""
+    monkeypatch.setattr(agents_module, "MAP_SHARE", 0.0)
+    path, metrics = finished
+    notes = CrashAfter(10**9)  # keeps the notes
+    again = ContinualRun.start(_spec(), tmp_path / "released", notes,
+                               agents=EWC_AGENTS).run()
+    released = [n for n in notes.notes if n.startswith("released the compiled programs")]
+    assert len(released) >= 4  # A -> B -> A' -> B', and the final evaluation's A
+    assert json.dumps(again) == json.dumps(metrics)
+    for name, table in RunDir(path).tables().items():
+        pd.testing.assert_frame_equal(RunDir(tmp_path / "released").tables()[name], table,
+                                      obj=name)
+
+
 def test_resuming_a_complete_run_changes_nothing(finished):
     path, metrics = finished
     names = ("curve.csv", "accounting.json", "metrics.json", "run.json", "checkpoint.json")
@@ -152,14 +171,10 @@ def test_unreadable_newest_checkpoint_falls_back_to_the_previous(finished, tmp_p
     (copy / "run.json").write_text((copy / "run.json").read_text().replace(
         '"complete"', '"running"'))
     (copy / pointer["latest"] / "state.json").write_text('{"next_phase": 3')  # torn write
-    notes = []
-
-    class Notes(CrashAfter):
-        def note(self, text):
-            notes.append(text)
-
-    run = ContinualRun.resume(copy, Notes(10**9), agents=EWC_AGENTS)
-    assert any(f"{pointer['latest']}" in n and "falling back" in n for n in notes), notes
+    sink = CrashAfter(10**9)  # keeps the notes
+    run = ContinualRun.resume(copy, sink, agents=EWC_AGENTS)
+    assert any(f"{pointer['latest']}" in n and "falling back" in n
+               for n in sink.notes), sink.notes
     assert run.next_phase == len(run.phases) - 1  # only the final evaluation is left
     assert json.dumps(run.run()) == json.dumps(metrics)
     # both unreadable: a named error, no traceback of json internals

@@ -1,9 +1,14 @@
 """``Agent(env, config)`` makes the implementation of the env's backend, and every
-compiled function of an agent lives in its one program cache."""
+compiled function of an agent lives in its one program cache, which `Agent.release`
+empties."""
 
 from __future__ import annotations
 
+import gc
+import os
+
 import jax
+import numpy as np
 import pytest
 
 from telapa.config import EvalConfig, PPOConfig, TrainConfig
@@ -65,3 +70,28 @@ def test_one_program_cache():
     calls = len(agent._programs)
     agent.train(state, CONFIG.ppo.rollout_size)  # same shapes: no new program
     assert len(agent._programs) == calls
+
+
+def _maps() -> int:
+    with open("/proc/self/maps", "rb") as maps:
+        return sum(1 for _ in maps)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="Linux's map count")
+def test_release_frees_the_compiled_code_and_changes_no_result():
+    """`Agent.release` drops the agent's programs, and with them the memory maps of their
+    compiled code (XLA's CPU backend maps each kernel on its own; Linux caps the maps a
+    process may hold); the next call builds the program again, with the same result."""
+    agent = Agent("MiniGrid-Empty-5x5-v0", CONFIG)
+    params = agent.init_ppo(jax.random.key(0)).params
+    before = agent.evaluate(params, 4, jax.random.key(1))
+    assert agent.live_programs == 1
+    held = _maps()
+    agent.release()
+    gc.collect()
+    assert agent.live_programs == 0
+    assert _maps() < held - 100  # hundreds of kernels, three maps each
+    again = agent.evaluate(params, 4, jax.random.key(1))
+    assert agent.live_programs == 1
+    np.testing.assert_array_equal(again.returns, before.returns)
+    np.testing.assert_array_equal(again.lengths, before.lengths)

@@ -1,8 +1,28 @@
 """The static agents of a process's runs: one per set of parts an agent is made of,
 shared by every run that passes the same ``agents`` dict (a seed batch, the demo's
-penalty-free methods), so each program compiles once for all of them."""
+penalty-free methods), so each program compiles once for all of them.
+
+Memory maps. The code of every compiled program stays mapped while the program lives:
+XLA's CPU backend maps each kernel of an executable on its own (about three maps per
+kernel, some 900 for a PPO chunk program), and Linux caps a process's maps at
+``vm.max_map_count`` (65530 by default), past which LLVM fails with "Cannot allocate
+memory" however much memory is free. A TeLAPA run at the paper's budget adds 7,000 to
+10,000 maps per task (its PPO, evaluation, probe and illumination programs; measured on
+the reverse curriculum), so five tasks and the embedder's programs pass the default
+limit: such a run died at its last phase. `shared_agent` therefore watches the
+process's maps when a run moves to another task's agent and, past `MAP_SHARE` of the
+limit, releases every other agent's programs and JAX's caches (`relieve_map_pressure`):
+they are built again when next used, from JAX's persistent cache where one is set
+(`telapa.jaxcache`), and compile to the same executables, so no result changes.
+"""
 
 from __future__ import annotations
+
+import gc
+from collections.abc import Callable
+from pathlib import Path
+
+import jax
 
 from telapa.config import TrainConfig
 from telapa.continual.curriculum import Visit
@@ -18,21 +38,72 @@ method's own structure, which the compiled programs fix: EWC's and L2Init's diff
 one penalty function). Runs with the same key share the agent when they share an
 ``agents`` dict (a seed batch, the demo's penalty-free methods)."""
 
+MAP_SHARE = 0.5
+"""The share of ``vm.max_map_count`` past which `relieve_map_pressure` releases idle
+agents' programs: half, so that the task being trained (about 10,000 maps at the paper's
+budget) and whatever the caller compiles besides fit under the default limit."""
+
+MAX_MAP_COUNT = Path("/proc/sys/vm/max_map_count")
+SELF_MAPS = Path("/proc/self/maps")
+
+
+def map_usage() -> tuple[int, int] | None:
+    """(memory maps of this process, the kernel's limit on them); None where the OS does
+    not say (not Linux)."""
+    try:
+        limit = int(MAX_MAP_COUNT.read_text())
+        with SELF_MAPS.open("rb") as maps:
+            return sum(1 for _ in maps), limit
+    except (OSError, ValueError):
+        return None
+
+
+def relieve_map_pressure(agents: dict[AgentKey, Agent], keep: Agent | None, *,
+                         share: float | None = None) -> str | None:
+    """Past ``share`` (default `MAP_SHARE`) of the process's map limit, releases the
+    programs of every agent in ``agents`` but ``keep`` (`Agent.release`) and clears JAX's
+    caches of module-level programs (`jax.clear_caches`); returns what it did, in words,
+    or None when the maps were below the share (or the OS keeps no count)."""
+    usage = map_usage()
+    share = MAP_SHARE if share is None else share
+    if usage is None or usage[0] <= share * usage[1]:
+        return None
+    before, limit = usage
+    idle = [agent for agent in agents.values() if agent is not keep and agent.live_programs]
+    for agent in idle:
+        agent.release()
+    jax.clear_caches()
+    gc.collect()
+    after = map_usage()
+    now = f", {after[0]} now" if after else ""
+    return (f"released the compiled programs of {len(idle)} idle task agent(s) and JAX's "
+            f"caches: this process held {before} memory maps of its limit {limit}{now}")
+
 
 def shared_agent(agents: dict[AgentKey, Agent], visit: Visit, train_config: TrainConfig, *,
-                 spec: RunSpec, penalty: Penalty | None) -> Agent:
+                 spec: RunSpec, penalty: Penalty | None,
+                 note: Callable[[str], None] | None = None) -> Agent:
     """The agent of ``visit``'s env for a run of ``spec`` that trains ``train_config``
     (its method's network) with ``penalty``: taken from ``agents``, or made and kept
-    there under its `AgentKey`."""
+    there under its `AgentKey`. ``agents`` is kept in order of use; when the agent is not
+    the one used last, `relieve_map_pressure` runs (``note(text)`` is told what it
+    released)."""
     key = (visit.env_id, repr(sorted(visit.options.items())), repr(visit.competence),
            spec.curriculum.backend, train_config.model_dump_json(),
            repr(spec.config.intrinsic_beta), "" if penalty is None else spec.method)
-    if key not in agents:
-        agents[key] = Agent(
+    if key == next(reversed(agents), None):
+        return agents[key]
+    agent = agents.pop(key, None)
+    if agent is None:
+        agent = Agent(
             visit.env_id, train_config, backend=spec.curriculum.backend,
             env_options=visit.options, penalty=penalty,
             intrinsic_beta=spec.config.intrinsic_beta, competence=visit.competence)
-    return agents[key]
+    agents[key] = agent
+    relieved = relieve_map_pressure(agents, agent)
+    if relieved and note is not None:
+        note(relieved)
+    return agent
 
 
-__all__ = ["AgentKey", "shared_agent"]
+__all__ = ["MAP_SHARE", "AgentKey", "map_usage", "relieve_map_pressure", "shared_agent"]

@@ -194,6 +194,19 @@ class Agent(abc.ABC):
             self._programs[key] = build()
         return self._programs[key]
 
+    @property
+    def live_programs(self) -> int:
+        """How many programs the agent holds (`program`): built and not `release`d."""
+        return len(self._programs)
+
+    def release(self) -> None:
+        """Drops every program the agent holds, so that JAX frees their executables (and
+        the memory maps of their compiled code) once nothing else holds them; a later
+        call builds each again (from JAX's persistent cache where one is set,
+        `telapa.jaxcache`). Results do not change: a program compiles to the same
+        executable."""
+        self._programs.clear()
+
     def compiled(self, key: Any, build: Callable[[], Callable], *args: Any) -> Callable:
         """Program ``key``: ``jit(build())`` compiled ahead of time for ``args`` on first
         use; the seconds go to `compile_s`."""

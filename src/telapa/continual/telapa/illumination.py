@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-import weakref
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, ClassVar, NamedTuple
@@ -92,34 +91,28 @@ class PopulationEval:
     """Sum of all episode lengths: the env steps this evaluation cost."""
 
 
-_POPULATION_EVALUATORS: weakref.WeakKeyDictionary[Agent, dict] = (
-    weakref.WeakKeyDictionary()
-)
-
-
 def _population_evaluator(
     agent: Agent, unravel: Unravel, n_params: int, episodes: int, t_max: int
 ) -> Callable[[jax.Array, jax.Array], tuple[jax.Array, jax.Array, jax.Array]]:
-    """The agent's jitted population evaluator (features kept for ``t_max`` steps),
-    cached per agent on the parameter layout, episodes, time limit, policy mode and T
-    (jit caches on B, which sets the default lanes per candidate)."""
-    deterministic = agent.config.eval.deterministic
-    max_steps = agent.spec.max_steps
+    """The agent's jitted population evaluator (features kept for ``t_max`` steps), one of
+    the agent's programs (`Agent.program`) keyed on the parameter layout, episodes and T
+    (the policy mode and time limit are the agent's; jit caches on B, which sets the
+    default lanes per candidate)."""
     layout = jax.eval_shape(unravel, jax.ShapeDtypeStruct((n_params,), jnp.float32))
     leaves, treedef = jax.tree.flatten(layout)
     shapes = tuple((leaf.shape, leaf.dtype) for leaf in leaves)
-    cache_key = (treedef, shapes, episodes, deterministic, max_steps, t_max)
-    cache = _POPULATION_EVALUATORS.setdefault(agent, {})
-    if cache_key not in cache:
+
+    def build() -> Callable:
         evaluate = make_population_evaluator(
-            agent.env, agent.policy, episodes, max_steps, deterministic, feature_steps=t_max
-        )
+            agent.env, agent.policy, episodes, agent.spec.max_steps,
+            agent.config.eval.deterministic, feature_steps=t_max)
 
         def run(flat: jax.Array, keys: jax.Array):
             return evaluate(jax.vmap(unravel)(flat), keys)
 
-        cache[cache_key] = jax.jit(run)
-    return cache[cache_key]
+        return jax.jit(run)
+
+    return agent.program(("population-evaluator", treedef, shapes, episodes, t_max), build)
 
 
 def evaluate_population(
