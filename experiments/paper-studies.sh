@@ -8,10 +8,12 @@
 # seconds. A study that stops (killed, failed) stops the chain.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-# A TeLAPA worker keeps every program it compiles mapped; at the paper's budget a reverse
-# TeLAPA cell passed Linux's default 65530 memory maps per process and died in LLVM with
-# "Cannot allocate memory" (2026-11-29, 24 GiB free). Raise the limit where we may; the
-# failed cell resumes from its checkpoint (--retries below, or the next run of this script).
+# The pinned studies run code from before 18c25b4, whose TeLAPA workers keep every
+# program they compile mapped: at the paper's budget a reverse TeLAPA cell passed Linux's
+# default 65530 memory maps per process and died in LLVM with "Cannot allocate memory"
+# (2026-11-29, 24 GiB free). Since 18c25b4 a run releases idle tasks' programs past half
+# the limit (telapa.continual.agents); for the pinned code, raise the limit where we may;
+# a failed cell resumes from its checkpoint (--retries below, or the next run of this script).
 if [ "$(cat /proc/sys/vm/max_map_count 2>/dev/null || echo 0)" -lt 262144 ]; then
   { echo 262144 > /proc/sys/vm/max_map_count; } 2>/dev/null \
     || echo "warning: vm.max_map_count is $(cat /proc/sys/vm/max_map_count); TeLAPA cells" \
