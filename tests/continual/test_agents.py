@@ -59,7 +59,7 @@ def test_a_change_of_task_past_the_share_releases_every_idle_agent(monkeypatch):
     assert list(agents.values()) == [second, first]  # in order of use
 
 
-def test_relieving_below_the_share_does_nothing():
+def test_relieving_releases_only_past_the_share():
     agents, notes = {}, []
     spec = _spec()
     agent = _get(agents, spec, spec.curriculum.visits()[0], notes)
