@@ -184,14 +184,18 @@ def _print_status(path: Path) -> None:
     for error in unreadable.values():
         console.print(f"progress unknown (shown as ?): {error}", markup=False, soft_wrap=True)
     if counts["done"] < len(cells):
-        left, borrowed, unknown = time_left(path, cells, times=times)
+        estimate = time_left(path, cells, times=times)
+        left = estimate.seconds
         notes = ["cells one after another: divide by the workers that run them"]
-        if borrowed:
-            notes.append(f"{len(borrowed)} cell(s) of methods none of whose cells has finished "
-                         "counted at the mean of the other methods' cells")
-        if unknown:
-            notes.append(f"{len(unknown)} cell(s) not estimated: nothing like them has "
-                         "finished")
+        if estimate.other_curricula:
+            notes.append(f"{len(estimate.other_curricula)} cell(s) counted at their method's "
+                         "pace per visit on other curricula")
+        if estimate.other_methods:
+            notes.append(f"{len(estimate.other_methods)} cell(s) of methods none of whose "
+                         "cells has finished counted at the mean of the other methods' cells")
+        if estimate.unknown:
+            notes.append(f"{len(estimate.unknown)} cell(s) not estimated: nothing like them "
+                         "has finished")
         amount = f"{left / 60:.0f} min" if left < 3600 else f"{left / 3600:.1f} h"
         console.print(f"about {amount} of cell time left at the pace so far "
                       f"({'; '.join(notes)})", markup=False, soft_wrap=True)

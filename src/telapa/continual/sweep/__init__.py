@@ -88,6 +88,7 @@ from telapa.continual.sweep.ray_backend import RayBackend
 from telapa.continual.sweep.status import (
     STATES,
     CellTime,
+    Estimate,
     cell_state,
     cell_time,
     cell_times,
@@ -95,7 +96,8 @@ from telapa.continual.sweep.status import (
 )
 
 __all__ = ["CELLS_FILE", "EXPORT_FILES", "STATES", "SWEEP_FILE", "Cell", "CellTime",
-           "ExportSummary", "LocalBackend", "Outcome", "RayBackend", "Sweep", "SweepFile",
+           "Estimate", "ExportSummary", "LocalBackend", "Outcome", "RayBackend", "Sweep",
+           "SweepFile",
            "cell_name", "cell_state", "cell_time", "cell_times", "check_batch_seeds",
            "export_sweep", "load_sweep",
            "mark_started",

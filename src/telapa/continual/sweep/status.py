@@ -7,7 +7,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from telapa.continual.rundir import RunDirError
 from telapa.continual.sweep.layout import cell_dir, read_status
@@ -97,50 +97,92 @@ def cell_times(sweep_dir: Path, cells: list[dict[str, Any]]
     return times, unreadable
 
 
-def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
-              times: dict[str, CellTime | None] | None = None
-              ) -> tuple[float, list[str], list[str]]:
-    """Cell time still to go for the sweep (seconds, one cell after another), the cells
-    estimated from other methods' cells, and the cells it cannot estimate.
+class Estimate(NamedTuple):
+    """`time_left`'s answer: the cell time still to go and how each cell not started was
+    counted."""
 
-    A started cell counts `CellTime.left_s`. A cell not started counts the mean wall
-    clock of the finished cells that differ from it only in their seed; with none, the
-    mean of the finished cells of its curriculum and settings under any method (listed
-    second: methods differ in cost, TeLAPA's cells several times a baseline's); with
-    none of those either, it is not estimated (listed third). ``times``: each cell's
-    `cell_time`, when the caller has read them already."""
+    seconds: float
+    """Cell time still to go, one cell after another."""
+    other_curricula: list[str]
+    """Cells counted at their method's pace per visit on other curricula."""
+    other_methods: list[str]
+    """Cells counted at the mean of their curriculum's cells under other methods."""
+    unknown: list[str]
+    """Cells not estimated."""
+
+
+def _visits(cell: dict[str, Any]) -> int | None:
+    """Visits of a cell's curriculum (``order`` x ``cycles``); None where it cannot say."""
+    curriculum = cell.get("curriculum")
+    if not isinstance(curriculum, dict) or not isinstance(curriculum.get("order"), list):
+        return None
+    visits = len(curriculum["order"]) * int(curriculum.get("cycles", 1))
+    return visits or None
+
+
+def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
+              times: dict[str, CellTime | None] | None = None) -> Estimate:
+    """Cell time still to go for the sweep, and how each cell not started was counted.
+
+    A started cell counts `CellTime.left_s`. A cell not started counts, the first that
+    exists:
+
+    1. the mean wall clock of the finished cells that differ from it only in their seed;
+    2. its method's mean wall clock per visit on other curricula with the same settings,
+       times its own visits: ``mean_j(wall_j / visits_j) * visits``
+       (`Estimate.other_curricula`);
+    3. the mean wall clock of its curriculum's finished cells under any method
+       (`Estimate.other_methods`: methods differ in cost, TeLAPA's cells several times
+       a baseline's, so this is the roughest);
+    4. nothing: the cell is not estimated (`Estimate.unknown`).
+
+    ``times``: each cell's `cell_time`, when the caller has read them already."""
     if times is None:
         times, _ = cell_times(sweep_dir, cells)
 
-    def setting(cell: dict[str, Any]) -> str:
-        return json.dumps([cell.get("curriculum"), cell.get("config")], sort_keys=True,
-                          default=str)
+    def key(value: Any) -> str:
+        return json.dumps(value, sort_keys=True, default=str)
 
-    same_method: dict[tuple, list[float]] = {}
-    same_setting: dict[str, list[float]] = {}
+    same_cell: dict[tuple[str, str, str], list[float]] = {}
+    per_visit: dict[tuple[str, str], list[float]] = {}
+    same_setting: dict[tuple[str, str], list[float]] = {}
     for cell in cells:
         t = times[cell["name"]]
-        if t is not None and t.phases_done >= t.phases and math.isfinite(t.wall_s):
-            same_method.setdefault((cell.get("method"), setting(cell)), []).append(t.wall_s)
-            same_setting.setdefault(setting(cell), []).append(t.wall_s)
-    total, borrowed, unknown = 0.0, [], []
+        if t is None or t.phases_done < t.phases or not math.isfinite(t.wall_s):
+            continue
+        method, curriculum, config = (key(cell.get("method")), key(cell.get("curriculum")),
+                                      key(cell.get("config")))
+        same_cell.setdefault((method, curriculum, config), []).append(t.wall_s)
+        same_setting.setdefault((curriculum, config), []).append(t.wall_s)
+        if visits := _visits(cell):
+            per_visit.setdefault((method, config), []).append(t.wall_s / visits)
+    total = 0.0
+    other_curricula: list[str] = []
+    other_methods: list[str] = []
+    unknown: list[str] = []
     for cell in cells:
         t = times[cell["name"]]
-        walls = same_method.get((cell.get("method"), setting(cell)))
+        method, curriculum, config = (key(cell.get("method")), key(cell.get("curriculum")),
+                                      key(cell.get("config")))
+        visits = _visits(cell)
         if t is not None and t.phases_done > 0:
             left = t.left_s
-        elif walls:
+        elif walls := same_cell.get((method, curriculum, config)):
             left = sum(walls) / len(walls)
-        elif walls := same_setting.get(setting(cell)):
+        elif visits and (paces := per_visit.get((method, config))):
+            left = visits * sum(paces) / len(paces)
+            other_curricula.append(cell["name"])
+        elif walls := same_setting.get((curriculum, config)):
             left = sum(walls) / len(walls)
-            borrowed.append(cell["name"])
+            other_methods.append(cell["name"])
         else:
             left = math.nan
         if math.isfinite(left):
             total += left
         else:
             unknown.append(cell["name"])
-    return total, borrowed, unknown
+    return Estimate(total, other_curricula, other_methods, unknown)
 
 
-__all__ = ["STATES", "CellTime", "cell_state", "cell_time", "cell_times", "time_left"]
+__all__ = ["STATES", "CellTime", "Estimate", "cell_state", "cell_time", "cell_times",
+           "time_left"]
