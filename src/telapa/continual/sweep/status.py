@@ -112,7 +112,9 @@ class Estimate(NamedTuple):
 
 
 def _visits(cell: dict[str, Any]) -> int | None:
-    """Visits of a cell's curriculum (``order`` x ``cycles``); None where it cannot say."""
+    """Visits of a cell's curriculum: ``order`` x ``cycles``, as `Curriculum.visits` counts
+    them, read from the stored payload without validating it (which would import every
+    task's env module); None where it cannot say."""
     curriculum = cell.get("curriculum")
     if not isinstance(curriculum, dict) or not isinstance(curriculum.get("order"), list):
         return None
@@ -143,6 +145,8 @@ def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
     def key(value: Any) -> str:
         return json.dumps(value, sort_keys=True, default=str)
 
+    kinds = {cell["name"]: (key(cell.get("method")), key(cell.get("curriculum")),
+                            key(cell.get("config")), _visits(cell)) for cell in cells}
     same_cell: dict[tuple[str, str, str], list[float]] = {}
     per_visit: dict[tuple[str, str], list[float]] = {}
     same_setting: dict[tuple[str, str], list[float]] = {}
@@ -150,11 +154,10 @@ def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
         t = times[cell["name"]]
         if t is None or t.phases_done < t.phases or not math.isfinite(t.wall_s):
             continue
-        method, curriculum, config = (key(cell.get("method")), key(cell.get("curriculum")),
-                                      key(cell.get("config")))
+        method, curriculum, config, visits = kinds[cell["name"]]
         same_cell.setdefault((method, curriculum, config), []).append(t.wall_s)
         same_setting.setdefault((curriculum, config), []).append(t.wall_s)
-        if visits := _visits(cell):
+        if visits:
             per_visit.setdefault((method, config), []).append(t.wall_s / visits)
     total = 0.0
     other_curricula: list[str] = []
@@ -162,9 +165,7 @@ def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
     unknown: list[str] = []
     for cell in cells:
         t = times[cell["name"]]
-        method, curriculum, config = (key(cell.get("method")), key(cell.get("curriculum")),
-                                      key(cell.get("config")))
-        visits = _visits(cell)
+        method, curriculum, config, visits = kinds[cell["name"]]
         if t is not None and t.phases_done > 0:
             left = t.left_s
         elif walls := same_cell.get((method, curriculum, config)):
