@@ -45,9 +45,10 @@ def main(run_dir: str, visit_index: int, elite_id: int, others: int, steps: int 
             sys.exit(f"error: elite {elite_id} is not in the final archives of {run_dir}")
         task, row = found[0]
         params = unravel(run.method.archives[task].elites.params[row])
-        start_key = run._key(visit_index, "start")
+        ctx = run._context(visit, agent, "start")  # what the visit's transfer saw
+        start_key = ctx.key
         keys = {
-            "probe's": episodes_key(jax.random.fold_in(start_key, 1)),
+            "probe's": run.method._probe_rollout_key(ctx),
             "visit's": run._episodes_key(visit),
         }
         keys |= {
