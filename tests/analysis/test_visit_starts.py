@@ -35,10 +35,15 @@ def test_visit_start_by_hand():
     # H_1 = 0.1; max(H_1, H_2) = 1.3; H_8 = 0.2; first success > 0 at update 4
     # (s = 4 x 2048); 3 of 8 updates had one; the last two updates with episodes
     # (6 and 8): mean(0.5, 1.0) = 0.75.
+    # A log written before bonus_share was logged has it NaN.
     assert got == pytest.approx({"entropy_start": 0.1, "entropy_early_max": 1.3,
                                  "entropy_end": 0.2, "first_success": 8192.0,
-                                 "success_updates": 3 / 8, "train_sr_end": 0.75})
+                                 "success_updates": 3 / 8, "train_sr_end": 0.75,
+                                 "bonus_share": NAN}, nan_ok=True)
     assert list(got) == list(START_COLUMNS)
+    # bonus_share: the mean of the updates' shares, 5.0 / 8
+    shares = [0.9, 0.8, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3]
+    assert visit_start(log.assign(bonus_share=shares))["bonus_share"] == pytest.approx(5 / 8)
 
 
 def test_visit_start_never_succeeding_or_ending():

@@ -81,7 +81,8 @@ def summarize_visit_starts(starts: pd.DataFrame, *, learned: float = 0.5) -> pd.
         entropy_start_min/max, entropy_early_max_min/max     their ranges
         learning_at_end      = #{train_sr_end >= learned}    (NaN counts as not)
     """
-    missing = [c for c in ("curriculum", "method", *START_COLUMNS) if c not in starts]
+    missing = [c for c in ("curriculum", "method", "first_success", "entropy_start",
+                           "entropy_early_max", "train_sr_end") if c not in starts]
     if missing:
         raise ValueError(f"visit starts are missing column(s) {missing}")
     rows = []
@@ -134,9 +135,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         for csv in args.csv:
             frame = pd.read_csv(csv)
-            absent = [c for c in ROW_COLUMNS if c not in frame]
+            # bonus_share came later: a table written before it reads as NaN there
+            absent = [c for c in ROW_COLUMNS if c not in frame and c != "bonus_share"]
             if absent:
                 raise ValueError(f"{csv} is missing column(s) {absent}")
+            frame = frame.reindex(columns=list(ROW_COLUMNS))
             frames.append(frame if args.tags is None else frame[frame["tag"].isin(args.tags)])
         for path in expand_sweep_dirs(args.runs):
             if args.skip_incomplete and not RunDir(path).is_complete():

@@ -15,6 +15,12 @@ rollout, NaN when none ended):
     success_updates   = #{u : success_u > 0} / U
     train_sr_end      = mean of success_u over the last ceil(early U) updates with
                         episodes (NaN: none ended)
+    bonus_share       = mean over u of the training bonus's share of the rollout's
+                        reward (`telapa.rl.ppo.bonus_share`; 0 without a bonus; NaN for
+                        a log written before it was logged)
+
+Success is scored on the env's own reward: a training bonus in PPO's reward (the episodic
+count bonus) is not a success.
 
 A uniform policy over MiniGrid's 7 actions has entropy ln 7 = 1.95 nats.
 """
@@ -27,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 START_COLUMNS = ("entropy_start", "entropy_early_max", "entropy_end", "first_success",
-                 "success_updates", "train_sr_end")
+                 "success_updates", "train_sr_end", "bonus_share")
 """The statistics of `visit_start`, in order."""
 TRAIN_COLUMNS = ("step", "entropy", "success_rate")
 """The training-log columns `visit_start` reads."""
@@ -60,6 +66,8 @@ def visit_start(train: pd.DataFrame, *, early: float = DEFAULT_EARLY) -> dict[st
         "first_success": float(steps[hits[0]]) if hits.size else math.nan,
         "success_updates": hits.size / len(train),
         "train_sr_end": float(ended[-head:].mean()) if ended.size else math.nan,
+        "bonus_share": (float(train["bonus_share"].to_numpy(float).mean())
+                        if "bonus_share" in train else math.nan),
     }
 
 

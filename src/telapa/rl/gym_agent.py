@@ -92,7 +92,7 @@ class GymAgent(Agent, backend="gymnasium"):
         n, n_steps = self.config.ppo.num_envs, self.config.ppo.n_steps
         step = (obs, action.action, action.log_prob, action.value,
                 jax.ShapeDtypeStruct((n,), jnp.float32), jax.ShapeDtypeStruct((n,), bool),
-                jax.ShapeDtypeStruct((n,), bool), obs)
+                jax.ShapeDtypeStruct((n,), bool), obs, jax.ShapeDtypeStruct((n,), jnp.float32))
         traj = jax.tree.map(lambda x: jax.ShapeDtypeStruct((n_steps, *x.shape), x.dtype), step)
         learn = jax.jit(self._learn).lower(
             state.ppo, state.tracker, Trajectory(*traj), obs, key).compile()

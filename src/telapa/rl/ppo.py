@@ -50,6 +50,10 @@ class Trajectory:
     truncated: jax.Array
     final_obs: Obs
     """The last observation of an episode that ended at this step (else any filler)."""
+    bonus: jax.Array | None = None
+    """The part of ``reward`` that is a training bonus (the episodic count bonus,
+    `telapa.envs.intrinsic`), or None: none. PPO learns from ``reward``; the episode
+    statistics score ``reward - bonus``, the env's own reward (`episode_stats`)."""
 
 
 Penalty = Callable[[Params, Any], jax.Array]
@@ -212,6 +216,14 @@ def episode_stats(
     }
 
 
+def bonus_share(reward: jax.Array, bonus: jax.Array) -> jax.Array:
+    """The training bonus's share of a rollout's reward, ``sum_t,i b_t,i / sum_t,i r_t,i``
+    (``r`` the reward PPO learns from, ``b`` the bonus part of it); 0 where the rollout
+    earned no reward (and always 0 without a bonus)."""
+    total, part = jnp.sum(reward), jnp.sum(bonus)
+    return jnp.where(total != 0, part / jnp.where(total != 0, total, 1.0), 0.0)
+
+
 def make_learn(
     policy: Policy,
     config: PPOConfig,
@@ -225,7 +237,9 @@ def make_learn(
     The single PPO update used by both backends (pure; jit it or call it in a scan).
     With ``penalty``, each minibatch minimises ``L + penalty(params, state.penalty)``.
     The metrics score the training episodes that ended with the env family's
-    ``competence`` (`episode_stats`).
+    ``competence`` (`episode_stats`), on the env's own reward: a training bonus in the
+    reward (``traj.bonus``) is left out of their returns and success rate, and reported
+    as ``bonus_share`` (`bonus_share`).
     """
     n_minibatches = config.rollout_size // config.batch_size
 
@@ -254,7 +268,10 @@ def make_learn(
 
     def learn(state: PPOState, tracker: EpisodeTracker, traj: Trajectory, last_obs: Obs, key):
         done = traj.terminated | traj.truncated
-        tracker, ep = episode_stats(tracker, traj.reward, done, competence)
+        reward = traj.reward.astype(jnp.float32)
+        bonus = jnp.zeros_like(reward) if traj.bonus is None else traj.bonus.astype(jnp.float32)
+        tracker, ep = episode_stats(tracker, reward - bonus, done, competence)
+        ep["bonus_share"] = bonus_share(reward, bonus)
 
         advantage, returns = advantages(policy, state.params, traj, last_obs, config)
 

@@ -23,6 +23,16 @@ from telapa.rl.ppo import Trajectory
 ActFn = Callable[[Params, Obs, jax.Array], tuple[Action, jax.Array]]
 
 
+def _bonus(info: dict[str, Any], reward: Any) -> Any:
+    """The training bonus a step's reward includes (``info["intrinsic_reward"]``, set by
+    `telapa.envs.intrinsic`'s wrappers), as float32 of ``reward``'s shape; zeros without
+    one, so every rollout's `Trajectory` has the same structure."""
+    xp = np if isinstance(reward, np.ndarray) else jax.numpy
+    bonus = info.get("intrinsic_reward")
+    return xp.zeros(xp.shape(reward), xp.float32) if bonus is None else xp.asarray(
+        bonus, xp.float32)
+
+
 def make_act(policy: Policy, deterministic: bool = False) -> ActFn:
     """``act(params, obs, key) -> (Action, next_key)`` for a batch of observations."""
 
@@ -50,7 +60,7 @@ def make_jax_rollout(
             )
             transition = Trajectory(
                 obs, a.action, a.log_prob, a.value, reward, terminated, truncated,
-                info["final_obs"],
+                info["final_obs"], _bonus(info, reward),
             )
             return (env_state, next_obs, key), transition
 
@@ -74,9 +84,8 @@ def gym_rollout(
         a, key = act(params, obs, key)
         a = jax.device_get(a)
         _, next_obs, reward, terminated, truncated, info = env.step(None, a.env_action)
-        steps.append(
-            (obs, a.action, a.log_prob, a.value, reward, terminated, truncated, info["final_obs"])
-        )
+        steps.append((obs, a.action, a.log_prob, a.value, reward, terminated, truncated,
+                      info["final_obs"], _bonus(info, reward)))
         obs = next_obs
     columns = [jax.tree.map(lambda *xs: np.stack(xs), *col) for col in zip(*steps, strict=True)]
     return obs, key, Trajectory(*columns)
