@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from importlib import resources
+from importlib import machinery, resources, util
 from pathlib import Path
 from types import UnionType
 from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
@@ -370,18 +370,45 @@ def resolve_named(name_or_path: str | Path, folder: Path, what: str) -> Path:
     return path
 
 
+def package_folder(package: str) -> Path | None:
+    """The folder of the installed package ``package`` (dotted: ``a.b``), found without
+    importing it or its parents (`importlib.util.find_spec` of the top-level name runs
+    no code; its subpackages are found by `importlib.machinery.PathFinder` in its
+    folders); None when no such package is
+    installed, or ``package`` names a module that is not a package (``this``,
+    ``telapa.cli.__main__``)."""
+    parts = package.split(".")
+    if not all(part.isidentifier() for part in parts) or parts[0] == "__main__":
+        return None
+    try:  # a top-level name is found by every finder (editable installs too), unrun
+        spec = util.find_spec(parts[0])
+    except (ImportError, ValueError):
+        return None
+    for part in parts[1:]:  # a subpackage by the path finder, its parent unimported
+        if spec is None or spec.submodule_search_locations is None:
+            return None
+        spec = machinery.PathFinder.find_spec(part, list(spec.submodule_search_locations))
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
 def _packaged_file(package: str, name: str, what: str) -> Path:
-    """``name`` inside the installed ``package`` (`ConfigError` naming both when the
-    package cannot be imported or holds no such file)."""
-    try:
-        root = resources.files(package)
-    except (ImportError, TypeError) as err:
-        raise ConfigError(f"{what} {package}:{name}: cannot import package {package!r} "
-                          f"({err}); install it, or pass a path to a YAML file") from None
-    path = Path(str(root.joinpath(name)))
+    """``name`` inside the installed ``package`` (`ConfigError` naming both when there is
+    no such package, the name leaves the package's folder, or it holds no such file).
+    The package is found, not imported (`package_folder`): resolving a file name runs no
+    code."""
+    root = package_folder(package)
+    if root is None:
+        raise ConfigError(f"{what} {package}:{name}: no installed package {package!r} "
+                          "(a module that is not a package holds no files); install it, "
+                          "or pass a path to a YAML file")
+    path = (root / name).resolve()
+    if Path(name).is_absolute() or not path.is_relative_to(root.resolve()):
+        raise ConfigError(f"{what} {package}:{name}: {name!r} leaves the package "
+                          f"{package!r}; name a file inside it")
     if not path.is_file():
-        shipped = sorted(str(p.relative_to(Path(str(root)))) for p in Path(str(root)).rglob(
-            "*.y*ml"))
+        shipped = sorted(str(p.relative_to(root)) for p in root.rglob("*.y*ml"))
         raise ConfigError(f"{what} {package}:{name}: package {package!r} holds no {name} "
                           f"(it ships {', '.join(shipped) or 'no YAML files'})")
     return path

@@ -165,24 +165,26 @@ def test_truncated_tables_are_named_on_load(finished, tmp_path, name, cut, messa
 
 def test_unreadable_newest_checkpoint_falls_back_to_the_previous(finished, tmp_path):
     path, metrics = finished
-    copy = _copy_run(path, tmp_path / "copy")
+    copy = tmp_path / "crashed"
+    with pytest.raises(Crash):  # inside visit 1, two checkpoints kept
+        ContinualRun.start(_spec(), copy, CrashAfter(22), agents=EWC_AGENTS).run()
     pointer = json.loads((copy / "checkpoint.json").read_text())
     assert pointer["previous"] and (copy / pointer["previous"] / "state.json").is_file()
-    (copy / "run.json").write_text((copy / "run.json").read_text().replace(
-        '"complete"', '"running"'))
+    previous = json.loads((copy / pointer["previous"] / "state.json").read_text())
     (copy / pointer["latest"] / "state.json").write_text('{"next_phase": 3')  # torn write
     sink = CrashAfter(10**9)  # keeps the notes
     run = ContinualRun.resume(copy, sink, agents=EWC_AGENTS)
     assert any(f"{pointer['latest']}" in n and "falling back" in n
                for n in sink.notes), sink.notes
-    assert run.next_phase == len(run.phases) - 1  # only the final evaluation is left
+    assert run.next_phase == previous["next_phase"]
     assert json.dumps(run.run()) == json.dumps(metrics)
-    # both unreadable: a named error, no traceback of json internals
+    # finished, it keeps one checkpoint; that one unreadable: a named error, no
+    # traceback of json internals
+    pointer = json.loads((copy / "checkpoint.json").read_text())
+    assert pointer["previous"] is None and len(list(copy.glob("ckpt-*"))) == 1
     (copy / "run.json").write_text((copy / "run.json").read_text().replace(
         '"complete"', '"running"'))
-    pointer = json.loads((copy / "checkpoint.json").read_text())
-    for name in (pointer["latest"], pointer["previous"]):
-        (copy / name / "state.json").write_text("{")
+    (copy / pointer["latest"] / "state.json").write_text("{")
     with pytest.raises(RunDirError, match=r"state.json (is corrupt|is damaged \(its "
                                           r"SHA-256 differs).*no earlier checkpoint"):
         ContinualRun.resume(copy)

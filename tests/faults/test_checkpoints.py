@@ -291,3 +291,20 @@ def test_killed_between_the_last_checkpoint_and_its_tables_resumes_identically(r
         (run / name).write_text((run / name).read_text().splitlines()[0] + "\n")
     ContinualRun.resume(run, agents=FAULT_AGENTS).run()
     assert_same_results(run, reference)
+
+
+def test_a_finished_run_keeps_one_checkpoint(reference, partial, tmp_path):
+    """A finished run kept its last two checkpoints (a tiny TeLAPA run: two of 216 MB),
+    though no phase is left to recover: it keeps the latest only, the pointer names no
+    previous one, and its accounting counts what is left. An unfinished run still keeps
+    two (the fallback the tests above rely on)."""
+    assert len(list(partial.glob("ckpt-*"))) == 2
+    resumed = copy_run(partial, tmp_path / "run")
+    ContinualRun.resume(resumed, agents=FAULT_AGENTS).run()
+    for run in (reference, resumed):
+        kept = sorted(p.name for p in run.glob("ckpt-*"))
+        pointer = json.loads((run / "checkpoint.json").read_text())
+        assert kept == [pointer["latest"]] and pointer["previous"] is None, run
+        size = sum(f.stat().st_size for f in run.rglob("*") if f.is_file())
+        recorded = json.loads((run / "accounting.json").read_text())["run_dir_bytes"]
+        assert recorded <= size + 4096, run

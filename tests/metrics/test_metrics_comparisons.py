@@ -50,12 +50,16 @@ def test_sign_flip_p_counts_a_tying_pattern_exactly():
         if sum(s * d for s, d in zip(signs, a, strict=True)) >= sum(a):
             count += 1
     assert count == 16  # exact: 16 of 32 patterns, the tie included
-    b = [0.3, 0.5, 0.7, 0.11, 0.2]
-    x = [float(v) + w for v, w in zip(a, b, strict=True)]  # a_i = b_i + d_i, rounded to floats
+    b = [Fraction(3, 10), Fraction(1, 2), Fraction(7, 10), Fraction(11, 100), Fraction(1, 5)]
+    x = [v + w for v, w in zip(a, b, strict=True)]  # a_i = b_i + d_i, exactly
     assert sign_flip_p(x, b) == 0.5
     assert sign_flip_p(b, x, better="lower") == 0.5
+    # floats are read as the decimals they print as: the same values typed in
+    typed = [0.5, 0.292, 0.7, 0.118, 0.204]
+    assert sign_flip_p(typed, [float(v) for v in b]) == 0.5
     # the same differences summed in floating point lose the tying pattern
-    d = np.array(x) - np.array(b)
+    floats = [float(v) for v in b]
+    d = np.array([float(v) + w for v, w in zip(a, floats, strict=True)]) - np.array(floats)
     signs = 1 - 2 * ((np.arange(32)[:, None] >> np.arange(5)) & 1)
     assert np.count_nonzero(signs @ d >= d.sum()) == 14
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import pandas as pd
 import pytest
@@ -178,7 +179,7 @@ def test_best_sr_takes_max_of_curve_and_post():
     visits = pd.DataFrame({"task": ["A", "B", "A"], "post_sr": [0.6, 0.4, 0.5]})
     curve = pd.DataFrame({"task": ["A", "A", "B", "B"], "sr": [0.2, 0.7, 0.3, 0.1]})
     # A: max(0.6, 0.5, 0.2, 0.7) = 0.7 (a curve row); B: max(0.4, 0.3, 0.1) = 0.4 (post_sr)
-    assert best_sr(visits, curve) == {"A": 0.7, "B": 0.4}
+    assert best_sr(visits, curve) == {"A": Fraction(7, 10), "B": Fraction(2, 5)}
 
 
 def test_competence_targets_mean_factor_and_floor():

@@ -307,6 +307,20 @@ class CheckpointStore:
             if _CKPT.match(other.name) and other.name not in keep:
                 shutil.rmtree(other, ignore_errors=True)
 
+    def keep_latest_only(self) -> None:
+        """Removes every checkpoint but the latest (``previous`` too): for a finished run,
+        whose tables, accounting and policies hold what it is, so that a second
+        checkpoint (hundreds of MB for TeLAPA) is not kept to recover a phase that will
+        never run again. The pointer names no ``previous`` first, so a kill here leaves a
+        run whose pointer is true."""
+        data = self._pointer()
+        if data is None:
+            return
+        write_json_atomic(self.path / POINTER, {"latest": data["latest"], "previous": None})
+        for other in self.path.iterdir():
+            if _CKPT.match(other.name) and other.name != data["latest"]:
+                shutil.rmtree(other, ignore_errors=True)
+
     def copy_intact(self, source: Path, target: Path) -> bool:
         """Copies ``source``, a file of a sealed checkpoint, to ``target`` if it is intact
         (its SHA-256 is the one its seal records); False, with nothing written, when it

@@ -176,7 +176,9 @@ def final_evaluation(runs: list[PhaseRun], size: int | None = None) -> None:
             size, features=False)
         for run, result in zip(runs, results, strict=True):
             run.records["final"].append({"task": task, "env_id": visit.env_id,
-                                         "sr": result.sr, "mean_return": result.mean_return})
+                                         "sr": result.sr, "mean_return": result.mean_return,
+                                         "successes": result.successes,
+                                         "episodes": result.episodes})
             run.tracker.log({f"final/sr/{task}": result.sr,
                              f"final/return/{task}": result.mean_return}, run.global_step)
     _share(runs, "final_eval", start)

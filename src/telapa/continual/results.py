@@ -10,14 +10,21 @@ their last key (``ewc [lam=100]``). Seeds of one group are pooled; the same run 
 The competence target of each task, ``tau_T = max(0.9 * mean best Scratch SR on T,
 tau_min)``, comes from the Scratch runs of the same curriculum in the set; without any,
 ``tau_T = tau_min`` and the result says so and which value it used (``tau_source``).
+
+Every SR is scored as the k successes of n episodes it is (`telapa.metrics.rates`): a
+run's tables carry the counts (`telapa.continual.runtables.COUNT_COLUMNS`); for a run
+written before they did, `load_run` recovers k = round(sr x n) with n from its config
+(``eval_episodes``, ``final_eval_episodes``) and refuses a value that does not read back.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from telapa.continual.rundir import RunDir, RunDirError
+from telapa.continual.runtables import COUNT_COLUMNS
 from telapa.metrics import (
     RunMetrics,
     best_sr,
@@ -35,6 +43,7 @@ from telapa.metrics import (
     run_metrics,
     summarize,
 )
+from telapa.metrics.rates import as_exact, recover_successes
 from telapa.provenance import UNRECORDED
 
 SCRATCH = "scratch"
@@ -91,11 +100,52 @@ def load_run(path: str | Path) -> RunRecord:
         method=spec["method"],
         seed=int(spec["seed"]),
         tau_min=config.tau_min,
-        tables=run_dir.tables(),
+        tables=with_counts(run_dir.tables(), run_dir, config),
         accounting=run_dir.accounting(),
         settings=settings,
         code=tuple(spec.get("code") or (UNRECORDED,)),
     )
+
+
+def with_counts(tables: dict[str, pd.DataFrame], run_dir: RunDir,
+                config: Any) -> dict[str, pd.DataFrame]:
+    """``tables`` with the count columns (`COUNT_COLUMNS`) of every SR whose task's
+    competence is a count: as written where the run kept them, else recovered from the
+    SR and the episodes of its evaluation (`recover_successes`); `RunDirError` names the
+    file, line, column and value that is no rate of that many episodes."""
+    from telapa.envs.registry import family_of  # loads the env families: on use
+
+    counting = {}
+    for visit in run_dir.curriculum().visits():
+        competence = visit.competence or family_of(visit.env_id).competence(visit.env_id)
+        counting[visit.task] = competence.counts
+    episodes = {"visits": config.eval_episodes, "curve": config.eval_episodes,
+                "final": config.final_eval_episodes}
+    out = {}
+    for name, frame in tables.items():
+        columns = COUNT_COLUMNS[name]
+        if all(c in frame.columns for c in columns):
+            out[name] = frame
+            continue
+        frame = frame.copy()
+        prefixes = ("pre_", "post_") if name == "visits" else ("",)
+        for prefix in prefixes:
+            ks: list[int | None] = []
+            for line, (task, sr) in enumerate(zip(frame["task"].astype(str),
+                                                  frame[f"{prefix}sr"], strict=True), 2):
+                k = recover_successes(sr, episodes[name]) if counting.get(task) else None
+                if counting.get(task) and k is None:
+                    raise RunDirError(
+                        f"{run_dir.table_path(name)} line {line}, column {prefix}sr: {sr!r} "
+                        f"is not k / {episodes[name]} for any k (the run's evaluations "
+                        f"have {episodes[name]} episodes); the table was edited or is "
+                        "foreign")
+                ks.append(k)
+            frame[f"{prefix}successes"] = pd.array(ks, dtype="Int64")
+            frame[f"{prefix}episodes"] = pd.array(
+                [episodes[name] if k is not None else None for k in ks], dtype="Int64")
+        out[name] = frame
+    return out
 
 
 def _relevant(record: RunRecord) -> dict[str, str]:
@@ -129,9 +179,10 @@ def _label_value(text: str) -> str:
 def group_labels(records: Sequence[RunRecord]) -> dict[Path, str]:
     """Run path -> its row name: the method, plus ``[key=value, ...]`` of the settings
     that differ among the runs of the same method (and curriculum) in ``records``."""
+    curricula = curriculum_keys(records)
     by_method: dict[tuple[str, str], list[RunRecord]] = defaultdict(list)
     for r in records:
-        by_method[(r.curriculum, r.method)].append(r)
+        by_method[(curricula[r.path], r.method)].append(r)
     labels = {}
     for (_, method), group in by_method.items():
         relevant = [_relevant(r) for r in group]
@@ -165,9 +216,12 @@ class CurriculumResults:
 
     curriculum: str
     tau: dict[str, float]
+    """tau_T per task, the nearest floats of ``tau_exact`` (for display)."""
     tau_source: str
     runs: dict[str, list[RunRecord]] = field(default_factory=dict)
     metrics: dict[str, list[RunMetrics]] = field(default_factory=dict)
+    tau_exact: dict[str, Fraction] = field(default_factory=dict)
+    """tau_T per task, exactly: what every competence test compares with."""
 
     def summary(self) -> pd.DataFrame:
         """Methods x (Mean SR, TTT in M steps, BWT, Coverage, nBWT, TR), mean and 95% CI."""
@@ -204,19 +258,38 @@ class CurriculumResults:
         return pd.DataFrame.from_dict(rows, orient="index").rename_axis("method")
 
 
+def curriculum_keys(records: Sequence[RunRecord]) -> dict[Path, str]:
+    """Run path -> the curriculum it is scored with: its name, told apart by content.
+    Runs whose curricula share a name but not their definition (a copy of ``smoke.yaml``
+    with other tasks) are different curricula, each with its own tau_T from its own
+    Scratch runs: where a name is ambiguous in ``records``, each is keyed ``NAME@HASH``
+    (the first 8 hex digits of the SHA-256 of its resolved definition)."""
+    contents: dict[str, set[str]] = defaultdict(set)
+    for r in records:
+        contents[r.curriculum].add(r.settings.get("curriculum", ""))
+    keys = {}
+    for r in records:
+        definition = r.settings.get("curriculum", "")
+        keys[r.path] = r.curriculum if len(contents[r.curriculum]) == 1 else (
+            f"{r.curriculum}@{hashlib.sha256(definition.encode()).hexdigest()[:8]}")
+    return keys
+
+
 def score(records: Iterable[RunRecord]) -> dict[str, CurriculumResults]:
     """Groups runs by curriculum, method and settings (`group_labels`; rows keyed by the
     label) and computes every run's metrics; `RunDirError` for a run given twice."""
     records = list(records)
     check_duplicates(records)
     labels = group_labels(records)
+    keys = curriculum_keys(records)
     by_curriculum: dict[str, list[RunRecord]] = defaultdict(list)
     for record in records:
-        by_curriculum[record.curriculum].append(record)
+        by_curriculum[keys[record.path]].append(record)
     results = {}
     for curriculum, group in by_curriculum.items():
         tau, source = _targets(group)
-        result = CurriculumResults(curriculum, tau, source)
+        result = CurriculumResults(curriculum, {t: float(v) for t, v in tau.items()},
+                                   source, tau_exact=tau)
         for record in sorted(group, key=lambda r: (labels[r.path], r.seed)):
             t = record.tables
             name = labels[record.path]
@@ -228,12 +301,12 @@ def score(records: Iterable[RunRecord]) -> dict[str, CurriculumResults]:
     return results
 
 
-def _targets(group: Sequence[RunRecord]) -> tuple[dict[str, float], str]:
-    tau_min = min(r.tau_min for r in group)
+def _targets(group: Sequence[RunRecord]) -> tuple[dict[str, Fraction], str]:
+    tau_min = as_exact(min(r.tau_min for r in group))
     scratch = [r for r in group if r.method == SCRATCH]
     if scratch:
         best = [best_sr(r.tables["visits"], r.tables["curve"]) for r in scratch]
         return competence_targets(best, tau_min), f"{len(scratch)} scratch run(s)"
     tasks = dict.fromkeys(t for r in group for t in r.tables["visits"]["task"])
     return ({task: tau_min for task in tasks},
-            f"tau_min = {tau_min:g} (no scratch runs of this curriculum in the set)")
+            f"tau_min = {float(tau_min):g} (no scratch runs of this curriculum in the set)")

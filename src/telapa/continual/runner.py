@@ -43,6 +43,7 @@ from telapa.continual.spec import Phase, RunSpec, resolve_spec
 from telapa.continual.tracking import RunTracker, Tracking
 from telapa.io import CheckpointError, MemoryMonitor, PhaseTimer, dir_size_bytes, tree_nbytes
 from telapa.metrics import best_sr, competence_targets, run_metrics
+from telapa.metrics.rates import as_exact
 from telapa.provenance import current_code, extend_code
 from telapa.rl.agent import Agent, BatchMemberError, Metrics, TrainState, episodes_key
 from telapa.rl.evaluate import EvalResult
@@ -313,6 +314,7 @@ class ContinualRun:
             "env_id": visit.env_id, "cycle": visit.cycle, "budget": self.spec.budget(visit),
             "pre_sr": result.sr, "pre_return": result.mean_return,
             "start_global_step": self.global_step,
+            "pre_successes": result.successes, "pre_episodes": result.episodes,
         })
         self._add_curve_point(visit, 0, result)
 
@@ -356,13 +358,15 @@ class ContinualRun:
         self.method.observe(visit, "post" if steps >= budget else "train", result)
         row = self.records["visits"][-1]
         row.update(post_sr=result.sr, post_return=result.mean_return,
-                   train_steps=steps, end_global_step=self.global_step)
+                   train_steps=steps, end_global_step=self.global_step,
+                   post_successes=result.successes, post_episodes=result.episodes)
 
     def _add_curve_point(self, visit: Visit, step: int, result) -> None:
         self.records["curve"].append({
             "visit": visit.index, "tag": visit.tag, "task": visit.task, "step": step,
             "global_step": self.global_step, "sr": result.sr,
-            "mean_return": result.mean_return,
+            "mean_return": result.mean_return, "successes": result.successes,
+            "episodes": result.episodes,
         })
         self.tracker.evaluation(visit.tag, result.sr, result.mean_return, self.global_step)
         self.progress.evaluated(visit, step, result.sr)
@@ -395,7 +399,10 @@ class ContinualRun:
             tau = {task: tau_min for task in tasks}
             source = "tau_min"
         metrics = run_metrics(t["visits"], t["curve"], t["final"], tau).as_dict()
-        return {**metrics, "tau": tau, "tau_source": source}
+        metrics["exact"] = {k: str(v) for k, v in metrics["exact"].items()}
+        return {**metrics, "tau": {k: float(v) for k, v in tau.items()},
+                "tau_exact": {k: str(as_exact(v)) for k, v in tau.items()},
+                "tau_source": source}
 
     def accounting(self) -> dict[str, Any]:
         ppo_steps = int(sum(r.get("train_steps", 0) for r in self.records["visits"]))
@@ -421,6 +428,8 @@ class ContinualRun:
     def _save_checkpoint(self) -> None:
         chunk_done = self._mid_visit() and self.phases[self.next_phase - 1].kind == "chunk"
         self.dir.checkpoints.save_run(self, with_train_state=chunk_done)
+        if self.complete:  # a finished run keeps one checkpoint (docs/reliability.md)
+            self.dir.checkpoints.keep_latest_only()
         self._write_records()
         self.dir.write_accounting(self.accounting())
 

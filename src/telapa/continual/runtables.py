@@ -25,6 +25,12 @@ VISIT_COLUMNS = [
 CURVE_COLUMNS = ["visit", "tag", "task", "step", "global_step", "sr", "mean_return"]
 FINAL_COLUMNS = ["task", "env_id", "sr", "mean_return"]
 TABLE_COLUMNS = {"visits": VISIT_COLUMNS, "curve": CURVE_COLUMNS, "final": FINAL_COLUMNS}
+COUNT_COLUMNS = {"visits": ["pre_successes", "pre_episodes", "post_successes", "post_episodes"],
+                 "curve": ["successes", "episodes"], "final": ["successes", "episodes"]}
+"""Each SR's evaluation as the counts it is: k successes of n episodes (``sr`` = k / n,
+kept for reading), written after the table's other columns; a successes cell is empty
+where the competence is not a count (MuJoCo's SR~). Runs written before them lack them:
+`telapa.metrics.rates` recovers k from the SR and n."""
 ELITE_REQUIRED = ("task", "archive_tag", "slot", "elite_id", "parent_id", "visit", "fitness",
                   "sr", "sigma", "lineage", "embedding_version", "d_min")
 """Leading columns of ``elites.csv`` (`telapa.qd.export.ELITE_COLUMNS`), then d_0.."""
@@ -34,6 +40,7 @@ COLUMN_KINDS = {
     "start_global_step": "count", "end_global_step": "count", "step": "count",
     "global_step": "count", "pre_sr": "rate", "post_sr": "rate", "sr": "rate",
     "pre_return": "real", "post_return": "real", "mean_return": "real",
+    **{c: "count" for columns in COUNT_COLUMNS.values() for c in columns},
 }
 """What each numeric column of the run tables (and ``elites.csv``'s ``visit`` and ``sr``)
 holds: ``count`` a non-negative integer, ``rate`` a success rate in [0, 1], ``real`` a
@@ -45,8 +52,13 @@ _KIND_TEXT = {"count": "a non-negative integer", "rate": "a success rate in [0, 
 def records_tables(records: Mapping[str, list[dict[str, Any]]]) -> dict[str, pd.DataFrame]:
     """A run's ``visits``, ``curve`` and ``final`` tables from its record rows, each with
     its columns in order (an empty table keeps them)."""
-    return {name: pd.DataFrame(records[name], columns=columns) for name, columns in
-            (("visits", VISIT_COLUMNS), ("curve", CURVE_COLUMNS), ("final", FINAL_COLUMNS))}
+    tables = {name: pd.DataFrame(records[name], columns=columns + COUNT_COLUMNS[name])
+              for name, columns in (("visits", VISIT_COLUMNS), ("curve", CURVE_COLUMNS),
+                                    ("final", FINAL_COLUMNS))}
+    for name, frame in tables.items():  # counts stay integers beside empty cells
+        for column in COUNT_COLUMNS[name]:
+            frame[column] = pd.array(frame[column].tolist(), dtype="Int64")
+    return tables
 
 
 def write_tables(tables: dict[Path, pd.DataFrame]) -> None:

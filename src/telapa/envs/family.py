@@ -62,16 +62,29 @@ class Competence:
         """g, of the mean of f over a set of episodes."""
         raise NotImplementedError
 
+    counts: ClassVar[bool] = False
+    """Whether c is a count: the share k / n of n episodes that succeed (f is 0 or 1 and g
+    the identity), so that a score is kept and compared as the rational k / n (`successes`)."""
+
     def __call__(self, returns: Any) -> Any:
         """c of the episodes along the last axis of ``returns`` (numpy or JAX)."""
         xp = _xp(returns)
         return self.of_mean_score(xp.mean(self.episode_score(returns), axis=-1))
+
+    def successes(self, returns: Any) -> int | None:
+        """k, the episodes of ``returns`` (1-D) that succeed, when c is a count
+        (`counts`); None otherwise (a normalized return has no count)."""
+        if not self.counts:
+            return None
+        return int(np.count_nonzero(np.asarray(self.episode_score(np.asarray(returns))) > 0))
 
 
 @dataclass(frozen=True)
 class SuccessRate(Competence):
     """SR = mean_e [R_e > 0] (paper eq. SR; in MiniGrid a positive return is a success):
     f(R) = [R > 0], g = identity."""
+
+    counts: ClassVar[bool] = True
 
     def episode_score(self, returns: Any) -> Any:
         xp = _xp(returns)
@@ -93,6 +106,8 @@ class ReturnAtLeast(Competence):
         if not np.isfinite(self.threshold):
             raise ValueError(f"ReturnAtLeast: the threshold must be finite, got "
                              f"{self.threshold}")
+
+    counts: ClassVar[bool] = True
 
     def episode_score(self, returns: Any) -> Any:
         xp = _xp(returns)

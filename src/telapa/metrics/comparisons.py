@@ -17,10 +17,10 @@ method.
 
   over every one of the 2^n patterns when n <= `EXACT_MAX_PAIRS` (exact), else over
   `MONTE_CARLO_RESAMPLES` random ones, p = (k + 1) / (R + 1). The sums are compared
-  **exactly**: each value is read as the nearest fraction with denominator at most
-  `EXACT_DENOMINATOR` (an SR over E episodes is a multiple of 1/E, a mean of such SRs a
-  fraction with a small denominator, so it is recovered exactly; any other value moves
-  by less than 1e-12), and T is summed in integers. In floating point, a pattern whose
+  **exactly**: each value is taken as the rational it is (a `Fraction`, as
+  `telapa.metrics.continual` computes every metric from the counts; a float as the
+  shortest decimal that reads back as it, `telapa.metrics.rates.as_exact`), and T is
+  summed in integers on one common denominator. In floating point, a pattern whose
   sum ties the observed one can land a rounding error below it and drop out of the count
   (per-seed differences 1/5, -26/125, 0, 1/125, 1/250 give 14/32 in floating point, 16/32
   exactly). The test assumes only that under H0 each d_i is symmetric about 0; its
@@ -56,11 +56,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
+
+from telapa.metrics.rates import as_exact
 
 Better = Literal["higher", "lower"]
 
@@ -69,10 +70,6 @@ EXACT_MAX_PAIRS = 16
 
 MONTE_CARLO_RESAMPLES = 99_999
 """Random sign patterns of the sign-flip test beyond `EXACT_MAX_PAIRS` pairs."""
-
-EXACT_DENOMINATOR = 10**6
-"""The sign-flip test reads each value as the nearest fraction with at most this
-denominator (exact for SRs over up to 10^6 episodes and their means over few tasks)."""
 
 POWER = 0.8
 """Default power of `seeds_to_decide`."""
@@ -93,13 +90,16 @@ def _check_better(better: str) -> None:
         raise ValueError(f"better must be 'higher' or 'lower', got {better!r}")
 
 
-def _integer_differences(x: np.ndarray, y: np.ndarray) -> list[int]:
-    """d_i = x_i - y_i exactly, as integers on one common denominator (module docstring)."""
-    fx = [Fraction(v).limit_denominator(EXACT_DENOMINATOR) for v in x.tolist()]
-    fy = [Fraction(v).limit_denominator(EXACT_DENOMINATOR) for v in y.tolist()]
-    d = [u - v for u, v in zip(fx, fy, strict=True)]
+def _integer_differences(a: Sequence[Any], b: Sequence[Any]) -> list[int]:
+    """d_i = a_i - b_i exactly (`as_exact`), as integers on one common denominator."""
+    d = [as_exact(u) - as_exact(v) for u, v in zip(a, b, strict=True)]
     common = math.lcm(*(f.denominator for f in d))
     return [int(f * common) for f in d]
+
+
+def _values(values: Any) -> list[Any]:
+    """The values of a 1-D sequence as Python numbers (rationals kept as they are)."""
+    return values.tolist() if isinstance(values, np.ndarray) else list(values)
 
 
 def _sign_sums(d: list[int], signs: np.ndarray) -> np.ndarray:
@@ -124,7 +124,7 @@ def sign_flip_p(a: ArrayLike, b: ArrayLike, *, better: Better = "higher",
         raise ValueError(f"a and b must be pairs: got {x.size} and {y.size} values")
     if not np.all(np.isfinite(x)) or not np.all(np.isfinite(y)):
         raise ValueError(f"a and b must be finite: got {a!r} and {b!r}")
-    d = _integer_differences(x, y)
+    d = _integer_differences(_values(a), _values(b))
     if not any(d):
         return 1.0
     n = len(d)
@@ -253,24 +253,25 @@ class Comparison:
         return welch_seeds_to_decide(self.a, self.b, alpha=alpha, power=power)
 
 
-def compare(a: Mapping[int, float], b: Mapping[int, float], *, better: Better = "higher",
+def compare(a: Mapping[int, Any], b: Mapping[int, Any], *, better: Better = "higher",
             seed: int = 0) -> Comparison:
     """A (seed -> value) against B: paired by seed (`sign_flip_p`) when both have values
     for exactly the same seeds, else Welch (`welch_p`). NaN values are dropped first.
     ValueError when a side has fewer than two values."""
     _check_better(better)
-    xa = {s: float(v) for s, v in a.items() if not math.isnan(v)}
-    xb = {s: float(v) for s, v in b.items() if not math.isnan(v)}
+    xa = {s: v for s, v in a.items() if not math.isnan(v)}
+    xb = {s: v for s, v in b.items() if not math.isnan(v)}
     if len(xa) < 2 or len(xb) < 2:
         raise ValueError(f"compare needs two values a side: got {len(xa)} and {len(xb)}")
     paired = set(xa) == set(xb)
     seeds: Sequence[int] = sorted(xa)
-    va = np.array([xa[s] for s in seeds])
-    vb = np.array([xb[s] for s in (seeds if paired else sorted(xb))])
+    exact_a = [xa[s] for s in seeds]
+    exact_b = [xb[s] for s in (seeds if paired else sorted(xb))]
+    va, vb = (np.array([float(v) for v in e]) for e in (exact_a, exact_b))
     reverse: Better = "lower" if better == "higher" else "higher"
-    if paired:
-        p = sign_flip_p(va, vb, better=better, seed=seed)
-        p_reverse = sign_flip_p(va, vb, better=reverse, seed=seed)
+    if paired:  # on the exact values (rationals where the caller has them)
+        p = sign_flip_p(exact_a, exact_b, better=better, seed=seed)
+        p_reverse = sign_flip_p(exact_a, exact_b, better=reverse, seed=seed)
     else:
         p, p_reverse = welch_p(va, vb, better=better), welch_p(vb, va, better=better)
     return Comparison(paired, va.size, vb.size, float(va.mean()), float(vb.mean()), p,

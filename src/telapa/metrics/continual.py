@@ -31,8 +31,11 @@ Choices where the paper is silent:
   from run to run). They are the strata of rliable's stratified bootstrap
   (`telapa.metrics.summary`, ``resample="tasks"``).
 - nBWT is NaN (never 0) when no task of T_prev has SR_post >= tau_T; eps = 1e-8.
-- Competence comparisons sr >= tau allow an absolute slack of 1e-12 (float round-off in
-  0.9 * mean), far below one episode's worth of success rate.
+- Every value is computed exactly (`telapa.metrics.rates`): an SR is k / n where the
+  table has the counts (``successes``/``episodes``, ``pre_``/``post_`` in visits), else
+  the value as written (`as_exact`); tau, Mean SR, TTT, Coverage, TR, BWT and nBWT are
+  rationals, and every competence test sr >= tau is exact (45/50 reaches 0.9). The
+  fields of `RunMetrics` are their nearest floats; ``exact`` keeps the rationals.
 """
 
 from __future__ import annotations
@@ -40,16 +43,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Literal
 
-import numpy as np
 import pandas as pd
+
+from telapa.metrics.rates import as_exact, exact_rate
 
 NBWT_EPS = 1e-8
 """eps in nBWT's denominator max(SR_post(T), eps)."""
-
-SR_ATOL = 1e-12
-"""Slack in every competence test sr >= tau (float round-off only)."""
 
 VISIT_COLUMNS = ("visit", "tag", "task", "cycle", "budget", "post_sr")
 CURVE_COLUMNS = ("visit", "step", "sr")
@@ -62,8 +64,26 @@ def _require(df: pd.DataFrame, columns: Sequence[str], name: str) -> None:
         raise ValueError(f"{name} is missing column(s) {missing}; it has {list(df.columns)}")
 
 
-def _meets(sr: float, tau: float) -> bool:
-    return bool(sr >= tau - SR_ATOL)
+def rates(frame: pd.DataFrame, prefix: str = "") -> list[Fraction]:
+    """The exact SR of each row of ``frame`` (`exact_rate`): ``{prefix}successes`` of
+    ``{prefix}episodes`` where both are given, else ``{prefix}sr`` as written; ``prefix``
+    is ``""`` (curve, final), ``"pre_"`` or ``"post_"`` (visits)."""
+    n = len(frame)
+
+    def column(name: str) -> list[Any]:
+        return frame[name].tolist() if name in frame.columns else [None] * n
+
+    return [exact_rate(sr, k, e) for sr, k, e in zip(
+        frame[f"{prefix}sr"].tolist(), column(f"{prefix}successes"),
+        column(f"{prefix}episodes"), strict=True)]
+
+
+def _mean(values: Sequence[Fraction]) -> Fraction | None:
+    return sum(values, Fraction(0)) / len(values) if len(values) else None
+
+
+def _float(x: Fraction | None) -> float:
+    return math.nan if x is None else float(x)
 
 
 @dataclass(frozen=True)
@@ -87,6 +107,10 @@ class RunMetrics:
     """Fraction of tasks whose last visit reached tau_T."""
     task_terms: dict[str, dict[str, float]] = field(default_factory=dict)
     """Metric -> {task or revisit tag: the term the metric averages} (module docstring)."""
+    exact: dict[str, Fraction] = field(default_factory=dict)
+    """Metric -> its exact value (the fields are its nearest float): ``mean_sr``,
+    ``ttt``, ``bwt``, ``coverage``, ``coverage_last``, ``nbwt``, ``tr``, ``mean_sr_all``
+    where defined, and ``revisit:TAG`` for each revisit's SR."""
 
     def as_dict(self) -> dict[str, Any]:
         """Plain dict of every field (the dict fields are copied)."""
@@ -105,29 +129,30 @@ class RunMetrics:
             "mean_sr_all": self.mean_sr_all,
             "coverage_last": self.coverage_last,
             "task_terms": {m: dict(t) for m, t in self.task_terms.items()},
+            "exact": dict(self.exact),
         }
 
 
-def best_sr(visits: pd.DataFrame, curve: pd.DataFrame) -> dict[str, float]:
-    """Best SR per task of one (Scratch) run: max over curve.sr and visits.post_sr of T."""
+def best_sr(visits: pd.DataFrame, curve: pd.DataFrame) -> dict[str, Fraction]:
+    """Best SR per task of one (Scratch) run, exactly: max over its curve and post SRs."""
     _require(visits, ("task", "post_sr"), "visits")
     _require(curve, ("task", "sr"), "curve")
-    srs = pd.concat(
-        [visits[["task", "post_sr"]].rename(columns={"post_sr": "sr"}), curve[["task", "sr"]]],
-        ignore_index=True,
-    )
-    best = srs.groupby("task", sort=False)["sr"].max()
-    return {str(t): float(v) for t, v in best.items()}
+    best: dict[str, Fraction] = {}
+    for frame, prefix in ((visits, "post_"), (curve, "")):
+        for task, sr in zip(frame["task"].astype(str), rates(frame, prefix), strict=True):
+            best[task] = max(best.get(task, sr), sr)
+    return best
 
 
 def competence_targets(
-    best_srs: Sequence[Mapping[str, float]],
-    tau_min: float = 0.2,
-    factor: float = 0.9,
+    best_srs: Sequence[Mapping[str, Fraction | float]],
+    tau_min: float | Fraction = 0.2,
+    factor: float | Fraction = 0.9,
     *,
     tasks: Sequence[str] | None = None,
-) -> dict[str, float]:
-    """``tau_T = max(factor * mean_r best_srs[r][T], tau_min)``, one mapping per Scratch run.
+) -> dict[str, Fraction]:
+    """``tau_T = max(factor * mean_r best_srs[r][T], tau_min)``, one mapping per Scratch
+    run, exactly (floats read as `as_exact` reads them: 0.9 is 9/10).
 
     ``tasks`` defaults to every task named by any run; each run must give each task a
     non-NaN best SR, otherwise ValueError names the task.
@@ -136,38 +161,40 @@ def competence_targets(
         raise ValueError("competence_targets needs at least one Scratch run")
     if tasks is None:
         tasks = list(dict.fromkeys(t for run in best_srs for t in run))
-    taus: dict[str, float] = {}
+    factor, tau_min = as_exact(factor), as_exact(tau_min)
+    taus: dict[str, Fraction] = {}
     for task in tasks:
-        values = [run.get(task, math.nan) for run in best_srs]
-        missing = [i for i, v in enumerate(values) if v is None or math.isnan(v)]
+        values = [run.get(task) for run in best_srs]
+        missing = [i for i, v in enumerate(values) if v is None or pd.isna(v)]
         if missing:
             raise ValueError(f"task {task!r} has no Scratch best SR in run(s) {missing}")
-        taus[task] = max(factor * float(np.mean(values)), tau_min)
+        taus[task] = max(factor * _mean([as_exact(v) for v in values]), tau_min)
     return taus
 
 
-def time_to_threshold(curve: pd.DataFrame, tau: float, budget: int) -> tuple[int, bool]:
-    """(TTT, censored) of one visit: min step with sr >= tau, else (budget, True)."""
+def time_to_threshold(curve: pd.DataFrame, tau: float | Fraction,
+                      budget: int) -> tuple[int, bool]:
+    """(TTT, censored) of one visit: min step whose exact SR (`rates`) is >= tau, else
+    (budget, True)."""
     _require(curve, ("step", "sr"), "curve")
-    hits = curve.loc[curve["sr"] >= tau - SR_ATOL, "step"]
-    if hits.empty:
+    tau = as_exact(tau)
+    hits = [int(step) for step, sr in zip(curve["step"], rates(curve), strict=True)
+            if sr >= tau]
+    if not hits:
         return int(budget), True
-    return int(hits.min()), False
-
-
-def _mean(values: Sequence[float] | np.ndarray) -> float:
-    return float(np.mean(values)) if len(values) else math.nan
+    return min(hits), False
 
 
 def run_metrics(
     visits: pd.DataFrame,
     curve: pd.DataFrame,
     final: pd.DataFrame,
-    tau: Mapping[str, float],
+    tau: Mapping[str, float | Fraction],
     *,
     post: Literal["first", "last"] = "last",
 ) -> RunMetrics:
-    """All metrics of one run. With T_prev the non-current tasks and E the competent ones:
+    """All metrics of one run, exactly. With T_prev the non-current tasks and E the
+    competent ones:
 
     BWT = mean_{T_prev} (SR_end - SR_post); Coverage = frac_T [SR_first(T) >= tau_T]
     (SR_first: post_sr of T's first visit; ``coverage_last`` with its last visit);
@@ -189,61 +216,73 @@ def run_metrics(
     for task in tasks:
         if task not in tau:
             raise ValueError(f"no competence target tau for task {task!r}")
+    tau = {task: as_exact(tau[task]) for task in tasks}
     dup = final["task"][final["task"].duplicated()]
     if not dup.empty:
         raise ValueError(f"final has several rows for task {dup.iloc[0]!r}")
-    end_by_task = dict(zip(final["task"].astype(str), final["sr"].astype(float), strict=True))
+    end_by_task = dict(zip(final["task"].astype(str), rates(final), strict=True))
     for task in tasks:
         if task not in end_by_task:
             raise ValueError(f"final has no row for task {task!r}")
 
-    first, last = ({str(t): float(sr) for t, sr in
-                    zip(chosen["task"], chosen["post_sr"], strict=True)}
-                   for chosen in (visits.drop_duplicates("task", keep=k)
-                                  for k in ("first", "last")))
+    post_srs = rates(visits, "post_")
+    first: dict[str, Fraction] = {}
+    last: dict[str, Fraction] = {}
+    for task, sr in zip(visits["task"].astype(str), post_srs, strict=True):
+        first.setdefault(task, sr)
+        last[task] = sr
     sr_post = first if post == "first" else last
     sr_end = {t: end_by_task[t] for t in tasks}
 
     current = str(visits["task"].iloc[-1])
     prev = [t for t in tasks if t != current]
-    learned = [t for t in prev if _meets(sr_post[t], tau[t])]
+    learned = [t for t in prev if sr_post[t] >= tau[t]]
 
-    ttts: dict[str, float] = {}
+    ttts: dict[str, Fraction] = {}
     censored = 0
-    revisit_sr: dict[str, float] = {}
-    for row in visits[visits["cycle"] >= 1].itertuples(index=False):
+    revisit_sr: dict[str, Fraction] = {}
+    for row, sr in zip(visits.itertuples(index=False), post_srs, strict=True):
+        if row.cycle < 1:
+            continue
         tag = str(row.tag)
         if tag in revisit_sr:
             raise ValueError(f"visits has several revisits tagged {tag!r}")
-        revisit_sr[tag] = float(row.post_sr)
+        revisit_sr[tag] = sr
         steps, cens = time_to_threshold(
             curve[curve["visit"] == row.visit], tau[str(row.task)], int(row.budget)
         )
-        ttts[tag] = float(steps)
+        ttts[tag] = Fraction(steps)
         censored += cens
 
+    one, zero = Fraction(1), Fraction(0)
     terms = {
         "mean_sr": revisit_sr,
         "ttt": ttts,
         "bwt": {t: sr_end[t] - sr_post[t] for t in prev},
-        "coverage": {t: float(_meets(first[t], tau[t])) for t in tasks},
-        "coverage_last": {t: float(_meets(last[t], tau[t])) for t in tasks},
-        "tr": {t: float(_meets(sr_end[t], tau[t])) for t in tasks},
+        "coverage": {t: one if first[t] >= tau[t] else zero for t in tasks},
+        "coverage_last": {t: one if last[t] >= tau[t] else zero for t in tasks},
+        "tr": {t: one if sr_end[t] >= tau[t] else zero for t in tasks},
     }
-    means = {m: _mean(list(values.values())) for m, values in terms.items()}
+    eps = as_exact(NBWT_EPS)
+    exact = {m: _mean(list(values.values())) for m, values in terms.items()}
+    exact["nbwt"] = _mean([(sr_end[t] - sr_post[t]) / max(sr_post[t], eps) for t in learned])
+    exact["mean_sr_all"] = _mean(post_srs)
+    floats = {m: _float(v) for m, v in exact.items()}
     return RunMetrics(
-        mean_sr=means["mean_sr"],
-        ttt=means["ttt"],
+        mean_sr=floats["mean_sr"],
+        ttt=floats["ttt"],
         ttt_censored=censored,
         revisits=len(ttts),
-        bwt=means["bwt"],
-        coverage=means["coverage"],
-        nbwt=_mean([(sr_end[t] - sr_post[t]) / max(sr_post[t], NBWT_EPS) for t in learned]),
-        tr=means["tr"],
-        revisit_sr=revisit_sr,
-        sr_post=sr_post,
-        sr_end=sr_end,
-        mean_sr_all=_mean(visits["post_sr"].to_numpy(dtype=float)),
-        coverage_last=means["coverage_last"],
-        task_terms=terms,
+        bwt=floats["bwt"],
+        coverage=floats["coverage"],
+        nbwt=floats["nbwt"],
+        tr=floats["tr"],
+        revisit_sr={t: float(v) for t, v in revisit_sr.items()},
+        sr_post={t: float(v) for t, v in sr_post.items()},
+        sr_end={t: float(v) for t, v in sr_end.items()},
+        mean_sr_all=floats["mean_sr_all"],
+        coverage_last=floats["coverage_last"],
+        task_terms={m: {t: float(v) for t, v in values.items()} for m, values in terms.items()},
+        exact={**{m: v for m, v in exact.items() if v is not None},
+               **{f"revisit:{t}": v for t, v in revisit_sr.items()}},
     )

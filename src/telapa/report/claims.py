@@ -48,6 +48,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Literal
 
 import numpy as np
@@ -107,18 +108,25 @@ FRESH_CLAIMS: tuple[Claim, ...] = (
 run): the first claim is the primary one; the others are secondary, each judged alone."""
 
 
-def seeded_values(result: CurriculumResults, method: str, value: str) -> dict[int, float]:
-    """Seed -> ``value`` of each run of ``method`` (NaN left out); TTT in millions of env
-    steps. ``value`` is a `RunMetrics` field or ``revisit:TAG``."""
+def seeded_values(result: CurriculumResults, method: str,
+                  value: str) -> dict[int, Fraction | float]:
+    """Seed -> ``value`` of each run of ``method`` (NaN left out), exact (`RunMetrics.exact`)
+    where the metrics have it; TTT in millions of env steps. ``value`` is a `RunMetrics`
+    field or ``revisit:TAG``."""
     records, metrics = result.runs.get(method, []), result.metrics.get(method, [])
     if len(records) != len(metrics):
         raise ValueError(f"{method}: {len(records)} runs but {len(metrics)} metrics")
-    out = {}
+    scale = Fraction(int(TTT_UNIT)) if value == "ttt" else Fraction(1)
+    out: dict[int, Fraction | float] = {}
     for record, m in zip(records, metrics, strict=True):
+        exact = m.exact.get(value)
+        if exact is not None:
+            out[record.seed] = exact / scale
+            continue
         if value.startswith("revisit:"):
             v = m.revisit_sr.get(value.split(":", 1)[1], math.nan)
         else:
-            v = getattr(m, value) / (TTT_UNIT if value == "ttt" else 1.0)
+            v = getattr(m, value) / float(scale)
         if not math.isnan(v):
             out[record.seed] = float(v)
     return out
@@ -186,8 +194,8 @@ def evaluate(claim: Claim, result: CurriculumResults, *, alpha: float = 0.05) ->
     return ClaimCheck(claim, verdict, comparisons, adjusted, alpha, mine)
 
 
-def _fmt(values: Mapping[int, float]) -> str:
-    return f"{np.mean(list(values.values())):.3f} (n={len(values)})"
+def _fmt(values: Mapping[int, Fraction | float]) -> str:
+    return f"{np.mean([float(v) for v in values.values()]):.3f} (n={len(values)})"
 
 
 def check(claim: Claim, result: CurriculumResults, *, alpha: float = 0.05) -> dict[str, object]:

@@ -49,6 +49,17 @@ class EvalResult:
         return float(self.competence(np.asarray(self.returns)))
 
     @property
+    def episodes(self) -> int:
+        """n, the episodes evaluated."""
+        return int(np.asarray(self.returns).shape[0])
+
+    @property
+    def successes(self) -> int | None:
+        """k, the episodes that succeeded, when the competence is a count (``sr`` is then
+        k / n, kept exactly as the pair; `Competence.successes`); None otherwise."""
+        return self.competence.successes(np.asarray(self.returns))
+
+    @property
     def mean_return(self) -> float:
         return float(np.mean(self.returns))
 

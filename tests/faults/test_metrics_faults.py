@@ -1,0 +1,45 @@
+"""Faults of scoring runs together (`telapa metrics`, `telapa report`): runs of two
+different curricula that share a name were scored with one tau_T."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import pandas as pd
+
+from telapa.continual.results import RunRecord, score
+
+
+def _record(path: str, tasks: dict[str, str], sr: float, seed: int = 0) -> RunRecord:
+    """A finished Scratch run of a one-task curriculum named ``smoke`` (visited twice)
+    whose every evaluation scored ``sr`` of 50 episodes."""
+    k = round(sr * 50)
+    visits = pd.DataFrame({"visit": [0, 1], "tag": ["A", "A'"], "task": "A", "cycle": [0, 1],
+                           "budget": 100, "post_sr": sr, "post_successes": k,
+                           "post_episodes": 50, "pre_sr": sr, "pre_successes": k,
+                           "pre_episodes": 50})
+    curve = pd.DataFrame({"visit": [0, 1], "task": "A", "step": [100, 100], "sr": sr,
+                          "successes": k, "episodes": 50})
+    final = pd.DataFrame({"task": ["A"], "sr": [sr], "successes": [k], "episodes": [50]})
+    definition = {"name": "smoke", "order": ["A"], "cycles": 2, "tasks": tasks}
+    return RunRecord(path=Path(path), curriculum="smoke", method="scratch", seed=seed,
+                     tau_min=0.2, tables={"visits": visits, "curve": curve, "final": final},
+                     accounting={}, settings={"curriculum": json.dumps(definition)})
+
+
+def test_curricula_that_share_a_name_are_told_apart_by_content():
+    # A copy of smoke.yaml with other tasks under the same name: A = DoorKey there was
+    # scored with Empty-5x5's tau (0.9 x mean(1.0, 0.1) = 0.495 for both), so the DoorKey
+    # run's 0.1 missed and the Empty run's counted against a bar it did not set.
+    empty = _record("/runs/empty", {"A": {"env_id": "MiniGrid-Empty-5x5-v0"}}, 1.0)
+    doorkey = _record("/runs/doorkey", {"A": {"env_id": "MiniGrid-DoorKey-5x5-v0"}}, 0.1, 1)
+    results = score([empty, doorkey])
+    assert len(results) == 2 and all(key.startswith("smoke@") for key in results)
+    taus = sorted(r.tau_exact["A"] for r in results.values())
+    assert taus == [Fraction(1, 5), Fraction(9, 10)]  # max(0.9 x 0.1, 0.2); 0.9 x 1.0
+    # the same curriculum twice keeps its name and pools its Scratch runs
+    again = _record("/runs/empty-1", {"A": {"env_id": "MiniGrid-Empty-5x5-v0"}}, 0.5, 1)
+    (pooled,) = score([empty, again]).values()
+    assert pooled.curriculum == "smoke" and pooled.tau_exact["A"] == Fraction(27, 40)
