@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -273,16 +274,32 @@ def test_mlflow_with_no_environment_logs_to_a_store_in_the_run_directory(tmp_pat
     first.log({"sr/A": 0.5}, 7)
     first.close("stopped")
     record = json.loads((run / "tracking.json").read_text())["mlflow"]
-    assert record["tracking_uri"] == (run / "mlruns").resolve().as_uri()
-    again = RunTracker.open(run, spec=spec, config={}, tracking=None, resume_step=7)
+    assert record["store"] == "run directory" and "tracking_uri" not in record
+    # moved, it resumes in its own store (an absolute URI once sent it to the old place)
+    moved = tmp_path / "moved"
+    run.rename(moved)
+    again = RunTracker.open(moved, spec=spec, config={}, tracking=None, resume_step=7)
     again.log({"sr/A": 0.75}, 9)
     again.close("complete")
-    client = MlflowClient(tracking_uri=record["tracking_uri"])
+    assert not run.exists()
+    client = MlflowClient(tracking_uri=(moved / "mlruns").resolve().as_uri())
     (found,) = client.search_runs([client.get_experiment_by_name("telapa").experiment_id])
     assert found.info.status == "FINISHED"
     assert [m.value for m in client.get_metric_history(found.info.run_id, "sr/A")] == \
         [0.5, 0.75]
     assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "mlruns").exists()
+
+
+def test_an_unreachable_mlflow_server_is_one_line_at_once(tmp_path, monkeypatch):
+    """``MLFLOW_TRACKING_URI=http://127.0.0.1:9`` (nothing listens) was silent for 252 s
+    of MLflow's retries before its error: now one line within seconds."""
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:9")
+    spec = {"curriculum": "c", "method": "m", "seed": 1, "preset": "p", "overrides": {}}
+    started = time.monotonic()
+    with pytest.raises(TrackingError, match=r"the MLflow server at http://127.0.0.1:9 is not "
+                                            r"reachable"):
+        RunTracker.open(tmp_path / "run", spec=spec, config={}, tracking=Tracking(("mlflow",)))
+    assert time.monotonic() - started < 30
 
 
 @needs_wandb

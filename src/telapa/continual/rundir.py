@@ -299,10 +299,26 @@ class RunDir:
 
     # --- tables ---------------------------------------------------------------------
 
+    def own(self, path: Path) -> Path:
+        """``path``, a place inside this run directory, when neither it nor a folder
+        between it and the run directory is a symbolic link; `RunDirError` naming the
+        link otherwise. A run directory holds its own files: telapa reads, writes and
+        exports none through a link (a linked ``policies/`` once let a resume overwrite a
+        user's file outside the run, and an export copied a linked file's target)."""
+        place = self.path
+        for part in path.relative_to(self.path).parts:
+            place = place / part
+            if place.is_symlink():
+                raise RunDirError(
+                    f"{place} is a symbolic link (to {os.readlink(place)}); a run directory "
+                    "holds its own files, and telapa reads and writes none through a link: "
+                    "replace the link by the file or folder itself")
+        return path
+
     def table_path(self, name: str) -> Path:
         """Where the table ``name`` (``visits``, ``curve``, ``final``, a method table such
-        as ``elites``) is: ``NAME.csv``."""
-        return self.path / f"{name}.csv"
+        as ``elites``) is: ``NAME.csv`` (`own`: not through a link)."""
+        return self.own(self.path / f"{name}.csv")
 
     def write_tables(self, tables: dict[str, pd.DataFrame]) -> None:
         write_tables({self.table_path(name): frame for name, frame in tables.items()})
@@ -326,7 +342,7 @@ class RunDir:
     def visit_train_path(self, visit: int, tag: str) -> Path:
         """``train/NN-TAG.csv``: the PPO training log of visit ``visit`` (tag ``tag``, a
         prime written ``p``), one row per update."""
-        return self.path / "train" / f"{visit:02d}-{tag.replace(chr(39), 'p')}.csv"
+        return self.own(self.path / "train" / f"{visit:02d}-{tag.replace(chr(39), 'p')}.csv")
 
     def write_visit_train(self, visit: int, tag: str, frame: pd.DataFrame) -> None:
         path = self.visit_train_path(visit, tag)
@@ -368,7 +384,7 @@ class RunDir:
         --visit`` and the report's clips play."""
         if when not in ("start", "end"):
             raise ValueError(f"when must be 'start' or 'end', got {when!r}")
-        return self.path / POLICIES_DIR / f"{visit:02d}-{when}.npz"
+        return self.own(self.path / POLICIES_DIR / f"{visit:02d}-{when}.npz")
 
     def save_policy(self, visit: int, params: Any, when: str = "end") -> None:
         """Writes ``params`` (a parameter tree) as `policy_path` atomically."""
@@ -430,8 +446,10 @@ class RunDir:
                             self.table_path("elites"))
 
     def result_files(self) -> list[Path]:
-        """The `RESULT_FILES` this run has, in that order (what a sweep export copies)."""
-        return [self.path / name for name in RESULT_FILES if (self.path / name).is_file()]
+        """The `RESULT_FILES` this run has, in that order (what a sweep export copies);
+        `RunDirError` for one that is a symbolic link (`own`)."""
+        return [self.own(self.path / name) for name in RESULT_FILES
+                if (self.path / name).is_file() or (self.path / name).is_symlink()]
 
     # --- what defines a run (checked when it is resumed) -----------------------------
 

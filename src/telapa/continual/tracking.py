@@ -40,11 +40,13 @@ import json
 import math
 import os
 import re
+import socket
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from telapa.continual.rundir import MLFLOW_DIR, TB_DIR, TRACKING_FILE
 from telapa.io import read_json, write_json_atomic
@@ -162,6 +164,7 @@ class MLflowSink:
 
         if tracking_uri is None and not os.environ.get("MLFLOW_TRACKING_URI") and folder:
             tracking_uri = local_mlflow_uri(folder)
+        check_reachable(tracking_uri or os.environ.get("MLFLOW_TRACKING_URI", ""))
         registry = tracking_uri if tracking_uri and tracking_uri.startswith("file:") else None
         if registry is not None:
             os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
@@ -195,6 +198,42 @@ class MLflowSink:
 def local_mlflow_uri(folder: Path) -> str:
     """The ``file:`` URI of ``folder``'s local MLflow store (`MLFLOW_DIR`)."""
     return (Path(folder).resolve() / MLFLOW_DIR).as_uri()
+
+
+REACH_TIMEOUT_S = 5.0
+"""How long `check_reachable` waits for an MLflow server to accept a connection."""
+
+
+def check_reachable(uri: str, *, timeout: float = REACH_TIMEOUT_S) -> None:
+    """`TrackingError` unless the MLflow server of an ``http(s)://`` ``uri`` accepts a
+    TCP connection within ``timeout`` seconds (MLflow itself retries for minutes, in
+    silence, before it fails); other URIs (a file store) pass."""
+    parsed = urlsplit(uri)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        return
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    try:
+        socket.create_connection((parsed.hostname, port), timeout=timeout).close()
+    except OSError as err:
+        raise TrackingError(f"--track mlflow: the MLflow server at {uri} is not reachable "
+                            f"({err.strerror or err}); start it, or set "
+                            "MLFLOW_TRACKING_URI to one that is") from None
+
+
+def _reopened_uri(known: dict[str, Any], folder: Path) -> str | None:
+    """The tracking URI a resumed run's MLflow sink reopens: its own run directory's
+    store where ``tracking.json`` says it logged there (``"store": "run directory"``,
+    wherever the run has moved since), else the URI it names. A record written before
+    the store was recorded by place names its absolute ``file:`` URI; one that no longer
+    exists, of a store named `MLFLOW_DIR`, is read as the moved run's own."""
+    if known.get("store") == "run directory":
+        return local_mlflow_uri(folder)
+    uri = known.get("tracking_uri")
+    if isinstance(uri, str) and uri.startswith("file:"):
+        old = Path(urlsplit(uri).path)
+        if old.name == MLFLOW_DIR and not old.is_dir() and (folder / MLFLOW_DIR).is_dir():
+            return local_mlflow_uri(folder)
+    return uri
 
 
 def _finite(values: Mapping[str, Any]) -> dict[str, float]:
@@ -274,7 +313,9 @@ class RunTracker:
             experiment=project, name=folder.name,
             tags={"group": group, **{k: str(spec[k]) for k in ("curriculum", "method", "seed")}},
             params={**{k: json.dumps(v) for k, v in spec.items()}, **_flat(config, "settings.")},
-            tracking_uri=known.get("tracking_uri"), run_id=known.get("id"), folder=folder)
+            tracking_uri=_reopened_uri(known, folder), run_id=known.get("id"), folder=folder)
+        if sink.tracking_uri == local_mlflow_uri(folder):  # by place: the run may move
+            return sink, {"id": sink.id, "project": project, "store": "run directory"}
         return sink, {"id": sink.id, "project": project, "tracking_uri": sink.tracking_uri}
 
     def log(self, values: Mapping[str, Any], step: int) -> None:

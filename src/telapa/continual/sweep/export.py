@@ -103,6 +103,8 @@ def export_sweep(sweep_dir: str | Path, dest: str | Path) -> ExportSummary:
                           "choose a destination outside the sweep directory")
     cells = source["cells"]
     done = [c for c in cells if cell_state(sweep_dir, c["name"])[0] == "done"]
+    for cell in done:  # a linked result file is refused before anything is written
+        cell_dir(sweep_dir, cell["name"]).result_files()
     meta = stored_sweep(dest) if dest.is_dir() else None
     if meta is None:  # a new export, created whole: an export holding no cell yet
         def build(tmp: Path) -> None:
