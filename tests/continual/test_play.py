@@ -60,7 +60,8 @@ def test_a_visit_and_an_elite_are_played_from_what_the_run_keeps(telapa_run, qui
     path = quick_run("telapa", 0)
     visits = pd.read_csv(path / "visits.csv")
     assert sorted(p.name for p in (path / "policies").iterdir()) == sorted(
-        f"{v:02d}-{w}.npz" for v in visits["visit"] for w in ("start", "end"))
+        [f"{v:02d}-{w}.npz" for v in visits["visit"] for w in ("start", "end")]
+        + ["seal.json"])
     last = load_policy(telapa_run, visit=str(len(visits) - 1))
     # TeLAPA's final policy is the last visit's end
     np.testing.assert_array_equal(_flat(last.params), _flat(telapa_run.learner.params))

@@ -27,7 +27,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import signal
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -183,21 +186,59 @@ class Interrupted(CLIError):
     status = 130
 
 
+class Terminated(CLIError):
+    """SIGTERM (a scheduler's stop, ``kill``): as Ctrl-C, exit status 143 (128 + 15)."""
+
+    status = 143
+
+
+class _SigTerm(KeyboardInterrupt):
+    """Raised in the main thread by SIGTERM while a run runs (`terminate_as_interrupt`)."""
+
+
+@contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM stops the run as Ctrl-C does (the same unwinding, checkpoint kept and lock
+    released), instead of killing the process where it stands; the previous handler is
+    put back after."""
+    def stop(signum, frame):
+        raise _SigTerm()
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread: leave SIGTERM as it is
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def execute(run_factory, console: Console, out: str | Path, interval_s: float = 30.0):
     """Creates the run (a `ContinualRun` or a `SeedBatch`) with ``run_factory(progress)``
-    and runs it to the end; Ctrl-C stops it with how to resume ``out`` (its run
-    directories)."""
-    with progress_for(console, interval_s) as progress:
+    and runs it to the end; Ctrl-C or SIGTERM stops it with how to resume ``out`` (its
+    run directories)."""
+    with progress_for(console, interval_s) as progress, terminate_as_interrupt():
         try:
             run = run_factory(progress)
             run.run()
         except (RunDirError, CheckpointError, RunError, ConfigError, TrackingError) as err:
             raise CLIError(str(err)) from None
+        except _SigTerm:
+            raise Terminated(f"terminated (SIGTERM); {_resume_hint(out)}") from None
         except KeyboardInterrupt:
-            raise Interrupted(
-                f"interrupted; {out} keeps its last checkpoint: continue with "
-                f"`telapa run --resume {out}`") from None
+            raise Interrupted(f"interrupted; {_resume_hint(out)}") from None
     return run
+
+
+def _resume_hint(out: str | Path) -> str:
+    """How to go on after a stop: resume ``out``, or, stopped before it was created,
+    start again."""
+    folder = Path(out)
+    if not (folder / "run.json").is_file() and not any(folder.glob("*/run.json")):
+        return f"stopped before {out} was created: nothing to resume, start the run again"
+    return f"{out} keeps its last checkpoint: continue with `telapa run --resume {out}`"
 
 
 RESUME_OPTIONS = ("curriculum", "method", "seed", "preset", "intrinsic_beta", "sets")

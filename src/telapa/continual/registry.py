@@ -15,6 +15,8 @@ section with another model, is an error naming both.
 
 from __future__ import annotations
 
+import re
+
 import jax
 
 from telapa.config import close_matches
@@ -63,6 +65,11 @@ METHOD_SECTIONS: dict[str, str] = {name: m.section for name, m in METHODS.items(
 ignore it), as the methods declare it; `method_section` answers for plug-ins too."""
 
 
+METHOD_NAME = re.compile(r"[a-z][a-z0-9_-]{0,63}")
+"""What a method's name may be: it names run directories (``--seeds``) and sweep cells,
+so no ``/``, ``..``, spaces or markup (``x/../../ESCAPED`` once wrote outside ``--out``)."""
+
+
 def _qualname(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
@@ -81,6 +88,11 @@ def register_method(method: type[Method]) -> type[Method]:
     if not isinstance(name, str) or not name:
         raise PluginError(f"method class {_qualname(method)} has no name of its own (set "
                           "the class attribute name)")
+    if not METHOD_NAME.fullmatch(name):
+        raise PluginError(f"method class {_qualname(method)} is named {name!r}; a method's "
+                          "name names run and cell directories, so it is lower-case ASCII "
+                          "letters, digits, '-' and '_', starting with a letter (at most "
+                          "64 characters)")
     if name in BUILTIN_METHODS and BUILTIN_METHODS[name] is not method:
         raise PluginError(f"method {name!r} ({_qualname(method)}) has the name of a built-in "
                           f"method ({_qualname(BUILTIN_METHODS[name])}); give it another name")

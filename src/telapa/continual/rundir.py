@@ -39,6 +39,7 @@ curriculum) and name the file that is wrong.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -70,10 +71,12 @@ from telapa.continual.runtables import (
 )
 from telapa.io import load_pytree, read_json, save_pytree, write_json_atomic, write_table_atomic
 from telapa.io.atomic import broken_link
+from telapa.io.checkpoint import CheckpointError
 
 TB_DIR = "tb"
 """TensorBoard event files of a run (``telapa train`` and continual runs)."""
 POLICIES_DIR = "policies"
+POLICY_SEAL = "seal.json"
 """The start and end parameters of every visit (`RunDir.policy_path`)."""
 TRACKING_FILE = "tracking.json"
 """The external tracked runs (W&B run id, MLflow run id) a run logs to, kept so that a
@@ -386,21 +389,60 @@ class RunDir:
             raise ValueError(f"when must be 'start' or 'end', got {when!r}")
         return self.own(self.path / POLICIES_DIR / f"{visit:02d}-{when}.npz")
 
+    @property
+    def policy_seal_path(self) -> Path:
+        """``policies/seal.json``: the SHA-256 of each policy file this run wrote, and of
+        the run's definition (`definition`), so that a damaged policy, or another run's
+        copied in, is named instead of played."""
+        return self.own(self.path / POLICIES_DIR / POLICY_SEAL)
+
+    def _definition_digest(self) -> str:
+        return hashlib.sha256(json.dumps(self.definition(), sort_keys=True).encode()
+                              ).hexdigest()
+
     def save_policy(self, visit: int, params: Any, when: str = "end") -> None:
-        """Writes ``params`` (a parameter tree) as `policy_path` atomically."""
+        """Writes ``params`` (a parameter tree) as `policy_path` atomically, and seals it
+        (`policy_seal_path`)."""
         path = self.policy_path(visit, when)
         path.parent.mkdir(exist_ok=True)
         save_pytree(path, params)
+        seal = self.policy_seal_path
+        files = read_json(seal, "policy seal").get("files", {}) if seal.is_file() else {}
+        write_json_atomic(seal, {"run": self._definition_digest(),
+                                 "files": {**files, path.name: _sha256(path)}})
 
     def load_policy(self, visit: int, like: Any, when: str = "end") -> Any:
         """The parameters `save_policy` wrote, in the structure of ``like``; `RunDirError`
-        when the run kept none (runs made before runs kept their policies)."""
+        when the run kept none (runs made before runs kept their policies), or the file
+        is not the one this run sealed (damaged, or another run's: `policy_seal_path`;
+        a run written before policies were sealed is read as it is)."""
         path = self.policy_path(visit, when)
         if not path.is_file():
             raise RunDirError(f"{path} does not exist: this run kept no policy of visit "
                               f"{visit} (runs keep them from telapa 0.1 on; play its final "
                               "policy instead)")
-        return load_pytree(path, like)
+        seal = self.policy_seal_path
+        if seal.is_file():
+            try:
+                sealed = read_json(seal, "policy seal")
+                run, digest = sealed["run"], sealed["files"].get(path.name)
+            except (ValueError, KeyError, TypeError, AttributeError) as err:
+                raise RunDirError(f"{seal} is damaged ({err}); the run's policies cannot be "
+                                  "told apart from others'") from None
+            if run != self._definition_digest():
+                raise RunDirError(f"{seal} seals another run's policies (its definition "
+                                  f"differs from {self.path}'s): {POLICIES_DIR}/ was copied "
+                                  "from elsewhere")
+            if digest is None or digest != _sha256(path):
+                raise RunDirError(
+                    f"{path} is not the policy this run saved (" + (
+                        "it is not in its seal" if digest is None else
+                        "its SHA-256 differs from the one sealed") +
+                    "): damaged, or another run's file copied in")
+        try:
+            return load_pytree(path, like)
+        except CheckpointError as err:
+            raise RunDirError(f"{path} cannot be read: {err}") from None
 
     # --- json records ---------------------------------------------------------------
 
@@ -462,6 +504,14 @@ class RunDir:
                 "curriculum.yaml": self._yaml("curriculum.yaml")}
         return json.loads(json.dumps(data))
 
+
+
+def _sha256(path: Path) -> str:
+    hasher = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            hasher.update(block)
+    return hasher.hexdigest()
 
 
 def dump_yaml(data: Any) -> str:
