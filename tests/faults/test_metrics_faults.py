@@ -1,15 +1,19 @@
 """Faults of scoring runs together (`telapa metrics`, `telapa report`): runs of two
-different curricula that share a name were scored with one tau_T."""
+different curricula that share a name were scored with one tau_T, and runs with
+different tau_min at the lowest."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from fractions import Fraction
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from telapa.continual.results import RunRecord, score
+from telapa.continual.rundir import RunDirError
 
 
 def _record(path: str, tasks: dict[str, str], sr: float, seed: int = 0) -> RunRecord:
@@ -43,3 +47,13 @@ def test_curricula_that_share_a_name_are_told_apart_by_content():
     again = _record("/runs/empty-1", {"A": {"env_id": "MiniGrid-Empty-5x5-v0"}}, 0.5, 1)
     (pooled,) = score([empty, again]).values()
     assert pooled.curriculum == "smoke" and pooled.tau_exact["A"] == Fraction(27, 40)
+
+
+def test_runs_that_disagree_on_tau_min_are_refused_not_scored_at_the_lowest():
+    # a tau_min=0.9 row mixed with others was scored at 0.2, only tau_source said so
+    low = _record("/runs/low", {"A": {"env_id": "MiniGrid-Empty-5x5-v0"}}, 1.0)
+    high = dataclasses.replace(_record("/runs/high", {"A": {"env_id": "MiniGrid-Empty-5x5-v0"}},
+                                       0.5, 1), tau_min=0.9)
+    with pytest.raises(RunDirError, match=r"set different tau_min \(0.2 in /runs/low, 0.9 in "
+                                          r"/runs/high\)"):
+        score([low, high])

@@ -302,7 +302,17 @@ def score(records: Iterable[RunRecord]) -> dict[str, CurriculumResults]:
 
 
 def _targets(group: Sequence[RunRecord]) -> tuple[dict[str, Fraction], str]:
-    tau_min = as_exact(min(r.tau_min for r in group))
+    """tau_T of one curriculum's runs; `RunDirError` when they disagree on tau_min (one
+    curriculum is scored against one tau_T, so runs with another floor, a ``tau_min``
+    ablation, are scored apart: a row labelled ``tau_min=0.9`` was scored at 0.2)."""
+    floors = sorted({r.tau_min for r in group})
+    if len(floors) > 1:
+        examples = {f: next(str(r.path) for r in group if r.tau_min == f) for f in floors}
+        raise RunDirError(
+            f"runs of curriculum {group[0].curriculum!r} set different tau_min ("
+            + ", ".join(f"{f:g} in {p}" for f, p in examples.items())
+            + "); one curriculum is scored against one tau_T: score them apart")
+    tau_min = as_exact(floors[0])
     scratch = [r for r in group if r.method == SCRATCH]
     if scratch:
         best = [best_sr(r.tables["visits"], r.tables["curve"]) for r in scratch]
