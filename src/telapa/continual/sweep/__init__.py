@@ -19,9 +19,10 @@ Cells are the product of the four lists, in file order with the seed varying fas
 method. A grid or override key under ``methods.X`` only applies to the methods that read
 section X (`continual.registry.method_section`): ``methods.ewc.lam`` does not multiply
 the Finetune cells of the same sweep. Relative paths in the file are relative to the
-file. Unknown keys, empty lists, unknown methods or curricula, dotted keys that name no
-setting and values a setting rejects are errors that name the file and the key, before
-any run starts (`load_sweep`).
+file. Grid and override values are read as ``--set`` reads a value (``1e-3`` is a
+number). Unknown keys, empty lists, unknown methods or curricula, dotted keys that name no
+setting, values a setting rejects, and two grid points that give the same run or the same
+cell name are errors that name the file and the key, before any run starts (`load_sweep`).
 
 The sweep directory::
 

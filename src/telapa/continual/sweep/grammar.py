@@ -3,7 +3,11 @@
 Cells are the product of curricula x methods x grid values x seeds, in file order with the
 seed varying fastest, or (``order: seed``) seed-major. A ``methods.X.*`` grid or override
 key only applies to the methods that read section X (`continual.registry.method_section`,
-plug-in methods' own sections included).
+plug-in methods' own sections included). A string among the grid's and the overrides'
+values is read as ``--set`` reads a value (`telapa.overrides.parse_value`: ``1e-3`` is a
+number there, where PyYAML reads it as a string). Two grid points of a method that give
+the same run (equal settings, e.g. ``[2, 2.0]``) and two cells that would share a name
+(`cell_name`) are refused, before any run starts.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from telapa.continual.preset import (
     read_run_preset,
     with_sets,
 )
+from telapa.overrides import parse_value
 
 MAX_SEEDS = 10_000
 """Seeds of one sweep (the paper: 20)."""
@@ -54,7 +59,10 @@ class SweepFile(StrictModel):
     seeds: int | list[int] = 1
     """A count (seeds 0..N-1) or a list of distinct seeds; at most `MAX_SEEDS`."""
     grid: dict[str, list[Any]] = Field(default_factory=dict)
+    """Dotted key -> the values to try; `load_sweep` reads a string among them as
+    ``--set`` reads a value (`_as_set_value`)."""
     overrides: dict[str, Any] = Field(default_factory=dict)
+    """Dotted key -> one value for every cell, its strings read as the grid's."""
     order: Literal["method", "seed"] = "method"
 
     @field_validator("seeds", mode="before")
@@ -192,6 +200,48 @@ def cell_name(curriculum: str, method: str, seed: int, overrides: dict[str, Any]
     return "-".join(parts)
 
 
+def _as_set_value(value: Any, *, source: str) -> Any:
+    """``value`` (as read from a sweep file) with every string in it, at any depth of its
+    lists and mappings (not the mappings' keys), read as ``--set`` reads its text
+    (`parse_value`): ``"1e-3"`` -> ``0.001``, ``"true"`` -> True, ``"a/b"`` stays a
+    string. So ``lr: [1e-3, 0.001]`` lists one value twice, as two ``--set`` would."""
+    if isinstance(value, str):
+        return parse_value(value, source)
+    if isinstance(value, list):
+        return [_as_set_value(v, source=source) for v in value]
+    if isinstance(value, dict):
+        return {k: _as_set_value(v, source=f"{source}.{k}") for k, v in value.items()}
+    return value
+
+
+def _given(*, keys: list[str], values: Mapping[str, Any]) -> str:
+    """``values`` of ``keys`` as a sweep file gives them: one value, or a tuple of them."""
+    shown = [repr(values[k]) for k in keys]
+    return shown[0] if len(shown) == 1 else f"({', '.join(shown)})"
+
+
+def _equal_values(*, source: str, keys: list[str], first: Mapping[str, Any],
+                  second: Mapping[str, Any], what: str) -> str:
+    """The message for two grid points (grid key -> value as the file gives it) that
+    differ in ``keys`` yet make ``what``."""
+    name = f"key {keys[0]} has" if len(keys) == 1 else f"keys {', '.join(keys)} have"
+    return (f"{source}: grid {name} values {_given(keys=keys, values=first)} and "
+            f"{_given(keys=keys, values=second)} that {what}")
+
+
+def _name_clash(*, source: str, name: str, cell: Cell, point: Mapping[str, Any],
+                curriculum: Curriculum, method: str, as_given: Mapping[str, Any]) -> str:
+    """The message for a cell of ``method`` on ``curriculum`` at the grid point
+    ``as_given`` whose name, ``name``, is already ``cell``'s (at ``point``)."""
+    differ = [k for k in as_given if repr(point.get(k)) != repr(as_given[k])]
+    if (cell.curriculum.name, cell.method) != (curriculum.name, method) or not differ:
+        return (f"{source}: the cells of {cell.method} on {cell.curriculum.name} and of "
+                f"{method} on {curriculum.name} share the name {name}; rename a curriculum")
+    return _equal_values(source=source, keys=differ, first=point, second=as_given,
+                         what=f"make the same cell name {name} (characters outside "
+                              "[A-Za-z0-9._=+-] become _); change one of them")
+
+
 def _resolve(name: str, base: Path, folder: Path, what: str) -> Path:
     """A named config in ``folder`` or a path (relative paths: to ``base``)."""
     path = resolve_named(name, folder, what)
@@ -206,12 +256,24 @@ def load_sweep(path: str | Path, sets: dict[str, Any] | None = None) -> Sweep:
     """Validates a sweep file and every one of its cells (each cell's settings as a
     `RunConfig`); `ConfigError` names the file and the key. Nothing is run. ``sets``
     (``telapa sweep --set``: dotted key -> value) are overrides for every cell, over the
-    file's own ``overrides``; a key of the file's ``grid`` cannot be set."""
+    file's own ``overrides``; a key of the file's ``grid`` cannot be set. The file's grid
+    and override values are read as ``--set`` reads its own (`_as_set_value`). Two grid
+    points of one method and curriculum that give the same run (the same settings once
+    validated: ``epochs: [2, 2.0]``, ``lr: [1e-3, 0.001]``, a value listed twice) and two
+    cells whose names would be one (`cell_name` replaces characters: ``a/b`` and ``a_b``)
+    are `ConfigError`s naming the file, the grid key(s) and both values: each cell is
+    one run in one directory, so neither is run twice nor dropped."""
     from telapa.continual.registry import find_method
 
     path = Path(path)
     source = str(path)
     spec = validate(SweepFile, read_yaml(path, "sweep"), source)
+    given = spec.grid  # as the file gives them, for the errors below
+    spec = spec.model_copy(update={
+        "grid": {k: [_as_set_value(v, source=f"{source}, grid {k}") for v in values]
+                 for k, values in spec.grid.items()},
+        "overrides": {k: _as_set_value(v, source=f"{source}, overrides {k}")
+                      for k, v in spec.overrides.items()}})
     if sets:
         for key in sets:
             if not _schema_has(RunConfig, key.split(".")):
@@ -257,11 +319,14 @@ def load_sweep(path: str | Path, sets: dict[str, Any] | None = None) -> Sweep:
         raise ConfigError(f"{source}: curricula x methods x grid x seeds makes {count:,} "
                           f"cells; at most {MAX_CELLS:,}")
     cells: dict[str, Cell] = {}
+    points: dict[str, dict[str, Any]] = {}  # cell name -> its grid values, as given
     for curriculum, method in itertools.product(curricula, spec.methods):
         keys = [k for k in grid_keys if _applies(k, method)]
-        for values in itertools.product(*(spec.grid[k] for k in keys)):
+        runs: dict[str, tuple[int, ...]] = {}  # the settings -> the grid point giving them
+        for point in itertools.product(*(range(len(spec.grid[k])) for k in keys)):
             overrides = {k: v for k, v in spec.overrides.items() if _applies(k, method)}
-            overrides.update(zip(keys, values, strict=True))
+            overrides.update((k, spec.grid[k][i]) for k, i in zip(keys, point, strict=True))
+            as_given = {k: given[k][i] for k, i in zip(keys, point, strict=True)}
             # the preset's mapping with the cell's keys, validated once below (as a run's)
             data = (with_sets(preset_data, overrides, str(source))
                     if isinstance(preset_data, dict) else preset_data)
@@ -272,6 +337,16 @@ def load_sweep(path: str | Path, sets: dict[str, Any] | None = None) -> Sweep:
             config = bind_env_family(parse_run_config(data, where),
                                      list(curriculum.task_ids().values()),
                                      f"{where}, curriculum {curriculum.name!r}")
+            settings = json.dumps(config.model_dump(mode="json"), sort_keys=True)
+            if settings in runs:  # one run twice: its results would be counted twice
+                other = runs[settings]
+                differ = [k for k, i, j in zip(keys, other, point, strict=True) if i != j]
+                first = {k: given[k][i] for k, i in zip(keys, other, strict=True)}
+                raise ConfigError(_equal_values(
+                    source=source, keys=differ, first=first, second=as_given,
+                    what=f"give the same run of {method} on {curriculum.name} (equal "
+                         "settings); list each value once"))
+            runs[settings] = point
             for seed in spec.seed_list:
                 name_ = cell_name(curriculum.name, method, seed, overrides, grid_keys)
                 if len(name_.encode()) > MAX_CELL_NAME_BYTES:
@@ -279,8 +354,13 @@ def load_sweep(path: str | Path, sets: dict[str, Any] | None = None) -> Sweep:
                         f"{source}: cell {name_} has a name of {len(name_.encode())} bytes; "
                         f"at most {MAX_CELL_NAME_BYTES} (it names the cell's files): "
                         "shorten the curriculum's name or the grid's values")
-                cell = Cell(name_, curriculum, method, seed, overrides, config, spec.preset)
-                cells[name_] = cell  # a methods.X key that does not apply: same cell
+                if name_ in cells:  # another run's name: one of them would be dropped
+                    raise ConfigError(_name_clash(
+                        source=source, name=name_, cell=cells[name_], point=points[name_],
+                        curriculum=curriculum, method=method, as_given=as_given))
+                cells[name_] = Cell(name_, curriculum, method, seed, overrides, config,
+                                    spec.preset)
+                points[name_] = as_given
     ordered = list(cells.values())
     if spec.order == "seed":  # stable: file order within each seed
         ordered.sort(key=lambda c: spec.seed_list.index(c.seed))
