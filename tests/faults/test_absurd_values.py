@@ -98,7 +98,8 @@ SWEEP = f"preset: {FAULT_RUN}\ncurricula: [{ONE_TASK}]\nmethods: [ewc]\n"
     ("seeds: 100000000000\n", "'seeds'.*100,000,000,000 seeds; give 1 to 10,000"),
     ("seeds: [" + ", ".join(map(str, range(10_001))) + "]\n", "'seeds'.*10,001 seeds"),
     ("seeds: 10000\ngrid:\n  methods.ewc.lam: [" + ", ".join(map(str, range(11))) + "]\n",
-     "makes 110,000 cells; at most 100,000"),
+     "makes 110,000 cells; at most 10,000"),
+    ("seeds: 5001\ngrid:\n  methods.ewc.lam: [1, 2]\n", "makes 10,002 cells; at most 10,000"),
 ])
 def test_absurd_sweeps_are_refused_fast(tmp_path, capsys, extra, message):
     path = tmp_path / "s.yaml"
