@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import sys
 
 from telapa.cli import demo, play, report, run, sweep, train
@@ -41,7 +42,32 @@ def main(argv: list[str] | None = None) -> int:
         parser.exit(getattr(err, "status", 2), f"telapa: error: {err}\n")
     except OSError as err:  # a full disk, a read-only mount, a vanished file: one line
         parser.exit(2, f"telapa: error: {os_error_text(err)}\n")
+    except KeyboardInterrupt:  # a command without its own stop (report, play, metrics)
+        parser.exit(130, f"telapa: error: interrupted; telapa {ns.command} stopped\n")
     return 0
+
+
+STOPPED = (130, 143)
+"""Exit statuses of a run stopped by Ctrl-C (130) or SIGTERM (143)."""
+
+
+def console_main() -> None:
+    """The ``telapa`` command (and ``python -m telapa.cli``): `main`; after a stop by
+    Ctrl-C or SIGTERM the process ends at once, its streams flushed (``os._exit``), not
+    through the interpreter's finalization, which tore down JAX's runtime while its
+    threads had been interrupted and crashed with SIGSEGV after the resume hint (exit
+    139, not 130, in a probe's 5 of 7 tries). Everything a run keeps is written and
+    closed by then: the stop unwinds the run (checkpoint, lock, trackers) before
+    `main` returns."""
+    try:
+        code = main()
+    except SystemExit as stop:
+        code = stop.code
+    if code in STOPPED:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        os._exit(code)
+    sys.exit(code)
 
 
 def os_error_text(err: OSError) -> str:
@@ -58,4 +84,4 @@ def os_error_text(err: OSError) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console_main()

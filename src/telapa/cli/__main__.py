@@ -1,7 +1,5 @@
 """``python -m telapa.cli`` = ``telapa``."""
 
-import sys
+from telapa.cli import console_main
 
-from telapa.cli import main
-
-sys.exit(main())
+console_main()
