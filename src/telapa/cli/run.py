@@ -27,10 +27,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import signal
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -67,6 +64,7 @@ from telapa.continual.spec import SEED_LIMIT, RunSpec, resolve_spec
 from telapa.continual.tracking import Tracking, TrackingError
 from telapa.envs.registry import common_family
 from telapa.io import CheckpointError
+from telapa.io.stop import Terminate, stop_on_signals
 from telapa.metrics.stats import Resample
 from telapa.overrides import differences, override, parse_sets
 from telapa.report.aggregates import aggregates_table, improvement_table, profile_table
@@ -192,40 +190,21 @@ class Terminated(CLIError):
     status = 143
 
 
-class _SigTerm(KeyboardInterrupt):
-    """Raised in the main thread by SIGTERM while a run runs (`terminate_as_interrupt`)."""
-
-
-@contextmanager
-def terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM stops the run as Ctrl-C does (the same unwinding, checkpoint kept and lock
-    released), instead of killing the process where it stands; the previous handler is
-    put back after."""
-    def stop(signum, frame):
-        raise _SigTerm()
-
-    try:
-        previous = signal.signal(signal.SIGTERM, stop)
-    except ValueError:  # not the main thread: leave SIGTERM as it is
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+_SigTerm = Terminate  # for `telapa play` (its stop: telapa.io.stop)
+terminate_as_interrupt = stop_on_signals
 
 
 def execute(run_factory, console: Console, out: str | Path, interval_s: float = 30.0):
     """Creates the run (a `ContinualRun` or a `SeedBatch`) with ``run_factory(progress)``
     and runs it to the end; Ctrl-C or SIGTERM stops it with how to resume ``out`` (its
     run directories)."""
-    with progress_for(console, interval_s) as progress, terminate_as_interrupt():
+    with progress_for(console, interval_s) as progress, stop_on_signals():
         try:
             run = run_factory(progress)
             run.run()
         except (RunDirError, CheckpointError, RunError, ConfigError, TrackingError) as err:
             raise CLIError(str(err)) from None
-        except _SigTerm:
+        except Terminate:
             raise Terminated(f"terminated (SIGTERM); {_resume_hint(out)}") from None
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted; {_resume_hint(out)}") from None

@@ -62,6 +62,7 @@ from telapa.continual.runner import ContinualRun
 from telapa.continual.spec import Phase, RunSpec
 from telapa.continual.tracking import Tracking
 from telapa.io import MemoryMonitor
+from telapa.io.stop import raise_pending
 from telapa.rl.agent import Agent, BatchMemberError
 
 
@@ -229,7 +230,7 @@ class SeedBatch:
         peak = max([r.peak_rss for r in self._pending], default=0)
         with MemoryMonitor(initial_peak_bytes=peak) as self._memory:
             while self.step():
-                pass
+                raise_pending()  # a stop dropped inside a callback (telapa.io.stop)
         for run in self._pending:
             run.finish()
         return [run.metrics() for run in self.runs]

@@ -42,6 +42,7 @@ from telapa.continual.runtables import records_tables
 from telapa.continual.spec import Phase, RunSpec, resolve_spec
 from telapa.continual.tracking import RunTracker, Tracking
 from telapa.io import CheckpointError, MemoryMonitor, PhaseTimer, dir_size_bytes, tree_nbytes
+from telapa.io.stop import raise_pending
 from telapa.metrics import best_sr, competence_targets, run_metrics
 from telapa.metrics.rates import as_exact
 from telapa.provenance import current_code, extend_code
@@ -232,6 +233,7 @@ class ContinualRun:
         base_wall = self.wall_s
         with MemoryMonitor(initial_peak_bytes=self.peak_rss) as memory:
             while not self.complete:
+                raise_pending()  # a stop dropped inside a callback (telapa.io.stop)
                 self.step(lambda: (base_wall + time.perf_counter() - segment_start,
                                    memory.peak_bytes))
         return self.finish()
@@ -335,8 +337,10 @@ class ContinualRun:
         return self.visit_key(phase.visit, "eval", phase.chunk + 1)
 
     def on_progress(self, done: int, metrics: list[Metrics]) -> None:
-        """Reports a training call's progress (``done`` steps of the visit)."""
+        """Reports a training call's progress (``done`` steps of the visit); raises a
+        stop a signal asked for that was dropped on the way (`telapa.io.stop`)."""
         self.progress.advance(done, metrics[-1])
+        raise_pending()
 
     def finish_chunk(self, phase: Phase, state: TrainState, history: list[Metrics],
                      result: EvalResult) -> None:

@@ -1,0 +1,57 @@
+"""A stop the user asked for (Ctrl-C, SIGTERM), kept until the run acts on it.
+
+Python runs a signal handler between bytecodes of the main thread, wherever it is; when
+that is inside a garbage-collection callback (JAX registers one, ``_xla_gc_callback``)
+the ``KeyboardInterrupt`` the handler raises is printed as "Exception ignored" and
+dropped, and the run went on to its end as if never stopped (a probe: 1 of 4 Ctrl-Cs
+shortly after a checkpoint). So `stop_on_signals` installs handlers that record the
+stop before they raise it, and the run loops call `raise_pending` at their boundaries
+(each phase, each training call): a dropped stop is raised again there, within seconds.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+_pending: list[type[BaseException]] = []
+
+
+class Terminate(KeyboardInterrupt):
+    """The stop SIGTERM asks for (a scheduler's stop, ``kill``): unwinds as Ctrl-C does."""
+
+
+def raise_pending() -> None:
+    """Raises the stop recorded by a signal (`stop_on_signals`), if any is pending."""
+    if _pending:
+        raise _pending[-1]()
+
+
+def _handler(kind: type[BaseException]):
+    def stop(signum, frame):
+        _pending.append(kind)
+        raise kind()
+    return stop
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """Within it, SIGINT raises `KeyboardInterrupt` and SIGTERM `Terminate`, each also
+    recorded for `raise_pending`; the previous handlers and an empty record after. Off
+    the main thread (where no handler can be set) it does nothing."""
+    try:
+        previous = {signal.SIGINT: signal.signal(signal.SIGINT, _handler(KeyboardInterrupt)),
+                    signal.SIGTERM: signal.signal(signal.SIGTERM, _handler(Terminate))}
+    except ValueError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        _pending.clear()
+
+
+__all__ = ["Terminate", "raise_pending", "stop_on_signals"]
