@@ -70,10 +70,15 @@ POLL_S = 0.2
 so the stop lands at the first checkpoint past the deadline."""
 
 
+STOPPED_BY_SIGTERM = 128 + signal.SIGTERM
+"""``telapa run``'s exit status after SIGTERM (`telapa.cli.run.Terminated`)."""
+
+
 def run_segment(run: Path, args: argparse.Namespace, hours: float | None) -> int:
     """Starts or resumes ``telapa run`` on ``run``; after ``hours`` stops it as soon as it
     has written its next checkpoint (its accounting is the last file a checkpoint writes).
-    Returns the process's exit status (``-SIGTERM`` when stopped)."""
+    Returns the process's exit status (143 when stopped: ``telapa run`` ends a SIGTERM
+    as it ends Ctrl-C, at its checkpoint, with status 128 + 15)."""
     if run.exists():
         cmd = ["--resume", str(run)]
     else:
@@ -172,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.report_only and not is_complete(run):
         args.runs.mkdir(parents=True, exist_ok=True)
         code = run_segment(run, args, args.hours)
-        if code not in (0, -signal.SIGTERM):
+        if code not in (0, STOPPED_BY_SIGTERM):
             log(f"telapa run failed (exit {code}); see {run.with_suffix('.log')}")
             return 1
     if not (run / "accounting.json").exists():

@@ -106,7 +106,7 @@ def test_a_yaml_file_inside_an_installed_package_is_named_package_colon_file(
     with pytest.raises(ConfigError, match=r"myplug:slow\.yaml: package 'myplug' holds no "
                                           r"slow\.yaml \(it ships presets/fast\.yaml\)"):
         resolve_named("myplug:slow.yaml", tmp_path, "run preset")
-    with pytest.raises(ConfigError, match="cannot import package 'nosuchplug'"):
+    with pytest.raises(ConfigError, match="no installed package 'nosuchplug'"):
         resolve_named("nosuchplug:a.yaml", tmp_path, "curriculum")
     # an existing file of that spelling is a path
     monkeypatch.chdir(tmp_path)

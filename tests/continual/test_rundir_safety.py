@@ -264,7 +264,23 @@ def test_ctrl_c_prints_how_to_resume(tmp_path, capsys, monkeypatch):
         main([*RUN, "--out", str(out)])
     assert exit_info.value.code == 130
     err = capsys.readouterr().err
-    assert f"telapa run --resume {out}" in err and "Traceback" not in err
+    # stopped before the run directory existed: nothing to resume (the hint once said
+    # to resume a run that was never written)
+    assert f"stopped before {out} was created: nothing to resume" in err
+    assert "Traceback" not in err
+    # stopped once the run exists: how to resume it
+
+    def interrupted_later(spec, path, progress=None, **_):
+        Path(path).mkdir(exist_ok=True)
+        (Path(path) / "run.json").write_text("{}")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("telapa.cli.run.ContinualRun.start", interrupted_later)
+    later = tmp_path / "later"
+    with pytest.raises(SystemExit) as exit_info:
+        main([*RUN, "--out", str(later)])
+    assert exit_info.value.code == 130
+    assert f"telapa run --resume {later}" in capsys.readouterr().err
 
 
 def _visit() -> Visit:

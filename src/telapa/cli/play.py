@@ -3,48 +3,81 @@
     telapa play RUN_DIR [--task T] [--visit N | --elite TASK:N] [--episodes K]
                 [--seed S] [--greedy | --sampled] [--out FILE.gif|FILE.mp4]
 
-Plays K episodes (default 3) of the run's final policy for task T (default: the last
-visit's task; Scratch-Reuse's stored network of T), of the policy visit N ended with
-(``--visit 3`` or ``--visit "B'"``), or of an archive elite as `telapa inspect` lists
-it (``--elite B:0``), on the env of T, and prints each episode's return and length and
-the episodes' SR. With ``--out`` it also writes them as a GIF or an MP4, each frame
-captioned with the episode, the step, the return so far and whether it succeeded
-(`telapa.continual.play`). The same seed gives the same episodes (default: the run's
-seed); actions are sampled or greedy as in the run's evaluations unless ``--greedy`` or
-``--sampled`` says otherwise.
+Plays K episodes (default 3, at most `MAX_EPISODES`) of the run's final policy for task
+T (default: the last visit's task; Scratch-Reuse's stored network of T), of the policy
+visit N ended with (``--visit 3`` or ``--visit "B'"``), or of an archive elite as `telapa
+inspect` lists it (``--elite B:0``), on the env of T, and prints each episode's return
+and length and the episodes' SR. With ``--out`` it also writes them as a GIF or an MP4,
+each frame captioned with the episode, the step, the return so far and whether it
+succeeded (`telapa.continual.play`); without it no frame is drawn. The same seed gives
+the same episodes (default: the run's seed); actions are sampled or greedy as in the
+run's evaluations unless ``--greedy`` or ``--sampled`` says otherwise.
+
+It only reads the run (no lock, no file written in it). What is wrong is named before
+any episode is played: a run that keeps no policies (a sweep export's cell), an
+``--out`` that exists, is inside the run or would not fit in memory as a GIF
+(`check_video_memory`). ``--out`` appears only complete: Ctrl-C (exit status 130) and
+SIGTERM (143) stop the play in one line and leave nothing at ``--out``.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
 
 import numpy as np
 
-from telapa.cli.common import CLIError, positive_int, seed_int, stdout_console
+from telapa.cli.common import CLIError, seed_int, stdout_console
+from telapa.cli.run import Interrupted, Terminated
+from telapa.continual.play import MAX_EPISODES
 from telapa.continual.rundir import RunDirError
+from telapa.io.stop import Terminate, stop_on_signals
 
 
 def _cmd_play(ns: argparse.Namespace) -> None:
     from telapa.continual.play import (
+        Episode,
         PlayError,
+        check_video_memory,
         check_video_path,
+        iter_episodes,
         load_policy,
         open_finished,
-        play,
         success,
         write_video,
     )
 
+    episodes: list[Episode] = []
     try:
-        if ns.out is not None:
-            check_video_path(ns.out)  # before any work
-        run = open_finished(ns.run)
-        policy = load_policy(run, task=ns.task, visit=ns.visit, elite=ns.elite)
-        seed = run.spec.seed if ns.seed is None else ns.seed
-        episodes = play(policy, episodes=ns.episodes, seed=seed, deterministic=ns.greedy)
-        written = write_video(ns.out, policy.agent, episodes) if ns.out else None
+        with stop_on_signals():  # SIGTERM unwinds as Ctrl-C: --out is removed
+            if ns.out is not None:
+                check_video_path(ns.out, run=ns.run)  # before any work
+            run = open_finished(ns.run)
+            policy = load_policy(run, task=ns.task, visit=ns.visit, elite=ns.elite)
+            seed = run.spec.seed if ns.seed is None else ns.seed
+            if ns.out is not None:
+                check_video_memory(ns.out, policy.agent, ns.episodes)
+            played = iter_episodes(policy, episodes=ns.episodes, seed=seed,
+                                   deterministic=ns.greedy, frames=ns.out is not None)
+
+            def kept() -> Iterator[Episode]:  # the returns, not the frames, are kept
+                for episode in played:
+                    episodes.append(Episode(None, episode.rewards))
+                    yield episode
+
+            if ns.out is not None:
+                written = write_video(ns.out, policy.agent, kept(), count=ns.episodes)
+            else:
+                episodes.extend(played)
+                written = None
     except (PlayError, RunDirError) as err:
         raise CLIError(str(err)) from None
+    except KeyboardInterrupt as err:
+        stopped = (f"after {len(episodes)} of {ns.episodes} episodes"
+                   + (f"; nothing was written to --out {ns.out}" if ns.out is not None else ""))
+        if isinstance(err, Terminate):
+            raise Terminated(f"terminated (SIGTERM) {stopped}") from None
+        raise Interrupted(f"interrupted {stopped}") from None
     console = stdout_console()
     console.print(f"{policy.label} on {policy.agent.spec.env_id} (seed {seed})", markup=False,
                   soft_wrap=True)
@@ -58,6 +91,17 @@ def _cmd_play(ns: argparse.Namespace) -> None:
                   + (f" -> {written}" if written else ""), markup=False, soft_wrap=True)
 
 
+def _episodes(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if not 1 <= value <= MAX_EPISODES:
+        raise argparse.ArgumentTypeError(f"must be 1 to {MAX_EPISODES} (telapa play's "
+                                         f"bound), got {text}")
+    return value
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     play = sub.add_parser("play", help="play a finished run's policy or archive elite "
                                        "(SR, returns; a GIF or MP4 with --out)")
@@ -69,7 +113,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        help="the policy this visit ended with (index or tag, e.g. B')")
     which.add_argument("--elite", metavar="TASK:N",
                        help="an archive elite as `telapa inspect` lists it, e.g. B:0")
-    play.add_argument("--episodes", type=positive_int, default=3)
+    play.add_argument("--episodes", type=_episodes, default=3,
+                      help=f"episodes to play (default 3, at most {MAX_EPISODES})")
     play.add_argument("--seed", type=seed_int, help="episodes' seed (default: the run's)")
     mode = play.add_mutually_exclusive_group()
     mode.add_argument("--greedy", dest="greedy", action="store_const", const=True,
@@ -77,5 +122,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     mode.add_argument("--sampled", dest="greedy", action="store_const", const=False,
                       help="sample actions from the policy")
     play.add_argument("--out", metavar="FILE.gif|FILE.mp4",
-                      help="also write the episodes as a video (a new file)")
+                      help="also write the episodes as a video (a new file, outside the "
+                           "run directory)")
     play.set_defaults(func=_cmd_play, greedy=None)

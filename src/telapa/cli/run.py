@@ -190,10 +190,6 @@ class Terminated(CLIError):
     status = 143
 
 
-_SigTerm = Terminate  # for `telapa play` (its stop: telapa.io.stop)
-terminate_as_interrupt = stop_on_signals
-
-
 def execute(run_factory, console: Console, out: str | Path, interval_s: float = 30.0):
     """Creates the run (a `ContinualRun` or a `SeedBatch`) with ``run_factory(progress)``
     and runs it to the end; Ctrl-C or SIGTERM stops it with how to resume ``out`` (its

@@ -1,6 +1,6 @@
 """Watching a policy: episodes of a finished run's policy as frames (``telapa play``).
 
-Which policy (`load_policy`), from a finished run's directory:
+Which policy (`load_policy`), from a finished run's directory (`open_finished`):
 
 * the run's **final policy for a task** (``task``; default the last visit's task): what
   the end-of-sequence evaluation uses, ``Method.eval_params`` (Scratch-Reuse's stored
@@ -10,30 +10,50 @@ Which policy (`load_policy`), from a finished run's directory:
 * an **archive elite** (``elite``: ``TASK:N``, the N-th elite of task TASK's archive, as
   ``telapa inspect`` lists them) of a method with archives, from its last checkpoint.
 
+The final policies and the archives are the run's last checkpoint's: a run without one
+(a sweep export keeps only the result files, `telapa.continual.rundir.RESULT_FILES`) is
+refused, naming what is missing and where the policies are (the sweep's own run
+directory), as is a last checkpoint that is not the end of the run; nothing else is
+played in their place. Playing only reads: no lock is taken and nothing is written
+inside the run directory (a video inside it is refused, `check_video_path`).
+
 It plays on the env of ``task`` (default: the visit's task, the elite's archive's task,
 or the last visit's), with the run's own settings (the task's env options, the run's
 evaluation mode unless ``deterministic`` says otherwise).
 
-**Episodes** (`play`): on the jax backend, episode e of K starts from
+**Episodes** (`play`, `iter_episodes`): on the jax backend, episode e of K starts from
 ``env.reset(split(reset_key, K)[e])`` and samples its action at step t with
 ``fold_in(split(act_key, K)[e], t)``, ``reset_key, act_key = split(key)``, until it
 terminates, is truncated or reaches the env's step limit: exactly the episodes of the
 run's own evaluation (`telapa.rl.evaluate.make_population_evaluator`) with the same key,
-so their SR is ``agent.evaluate(params, K, key).sr``. The frames are the ports' MiniGrid
-picture (`telapa.envs.minigrid.render`). On the gymnasium backend (MuJoCo) episode e
-resets with seed ``seed + e`` and draws frames through MuJoCo's headless renderer
-(`telapa.envs.mujoco.render`). The key is ``jax.random.key(seed)``: the same seed, the
-same episodes and frames.
+so their SR is ``agent.evaluate(params, K, key).sr``. They run `CHUNK` at a time. The
+frames are the ports' MiniGrid picture (`telapa.envs.minigrid.render`), drawn one
+episode at a time and only when asked for (``frames``). On the gymnasium backend
+(MuJoCo) episode e resets with seed ``seed + e`` and, with ``frames``, draws its frames
+through MuJoCo's headless renderer (`telapa.envs.mujoco.render`). The key is
+``jax.random.key(seed)``: the same seed, the same episodes and frames. At most
+`MAX_EPISODES` episodes are played.
 
 `write_video` writes the episodes one after another as a GIF or an MP4 (by the file's
 suffix), each frame with a caption strip: the episode, the step, the return so far and,
-on the last frame, whether the episode succeeded.
+on the last frame, whether the episode succeeded. It takes the episodes as they are
+played (an iterator), so no more than one episode's frames are drawn at once; the MP4
+writer (ffmpeg) streams them, the GIF writer (Pillow) holds every frame at a byte a
+pixel until it writes the file, which `check_video_memory` bounds before any episode is
+played. The video is written to a temporary file beside ``--out``
+(``.NAME.PID.TOKEN.tmp.SUFFIX``) and moved to ``--out`` only when complete, never over a
+file that appeared there meanwhile; a write that fails or is interrupted (Ctrl-C, or
+SIGTERM, which ``telapa play`` raises as an interrupt) removes it, and one left by a
+killed process (SIGKILL) is removed by the next write of the same ``--out``.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Sequence
+import secrets
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,9 +62,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from telapa.continual.checkpoints import POINTER
 from telapa.continual.curriculum import Visit
-from telapa.continual.rundir import RunDir
+from telapa.continual.memory import GIB, Part, machine_memory, total
+from telapa.continual.rundir import POLICIES_DIR, RunDir, RunDirError
 from telapa.continual.runner import ContinualRun
+from telapa.continual.spec import RunSpec
+from telapa.io import CheckpointError
+from telapa.io.atomic import fsync_dir, remove_stale
 from telapa.qd.archive import elite_id_offset
 from telapa.rl.agent import Agent
 from telapa.rl.networks import Params, flatten_params
@@ -53,6 +78,11 @@ ELITE = re.compile(r"^(?P<task>[^:]+):(?P<number>\d+)$")
 """``--elite TASK:N``."""
 
 VIDEO_SUFFIXES = (".gif", ".mp4")
+MAX_EPISODES = 1_000
+"""The most episodes one play takes (``--episodes``): episodes to watch, each drawn and
+captioned; a run's own evaluation measures more (``eval_episodes``)."""
+CHUNK = 64
+"""Episodes played at once on the jax backend (their states are kept to draw them)."""
 CAPTION_PX = 24
 """Height of the caption strip under each frame (two lines of Pillow's default font)."""
 
@@ -74,8 +104,9 @@ class Policy:
 
 @dataclass(frozen=True)
 class Episode:
-    frames: np.ndarray
-    """uint8 (T + 1, H, W, 3): the start, then the state after each step."""
+    frames: np.ndarray | None
+    """uint8 (T + 1, H, W, 3): the start, then the state after each step (None when the
+    episode was played without frames)."""
     rewards: np.ndarray
     """(T,) rewards."""
 
@@ -89,17 +120,63 @@ class Episode:
 
 
 def open_finished(path: str | Path) -> ContinualRun:
-    """The finished run in ``path`` at its last checkpoint (its lock released). A run
-    that is not complete is refused before it is opened, so nothing in it changes (a
-    resume would record the code of this segment)."""
+    """The finished run in ``path`` at its last checkpoint, read without taking its lock
+    or writing anything in it. Refused (`PlayError`), before anything is loaded: a run
+    that is not complete (finish it with ``telapa run --resume``), and a run that keeps
+    no checkpoint, such as a cell of a sweep export (`_no_policies`); refused after: a
+    last checkpoint that cannot be read, or does not hold the end of the run. No earlier
+    checkpoint and no fresh network is played instead."""
     run_dir = RunDir(path)
     status = run_dir.spec().get("status")  # RunDirError names a missing or foreign run
     if status != "complete":
         raise PlayError(f"{path} has not finished (status {status!r}); play a finished run, "
                         f"or finish it with `telapa run --resume {path}`")
-    run = ContinualRun.resume(path)
-    run.dir.unlock()
+    store = run_dir.checkpoints
+    checkpoints = store.newest_first()  # refuses a run of an older format version
+    if not checkpoints:
+        raise PlayError(_no_policies(run_dir))
+    latest = checkpoints[0]
+    spec = RunSpec.stored(path)
+    run = ContinualRun(spec, run_dir)
+    try:
+        store.verify(latest)
+        store.resume_from(latest)  # refuses a run edited since (RunEdited)
+        store.load_run(latest, run, agent_for=lambda task: run.agent(
+            next(v for v in run.visits if v.task == task)))
+    except (RunDirError, CheckpointError, ValueError, KeyError, TypeError, OSError) as err:
+        raise PlayError(f"{path}: its last checkpoint {latest.name} cannot be read ({err}); "
+                        "nothing else is played in its place") from None
+    if not run.complete:
+        raise PlayError(f"{path}: its last checkpoint {latest.name} holds the run at phase "
+                        f"{run.next_phase} of {len(run.phases)}, not its end; its final "
+                        "policies are not kept (nothing else is played in their place)")
     return run
+
+
+def _no_policies(run_dir: RunDir) -> str:
+    """What a finished run without a checkpoint lacks, and where its policies are: for a
+    cell of a sweep export, the cell of the sweep it was exported from."""
+    from telapa.continual.sweep.layout import stored_sweep
+
+    path = run_dir.path
+    policies = path / POLICIES_DIR
+    kept = sorted(p.name for p in policies.iterdir()) if policies.is_dir() else []
+    missing = (f"no checkpoint ({POINTER}, ckpt-NNNNNN/: the final policies and archives) "
+               + (f"and its {POLICIES_DIR}/ holds only {', '.join(kept)}" if kept else
+                  f"and no {POLICIES_DIR}/ (each visit's start and end policy)"))
+    try:
+        sweep = stored_sweep(path.parent.parent) if path.parent.name == "cells" else None
+    except RunDirError:
+        sweep = None
+    if sweep is not None and sweep.get("exported_from"):
+        source = Path(str(sweep["exported_from"])) / "cells" / path.name
+        where = (f"it is a cell of the sweep export {path.parent.parent}, which keeps only "
+                 f"the result files: play the cell in the sweep's own run directory, "
+                 f"{source}")
+    else:
+        where = ("a sweep export keeps only the result files: play the run in the sweep's "
+                 "own run directory (SWEEP/cells/NAME), not in its export")
+    return f"{path} keeps no policies to play: it has {missing}; {where}"
 
 
 def _visit(run: ContinualRun, which: str) -> Visit:
@@ -172,44 +249,83 @@ def _elite(run: ContinualRun, label: str) -> tuple[Params, str]:
 
 
 def play(policy: Policy, *, episodes: int, seed: int, deterministic: bool | None = None,
-         tile_size: int = 32) -> list[Episode]:
-    """``episodes`` episodes of ``policy`` from ``seed`` (module docstring); the run's
-    evaluation mode unless ``deterministic`` is given; MiniGrid frames ``tile_size``
-    pixels a cell."""
-    if episodes < 1:
-        raise PlayError(f"--episodes must be at least 1, got {episodes}")
+         tile_size: int = 32, frames: bool = True) -> list[Episode]:
+    """``episodes`` episodes of ``policy`` from ``seed`` (module docstring), with their
+    frames unless ``frames`` is False: `iter_episodes`, kept."""
+    return list(iter_episodes(policy, episodes=episodes, seed=seed,
+                              deterministic=deterministic, tile_size=tile_size,
+                              frames=frames))
+
+
+def iter_episodes(policy: Policy, *, episodes: int, seed: int,
+                  deterministic: bool | None = None, tile_size: int = 32,
+                  frames: bool = True) -> Iterator[Episode]:
+    """``episodes`` episodes of ``policy`` from ``seed`` (module docstring), one at a time
+    as they are played: the run's evaluation mode unless ``deterministic`` is given;
+    MiniGrid frames ``tile_size`` pixels a cell, drawn only with ``frames``. A count out
+    of 1 .. `MAX_EPISODES`, or frames of an env without a renderer, is refused here,
+    before any episode is played."""
+    check_episodes(episodes)
     agent = policy.agent
     greedy = agent.config.eval.deterministic if deterministic is None else deterministic
+    if frames:
+        _check_renderer(agent)
     if agent.backend == "jax":
         return _play_jax(agent, policy.params, episodes, jax.random.key(seed), greedy,
-                         tile_size)
-    return _play_gym(agent, policy.params, episodes, seed, greedy)
+                         tile_size if frames else None)
+    return _play_gym(agent, policy.params, episodes, seed, greedy, frames)
+
+
+def _check_renderer(agent: Agent) -> None:
+    """`PlayError` when frames of ``agent``'s env cannot be drawn: a JAX env that is not
+    a MiniGrid port (MiniGrid ports draw their frames, MuJoCo's gymnasium envs theirs)."""
+    if agent.backend == "jax" and getattr(agent.env, "task", None) is None:
+        raise PlayError(f"{agent.spec.env_id}: no renderer for this JAX env (MiniGrid ports "
+                        "draw their frames; MuJoCo runs on the gymnasium backend); play it "
+                        "without --out")
+
+
+def check_episodes(episodes: int) -> int:
+    """``episodes`` if it is 1 .. `MAX_EPISODES`; `PlayError` naming the bound otherwise."""
+    if not 1 <= episodes <= MAX_EPISODES:
+        raise PlayError(f"--episodes {episodes}: play takes 1 to {MAX_EPISODES} episodes "
+                        "(MAX_EPISODES); the run's own evaluation measures more")
+    return episodes
 
 
 def _play_jax(agent: Agent, params: Params, episodes: int, key: jax.Array,
-              deterministic: bool, tile_size: int) -> list[Episode]:
+              deterministic: bool, tile_size: int | None) -> Iterator[Episode]:
+    """The episodes, `CHUNK` at a time (a last chunk filled up with copies of its last
+    episode, which are dropped), each drawn on its own when ``tile_size`` is given."""
     from telapa.envs.minigrid.render import render
 
-    env = agent.env
-    task = getattr(env, "task", None)
-    if task is None:
-        raise PlayError(f"{agent.spec.env_id}: no renderer for this JAX env (MiniGrid ports "
-                        "draw their frames; MuJoCo runs on the gymnasium backend)")
-    states, rewards, lengths = _rollouts(agent, params, episodes, key, deterministic)
-    frames = np.asarray(render(states, see_through_walls=task.see_through_walls,
-                               tile_size=tile_size))
-    rewards, lengths = np.asarray(rewards), np.asarray(lengths)
-    return [Episode(frames[e, :lengths[e] + 1], rewards[e, :lengths[e]])
-            for e in range(episodes)]
+    reset_key, act_key = jax.random.split(key)
+    resets, acts = jax.random.split(reset_key, episodes), jax.random.split(act_key, episodes)
+    size = min(episodes, CHUNK)
+    rollouts = _rollouts(agent, deterministic, keep_states=tile_size is not None)
+    for first in range(0, episodes, size):
+        picks = np.minimum(np.arange(first, first + size), episodes - 1)
+        states, rewards, lengths = rollouts(params, resets[picks], acts[picks])
+        rewards, lengths = np.asarray(rewards), np.asarray(lengths)
+        for j in range(min(size, episodes - first)):
+            pictures = None
+            if tile_size is not None:  # one episode's states, drawn (all max_steps + 1)
+                one = jax.tree.map(lambda x, j=j: x[j], states)
+                pictures = np.asarray(render(
+                    one, see_through_walls=agent.env.task.see_through_walls,
+                    tile_size=tile_size))[:lengths[j] + 1]
+            yield Episode(pictures, rewards[j, :lengths[j]])
+        del states
 
 
-def _rollouts(agent: Agent, params: Params, episodes: int, key: jax.Array,
-              deterministic: bool) -> tuple[Any, jax.Array, jax.Array]:
-    """Every episode's states (E, max_steps + 1, ...), rewards (E, max_steps) and length
-    (E,): the evaluator's episodes (module docstring), each held at its last state."""
+def _rollouts(agent: Agent, deterministic: bool, *, keep_states: bool):
+    """``run(params, reset_keys, act_keys)``: the episodes of those keys (E of each):
+    their states (E, max_steps + 1, ...) when ``keep_states`` (else None), rewards
+    (E, max_steps) and lengths (E,): the evaluator's episodes (module docstring), each
+    held at its last state."""
     env, policy, max_steps = agent.env, agent.policy, agent.spec.max_steps
 
-    def episode(reset_key: jax.Array, act_key: jax.Array):
+    def episode(params: Params, reset_key: jax.Array, act_key: jax.Array):
         state, obs = env.reset(reset_key)
 
         def step(carry, t):
@@ -220,43 +336,53 @@ def _rollouts(agent: Agent, params: Params, episodes: int, key: jax.Array,
             nxt, next_obs, reward, terminated, truncated, _ = env.step(state, action)
             keep = jax.tree.map(lambda old, new: jnp.where(done, old, new), state, nxt)
             ended = done | terminated | truncated | (t + 1 >= max_steps)
-            return (keep, next_obs, ended), (keep, jnp.where(done, 0.0, reward), done)
+            out = (keep if keep_states else None, jnp.where(done, 0.0, reward), done)
+            return (keep, next_obs, ended), out
 
         _, (states, rewards, was_done) = jax.lax.scan(
             step, (state, obs, jnp.bool_(False)), jnp.arange(max_steps))
-        states = jax.tree.map(lambda first, rest: jnp.concatenate([first[None], rest]),
-                              state, states)
+        if keep_states:
+            states = jax.tree.map(lambda first, rest: jnp.concatenate([first[None], rest]),
+                                  state, states)
         return states, rewards, jnp.sum(~was_done)
 
-    reset_key, act_key = jax.random.split(key)
-    run = jax.jit(jax.vmap(episode))
-    return run(jax.random.split(reset_key, episodes), jax.random.split(act_key, episodes))
+    return jax.jit(jax.vmap(episode, in_axes=(None, 0, 0)))
 
 
 def _play_gym(agent: Agent, params: Params, episodes: int, seed: int,
-              deterministic: bool) -> list[Episode]:
-    from telapa.envs.mujoco.render import make_rendering_env
+              deterministic: bool, frames: bool) -> Iterator[Episode]:
+    if frames:
+        from telapa.envs.mujoco.render import make_rendering_env
 
-    env = make_rendering_env(agent.spec.env_id, agent.env_options)
+        env = make_rendering_env(agent.spec.env_id, agent.env_options)
+    else:  # the same env, drawing nothing
+        from telapa.envs.mujoco import MujocoFamily
+
+        env = MujocoFamily().make_single(agent.spec.env_id, agent.env_options)
+    return _gym_episodes(env, agent, params, episodes, seed, deterministic, frames)
+
+
+def _gym_episodes(env: Any, agent: Agent, params: Params, episodes: int, seed: int,
+                  deterministic: bool, frames: bool) -> Iterator[Episode]:
     key = jax.random.key(seed)
-    out = []
     try:
         for e in range(episodes):
             obs, _ = env.reset(seed=seed + e)
-            frames, rewards = [env.render()], []
+            pictures, rewards = [env.render()] if frames else [], []
             for t in range(agent.spec.max_steps):
                 one = jax.tree.map(lambda x: np.asarray(x)[None], obs)
                 action = agent.policy.act(params, one, jax.random.fold_in(key, e * 2**20 + t),
                                           deterministic).env_action[0]
                 obs, reward, terminated, truncated, _ = env.step(np.asarray(action))
-                frames.append(env.render())
+                if frames:
+                    pictures.append(env.render())
                 rewards.append(float(reward))
                 if terminated or truncated:
                     break
-            out.append(Episode(np.stack(frames), np.asarray(rewards, np.float32)))
+            yield Episode(np.stack(pictures) if frames else None,
+                          np.asarray(rewards, np.float32))
     finally:
         env.close()
-    return out
 
 
 def success(agent: Agent, episode: Episode) -> bool:
@@ -265,10 +391,11 @@ def success(agent: Agent, episode: Episode) -> bool:
     return bool(agent.competence(np.asarray([episode.ret])) >= 1.0)
 
 
-def check_video_path(path: str | Path) -> Path:
+def check_video_path(path: str | Path, *, run: str | Path | None = None) -> Path:
     """``path`` as a new video file: a ``.gif`` or ``.mp4`` that does not exist (nothing a
-    user has is overwritten) in an existing folder; `PlayError` naming what is wrong
-    otherwise. Called before any episode is played, and again by `write_video`."""
+    user has is overwritten) in an existing folder, outside the run directory ``run``
+    (playing writes nothing into a run); `PlayError` naming what is wrong otherwise.
+    Called before any episode is played, and again by `write_video`."""
     path = Path(path)
     if path.suffix.lower() not in VIDEO_SUFFIXES:
         raise PlayError(f"--out {path}: give a .gif or .mp4 file")
@@ -277,28 +404,144 @@ def check_video_path(path: str | Path) -> Path:
                         "overwritten)")
     if not path.parent.is_dir():
         raise PlayError(f"--out {path}: folder {path.parent} does not exist")
+    if run is not None and Path(run).is_dir() and path.parent.resolve().is_relative_to(
+            Path(run).resolve()):
+        raise PlayError(f"--out {path} is inside the run directory {run}; play writes "
+                        "nothing into a run: choose a file outside it")
     return path
 
 
-def write_video(path: str | Path, agent: Agent, episodes: Sequence[Episode], *,
-                fps: int = 8) -> Path:
+def video_memory(path: str | Path, agent: Agent, episodes: int, *,
+                 tile_size: int = 32) -> list[Part]:
+    """The parts of the memory writing ``episodes`` episodes of ``agent``'s env to the
+    video ``path`` needs at most (`telapa.continual.memory.Part`; none is drawn): each
+    episode has up to max_steps + 1 frames; a GIF's writer keeps every frame, a byte a
+    pixel, until it writes the file; one episode's frames are drawn at a time, and on the
+    jax backend the states of `CHUNK` episodes are kept to draw them."""
+    _check_renderer(agent)
+    frames = agent.spec.max_steps + 1
+    parts = []
+    if agent.backend == "jax":  # a MiniGrid frame: (H, W) cells of tile_size pixels
+        chunk = min(episodes, CHUNK)
+        state = jax.eval_shape(lambda k: agent.env.reset(k)[0], jax.random.key(0))
+        width, height = state.grid.shape[-3:-1]  # the grid is (W, H, 3)
+        shape = (height * tile_size, width * tile_size, 3)
+        state_bytes = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(state))
+        parts.append(Part("the states of a chunk of episodes", chunk * frames * state_bytes,
+                          f"{chunk} episodes x {frames} states x {state_bytes:,} bytes"))
+    else:  # MuJoCo's headless renderer
+        from telapa.envs.mujoco.render import FRAME_SIZE
+
+        shape = (FRAME_SIZE, FRAME_SIZE, 3)
+    h, w = shape[0] + CAPTION_PX, shape[1]
+    limit = f"{agent.spec.env_id}'s time limit, {agent.spec.max_steps} steps"
+    parts.append(Part("one episode's frames", frames * shape[0] * shape[1] * 3,
+                      f"{frames} frames ({limit}) x {shape[1]}x{shape[0]} pixels x 3 bytes"))
+    if Path(path).suffix.lower() == ".gif":
+        parts.append(Part(
+            "the GIF's frames", episodes * frames * h * w,
+            f"--episodes {episodes} x up to {frames} frames ({limit}) x {w}x{h} pixels x "
+            "1 byte, which the GIF writer holds until it writes the file", kept=True))
+    return parts
+
+
+def check_video_memory(path: str | Path, agent: Agent, episodes: int, *,
+                       tile_size: int = 32, memory: int | None = None) -> None:
+    """`PlayError` in one line when writing the video `video_memory` describes may need
+    more than ``memory`` bytes (default: the machine's, `machine_memory`): the estimate,
+    the machine's memory, the largest part with what makes it, and how many episodes
+    fit. Called before any episode is played."""
+    parts = video_memory(path, agent, episodes, tile_size=tile_size)
+    need = total(parts)
+    have = machine_memory() if memory is None else memory
+    if need <= have:
+        return
+    largest = max(parts, key=lambda p: p.bytes)
+    each = sum(p.bytes for p in parts if p.kept) / episodes
+    fit = int((have - (need - sum(p.bytes for p in parts if p.kept))) // each) if each else 0
+    hint = (f"play at most {fit} episodes into a GIF, or write an .mp4 (streamed)"
+            if fit >= 1 else "write an .mp4 (streamed), or play on a machine with more memory")
+    raise PlayError(
+        f"--out {path}: {episodes} episodes on {agent.spec.env_id} may need "
+        f"{need / GIB:,.2f} GiB of memory, more than this machine's {have / GIB:,.2f} GiB; "
+        f"the largest part is {largest.name}, {largest.bytes / GIB:,.2f} GiB "
+        f"({largest.settings}): {hint}")
+
+
+def write_video(path: str | Path, agent: Agent, episodes: Iterable[Episode], *,
+                count: int | None = None, fps: int = 8) -> Path:
     """The episodes one after another, each frame captioned (module docstring), as a
-    GIF or an MP4 by ``path``'s suffix (`check_video_path`)."""
-    import imageio.v3 as iio
-
+    GIF or an MP4 by ``path``'s suffix (`check_video_path`), taken as ``episodes``
+    yields them (an iterator of `iter_episodes`: one episode's frames at a time).
+    ``count``: how many episodes there are, for the captions (default ``len(episodes)``).
+    The file appears at ``path`` complete or not at all (`_new_file`)."""
     path = check_video_path(path)
-    frames = np.stack([captioned(frame, _caption(agent, len(episodes), i, t, episode))
-                       for i, episode in enumerate(episodes)
-                       for t, frame in enumerate(episode.frames)])
-    if path.suffix.lower() == ".gif":
-        iio.imwrite(path, frames, extension=".gif", duration=1000 / fps, loop=0)
-    else:  # ffmpeg from the imageio-ffmpeg wheel; even sizes: H.264 needs them
-        import imageio.v2 as iio2
+    n = len(episodes) if count is None else count  # type: ignore[arg-type]
 
-        h, w = frames.shape[1:3]
-        frames = np.pad(frames, ((0, 0), (0, h % 2), (0, w % 2), (0, 0)))
-        iio2.mimwrite(path, list(frames), fps=fps, macro_block_size=1)
+    def frames() -> Iterator[np.ndarray]:
+        for i, episode in enumerate(episodes):
+            if episode.frames is None:
+                raise PlayError("write_video needs episodes played with frames")
+            for t, frame in enumerate(episode.frames):
+                yield captioned(frame, _caption(agent, n, i, t, episode))
+
+    with _new_file(path) as tmp:
+        if path.suffix.lower() == ".gif":
+            from PIL import Image
+
+            pictures = (Image.fromarray(frame) for frame in frames())
+            first = next(pictures, None)
+            if first is None:
+                raise PlayError(f"--out {path}: no episodes to write")
+            with open(tmp, "xb") as f:
+                first.save(f, format="GIF", save_all=True, append_images=pictures,
+                           duration=1000 / fps, loop=0)
+                f.flush()
+                os.fsync(f.fileno())
+        else:  # ffmpeg from the imageio-ffmpeg wheel; even sizes: H.264 needs them
+            import imageio.v2 as iio2
+
+            with iio2.get_writer(tmp, format="FFMPEG", fps=fps, macro_block_size=1) as out:
+                for frame in frames():
+                    h, w = frame.shape[:2]
+                    out.append_data(np.pad(frame, ((0, h % 2), (0, w % 2), (0, 0))))
     return path
+
+
+TMP_PART = ".tmp"
+"""What the temporary video beside ``--out`` is named with: ``.NAME.PID.TOKEN.tmp.SUFFIX``
+(its writer's process id, so that one a killed process left is removed by the next)."""
+
+
+@contextmanager
+def _new_file(path: Path) -> Iterator[Path]:
+    """A temporary file beside the new file ``path`` (`TMP_PART`, its suffix kept, so
+    writers that go by it do), for the block to write; moved to ``path`` when the block
+    exits cleanly, by a hard link that fails rather than replace a file that appeared
+    at ``path`` meanwhile (where a file system has no hard links, by a rename after a
+    last check). Removed when the block raises: an error, Ctrl-C, or SIGTERM raised as
+    an interrupt (``telapa play``). Leftovers of killed processes are removed first
+    (`telapa.io.atomic.remove_stale`)."""
+    folder, suffix = path.parent, f"{TMP_PART}{path.suffix}"
+    remove_stale(folder, f".{path.name}", (suffix,))
+    tmp = folder / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}{suffix}"
+    try:
+        yield tmp
+        with open(tmp, "rb+") as f:  # on disk before it is named
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            raise PlayError(f"--out {path} appeared while playing; choose another file "
+                            "(nothing was overwritten)") from None
+        except OSError:  # no hard links here
+            if path.exists() or path.is_symlink():
+                raise PlayError(f"--out {path} appeared while playing; choose another file "
+                                "(nothing was overwritten)") from None
+            os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    fsync_dir(folder)
 
 
 def _caption(agent: Agent, n: int, i: int, t: int, episode: Episode) -> str:
@@ -321,6 +564,6 @@ def captioned(frame: np.ndarray, text: str) -> np.ndarray:
     return np.asarray(canvas)
 
 
-__all__ = ["Episode", "PlayError", "Policy", "captioned", "check_video_path", "load_policy",
-           "open_finished",
-           "play", "success", "write_video"]
+__all__ = ["CHUNK", "MAX_EPISODES", "Episode", "PlayError", "Policy", "captioned",
+           "check_episodes", "check_video_memory", "check_video_path", "iter_episodes",
+           "load_policy", "open_finished", "play", "success", "video_memory", "write_video"]

@@ -24,6 +24,7 @@ __all__ = [
     "atomic_open",
     "broken_link",
     "pid_alive",
+    "fsync_dir",
     "remove_stale",
     "read_json",
     "write_bytes_atomic",
@@ -73,7 +74,9 @@ def _remove_stale_temps(target: Path) -> None:
                 pass
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
+    """Flushes ``directory``'s entries to disk (after a rename into it), where the
+    platform can."""
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:  # platforms that cannot open directories
@@ -113,7 +116,7 @@ def atomic_open(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
             # a write (a full disk...): name the file
             raise OSError(err.errno, err.strerror, str(target)) from err
         raise
-    _fsync_dir(target.parent)
+    fsync_dir(target.parent)
 
 
 def broken_link(path: Path) -> str | None:
