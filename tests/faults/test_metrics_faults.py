@@ -57,3 +57,17 @@ def test_runs_that_disagree_on_tau_min_are_refused_not_scored_at_the_lowest():
     with pytest.raises(RunDirError, match=r"set different tau_min \(0.2 in /runs/low, 0.9 in "
                                           r"/runs/high\)"):
         score([low, high])
+
+
+def test_tau_from_takes_the_bar_from_other_runs_only():
+    # an ablation's runs (a bonus that lets Scratch reach 1.0) scored against the bar of
+    # the runs without it (Scratch 0.5): tau_T = 0.9 x 0.5, not 0.9 x 1.0
+    plain = _record("/runs/plain", {"A": {"env_id": "MiniGrid-Empty-5x5-v0"}}, 0.5)
+    ablated = _record("/runs/ablated", {"A": {"env_id": "MiniGrid-Empty-5x5-v0"}}, 1.0)
+    (result,) = score([ablated], tau_from=[plain]).values()
+    assert result.tau_exact["A"] == Fraction(9, 20)
+    assert result.tau_source == "1 scratch run(s) of --tau-from"
+    (own,) = score([ablated]).values()
+    assert own.tau_exact["A"] == Fraction(9, 10)
+    with pytest.raises(RunDirError, match="--tau-from holds no scratch run"):
+        score([ablated], tau_from=[dataclasses.replace(plain, method="finetune")])

@@ -206,6 +206,13 @@ def expand_sweeps(paths: Sequence[str]) -> list[str]:
         raise CLIError(str(err)) from None
 
 
+def add_tau_from_option(parser: argparse.ArgumentParser) -> None:
+    """``--tau-from RUN_DIR|SWEEP_DIR...``: tau_T from these runs' Scratch runs only."""
+    parser.add_argument("--tau-from", nargs="+", metavar="RUN_DIR|SWEEP_DIR",
+                        help="take tau_T from the Scratch runs of these runs only (e.g. "
+                             "an ablation scored against the bar of the runs without it)")
+
+
 def load_runs(paths: Sequence[str], *, skip_incomplete: bool, console: Console
               ) -> list[RunRecord]:
     """Complete runs of ``paths`` with a progress bar on ``console``; a missing or

@@ -18,6 +18,7 @@ from rich.table import Table
 from telapa.cli.common import (
     CLIError,
     add_resample_option,
+    add_tau_from_option,
     expand_sweeps,
     load_runs,
     stdout_console,
@@ -65,11 +66,13 @@ def _cmd_report(ns: argparse.Namespace) -> None:
     except ReportError as err:
         raise CLIError(str(err)) from None
     records = load_runs(ns.runs, skip_incomplete=ns.skip_incomplete, console=console)
+    bar = (None if ns.tau_from is None else
+           load_runs(ns.tau_from, skip_incomplete=ns.skip_incomplete, console=console))
     try:
         archives = load_archives(records, track=tracker(console, "loading archives"))
         doc = build_document(records, archives, gamma=ns.gamma, tau=ns.tau,
                              track=tracker(console, "plotting"), resample=ns.resample,
-                             clips=ns.clips)
+                             clips=ns.clips, tau_from=bar)
         out = write_report(doc, ns.out, sources=[r.path for r in records])
         filled = sync_document(ns.doc, out, ns.doc_scope) if ns.doc is not None else []
     except (RunDirError, ReportError, DocSyncError, FileNotFoundError, ValueError) as err:
@@ -156,6 +159,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--doc-scope", metavar="NAME",
                         help="fill only --doc's blocks whose ids read NAME/ID (another "
                              "report's blocks in the same document are kept)")
+    add_tau_from_option(report)
     add_resample_option(report)
     report.add_argument("--clips", action="store_true",
                         help="also filmstrips of each transfer (the origin at the visit's "

@@ -42,6 +42,7 @@ from telapa.cli.common import (
     add_import_option,
     add_resample_option,
     add_set_option,
+    add_tau_from_option,
     add_track_options,
     json_safe,
     load_runs,
@@ -399,8 +400,10 @@ def metrics_report_tables(result: CurriculumResults, *, resample: Resample = "ru
 def _cmd_metrics(ns: argparse.Namespace) -> None:
     console = stdout_console()
     runs = load_runs(ns.runs, skip_incomplete=ns.skip_incomplete, console=Console(stderr=True))
+    bar = (None if ns.tau_from is None else load_runs(
+        ns.tau_from, skip_incomplete=ns.skip_incomplete, console=Console(stderr=True)))
     try:
-        results = score(runs)
+        results = score(runs, tau_from=bar)
     except RunDirError as err:
         raise CLIError(str(err)) from None
     if ns.json:
@@ -458,5 +461,6 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     metrics.add_argument("runs", nargs="+", metavar="RUN_DIR|SWEEP_DIR")
     metrics.add_argument("--skip-incomplete", action="store_true")
     metrics.add_argument("--json", action="store_true", help="print the tables as JSON")
+    add_tau_from_option(metrics)
     add_resample_option(metrics)
     metrics.set_defaults(func=_cmd_metrics)

@@ -275,19 +275,35 @@ def curriculum_keys(records: Sequence[RunRecord]) -> dict[Path, str]:
     return keys
 
 
-def score(records: Iterable[RunRecord]) -> dict[str, CurriculumResults]:
+def score(records: Iterable[RunRecord], *,
+          tau_from: Iterable[RunRecord] | None = None) -> dict[str, CurriculumResults]:
     """Groups runs by curriculum, method and settings (`group_labels`; rows keyed by the
-    label) and computes every run's metrics; `RunDirError` for a run given twice."""
+    label) and computes every run's metrics; `RunDirError` for a run given twice.
+
+    tau_T comes from the Scratch runs among ``records`` of each curriculum, or, with
+    ``tau_from``, from those among ``tau_from`` only (``telapa report --tau-from``: an
+    ablation scored against the bar of the runs without it, so that an ablated Scratch
+    does not move the bar the other methods are judged by); `RunDirError` when
+    ``tau_from`` holds no Scratch run of a curriculum of ``records``."""
     records = list(records)
     check_duplicates(records)
     labels = group_labels(records)
-    keys = curriculum_keys(records)
+    bar = None if tau_from is None else list(tau_from)
+    keys = curriculum_keys(records + (bar or []))
     by_curriculum: dict[str, list[RunRecord]] = defaultdict(list)
     for record in records:
         by_curriculum[keys[record.path]].append(record)
     results = {}
     for curriculum, group in by_curriculum.items():
-        tau, source = _targets(group)
+        if bar is None:
+            tau, source = _targets(group)
+        else:
+            own = [r for r in bar if keys[r.path] == curriculum and r.method == SCRATCH]
+            if not own:
+                raise RunDirError(f"--tau-from holds no scratch run of curriculum "
+                                  f"{curriculum!r}, whose tau_T it is to give")
+            tau, source = _targets(own)
+            source = f"{source} of --tau-from"
         result = CurriculumResults(curriculum, {t: float(v) for t, v in tau.items()},
                                    source, tau_exact=tau)
         for record in sorted(group, key=lambda r: (labels[r.path], r.seed)):

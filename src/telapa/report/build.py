@@ -87,14 +87,16 @@ def build_document(
     track: Track = iter,
     resample: Resample = "runs",
     clips: bool = False,
+    tau_from: Sequence[RunRecord] | None = None,
 ) -> Document:
     """Scores ``records`` and draws every figure (``track`` wraps the drawing jobs);
     ``resample``: what the aggregates' bootstrap draws (`telapa.report.aggregates`);
     ``clips``: also the filmstrips of transfers and archive elites of one run of each
-    method with archives (`telapa.report.clips`)."""
+    method with archives (`telapa.report.clips`); ``tau_from``: the runs whose Scratch
+    runs give tau_T (`telapa.continual.results.score`; default ``records``)."""
     sections: list[Section] = []
     jobs: list[Callable[[], None]] = []
-    results = score(records)
+    results = score(records, tau_from=tau_from)
     mujoco = mujoco_results(results)
     if mujoco:
         sections.append(Section("mujoco", "MuJoCo friction shifts",
