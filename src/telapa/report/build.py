@@ -41,7 +41,12 @@ from telapa.io import read_json, write_json_atomic
 from telapa.io.atomic import broken_link, remove_stale
 from telapa.metrics.stats import Resample
 from telapa.report.aggregates import aggregates_table, improvement_table, profile_table
-from telapa.report.claims import claims_table, comparisons_table, pair_seeds_table
+from telapa.report.claims import (
+    claims_table,
+    comparisons_table,
+    pair_seeds_table,
+    settings_pairs_table,
+)
 from telapa.report.compute import compute_table, runtime_table
 from telapa.report.curves import learning_curves, profile_figure
 from telapa.report.document import Document, Section, to_html, to_markdown
@@ -156,7 +161,8 @@ def curriculum_tables(result: CurriculumResults, *, prefix: str,
               pair_seeds_table(result, prefix=prefix),
               claims_table(result, prefix=prefix, fresh=True),
               comparisons_table(result, prefix=prefix, fresh=True),
-              pair_seeds_table(result, prefix=prefix, fresh=True)]
+              pair_seeds_table(result, prefix=prefix, fresh=True),
+              settings_pairs_table(result, prefix=prefix)]
     return [t for t in tables if t is not None]
 
 

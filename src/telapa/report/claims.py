@@ -315,6 +315,53 @@ def pair_seeds_table(result: CurriculumResults, *, prefix: str,
         "steps, lower better): the data of the claims' paired sign-flip tests.", frame)
 
 
-__all__ = ["CLAIMS", "FRESH", "FRESH_CLAIMS", "Claim", "ClaimCheck", "check",
+PAIR_VALUES: tuple[tuple[str, Literal["higher", "lower"]], ...] = (
+    ("mean_sr", "higher"), ("ttt", "lower"), ("coverage", "higher"), ("tr", "higher"),
+    ("bwt", "higher"), ("nbwt", "higher"))
+"""The values `settings_pairs_table` compares, each with its better direction."""
+
+
+def settings_pairs_table(result: CurriculumResults, *, prefix: str,
+                         alpha: float = 0.05) -> ReportTable | None:
+    """Each method whose runs make exactly two rows that differ in a setting (an
+    ablation beside its baseline: ``scratch [intrinsic_beta=0.005]`` and ``scratch
+    [intrinsic_beta=none]``), the first row in label order against the second on each
+    of `PAIR_VALUES`, paired by seed over the seeds both have (`compare`): the
+    one-sided p each way and the verdict by the rule of `evaluate` with m = 1 (*holds*:
+    the first is better at p < ``alpha``; *does not hold*: the second is; else
+    *inconclusive*, with the seeds that would decide it). None without such a method."""
+    by_method: dict[str, list[str]] = {}
+    for label, records in result.runs.items():
+        if records:
+            by_method.setdefault(records[0].method, []).append(label)
+    rows = []
+    for labels in (sorted(v) for _, v in sorted(by_method.items()) if len(v) == 2):
+        first, second = labels
+        for value, better in PAIR_VALUES:
+            a, b = (seeded_values(result, name, value) for name in (first, second))
+            shared = sorted(set(a) & set(b))
+            if len(shared) < 2:
+                continue
+            c = compare({s: a[s] for s in shared}, {s: b[s] for s in shared}, better=better)
+            verdict = ("holds" if c.p < alpha else "does not hold" if c.p_reverse < alpha
+                       else "inconclusive")
+            needs = c.seeds_to_decide(alpha=alpha) if verdict == "inconclusive" else None
+            rows.append({"first": first, "second": second, "value": _label(value),
+                         "test": c.test, "first mean": c.mean_a, "second mean": c.mean_b,
+                         "p first better": c.p, "p second better": c.p_reverse,
+                         "verdict": verdict,
+                         "seeds to decide": "" if verdict != "inconclusive" else
+                         (str(needs) if needs is not None else "never")})
+    if not rows:
+        return None
+    return frame_table(
+        f"{prefix}-settings-pairs", "One method with and without a setting",
+        f"Each method with exactly two rows of settings: the first (in label order) "
+        f"against the second, paired by seed over the seeds both have (exact sign-flip "
+        f"test, one-sided each way, alpha = {alpha}); TTT in millions of env steps, lower "
+        "better.", pd.DataFrame(rows))
+
+
+__all__ = ["CLAIMS", "FRESH", "FRESH_CLAIMS", "PAIR_VALUES", "Claim", "ClaimCheck", "check",
            "claims_table", "comparisons_table", "evaluate", "pair_seeds_table",
-           "seeded_values"]
+           "seeded_values", "settings_pairs_table"]
