@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+import telapa.continual.memory as memory_module
 import telapa.continual.play as play_module
 import telapa.envs.minigrid.render as render_module
 from telapa.cli import main
@@ -261,7 +262,7 @@ def test_a_gif_that_cannot_fit_in_memory_is_refused_before_any_work(
     def no_render(*args, **kwargs):
         raise AssertionError("a frame was drawn before the memory check")
 
-    monkeypatch.setattr(play_module, "machine_memory", lambda: 256 * 2**20)
+    monkeypatch.setattr(memory_module, "machine_memory", lambda: 256 * 2**20)
     monkeypatch.setattr(render_module, "render", no_render)
     out = tmp_path / "a.gif"
     line = _fails(["play", str(quick_run("finetune", 0)), "--task", "A", "--episodes", "200",

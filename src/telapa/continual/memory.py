@@ -186,6 +186,19 @@ def total(parts: Iterable[Part]) -> int:
         (p.bytes for p in parts if not p.kept), default=0)
 
 
+def shortfall(parts: Iterable[Part], memory: int | None = None
+              ) -> tuple[int, int, Part] | None:
+    """``(need, have, largest)`` when ``parts`` need more than ``memory`` bytes (default:
+    `machine_memory`): `total` of them, the memory, and the largest part; None when
+    they fit."""
+    parts = list(parts)
+    need = total(parts)
+    have = machine_memory() if memory is None else memory
+    if need <= have:
+        return None
+    return need, have, max(parts, key=lambda p: p.bytes)
+
+
 def check_memory(curriculum: Curriculum, method: str, config: RunConfig, *,
                  seeds: int = 1, source: str = "the run", memory: int | None = None) -> None:
     """`ConfigError` in one line when a run of these settings (``seeds`` seeds in one
@@ -193,12 +206,10 @@ def check_memory(curriculum: Curriculum, method: str, config: RunConfig, *,
     estimate, the machine's memory, and the largest part with the settings that make
     it. Called before a run directory is created (`RunSpec.check_budgets`, a seed
     batch, a sweep)."""
-    parts = estimate(curriculum, method, config, seeds=seeds)
-    need = total(parts)
-    have = machine_memory() if memory is None else memory
-    if need <= have:
+    short = shortfall(estimate(curriculum, method, config, seeds=seeds), memory)
+    if short is None:
         return
-    largest = max(parts, key=lambda p: p.bytes)
+    need, have, largest = short
     raise ConfigError(
         f"{source} needs at least {need / GIB:,.1f} GiB of memory ({method} on "
         f"{curriculum.name!r}{f', {seeds} seeds at once' if seeds > 1 else ''}), more than "
@@ -207,4 +218,4 @@ def check_memory(curriculum: Curriculum, method: str, config: RunConfig, *,
 
 
 __all__ = ["GIB", "Part", "TaskShape", "check_memory", "estimate", "machine_memory",
-           "task_shapes", "total"]
+           "shortfall", "task_shapes", "total"]

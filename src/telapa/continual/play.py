@@ -64,7 +64,7 @@ import numpy as np
 
 from telapa.continual.checkpoints import POINTER
 from telapa.continual.curriculum import Visit
-from telapa.continual.memory import GIB, Part, machine_memory, total
+from telapa.continual.memory import GIB, Part, shortfall
 from telapa.continual.rundir import POLICIES_DIR, RunDir, RunDirError
 from telapa.continual.runner import ContinualRun
 from telapa.continual.spec import RunSpec
@@ -452,13 +452,13 @@ def check_video_memory(path: str | Path, agent: Agent, episodes: int, *,
     the machine's memory, the largest part with what makes it, and how many episodes
     fit. Called before any episode is played."""
     parts = video_memory(path, agent, episodes, tile_size=tile_size)
-    need = total(parts)
-    have = machine_memory() if memory is None else memory
-    if need <= have:
+    short = shortfall(parts, memory)
+    if short is None:
         return
-    largest = max(parts, key=lambda p: p.bytes)
-    each = sum(p.bytes for p in parts if p.kept) / episodes
-    fit = int((have - (need - sum(p.bytes for p in parts if p.kept))) // each) if each else 0
+    need, have, largest = short
+    kept = sum(p.bytes for p in parts if p.kept)
+    each = kept / episodes
+    fit = int((have - (need - kept)) // each) if each else 0
     hint = (f"play at most {fit} episodes into a GIF, or write an .mp4 (streamed)"
             if fit >= 1 else "write an .mp4 (streamed), or play on a machine with more memory")
     raise PlayError(

@@ -133,8 +133,9 @@ def with_counts(tables: dict[str, pd.DataFrame], run_dir: RunDir,
             ks: list[int | None] = []
             for line, (task, sr) in enumerate(zip(frame["task"].astype(str),
                                                   frame[f"{prefix}sr"], strict=True), 2):
-                k = recover_successes(sr, episodes[name]) if counting.get(task) else None
-                if counting.get(task) and k is None:
+                counts = counting.get(task, False)
+                k = recover_successes(sr, episodes[name]) if counts else None
+                if counts and k is None:
                     raise RunDirError(
                         f"{run_dir.table_path(name)} line {line}, column {prefix}sr: {sr!r} "
                         f"is not k / {episodes[name]} for any k (the run's evaluations "

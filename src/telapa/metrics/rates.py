@@ -24,9 +24,6 @@ from numbers import Rational
 import numpy as np
 import pandas as pd
 
-Exact = Fraction
-"""An exact rational value of a metric."""
-
 
 def as_exact(x: Rational | float) -> Fraction:
     """``x`` as a `Fraction`: a rational exactly; a float as the shortest decimal that
@@ -70,4 +67,4 @@ def _given(x: object) -> bool:
     return x is not None and not pd.isna(x)
 
 
-__all__ = ["Exact", "as_exact", "exact_rate", "recover_successes"]
+__all__ = ["as_exact", "exact_rate", "recover_successes"]
