@@ -16,11 +16,14 @@ from telapa.metrics.continual import RunMetrics
 from telapa.report.claims import (
     CLAIMS,
     FRESH_CLAIMS,
+    MUJOCO_CLAIMS,
+    MUJOCO_FRESH_CLAIMS,
     check,
     claims_table,
     comparisons_table,
     evaluate,
     pair_seeds_table,
+    paper_claims,
     seeded_values,
 )
 
@@ -201,3 +204,41 @@ def test_pair_claims_seed_by_seed_are_the_paired_tests_data():
     # a study without TeLAPA-Static (the reverse and scrambled curricula) has none of the
     # paper's pair claims to list, rather than columns of n/a
     assert pair_seeds_table(_result(telapa=_srs(0.5, 0.5)), prefix="toy") is None
+
+
+def test_friction_curricula_are_checked_against_the_papers_friction_claims():
+    # the friction table's claims by curriculum name, a hashed name included; any other
+    # curriculum keeps Table 1's
+    assert paper_claims("hopper") == MUJOCO_CLAIMS["hopper"]
+    assert paper_claims("walker2d@1a2b3c4d") == MUJOCO_CLAIMS["walker2d"]
+    assert paper_claims("primary") == CLAIMS and paper_claims("reverse", fresh=True) == FRESH_CLAIMS
+    assert paper_claims("halfcheetah", fresh=True) == MUJOCO_FRESH_CLAIMS
+    texts = [c.text for c in MUJOCO_CLAIMS["halfcheetah"]]
+    assert texts == ["TeLAPA has the best BWT on HalfCheetah",
+                     "Finetune has the best Mean SR~ on HalfCheetah",
+                     "Finetune has the best TR on HalfCheetah"]
+    # Finetune's best Mean SR~ on HalfCheetah: better than each of the paper's four other
+    # methods on all five seeds (p = 1/32 each), TeLAPA-Fresh left out although higher
+    runs = {m: [RunMetrics(mean_sr=v, ttt=1e6, ttt_censored=0, revisits=2, bwt=b,
+                           coverage=v, nbwt=0.0, tr=0.0, revisit_sr={})
+                for v, b in zip(values, bwts, strict=True)]
+            for m, values, bwts in (
+                ("finetune", HIGH, LOW), ("scratch", LOW, LOW),
+                ("scratch-reuse", LOW, LOW), ("finetune-reset", LOW, LOW),
+                ("telapa", LOW, HIGH), ("telapa-fresh", (1.0,) * 5, (1.0,) * 5))}
+    result = _result(**{m.replace("-", "_"): v for m, v in runs.items()})
+    result.curriculum = "halfcheetah"
+    best_bwt, best_sr, _ = MUJOCO_CLAIMS["halfcheetah"]
+    done = evaluate(best_sr, result)
+    assert set(done.comparisons) == {"scratch", "scratch-reuse", "finetune-reset", "telapa"}
+    assert done.verdict == "holds" and done.p_holds == pytest.approx(1 / 32)
+    # TeLAPA's BWT (HIGH) beats every other paper method's (LOW) on every seed: it holds
+    assert evaluate(best_bwt, result).verdict == "holds"
+    table = claims_table(result, prefix="halfcheetah")
+    assert table is not None and table.title == "The paper's friction-table claims"
+    assert list(table.values["claim"]) == texts
+    fresh = claims_table(result, prefix="halfcheetah", fresh=True)
+    assert fresh is not None
+    assert list(fresh.values["claim"]) == [c.text for c in MUJOCO_FRESH_CLAIMS]
+    assert claims_table(_result(telapa=_srs(*HIGH), finetune=_srs(*LOW)),
+                        prefix="toy").title == "The paper's Table 1 claims"

@@ -1,5 +1,6 @@
-"""The paper's Table 1 claims, checked on a set of runs (paper Sec. 4.1 and the caption of
-Table "TeLAPA against single-model baselines"; Table "Revisit Mean SR" for D' and E').
+"""The paper's claims, checked on a set of runs: its Table 1 claims (paper Sec. 4.1 and
+the caption of Table "TeLAPA against single-model baselines"; Table "Revisit Mean SR" for
+D' and E') and those about its MuJoCo friction table.
 
 A claim compares one method with others on one value, seed by seed where the design
 allows it (`telapa.metrics.comparisons`): methods that have a value for exactly the same
@@ -37,6 +38,10 @@ methods' numbers at ``alpha / m``. No difference at all gives "never".
 leave its runs out, and with its runs present the report adds its own claims
 (`FRESH_CLAIMS`, judged by the same rule; docs/reproduction.md fixes them before its
 first run).
+
+The MuJoCo friction curricula (``halfcheetah``, ``hopper``, ``walker2d``) are checked
+against the paper's claims about its friction table instead (`MUJOCO_CLAIMS`,
+`MUJOCO_FRESH_CLAIMS`; `paper_claims` picks a curriculum's set by name).
 
 A claim whose method, or every other, has fewer than two runs with a value is "not
 measurable". Runs without a value (a NaN nBWT: no task learned) are left out, which can
@@ -106,6 +111,64 @@ FRESH_CLAIMS: tuple[Claim, ...] = (
 )
 """The fresh-start variant's hypothesis (docs/reproduction.md, fixed before its first
 run): the first claim is the primary one; the others are secondary, each judged alone."""
+
+_MUJOCO_OTHERS = (FRESH,)
+"""The MuJoCo claims compare the paper's five methods of its friction table (Scratch,
+Scratch-Reuse, Finetune, Finetune-Reset, TeLAPA): TeLAPA-Fresh is left out, as above."""
+
+MUJOCO_CLAIMS: dict[str, tuple[Claim, ...]] = {
+    "halfcheetah": (
+        Claim("TeLAPA has the best BWT on HalfCheetah", "best", "telapa", "bwt",
+              exclude=_MUJOCO_OTHERS),
+        Claim("Finetune has the best Mean SR~ on HalfCheetah", "best", "finetune",
+              "mean_sr", exclude=_MUJOCO_OTHERS),
+        Claim("Finetune has the best TR on HalfCheetah", "best", "finetune", "tr",
+              exclude=_MUJOCO_OTHERS),
+    ),
+    "hopper": (
+        Claim("TeLAPA has the best BWT on Hopper", "best", "telapa", "bwt",
+              exclude=_MUJOCO_OTHERS),
+        Claim("TeLAPA has the best TR on Hopper", "best", "telapa", "tr",
+              exclude=_MUJOCO_OTHERS),
+        Claim("TeLAPA has the best Mean SR~ on Hopper", "best", "telapa", "mean_sr",
+              exclude=_MUJOCO_OTHERS),
+    ),
+    "walker2d": (
+        Claim("TeLAPA has the best BWT on Walker2d", "best", "telapa", "bwt",
+              exclude=_MUJOCO_OTHERS),
+        Claim("TeLAPA has the best TR on Walker2d", "best", "telapa", "tr",
+              exclude=_MUJOCO_OTHERS),
+        Claim("Finetune has the best Mean SR~ on Walker2d", "best", "finetune", "mean_sr",
+              exclude=_MUJOCO_OTHERS),
+    ),
+}
+"""The paper's claims about its friction-shift table (App. "Continuous-Control
+Dynamics-Shift Evaluation in MuJoCo", Table "Continuous-control friction-shift results"),
+by curriculum (``configs/curricula/<name>.yaml``): its text says TeLAPA has the best BWT
+on all three environments and the best TR on Hopper and Walker2d, the best Mean SR~ on
+Hopper, and that Finetune attains the highest mean competence on HalfCheetah and reaches
+higher peak competence on Walker2d; its table also marks Finetune's TR on HalfCheetah
+best. docs/reproduction.md fixes them before the study's first cell."""
+
+MUJOCO_FRESH_CLAIMS: tuple[Claim, ...] = (
+    Claim("TeLAPA-Fresh beats TeLAPA on Mean SR~", "pair", FRESH, "mean_sr", other="telapa"),
+    Claim("TeLAPA-Fresh beats TeLAPA on BWT", "pair", FRESH, "bwt", other="telapa"),
+    Claim("TeLAPA-Fresh beats TeLAPA on TR", "pair", FRESH, "tr", other="telapa"),
+)
+"""The fresh-start variant on the friction curricula (beyond the paper; exploratory,
+fixed in docs/reproduction.md before the study's first cell): the values of the paper's
+friction table."""
+
+
+def paper_claims(curriculum: str, *, fresh: bool = False) -> tuple[Claim, ...]:
+    """The claims a curriculum's runs are checked against: `MUJOCO_CLAIMS` (or
+    `MUJOCO_FRESH_CLAIMS`) for the friction curricula, by name (``halfcheetah`` or
+    ``halfcheetah@HASH``, a curriculum told apart from another of its name by content),
+    `CLAIMS` (or `FRESH_CLAIMS`) for every other curriculum."""
+    name = curriculum.split("@", 1)[0]
+    if name in MUJOCO_CLAIMS:
+        return MUJOCO_FRESH_CLAIMS if fresh else MUJOCO_CLAIMS[name]
+    return FRESH_CLAIMS if fresh else CLAIMS
 
 
 def seeded_values(result: CurriculumResults, method: str,
@@ -220,24 +283,26 @@ def check(claim: Claim, result: CurriculumResults, *, alpha: float = 0.05) -> di
 
 
 def _claim_set(result: CurriculumResults, fresh: bool) -> tuple[Claim, ...] | None:
-    """`CLAIMS` (or `FRESH_CLAIMS`), when ``result`` holds TeLAPA's (and its fresh
-    variant's) runs; None otherwise."""
+    """`paper_claims` of ``result``'s curriculum, when ``result`` holds TeLAPA's (and its
+    fresh variant's) runs; None otherwise."""
     if "telapa" not in result.metrics or (fresh and FRESH not in result.metrics):
         return None
-    return FRESH_CLAIMS if fresh else CLAIMS
+    return paper_claims(result.curriculum, fresh=fresh)
 
 
 def claims_table(result: CurriculumResults, *, prefix: str, alpha: float = 0.05,
                  fresh: bool = False) -> ReportTable | None:
-    """The claims of `CLAIMS` checked on ``result`` (None without TeLAPA runs); with
-    ``fresh``, those of `FRESH_CLAIMS` (None without TeLAPA-Fresh's runs)."""
+    """The claims of `paper_claims` checked on ``result`` (None without TeLAPA runs); with
+    ``fresh``, its fresh variant's (None without TeLAPA-Fresh's runs)."""
     claims = _claim_set(result, fresh)
     if claims is None:
         return None
     frame = pd.DataFrame([check(c, result, alpha=alpha) for c in claims])
     return frame_table(
         f"{prefix}-{'fresh-' if fresh else ''}claims",
-        "TeLAPA-Fresh's claims (beyond the paper)" if fresh else "The paper's Table 1 claims",
+        "TeLAPA-Fresh's claims (beyond the paper)" if fresh else
+        "The paper's friction-table claims" if claims in MUJOCO_CLAIMS.values() else
+        "The paper's Table 1 claims",
         f"One-sided tests over seeds at alpha = {alpha} (telapa.report.claims): paired by "
         "seed (exact sign-flip permutation test) where both methods have values for the "
         "same seeds, Welch's t-test otherwise. holds = better than every other method, "
@@ -362,6 +427,8 @@ def settings_pairs_table(result: CurriculumResults, *, prefix: str,
         "better.", pd.DataFrame(rows))
 
 
-__all__ = ["CLAIMS", "FRESH", "FRESH_CLAIMS", "PAIR_VALUES", "Claim", "ClaimCheck", "check",
+__all__ = ["CLAIMS", "FRESH", "FRESH_CLAIMS", "MUJOCO_CLAIMS", "MUJOCO_FRESH_CLAIMS",
+           "PAIR_VALUES", "Claim", "ClaimCheck", "check",
+           "paper_claims",
            "claims_table", "comparisons_table", "evaluate", "pair_seeds_table",
            "seeded_values", "settings_pairs_table"]
