@@ -747,7 +747,7 @@ class ListeningSockets:
 
 
 def test_ray_backend_on_a_local_head_gives_identical_results(local_sweep, tmp_path):
-    """The README's local recipe: a head on the loopback address. Every socket Ray opens
+    """docs/running.md's local recipe: a head on the loopback address. Every socket Ray opens
     (head, its workers, the driver) listens on 127.0.0.1 only, and the head advertises
     127.0.0.1 (issue 28, fault 12: ``--node-ip-address 127.0.0.1`` alone still advertised
     the machine's address and listened on every interface). The sweep's ``--import``
