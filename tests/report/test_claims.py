@@ -16,6 +16,7 @@ from telapa.metrics.continual import RunMetrics
 from telapa.report.claims import (
     CLAIMS,
     FRESH_CLAIMS,
+    LONG_CLAIMS,
     MUJOCO_CLAIMS,
     MUJOCO_FRESH_CLAIMS,
     check,
@@ -206,12 +207,16 @@ def test_pair_claims_seed_by_seed_are_the_paired_tests_data():
     assert pair_seeds_table(_result(telapa=_srs(0.5, 0.5)), prefix="toy") is None
 
 
-def test_friction_curricula_are_checked_against_the_papers_friction_claims():
-    # the friction table's claims by curriculum name, a hashed name included; any other
-    # curriculum keeps Table 1's
+def test_long_and_friction_curricula_are_checked_against_their_own_tables_claims():
+    # by curriculum name, a hashed name included: the friction table's, the long
+    # curriculum's, and Table 1's for any other
     assert paper_claims("hopper") == MUJOCO_CLAIMS["hopper"]
     assert paper_claims("walker2d@1a2b3c4d") == MUJOCO_CLAIMS["walker2d"]
-    assert paper_claims("primary") == CLAIMS and paper_claims("reverse", fresh=True) == FRESH_CLAIMS
+    assert paper_claims("primary") == CLAIMS
+    assert paper_claims("reverse", fresh=True) == FRESH_CLAIMS
+    assert paper_claims("long") == LONG_CLAIMS
+    assert paper_claims("long", fresh=True) == FRESH_CLAIMS
+    assert [c.method for c in LONG_CLAIMS] == ["telapa"] * 3 + ["scratch-reuse"] * 3
     assert paper_claims("halfcheetah", fresh=True) == MUJOCO_FRESH_CLAIMS
     texts = [c.text for c in MUJOCO_CLAIMS["halfcheetah"]]
     assert texts == ["TeLAPA has the best BWT on HalfCheetah",

@@ -39,9 +39,10 @@ leave its runs out, and with its runs present the report adds its own claims
 (`FRESH_CLAIMS`, judged by the same rule; docs/reproduction.md fixes them before its
 first run).
 
-The MuJoCo friction curricula (``halfcheetah``, ``hopper``, ``walker2d``) are checked
-against the paper's claims about its friction table instead (`MUJOCO_CLAIMS`,
-`MUJOCO_FRESH_CLAIMS`; `paper_claims` picks a curriculum's set by name).
+The long curriculum and the MuJoCo friction curricula (``halfcheetah``, ``hopper``,
+``walker2d``) are checked against the paper's claims about their own tables instead
+(`LONG_CLAIMS`, `MUJOCO_CLAIMS`, `MUJOCO_FRESH_CLAIMS`; `paper_claims` picks a
+curriculum's set by name).
 
 A claim whose method, or every other, has fewer than two runs with a value is "not
 measurable". Runs without a value (a NaN nBWT: no task learned) are left out, which can
@@ -112,6 +113,21 @@ FRESH_CLAIMS: tuple[Claim, ...] = (
 """The fresh-start variant's hypothesis (docs/reproduction.md, fixed before its first
 run): the first claim is the primary one; the others are secondary, each judged alone."""
 
+LONG_CLAIMS: tuple[Claim, ...] = (
+    Claim("TeLAPA has the best Mean SR", "best", "telapa", "mean_sr", exclude=(FRESH,)),
+    Claim("TeLAPA has the lowest TTT", "best", "telapa", "ttt", "lower", exclude=(FRESH,)),
+    Claim("TeLAPA has the highest Coverage", "best", "telapa", "coverage", exclude=(FRESH,)),
+    Claim("Scratch-Reuse has the best BWT", "best", "scratch-reuse", "bwt", exclude=(FRESH,)),
+    Claim("Scratch-Reuse has the best nBWT", "best", "scratch-reuse", "nbwt",
+          exclude=(FRESH,)),
+    Claim("Scratch-Reuse has the best TR", "best", "scratch-reuse", "tr", exclude=(FRESH,)),
+)
+"""The paper's claims about its long curriculum A..H (App. "Longer MiniGrid Curriculum
+Ablation"): "TeLAPA achieves the best Mean SR, the fastest TTT, and the highest
+Coverage"; "Scratch-Reuse remains strongest on BWT, nBWT, and TR". (Its "TeLAPA
+outperforms TeLAPA-Static" needs TeLAPA-Static's runs, which the long study does not
+have.)"""
+
 _MUJOCO_OTHERS = (FRESH,)
 """The MuJoCo claims compare the paper's five methods of its friction table (Scratch,
 Scratch-Reuse, Finetune, Finetune-Reset, TeLAPA): TeLAPA-Fresh is left out, as above."""
@@ -161,14 +177,14 @@ friction table."""
 
 
 def paper_claims(curriculum: str, *, fresh: bool = False) -> tuple[Claim, ...]:
-    """The claims a curriculum's runs are checked against: `MUJOCO_CLAIMS` (or
-    `MUJOCO_FRESH_CLAIMS`) for the friction curricula, by name (``halfcheetah`` or
-    ``halfcheetah@HASH``, a curriculum told apart from another of its name by content),
-    `CLAIMS` (or `FRESH_CLAIMS`) for every other curriculum."""
+    """The claims a curriculum's runs are checked against, by its name (``hopper``, or
+    ``hopper@HASH`` for a curriculum told apart from another of its name by content):
+    `MUJOCO_CLAIMS` (or `MUJOCO_FRESH_CLAIMS`) for the friction curricula, `LONG_CLAIMS`
+    (or `FRESH_CLAIMS`) for ``long``, `CLAIMS` (or `FRESH_CLAIMS`) for every other."""
     name = curriculum.split("@", 1)[0]
     if name in MUJOCO_CLAIMS:
         return MUJOCO_FRESH_CLAIMS if fresh else MUJOCO_CLAIMS[name]
-    return FRESH_CLAIMS if fresh else CLAIMS
+    return FRESH_CLAIMS if fresh else LONG_CLAIMS if name == "long" else CLAIMS
 
 
 def seeded_values(result: CurriculumResults, method: str,
@@ -302,6 +318,7 @@ def claims_table(result: CurriculumResults, *, prefix: str, alpha: float = 0.05,
         f"{prefix}-{'fresh-' if fresh else ''}claims",
         "TeLAPA-Fresh's claims (beyond the paper)" if fresh else
         "The paper's friction-table claims" if claims in MUJOCO_CLAIMS.values() else
+        "The paper's long-curriculum claims" if claims == LONG_CLAIMS else
         "The paper's Table 1 claims",
         f"One-sided tests over seeds at alpha = {alpha} (telapa.report.claims): paired by "
         "seed (exact sign-flip permutation test) where both methods have values for the "
@@ -427,7 +444,7 @@ def settings_pairs_table(result: CurriculumResults, *, prefix: str,
         "better.", pd.DataFrame(rows))
 
 
-__all__ = ["CLAIMS", "FRESH", "FRESH_CLAIMS", "MUJOCO_CLAIMS", "MUJOCO_FRESH_CLAIMS",
+__all__ = ["CLAIMS", "FRESH", "FRESH_CLAIMS", "LONG_CLAIMS", "MUJOCO_CLAIMS", "MUJOCO_FRESH_CLAIMS",
            "PAIR_VALUES", "Claim", "ClaimCheck", "check",
            "paper_claims",
            "claims_table", "comparisons_table", "evaluate", "pair_seeds_table",
