@@ -171,6 +171,13 @@ def test_telapa_static_with_cross_archive_injection(telapa_run, tmp_path, monkey
         return {k: v for k, v in e.items() if k != "wall_s"}
 
     assert first(log) == first(full)
+    # each illumination counts its candidates and those of injected parents: none at
+    # visit 0 (no pool), some later (p_inj = 0.5), an accepted one only among proposed
+    counts = [(e["candidates"], e["accepted"], e["injected"], e["injected_accepted"])
+              for e in log if e["event"] == "illumination"]
+    assert len(counts) == 4 and counts[0][2] == 0
+    assert sum(c[2] for c in counts[1:]) > 0
+    assert all(c[1] <= c[0] and c[3] <= min(c[1], c[2]) for c in counts)
     elites = pd.read_csv(tmp_path / "inj" / "elites.csv")
     assert (elites["embedding_version"] == 0).all()
 

@@ -230,6 +230,18 @@ class IlluminationLog:
     """Extra env steps: base evaluation plus every candidate's evaluation."""
     wall_s: float
 
+    def counts(self) -> dict[str, int]:
+        """How many candidates were proposed (``candidates``) and accepted into the
+        archive (``accepted``: added, or replacing an elite), and of those whose parent
+        was injected from another archive, how many were proposed (``injected``) and
+        accepted (``injected_accepted``): the elite-injection ablation's "how often
+        injected parents produced elites" is injected_accepted / injected."""
+        accepted = [r.elite_id >= 0 for r in self.rows]
+        return {"candidates": len(self.rows), "accepted": sum(accepted),
+                "injected": sum(r.injected for r in self.rows),
+                "injected_accepted": sum(r.injected and a
+                                         for r, a in zip(self.rows, accepted, strict=True))}
+
     def columns(self) -> dict[str, np.ndarray]:
         """The rows as columns (one array per `IlluminationRow` field)."""
         return {

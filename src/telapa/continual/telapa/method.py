@@ -196,7 +196,8 @@ class TeLAPA(Method):
         self.log.append({"event": "illumination", "visit": ctx.visit.index,
                          "visit_tag": ctx.visit.tag, "archive_size": int(archive.size),
                          "d_min": float(archive.d_min), "gate": log.gate,
-                         "env_steps": log.env_steps, "wall_s": log.wall_s})
+                         "env_steps": log.env_steps, "wall_s": log.wall_s,
+                         **log.counts()})
 
     def _maintained(self, ctx: TaskContext, embedding: EmbeddingState,
                     archives: dict[str, Archive], log: MaintenanceLog) -> None:
