@@ -273,13 +273,15 @@ class MiniGridVectorEnv(VectorEnv):
         obs, *_ = self.step(np.zeros(self.num_envs, np.int32))
         return obs, {}
 
-    def set_state(self, states: State, missions: list[str]) -> None:
+    def set_state(self, states: State, missions: list[str], *,
+                  ended: np.ndarray | None = None) -> None:
         """Continues every env from ``states`` (a batch of port states, e.g. stacked
-        `telapa.envs.minigrid.from_farama` of live Farama envs) with ``missions``."""
+        `telapa.envs.minigrid.from_farama` of live Farama envs) with ``missions``; the
+        envs where ``ended`` (default none) reset at the next step."""
+        ended = np.zeros(self.num_envs, bool) if ended is None else np.asarray(ended, bool)
         key = jax.random.PRNGKey(int(self.np_random.integers(2**31)))
-        slots = Slot(states, jnp.zeros(self.num_envs, bool))
-        self._state = AutoResetState(slots, key)
-        self._missions, self._ended = list(missions), np.zeros(self.num_envs, bool)
+        self._state = AutoResetState(Slot(states, jnp.asarray(ended)), key)
+        self._missions, self._ended = list(missions), ended.copy()
 
     def step(self, actions: Any):
         if self._state is None:
