@@ -156,10 +156,15 @@ def _batched(env_id: str, num_envs: int, chunks: tuple[int, ...] | None = None):
         state, obs, _, _, _, info = auto.step(state, actions)
         return state, obs, {k: v for k, v in info.items() if k != "final_obs"}
 
-    shapes = jax.eval_shape(jax.vmap(auto.env.reset), jax.random.split(jax.random.PRNGKey(0),
-                                                                       num_envs))[0]
-    ended = jax.tree.map(lambda x: np.zeros(x.shape, x.dtype), shapes)
-    return step, ended.replace(ended=np.ones(num_envs, bool))
+    return step, blank_states(auto.env, num_envs).replace(ended=np.ones(num_envs, bool))
+
+
+def blank_states(env: Any, num_envs: int) -> Any:
+    """``num_envs`` states of ``env`` (a `JaxEnv`) with every entry zero, as numpy: a
+    port `State` there has ``max_steps`` 0, so its next step ends its episode."""
+    keys = jax.random.split(jax.random.PRNGKey(0), num_envs)
+    shapes = jax.eval_shape(jax.vmap(env.reset), keys)[0]
+    return jax.tree.map(lambda x: np.zeros(x.shape, x.dtype), shapes)
 
 
 def _render(env: MiniGrid, states: State) -> np.ndarray:
@@ -191,7 +196,7 @@ class MiniGridEnv(gym.Env):
         self._mission = ""
 
     def _obs(self, obs: Obs) -> dict[str, Any]:
-        return {"direction": int(obs["direction"]), "image": np.asarray(obs["image"]),
+        return {"direction": int(obs["direction"]), "image": np.array(obs["image"]),
                 "mission": self._mission}
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -253,8 +258,8 @@ class MiniGridVectorEnv(VectorEnv):
         self._ended = np.zeros(num_envs, bool)
 
     def _obs(self, obs: Obs) -> dict[str, Any]:
-        return {"direction": np.asarray(obs["direction"], np.int64),
-                "image": np.asarray(obs["image"]), "mission": tuple(self._missions)}
+        return {"direction": np.array(obs["direction"], np.int64),
+                "image": np.array(obs["image"]), "mission": tuple(self._missions)}
 
     def _new_missions(self, missions: np.ndarray, which: np.ndarray) -> None:
         for i in np.flatnonzero(which):
@@ -320,5 +325,5 @@ def register_envs() -> list[str]:
     return ids
 
 
-__all__ = ["MiniGridEnv", "MiniGridVectorEnv", "farama_observation_space", "farama_reward",
-           "mission_text", "port", "register_envs"]
+__all__ = ["MiniGridEnv", "MiniGridVectorEnv", "blank_states", "farama_observation_space",
+           "farama_reward", "mission_text", "port", "register_envs"]
