@@ -26,7 +26,11 @@ def test_a_missing_sb3_is_named_with_its_install_command(monkeypatch):
 
 @pytest.fixture(scope="module")
 def sb3():
-    return pytest.importorskip("stable_baselines3")
+    sb3 = pytest.importorskip("stable_baselines3")
+    import torch
+
+    torch.set_num_threads(1)  # two cores, shared with JAX
+    return sb3
 
 
 def test_the_adapter_follows_sb3s_autoreset_conventions(sb3):
