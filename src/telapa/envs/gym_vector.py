@@ -119,8 +119,8 @@ class _NextStep:
     ``step`` of a slot whose episode ended at the previous step keeps it as is and
     signals ``terminated`` (AutoReset's reset trigger); any other slot steps the port and
     records in ``ended`` whether the episode ended. The true step's outcome is in
-    ``info``: ``terminated``, ``truncated``, ``success`` (all false for an ending slot),
-    ``step_count`` and ``max_steps``."""
+    ``info``: ``terminated``, ``truncated``, ``success`` (all false for a slot that ended
+    at the previous step), ``step_count`` and ``max_steps``."""
 
     def __init__(self, env: MiniGrid):
         self.env = env
@@ -147,8 +147,8 @@ def _batched(env_id: str, num_envs: int, chunks: tuple[int, ...] | None = None):
     """The jitted ``step(state, actions)`` of ``num_envs`` slots and its first state,
     shared by every vector env of that id, size and ``chunks`` (`AutoReset`'s).
 
-    ``reset`` is a step from `_ended` slots: every env resets, so one program serves both
-    (compiling the port's generator once, per chunk size)."""
+    ``reset`` is a step from `blank_states` slots marked ended: every env resets, so one
+    program serves both (compiling the port's generator once per chunk size)."""
     auto = AutoReset(_NextStep(port(env_id)), num_envs, chunks)
 
     @jax.jit
@@ -165,6 +165,13 @@ def blank_states(env: Any, num_envs: int) -> Any:
     keys = jax.random.split(jax.random.PRNGKey(0), num_envs)
     shapes = jax.eval_shape(jax.vmap(env.reset), keys)[0]
     return jax.tree.map(lambda x: np.zeros(x.shape, x.dtype), shapes)
+
+
+@functools.cache
+def _single(env_id: str):
+    """The jitted ``reset`` and ``step`` of one port, shared by every `MiniGridEnv` of
+    ``env_id`` (a ``SyncVectorEnv`` of them compiles once)."""
+    return jax.jit(port(env_id).reset), jax.jit(port(env_id).step)
 
 
 def _render(env: MiniGrid, states: State) -> np.ndarray:
@@ -190,8 +197,7 @@ class MiniGridEnv(gym.Env):
         self.render_mode = _check_render_mode(render_mode)
         self.observation_space = farama_observation_space(env_id)
         self.action_space = gym.spaces.Discrete(N_ACTIONS)
-        self._reset = jax.jit(self.port.reset)
-        self._step = jax.jit(self.port.step)
+        self._reset, self._step = _single(self.env_id)
         self._state: State | None = None
         self._mission = ""
 
