@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup browser gl demo test lint docs bench clean
+.PHONY: setup browser gl demo test test-sb3 lint docs bench clean
 
 # uv (pinned in requirements.lock) installs the locked packages in seconds, where pip took
 # 1-2 minutes of every fresh `make test`; pip stays in the environment for the tests that
@@ -69,6 +69,12 @@ bench: $(STAMP)
 	  -c requirements.lock -e ".[dev,ray,bench]"
 	$(BIN)/python benchmarks/env_throughput.py
 	$(BIN)/python benchmarks/ppo_throughput.py
+
+# The tests that need SB3 and torch (skipped by make test where they are absent).
+test-sb3: $(STAMP)
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python \
+	  -c requirements.lock -e ".[dev,ray,bench]"
+	$(BIN)/python -m pytest tests/envs/test_sb3_adapter.py tests/test_example_scripts.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache site

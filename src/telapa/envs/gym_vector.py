@@ -1,0 +1,335 @@
+"""The JAX MiniGrid ports as gymnasium environments, for any library.
+
+Importing `telapa.envs` registers every ported id ``<Id>`` (`register_envs`) as
+``telapa/<Id>``, e.g. ``telapa/MiniGrid-DoorKey-8x8-v0``::
+
+    env = gymnasium.make("telapa/MiniGrid-DoorKey-8x8-v0")            # one env
+    envs = gymnasium.make_vec("telapa/MiniGrid-DoorKey-8x8-v0", num_envs=64)
+
+``make`` gives a `MiniGridEnv`, ``make_vec`` (``vectorization_mode`` ``None`` or
+``"vector_entry_point"``) a `MiniGridVectorEnv` that steps the whole batch as one jitted
+call. Both speak Farama's interface: the observation space is Farama's own (copied from
+the Farama env of the id: ``image`` uint8 ``(7, 7, 3)``, ``direction`` ``Discrete(4)``,
+``mission`` Farama's ``MissionSpace``), the mission is Farama's string, the action space
+``Discrete(7)``, and rewards, terminations and truncations are Farama's
+(tests/envs/test_gym_vector.py compares them step by step from Farama's own states).
+
+**Reward.** ``r = 1 - 0.9 * step_count / max_steps`` (float64, Farama's ``_reward``,
+evaluated on the host from the port's success flag and step count) on success, else 0.
+
+**Autoreset** (`MiniGridVectorEnv`): gymnasium's ``NEXT_STEP`` mode, declared in
+``metadata["autoreset_mode"]``. A step that ends env i's episode returns its last
+observation with the true flags; the next call to ``step`` resets env i instead of
+stepping it (its action is ignored) and returns the new episode's first observation with
+reward 0 and both flags false. The new level is a fresh draw of the port's generator
+(Farama's distribution, not Farama's random stream), drawn inside the jitted step by
+`telapa.envs.base.AutoReset` over `_NextStep`, which delays each env's reset by one step.
+
+**Mission** (`mission_text`): Farama's ``mission_space.mission_func`` applied to the
+port's mission object (colour and type names) as the space's placeholders ask; leading
+placeholders the port's state does not fix (Fetch's five phrasings, ``"get a"`` ...
+``"you must fetch a"``) are drawn uniformly per episode on the host, as Farama draws
+them, from the env's ``np_random``.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from telapa.envs.base import AutoReset, AutoResetState, EnvSpec, Obs
+from telapa.envs.minigrid.constants import COLOR_TO_IDX, N_ACTIONS, OBJECT_TO_IDX
+from telapa.envs.minigrid.env import MiniGrid
+from telapa.envs.minigrid.state import State
+from telapa.envs.minigrid.tasks import all_tasks
+
+NAMESPACE = "telapa"
+COLOR_NAMES = {i: name for name, i in COLOR_TO_IDX.items()}
+OBJECT_NAMES = {i: name for name, i in OBJECT_TO_IDX.items()}
+METADATA = {"render_modes": ["rgb_array"], "render_fps": 10}
+
+
+def farama_id(env_id: str) -> str:
+    """``telapa/<Id>`` (or ``<Id>``) -> ``<Id>``, the Farama id the port is of."""
+    return env_id.split("/", 1)[1] if env_id.startswith(f"{NAMESPACE}/") else env_id
+
+
+@functools.cache
+def port(env_id: str) -> MiniGrid:
+    """The JAX port of ``env_id`` (``telapa/<Id>`` or ``<Id>``) with the mission observed."""
+    tasks = all_tasks()
+    name = farama_id(env_id)
+    if name not in tasks:
+        raise gym.error.Error(f"no JAX port of {name!r}; ported: {', '.join(sorted(tasks))}")
+    return MiniGrid(tasks[name], observe_mission=True)
+
+
+@functools.cache
+def farama_observation_space(env_id: str) -> gym.spaces.Dict:
+    """Farama's ``observation_space`` of ``env_id`` (made once, then closed)."""
+    import minigrid  # noqa: F401  (registers the MiniGrid ids)
+
+    env = gym.make(farama_id(env_id))
+    try:
+        return env.observation_space
+    finally:
+        env.close()
+
+
+def mission_text(space: gym.spaces.Dict, mission: np.ndarray, rng: np.random.Generator) -> str:
+    """Farama's mission string for the port's mission ``(colour, type)`` indices.
+
+    ``mission_func(*free, colour, type)`` when the space has >= 2 placeholders (``free``:
+    the leading ones, each drawn uniformly by ``rng``), ``mission_func(colour)`` for one,
+    ``mission_func()`` for none (see the module docstring)."""
+    mission_space = space["mission"]
+    holders = list(mission_space.ordered_placeholders or [])
+    named = [COLOR_NAMES[int(mission[0])], OBJECT_NAMES[int(mission[1])]][: len(holders)]
+    free = [h[int(rng.integers(len(h)))] for h in holders[: len(holders) - len(named)]]
+    return mission_space.mission_func(*free, *named)
+
+
+def farama_reward(success: np.ndarray, step_count: np.ndarray, max_steps: np.ndarray
+                  ) -> np.ndarray:
+    """Farama's ``_reward`` where ``success``, else 0: float64, bit for bit Farama's."""
+    with np.errstate(divide="ignore", invalid="ignore"):  # max_steps 0: a reset's dummy
+        return np.where(success, 1 - 0.9 * (step_count / max_steps), 0.0)
+
+
+@struct.dataclass
+class Slot:
+    """One env of `_NextStep`: the port's state and whether its episode ended last step."""
+
+    state: State
+    ended: jax.Array
+
+
+class _NextStep:
+    """A `JaxEnv` whose episodes end one step late, so that `AutoReset` resets with
+    gymnasium's ``NEXT_STEP`` timing (see the module docstring).
+
+    ``step`` of a slot whose episode ended at the previous step keeps it as is and
+    signals ``terminated`` (AutoReset's reset trigger); any other slot steps the port and
+    records in ``ended`` whether the episode ended. The true step's outcome is in
+    ``info``: ``terminated``, ``truncated``, ``success`` (all false for a slot that ended
+    at the previous step), ``step_count`` and ``max_steps``."""
+
+    def __init__(self, env: MiniGrid):
+        self.env = env
+        self.spec: EnvSpec = env.spec
+
+    def reset(self, key: jax.Array) -> tuple[Slot, Obs]:
+        state, obs = self.env.reset(key)
+        return Slot(state, jnp.bool_(False)), obs
+
+    def step(self, slot: Slot, action: jax.Array):
+        state, obs, reward, terminated, truncated, info = self.env.step(slot.state, action)
+        ended = slot.ended
+        state = jax.tree.map(lambda old, new: jnp.where(ended, old, new), slot.state, state)
+        live = ~ended
+        info = {"terminated": terminated & live, "truncated": truncated & live,
+                "success": info["success"] & live, "step_count": state.step_count,
+                "max_steps": state.max_steps}
+        return (Slot(state, (terminated | truncated) & live), obs, reward, ended,
+                jnp.bool_(False), info)
+
+
+@functools.cache
+def _batched(env_id: str, num_envs: int, chunks: tuple[int, ...] | None = None):
+    """The jitted ``step(state, actions)`` of ``num_envs`` slots and its first state,
+    shared by every vector env of that id, size and ``chunks`` (`AutoReset`'s).
+
+    ``reset`` is a step from `blank_states` slots marked ended: every env resets, so one
+    program serves both (compiling the port's generator once per chunk size)."""
+    auto = AutoReset(_NextStep(port(env_id)), num_envs, chunks)
+
+    @jax.jit
+    def step(state: AutoResetState, actions: jax.Array):
+        state, obs, _, _, _, info = auto.step(state, actions)
+        return state, obs, {k: v for k, v in info.items() if k != "final_obs"}
+
+    return step, blank_states(auto.env, num_envs).replace(ended=np.ones(num_envs, bool))
+
+
+def blank_states(env: Any, num_envs: int) -> Any:
+    """``num_envs`` states of ``env`` (a `JaxEnv`) with every entry zero, as numpy: a
+    port `State` there has ``max_steps`` 0, so its next step ends its episode."""
+    keys = jax.random.split(jax.random.PRNGKey(0), num_envs)
+    shapes = jax.eval_shape(jax.vmap(env.reset), keys)[0]
+    return jax.tree.map(lambda x: np.zeros(x.shape, x.dtype), shapes)
+
+
+@functools.cache
+def _single(env_id: str):
+    """The jitted ``reset`` and ``step`` of one port, shared by every `MiniGridEnv` of
+    ``env_id`` (a ``SyncVectorEnv`` of them compiles once)."""
+    return jax.jit(port(env_id).reset), jax.jit(port(env_id).step)
+
+
+def _render(env: MiniGrid, states: State) -> np.ndarray:
+    from telapa.envs.minigrid.render import render
+
+    return np.asarray(render(states, see_through_walls=env.task.see_through_walls))
+
+
+def _check_render_mode(render_mode: str | None) -> str | None:
+    if render_mode not in (None, *METADATA["render_modes"]):
+        raise gym.error.Error(f"render_mode {render_mode!r}: only 'rgb_array' is supported")
+    return render_mode
+
+
+class MiniGridEnv(gym.Env):
+    """One ported env with Farama's interface (module docstring); no autoreset."""
+
+    metadata = METADATA
+
+    def __init__(self, env_id: str, *, render_mode: str | None = None):
+        self.env_id = farama_id(env_id)
+        self.port = port(env_id)
+        self.render_mode = _check_render_mode(render_mode)
+        self.observation_space = farama_observation_space(env_id)
+        self.action_space = gym.spaces.Discrete(N_ACTIONS)
+        self._reset, self._step = _single(self.env_id)
+        self._state: State | None = None
+        self._mission = ""
+
+    def _obs(self, obs: Obs) -> dict[str, Any]:
+        return {"direction": int(obs["direction"]), "image": np.array(obs["image"]),
+                "mission": self._mission}
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        key = jax.random.PRNGKey(int(self.np_random.integers(2**31)))
+        self._state, obs = self._reset(key)
+        self._mission = mission_text(self.observation_space, np.asarray(obs["mission"]),
+                                     self.np_random)
+        return self._obs(obs), {}
+
+    def set_state(self, state: State, mission: str) -> None:
+        """Continues from ``state`` (e.g. `telapa.envs.minigrid.from_farama` of a live
+        Farama env) with the mission string ``mission``."""
+        self._state, self._mission = state, mission
+
+    def step(self, action: Any):
+        if self._state is None:
+            raise gym.error.ResetNeeded("call reset before step")
+        self._state, obs, _, terminated, truncated, info = self._step(self._state, action)
+        reward = farama_reward(bool(info["success"]), int(self._state.step_count),
+                               int(self._state.max_steps))
+        return self._obs(obs), float(reward), bool(terminated), bool(truncated), {}
+
+    def render(self) -> np.ndarray | None:
+        if self.render_mode is None or self._state is None:
+            return None
+        return _render(self.port, self._state)
+
+
+class MiniGridVectorEnv(VectorEnv):
+    """``num_envs`` ported envs stepped as one jitted call, with gymnasium's
+    ``NEXT_STEP`` autoreset (module docstring). Observations are batched as
+    ``gymnasium.vector.SyncVectorEnv`` batches Farama's: ``image`` uint8 ``(n, 7, 7, 3)``,
+    ``direction`` int64 ``(n,)``, ``mission`` a tuple of n strings; rewards float64,
+    flags bool, infos ``{}``.
+
+    ``reset(seed=s)`` is a step from slots that all ended (every env resets, drawing from
+    ``PRNGKey(s)``). ``chunks``: `AutoReset`'s chunk sizes, default one size,
+    ``num_envs // 8``, so that the port's generator is compiled once."""
+
+    metadata = {**METADATA, "autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(self, env_id: str, num_envs: int = 1, *, render_mode: str | None = None,
+                 chunks: tuple[int, ...] | None = None):
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        self.env_id = farama_id(env_id)
+        self.port = port(env_id)
+        self.num_envs = num_envs
+        self.render_mode = _check_render_mode(render_mode)
+        self.single_observation_space = farama_observation_space(env_id)
+        self.single_action_space = gym.spaces.Discrete(N_ACTIONS)
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self.chunks = (max(1, num_envs // 8),) if chunks is None else tuple(chunks)
+        self._jit_step, self._ended_slots = _batched(self.env_id, num_envs, self.chunks)
+        self._state: AutoResetState | None = None
+        self._missions = [""] * num_envs
+        self._ended = np.zeros(num_envs, bool)
+
+    def _obs(self, obs: Obs) -> dict[str, Any]:
+        return {"direction": np.array(obs["direction"], np.int64),
+                "image": np.array(obs["image"]), "mission": tuple(self._missions)}
+
+    def _new_missions(self, missions: np.ndarray, which: np.ndarray) -> None:
+        for i in np.flatnonzero(which):
+            self._missions[i] = mission_text(self.single_observation_space, missions[i],
+                                             self.np_random)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """A fresh episode in every env, drawn from ``PRNGKey(seed)`` (``seed=None``: a
+        seed drawn from ``np_random``)."""
+        if seed is not None:
+            self._np_random, self._np_random_seed = gym.utils.seeding.np_random(seed)
+        else:
+            seed = int(self.np_random.integers(2**31))
+        self._ended[:] = True
+        self._state = AutoResetState(self._ended_slots, jax.random.PRNGKey(seed))
+        obs, *_ = self.step(np.zeros(self.num_envs, np.int32))
+        return obs, {}
+
+    def set_state(self, states: State, missions: list[str], *,
+                  ended: np.ndarray | None = None) -> None:
+        """Continues every env from ``states`` (a batch of port states, e.g. stacked
+        `telapa.envs.minigrid.from_farama` of live Farama envs) with ``missions``; the
+        envs where ``ended`` (default none) reset at the next step."""
+        ended = np.zeros(self.num_envs, bool) if ended is None else np.asarray(ended, bool)
+        key = jax.random.PRNGKey(int(self.np_random.integers(2**31)))
+        self._state = AutoResetState(Slot(states, jnp.asarray(ended)), key)
+        self._missions, self._ended = list(missions), ended.copy()
+
+    def step(self, actions: Any):
+        if self._state is None:
+            raise gym.error.ResetNeeded("call reset before step")
+        actions = jnp.asarray(np.asarray(actions, np.int32).reshape(self.num_envs))
+        self._state, obs, info = self._jit_step(self._state, actions)
+        info = jax.device_get(info)
+        self._new_missions(np.asarray(obs["mission"]), self._ended)
+        terminated, truncated = info["terminated"], info["truncated"]
+        reward = farama_reward(info["success"], info["step_count"], info["max_steps"])
+        self._ended = terminated | truncated
+        return self._obs(obs), reward, terminated, truncated, {}
+
+    def render(self) -> tuple[np.ndarray, ...] | None:
+        """Each env's ``rgb_array`` frame, as ``SyncVectorEnv.render`` returns them."""
+        if self.render_mode is None or self._state is None:
+            return None
+        return tuple(_render(self.port, self._state.env_state.state))
+
+    def close_extras(self, **kwargs: Any) -> None:
+        self._state = None
+
+
+def register_envs() -> list[str]:
+    """Registers ``telapa/<Id>`` for every ported ``<Id>`` not yet registered; returns
+    all of them. No ``max_episode_steps``: like Farama's, the envs truncate at their own
+    ``max_steps``."""
+    ids = []
+    for name in sorted(all_tasks()):
+        env_id = f"{NAMESPACE}/{name}"
+        if env_id not in gym.registry:
+            gym.register(env_id, entry_point=f"{__name__}:MiniGridEnv",
+                         vector_entry_point=f"{__name__}:MiniGridVectorEnv",
+                         kwargs={"env_id": name})
+        ids.append(env_id)
+    return ids
+
+
+__all__ = ["MiniGridEnv", "MiniGridVectorEnv", "blank_states", "farama_observation_space",
+           "farama_reward", "mission_text", "port", "register_envs"]
