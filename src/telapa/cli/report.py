@@ -65,6 +65,10 @@ def _cmd_report(ns: argparse.Namespace) -> None:
             _make_report(ns, console)
     except ReportError as err:
         raise CLIError(str(err)) from None
+    except OSError as err:  # a full disk, a place that cannot be written
+        where = f" ({err.filename})" if err.filename else ""
+        raise CLIError(f"cannot write report directory {ns.out}: {err.strerror or err}{where}"
+                       "; an earlier report there is kept whole") from None
 
 
 def _make_report(ns: argparse.Namespace, console: Console) -> None:

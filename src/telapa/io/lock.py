@@ -67,10 +67,13 @@ def exclusive_lock(place: str | os.PathLike[str], what: str) -> Iterator[Path]:
             break
         handle.close()  # its holder removed it as we opened it: take the new one
     try:
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
-        handle.flush()
+        try:  # who holds it, for the message of a refused process; the lock holds without
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+            handle.flush()
+        except OSError:  # a full disk: the writer's own files will say so
+            pass
         _HELD.add(key)
         yield path
     finally:

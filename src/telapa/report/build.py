@@ -324,16 +324,14 @@ def report_lock(out: str | Path) -> Iterator[Path]:
     `telapa.io.lock.exclusive_lock`; removed at the end) for the block: one process
     writes a report to ``out`` at a time. A second one is refused at once, before it
     writes anything, with `ReportError` naming the holder; ``telapa report`` takes it
-    before loading any run and holds it through ``--doc``. Re-entrant in a process."""
+    before loading any run and holds it through ``--doc``. Re-entrant in a process.
+    OSError where the lock file cannot be made (a full disk), as for the report's files."""
     out = Path(out)
     try:
         with exclusive_lock(out, f"report directory {out}") as path:
             yield path
     except LockHeld as err:
         raise ReportError(str(err)) from None
-    except OSError as err:
-        raise ReportError(f"cannot lock report directory {out}: {err.strerror or err} "
-                          f"({err.filename or out.parent}); choose another --out") from None
 
 
 def write_report(doc: Document, out: str | Path, *, sources: Sequence[str | Path] = ()) -> Path:
