@@ -75,6 +75,20 @@ class ConfigError(ValueError):
     """A configuration file or value is invalid; the message names the field and file."""
 
 
+ASCII_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
+"""An integer as a command line gives it: ASCII digits only."""
+
+
+def ascii_int(text: str) -> int:
+    """``text`` as an integer written in ASCII digits (an optional sign, no spaces or
+    underscores); ValueError otherwise. Python's ``int`` also reads other scripts' digits
+    (``int("\u0663")`` is 3) and ``1_0``, so an argument a user did not mean as a number
+    would be read as one."""
+    if not ASCII_INT.fullmatch(text):
+        raise ValueError(f"invalid literal for an integer (ASCII digits 0-9): {text!r}")
+    return int(text)
+
+
 class StrictModel(BaseModel):
     """Frozen, and unknown keys are errors."""
 

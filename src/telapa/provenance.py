@@ -16,6 +16,7 @@ import functools
 import hashlib
 import subprocess
 from pathlib import Path
+from typing import Any
 
 SOURCE = Path(__file__).resolve().parent
 UNRECORDED = "unrecorded"
@@ -80,5 +81,49 @@ def extend_code(recorded: list[str | None] | None, current: str | None, *,
     return codes
 
 
-__all__ = ["UNRECORDED", "code_version", "current_code", "extend_code", "installed_version",
-           "source_hash"]
+def current_versions() -> dict[str, str]:
+    """The telapa and jax versions of this process: what ``run.json`` records of a
+    segment besides its code (``telapa``, ``jax`` at the start, ``versions`` per change)."""
+    import jax
+
+    from telapa import __version__
+
+    return {"telapa": __version__, "jax": jax.__version__}
+
+
+def recorded_versions(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    """The versions a run's segments ran with (``run.json`` ``versions``, one entry per
+    change); a run started before that list was kept has its start's ``telapa`` and
+    ``jax`` (or nothing, before those were kept)."""
+    versions = manifest.get("versions")
+    if isinstance(versions, list) and all(isinstance(v, dict) for v in versions):
+        return list(versions)
+    start = {k: manifest[k] for k in ("telapa", "jax") if k in manifest}
+    return [start] if start else []
+
+
+def extend_versions(manifest: dict[str, Any], current: dict[str, str]
+                    ) -> list[dict[str, Any]]:
+    """``run.json``'s ``versions`` after a segment ran with ``current``: appended when it
+    differs from the last entry."""
+    versions = recorded_versions(manifest)
+    if not versions or versions[-1] != current:
+        versions.append(dict(current))
+    return versions
+
+
+def version_change(manifest: dict[str, Any], current: dict[str, str]) -> str | None:
+    """What differs between the versions a run last ran with and ``current`` (e.g.
+    ``jax 0.4.30 -> 0.4.35``), or None: the same, or not recorded."""
+    versions = recorded_versions(manifest)
+    if not versions:
+        return None
+    last = versions[-1]
+    changed = [f"{name} {last[name]} -> {current[name]}" for name in ("telapa", "jax")
+               if name in last and last[name] != current[name]]
+    return ", ".join(changed) or None
+
+
+__all__ = ["UNRECORDED", "code_version", "current_code", "current_versions", "extend_code",
+           "extend_versions", "installed_version", "recorded_versions", "source_hash",
+           "version_change"]

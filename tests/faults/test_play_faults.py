@@ -269,7 +269,8 @@ def test_a_gif_that_cannot_fit_in_memory_is_refused_before_any_work(
                    "--out", str(out)], capsys,
                   f"--out {out}: 200 episodes on MiniGrid-Empty-5x5-v0 may need",
                   "more than this machine's 0.25 GiB", "the largest part is the GIF's frames",
-                  "--episodes 200 x up to 101 frames", "160x184 pixels x 1 byte",
+                  "--episodes 200 x up to 101 frames",
+                  f"160x{160 + play_module.CAPTION_PX} pixels x 1 byte",
                   "play at most")
     fit = int(line.split("play at most ")[1].split()[0])
     assert 0 < fit < 200

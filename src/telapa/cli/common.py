@@ -15,7 +15,7 @@ from rich.progress import track
 from rich.table import Table
 
 from telapa import envs
-from telapa.config import MAX_ENV_STEPS
+from telapa.config import MAX_ENV_STEPS, ascii_int
 from telapa.continual.results import RunRecord
 from telapa.continual.rundir import RunDirError
 from telapa.report.load import load_records
@@ -30,9 +30,10 @@ def seed_int(text: str) -> int:
     """A seed: an integer with 0 <= seed < 2^32 (JAX keys take seeds modulo 2^32, so a
     negative or larger seed would collide with another one)."""
     try:
-        value = int(text)
+        value = ascii_int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"must be an integer (ASCII digits), got {text!r}") from None
     if not 0 <= value < 2**32:
         raise argparse.ArgumentTypeError(f"must be in 0 .. 2^32 - 1, got {text}")
     return value
@@ -54,9 +55,10 @@ def json_safe(value: Any) -> Any:
 
 def positive_int(text: str) -> int:
     try:
-        value = int(text)
+        value = ascii_int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"must be a positive integer (ASCII digits), got {text!r}") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
     return value
@@ -134,9 +136,10 @@ def int_in(low: int, high: int) -> Callable[[str], int]:
     """An argparse type: an integer in ``low .. high``."""
     def parse(text: str) -> int:
         try:
-            value = int(text)
+            value = ascii_int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"must be an integer (ASCII digits), got {text!r}") from None
         if not low <= value <= high:
             raise argparse.ArgumentTypeError(f"must be in {low} .. {high}, got {text}")
         return value

@@ -3,15 +3,24 @@
     telapa play RUN_DIR [--task T] [--visit N | --elite TASK:N] [--episodes K]
                 [--seed S] [--greedy | --sampled] [--out FILE.gif|FILE.mp4]
 
-Plays K episodes (default 3, at most `MAX_EPISODES`) of the run's final policy for task
-T (default: the last visit's task; Scratch-Reuse's stored network of T), of the policy
-visit N ended with (``--visit 3`` or ``--visit "B'"``), or of an archive elite as `telapa
-inspect` lists it (``--elite B:0``), on the env of T, and prints each episode's return
-and length and the episodes' SR. With ``--out`` it also writes them as a GIF or an MP4,
-each frame captioned with the episode, the step, the return so far and whether it
-succeeded (`telapa.continual.play`); without it no frame is drawn. The same seed gives
-the same episodes (default: the run's seed); actions are sampled or greedy as in the
-run's evaluations unless ``--greedy`` or ``--sampled`` says otherwise.
+Plays K episodes (at most `MAX_EPISODES`) of the run's final policy for task T (default:
+the last visit's task; Scratch-Reuse's stored network of T), of the policy visit N ended
+with (``--visit 3`` or ``--visit "B'"``), or of an archive elite as `telapa inspect`
+lists it (``--elite B:0``), on the env of T, and prints each episode's return and length
+and the episodes' SR (successes of episodes). With ``--out`` it also writes them as a
+GIF or an MP4, each frame captioned with the episode, the step, the return so far and
+whether it succeeded (`telapa.continual.play`); without it no frame is drawn. Actions
+are sampled or greedy as in the run's evaluations unless ``--greedy`` or ``--sampled``
+says otherwise.
+
+Which episodes: without ``--seed``, the final policy (on the jax backend: MiniGrid)
+replays the run's final evaluation of T, episode for episode (its key and episode
+count): with the default K, all ``final_eval_episodes`` of them, so the SR printed is
+final.csv's k/n for T; with ``--out`` the default K is 3, the evaluation's first 3
+episodes. A visit's policy or an elite, and any policy given ``--seed S``, play K
+(default 3) episodes of seed S (default: the run's seed); the same seed gives the same
+episodes. On the gymnasium backend (MuJoCo) the evaluation ran vector env copies that
+share one action key stream, which play does not replay: its episodes are seed S's.
 
 It only reads the run (no lock, no file written in it). What is wrong is named before
 any episode is played: a run that keeps no policies (a sweep export's cell), an
@@ -29,6 +38,7 @@ import numpy as np
 
 from telapa.cli.common import CLIError, seed_int, stdout_console
 from telapa.cli.run import Interrupted, Terminated
+from telapa.config import ascii_int
 from telapa.continual.play import MAX_EPISODES
 from telapa.continual.rundir import RunDirError
 from telapa.io.stop import Terminate, stop_on_signals
@@ -48,16 +58,19 @@ def _cmd_play(ns: argparse.Namespace) -> None:
     )
 
     episodes: list[Episode] = []
+    count = ns.episodes or DEFAULT_EPISODES
     try:
         with stop_on_signals():  # SIGTERM unwinds as Ctrl-C: --out is removed
             if ns.out is not None:
                 check_video_path(ns.out, run=ns.run)  # before any work
             run = open_finished(ns.run)
             policy = load_policy(run, task=ns.task, visit=ns.visit, elite=ns.elite)
-            seed = run.spec.seed if ns.seed is None else ns.seed
+            replay = ns.seed is None and policy.replays  # the final evaluation's episodes
+            count = ns.episodes or (min(policy.eval_episodes, MAX_EPISODES)
+                                    if replay and ns.out is None else DEFAULT_EPISODES)
             if ns.out is not None:
-                check_video_memory(ns.out, policy.agent, ns.episodes)
-            played = iter_episodes(policy, episodes=ns.episodes, seed=seed,
+                check_video_memory(ns.out, policy.agent, count)
+            played = iter_episodes(policy, episodes=count, seed=ns.seed,
                                    deterministic=ns.greedy, frames=ns.out is not None)
 
             def kept() -> Iterator[Episode]:  # the returns, not the frames, are kept
@@ -66,36 +79,49 @@ def _cmd_play(ns: argparse.Namespace) -> None:
                     yield episode
 
             if ns.out is not None:
-                written = write_video(ns.out, policy.agent, kept(), count=ns.episodes)
+                written = write_video(ns.out, policy.agent, kept(), count=count)
             else:
                 episodes.extend(played)
                 written = None
     except (PlayError, RunDirError) as err:
         raise CLIError(str(err)) from None
     except KeyboardInterrupt as err:
-        stopped = (f"after {len(episodes)} of {ns.episodes} episodes"
+        stopped = (f"after {len(episodes)} of {count} episodes"
                    + (f"; nothing was written to --out {ns.out}" if ns.out is not None else ""))
         if isinstance(err, Terminate):
             raise Terminated(f"terminated (SIGTERM) {stopped}") from None
         raise Interrupted(f"interrupted {stopped}") from None
     console = stdout_console()
-    console.print(f"{policy.label} on {policy.agent.spec.env_id} (seed {seed})", markup=False,
+    source = (f"the final evaluation's episodes, {count} of {policy.eval_episodes}" if replay
+              else f"seed {policy.seed if ns.seed is None else ns.seed}")
+    if ns.greedy is not None and ns.greedy != policy.agent.config.eval.deterministic:
+        source += (f", {'greedy' if ns.greedy else 'sampled'} actions, not the run's "
+                   "evaluation mode")
+    console.print(f"{policy.label} on {policy.agent.spec.env_id} ({source})", markup=False,
                   soft_wrap=True)
     for i, episode in enumerate(episodes, start=1):
         mark = "success" if success(policy.agent, episode) else "failed"
         console.print(f"  episode {i}: return {episode.ret:.3f}, {episode.length} steps, "
                       f"{mark}", markup=False, soft_wrap=True)
     returns = np.asarray([e.ret for e in episodes])
-    console.print(f"SR {float(policy.agent.competence(returns)):.3f}, mean return "
+    wins = sum(success(policy.agent, e) for e in episodes)
+    console.print(f"SR {float(policy.agent.competence(returns)):.3f} ({wins}/{len(episodes)} "
+                  "successes), mean return "
                   f"{returns.mean():.3f} over {len(episodes)} episodes"
                   + (f" -> {written}" if written else ""), markup=False, soft_wrap=True)
 
 
+DEFAULT_EPISODES = 3
+"""Episodes played with ``--out``, or of a policy with no evaluation to replay, by
+default."""
+
+
 def _episodes(text: str) -> int:
     try:
-        value = int(text)
+        value = ascii_int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"must be an integer (ASCII digits), got {text!r}") from None
     if not 1 <= value <= MAX_EPISODES:
         raise argparse.ArgumentTypeError(f"must be 1 to {MAX_EPISODES} (telapa play's "
                                          f"bound), got {text}")
@@ -113,9 +139,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        help="the policy this visit ended with (index or tag, e.g. B')")
     which.add_argument("--elite", metavar="TASK:N",
                        help="an archive elite as `telapa inspect` lists it, e.g. B:0")
-    play.add_argument("--episodes", type=_episodes, default=3,
-                      help=f"episodes to play (default 3, at most {MAX_EPISODES})")
-    play.add_argument("--seed", type=seed_int, help="episodes' seed (default: the run's)")
+    play.add_argument("--episodes", type=_episodes,
+                      help="episodes to play (default: the final policy's whole final "
+                           f"evaluation, {DEFAULT_EPISODES} with --out or another policy; "
+                           f"at most {MAX_EPISODES})")
+    play.add_argument("--seed", type=seed_int,
+                      help="episodes' seed (default: the final policy replays the run's "
+                           "final evaluation of the task, another policy uses the run's "
+                           "seed)")
     mode = play.add_mutually_exclusive_group()
     mode.add_argument("--greedy", dest="greedy", action="store_const", const=True,
                       help="take the most likely action (default: as the run evaluates)")

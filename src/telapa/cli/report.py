@@ -39,12 +39,10 @@ def _cmd_report(ns: argparse.Namespace) -> None:
     # imported here: matplotlib and the archive analysis are slow to import for other commands
     from telapa.report.build import (
         ReportError,
-        build_document,
         check_destination,
-        load_archives,
-        write_report,
+        report_lock,
     )
-    from telapa.report.docsync import DocSyncError, blocks, sync_document
+    from telapa.report.docsync import DocSyncError, blocks
 
     console = Console(stderr=True)
     if ns.doc_scope is not None and ns.doc is None:
@@ -63,8 +61,20 @@ def _cmd_report(ns: argparse.Namespace) -> None:
             raise CLIError(f"--doc {ns.doc} is not UTF-8 text (byte {err.start})") from None
     try:
         check_destination(ns.out)  # before any work, as `telapa run` checks --out
+        with report_lock(ns.out):  # one report at a time to --out, held through --doc
+            _make_report(ns, console)
     except ReportError as err:
         raise CLIError(str(err)) from None
+    except OSError as err:  # a full disk, a place that cannot be written
+        where = f" ({err.filename})" if err.filename else ""
+        raise CLIError(f"cannot write report directory {ns.out}: {err.strerror or err}{where}"
+                       "; an earlier report there is kept whole") from None
+
+
+def _make_report(ns: argparse.Namespace, console: Console) -> None:
+    from telapa.report.build import ReportError, build_document, load_archives, write_report
+    from telapa.report.docsync import DocSyncError, sync_document
+
     records = load_runs(ns.runs, skip_incomplete=ns.skip_incomplete, console=console)
     bar = (None if ns.tau_from is None else
            load_runs(ns.tau_from, skip_incomplete=ns.skip_incomplete, console=console))

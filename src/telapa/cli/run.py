@@ -227,6 +227,7 @@ def check_resume_options(ns: argparse.Namespace, stored: RunSpec, path: str,
     ``seed=False`` (several runs resumed as a batch) refuses ``--seed``."""
     if not seed and ns.seed is not None:
         raise CLIError("--seed cannot be combined with several --resume run directories")
+    check_resume_imports(ns.imports, stored.imports, path)
     given = {name: getattr(ns, name) for name in RESUME_OPTIONS
              if getattr(ns, name) is not None}
     if not given:
@@ -271,6 +272,25 @@ def check_resume_options(ns: argparse.Namespace, stored: RunSpec, path: str,
     if wrong:
         raise CLIError(f"{path} was started with other settings; these options "
                        f"contradict it: {'; '.join(wrong)}. Leave them out to resume it")
+
+
+def check_resume_imports(given: list[str] | None, recorded: tuple[str, ...], path: str
+                         ) -> None:
+    """``--import`` given with ``--resume`` must name the modules the run was started with
+    (``run.json`` ``imports``, which the resume imports again anyway): `CLIError` naming
+    each module that differs. A run's plug-ins define its methods and envs, so a resume
+    with others would continue it under other code."""
+    if given is None:
+        return
+    extra = [m for m in dict.fromkeys(given) if m not in recorded]
+    missing = [m for m in recorded if m not in given]
+    if not extra and not missing:
+        return
+    started = (f"--import {' --import '.join(recorded)}" if recorded else "no --import")
+    wrong = ([f"--import {m} is not one of them" for m in extra]
+             + [f"{m} is left out" for m in missing])
+    raise CLIError(f"{path} was started with {started} (run.json imports): {'; '.join(wrong)}. "
+                   "Leave --import out to resume it (the run imports its own modules again)")
 
 
 def _cmd_run(ns: argparse.Namespace) -> None:

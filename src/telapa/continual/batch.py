@@ -48,6 +48,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from telapa.config import ascii_int
 from telapa.continual.memory import check_memory
 from telapa.continual.phases import (
     RunError,
@@ -106,8 +107,8 @@ def parse_seeds(text: str) -> list[int]:
         part = part.strip()
         low, dash, high = part.partition("-")
         try:
-            first = int(low)
-            last = int(high) if dash else first
+            first = ascii_int(low)
+            last = ascii_int(high) if dash else first
         except ValueError:
             raise ValueError(f"seeds {text!r}: {part!r} is not a seed or a range A-B") from None
         if last < first:

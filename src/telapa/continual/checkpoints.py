@@ -64,7 +64,8 @@ SEAL = "files.json"
 RUN_STATE_KEYS = ("next_phase", "phases", "global_step", "records", "stored_tasks",
                   "extra_env_steps", "method_log", "timer", "method_timer", "wall_s",
                   "segments", "peak_rss_bytes")
-"""What ``state.json`` holds of a continual run (`CheckpointStore.save_run`)."""
+"""What ``state.json`` holds of a continual run (`CheckpointStore.save_run`); also
+``tracked_ms`` (`RunTracker.mark`), which checkpoints written before it lack."""
 
 
 class RunEdited(RunDirError):
@@ -426,6 +427,7 @@ class CheckpointStore:
             "method_log": method.log, "timer": run.timer.totals,
             "method_timer": method.timer.totals, "wall_s": run.wall_s,
             "segments": run.segments, "peak_rss_bytes": run.peak_rss,
+            "tracked_ms": run.tracked_ms,
         }
         return self.save(state, learner=run.learner, method=method.state(),
                          train_state=run.train_state if with_train_state else None,
@@ -460,4 +462,7 @@ class CheckpointStore:
         run.timer = PhaseTimer.from_totals(state["timer"])
         method.timer = PhaseTimer.from_totals(state["method_timer"])
         run.wall_s, run.segments = state["wall_s"], state["segments"]
+        tracked = state.get("tracked_ms")
+        run.tracked_ms = tracked if isinstance(tracked, int) and not isinstance(
+            tracked, bool) else None
         run.peak_rss = state["peak_rss_bytes"]

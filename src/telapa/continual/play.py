@@ -26,11 +26,17 @@ evaluation mode unless ``deterministic`` says otherwise).
 ``fold_in(split(act_key, K)[e], t)``, ``reset_key, act_key = split(key)``, until it
 terminates, is truncated or reaches the env's step limit: exactly the episodes of the
 run's own evaluation (`telapa.rl.evaluate.make_population_evaluator`) with the same key,
-so their SR is ``agent.evaluate(params, K, key).sr``. They run `CHUNK` at a time. The
+so their SR is ``agent.evaluate(params, K, key).sr``. Without a seed the final policy
+replays the run's final evaluation of its task (`Policy.replays`): ``key`` is that
+evaluation's (`ContinualRun.final_tasks`), the episodes' keys are split
+``final_eval_episodes`` ways and the first K are played, so K = ``final_eval_episodes``
+gives final.csv's successes exactly. They run `CHUNK` at a time. The
 frames are the ports' MiniGrid picture (`telapa.envs.minigrid.render`), drawn one
 episode at a time and only when asked for (``frames``). On the gymnasium backend
 (MuJoCo) episode e resets with seed ``seed + e`` and, with ``frames``, draws its frames
-through MuJoCo's headless renderer (`telapa.envs.mujoco.render`). The key is
+through MuJoCo's headless renderer (`telapa.envs.mujoco.render`); the gymnasium
+evaluation (vector env copies sharing one action key stream) is not replayed. With a
+seed (default, where nothing is replayed: the run's) the key is
 ``jax.random.key(seed)``: the same seed, the same episodes and frames. At most
 `MAX_EPISODES` episodes are played.
 
@@ -74,8 +80,9 @@ from telapa.qd.archive import elite_id_offset
 from telapa.rl.agent import Agent
 from telapa.rl.networks import Params, flatten_params
 
-ELITE = re.compile(r"^(?P<task>[^:]+):(?P<number>\d+)$")
-"""``--elite TASK:N``."""
+ELITE = re.compile(r"(?P<task>[^:]+):(?P<number>[0-9]+)", re.ASCII)
+"""``--elite TASK:N`` (N in ASCII digits: ``\\d`` and ``int`` also read other scripts'
+digits, B:\u0663 as B:3), matched whole (`re.fullmatch`)."""
 
 VIDEO_SUFFIXES = (".gif", ".mp4")
 MAX_EPISODES = 1_000
@@ -83,8 +90,27 @@ MAX_EPISODES = 1_000
 captioned; a run's own evaluation measures more (``eval_episodes``)."""
 CHUNK = 64
 """Episodes played at once on the jax backend (their states are kept to draw them)."""
-CAPTION_PX = 24
-"""Height of the caption strip under each frame (two lines of Pillow's default font)."""
+CAPTION_MARGIN = 2
+"""Pixels between the caption's text and the caption strip's edges."""
+CAPTION_SAMPLE = "ep 1000/1000 step 99999 |gjpqy\nR -999.99 failed |gjpqy"
+"""Two caption lines with the font's tallest and deepest glyphs, to measure the strip."""
+
+
+def _caption_height() -> int:
+    """Rows of the caption strip: two lines of Pillow's default font as
+    ``ImageDraw.text`` lays them out (line height and spacing included), measured, with
+    `CAPTION_MARGIN` above and below. Measured, not fixed: the default font is Pillow's
+    (a FreeType font since Pillow 10.1, taller than the old bitmap font that a fixed 24
+    rows was made for, which clipped the second line's lowest rows)."""
+    from PIL import Image, ImageDraw
+
+    draw = ImageDraw.Draw(Image.new("RGB", (1, 1)))
+    bottom = draw.multiline_textbbox((CAPTION_MARGIN, CAPTION_MARGIN), CAPTION_SAMPLE)[3]
+    return bottom + CAPTION_MARGIN
+
+
+CAPTION_PX = _caption_height()
+"""Height of the caption strip under each frame (`_caption_height`)."""
 
 
 class PlayError(ValueError):
@@ -100,6 +126,20 @@ class Policy:
     """The agent of the env it plays on (its env, network and evaluation settings)."""
     label: str
     """What it is, e.g. ``"scratch seed 0: final policy for B"``."""
+    seed: int = 0
+    """The run's seed: the episodes' seed when no other is given and the policy has no
+    evaluation of its own to replay."""
+    eval_key: jax.Array | None = None
+    """The final policy's: the key of the run's final evaluation of the task, whose
+    episodes play replays when no seed is given (`iter_episodes`)."""
+    eval_episodes: int | None = None
+    """The final policy's: the episodes of that evaluation (``final_eval_episodes``)."""
+
+    @property
+    def replays(self) -> bool:
+        """Whether playing without a seed replays the final evaluation's episodes exactly
+        (the final policy, on the jax backend)."""
+        return self.eval_key is not None and self.agent.backend == "jax"
 
 
 @dataclass(frozen=True)
@@ -208,20 +248,24 @@ def load_policy(run: ContinualRun, *, task: str | None = None, visit: str | None
     if visit is not None and elite is not None:
         raise PlayError("give --visit or --elite, not both")
     name = f"{run.spec.method} seed {run.spec.seed}"
+    seed = run.spec.seed
     if visit is not None:
         ended = _visit(run, visit)
         params = run.dir.load_policy(ended.index, run.learner.params, when)
         where = _task_visit(run, task) if task is not None else ended
         moment = "end" if when == "end" else "start"
         return Policy(params, run.agent(where), f"{name}: policy at the {moment} of visit "
-                                                f"{ended.tag}")
+                                                f"{ended.tag}", seed)
     if elite is not None:
         params, archive_task = _elite(run, elite)
         where = _task_visit(run, task or archive_task)
-        return Policy(params, run.agent(where), f"{name}: elite {elite}")
+        return Policy(params, run.agent(where), f"{name}: elite {elite}", seed)
     where = _task_visit(run, task)
     params = run.method.eval_params(where.task, run.learner)
-    return Policy(params, run.agent(where), f"{name}: final policy for {where.task}")
+    # the final evaluation's visit of the task (its first) and key
+    first, key = next((v, k) for t, v, k in run.final_tasks() if t == where.task)
+    return Policy(params, run.agent(first), f"{name}: final policy for {where.task}", seed,
+                  key, run.spec.config.final_eval_episodes)
 
 
 def _elite(run: ContinualRun, label: str) -> tuple[Params, str]:
@@ -229,10 +273,10 @@ def _elite(run: ContinualRun, label: str) -> tuple[Params, str]:
     if archives is None:
         raise PlayError(f"{run.dir.path} is a {run.spec.method} run: it keeps no archive "
                         "elites (play its final policy, or a visit's with --visit)")
-    match = ELITE.match(label)
+    match = ELITE.fullmatch(label)
     if match is None:
-        raise PlayError(f"--elite {label!r}: expected TASK:N, e.g. B:0, as `telapa inspect` "
-                        "lists elites")
+        raise PlayError(f"--elite {label!r}: expected TASK:N with N in ASCII digits 0-9, "
+                        "e.g. B:0, as `telapa inspect` lists elites")
     task, number = match["task"], int(match["number"])
     if task not in archives:
         raise PlayError(f"--elite {label}: no archive of task {task!r}; archives: "
@@ -248,8 +292,9 @@ def _elite(run: ContinualRun, label: str) -> tuple[Params, str]:
     return unravel(jnp.asarray(archive.elites.params[int(slots[0])])), task
 
 
-def play(policy: Policy, *, episodes: int, seed: int, deterministic: bool | None = None,
-         tile_size: int = 32, frames: bool = True) -> list[Episode]:
+def play(policy: Policy, *, episodes: int, seed: int | None = None,
+         deterministic: bool | None = None, tile_size: int = 32,
+         frames: bool = True) -> list[Episode]:
     """``episodes`` episodes of ``policy`` from ``seed`` (module docstring), with their
     frames unless ``frames`` is False: `iter_episodes`, kept."""
     return list(iter_episodes(policy, episodes=episodes, seed=seed,
@@ -257,12 +302,14 @@ def play(policy: Policy, *, episodes: int, seed: int, deterministic: bool | None
                               frames=frames))
 
 
-def iter_episodes(policy: Policy, *, episodes: int, seed: int,
+def iter_episodes(policy: Policy, *, episodes: int, seed: int | None = None,
                   deterministic: bool | None = None, tile_size: int = 32,
                   frames: bool = True) -> Iterator[Episode]:
     """``episodes`` episodes of ``policy`` from ``seed`` (module docstring), one at a time
     as they are played: the run's evaluation mode unless ``deterministic`` is given;
-    MiniGrid frames ``tile_size`` pixels a cell, drawn only with ``frames``. A count out
+    MiniGrid frames ``tile_size`` pixels a cell, drawn only with ``frames``. ``seed``
+    None: the final evaluation's own episodes where the policy replays them
+    (`Policy.replays`: the first ``episodes`` of them), else the run's seed. A count out
     of 1 .. `MAX_EPISODES`, or frames of an env without a renderer, is refused here,
     before any episode is played."""
     check_episodes(episodes)
@@ -271,9 +318,14 @@ def iter_episodes(policy: Policy, *, episodes: int, seed: int,
     if frames:
         _check_renderer(agent)
     if agent.backend == "jax":
-        return _play_jax(agent, policy.params, episodes, jax.random.key(seed), greedy,
+        if seed is None and policy.replays:
+            return _play_jax(agent, policy.params, episodes, policy.eval_key, greedy,
+                             tile_size if frames else None, of=policy.eval_episodes)
+        return _play_jax(agent, policy.params, episodes,
+                         jax.random.key(policy.seed if seed is None else seed), greedy,
                          tile_size if frames else None)
-    return _play_gym(agent, policy.params, episodes, seed, greedy, frames)
+    return _play_gym(agent, policy.params, episodes, policy.seed if seed is None else seed,
+                     greedy, frames)
 
 
 def _check_renderer(agent: Agent) -> None:
@@ -294,13 +346,18 @@ def check_episodes(episodes: int) -> int:
 
 
 def _play_jax(agent: Agent, params: Params, episodes: int, key: jax.Array,
-              deterministic: bool, tile_size: int | None) -> Iterator[Episode]:
+              deterministic: bool, tile_size: int | None, *, of: int | None = None
+              ) -> Iterator[Episode]:
     """The episodes, `CHUNK` at a time (a last chunk filled up with copies of its last
-    episode, which are dropped), each drawn on its own when ``tile_size`` is given."""
+    episode, which are dropped), each drawn on its own when ``tile_size`` is given.
+    ``of``: the episodes are the first ``episodes`` of an evaluation of ``of`` episodes
+    with ``key`` (their keys split ``of`` ways; default ``episodes``)."""
     from telapa.envs.minigrid.render import render
 
     reset_key, act_key = jax.random.split(key)
-    resets, acts = jax.random.split(reset_key, episodes), jax.random.split(act_key, episodes)
+    ways = max(episodes, of or episodes)
+    resets = jax.random.split(reset_key, ways)[:episodes]
+    acts = jax.random.split(act_key, ways)[:episodes]
     size = min(episodes, CHUNK)
     rollouts = _rollouts(agent, deterministic, keep_states=tile_size is not None)
     for first in range(0, episodes, size):
@@ -560,7 +617,8 @@ def captioned(frame: np.ndarray, text: str) -> np.ndarray:
     h, w, _ = frame.shape
     canvas = Image.new("RGB", (w, h + CAPTION_PX))
     canvas.paste(Image.fromarray(np.asarray(frame, np.uint8)), (0, 0))
-    ImageDraw.Draw(canvas).text((2, h + 1), text, fill=(255, 255, 255))
+    ImageDraw.Draw(canvas).text((CAPTION_MARGIN, h + CAPTION_MARGIN), text,
+                                fill=(255, 255, 255))
     return np.asarray(canvas)
 
 

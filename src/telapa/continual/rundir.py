@@ -136,6 +136,30 @@ def write_manifest(path: Path, data: dict[str, Any]) -> None:
     write_json_atomic(Path(path) / MANIFEST, data)
 
 
+FOLDER_LISTED = 5
+"""Runs a folder of runs names when it is given as one run (`_not_a_run`)."""
+
+
+def _not_a_run(path: Path) -> str | None:
+    """What ``path``, a folder without a run manifest, is instead, when it holds runs: a
+    folder of runs (``telapa run --seeds --out PATH``'s ``CURRICULUM-METHOD-sS``, a
+    sweep's ``cells/``) or a sweep directory; None otherwise."""
+    folder = path / "cells" if (path / "cells.json").is_file() else path
+    try:
+        runs = sorted(p.name for p in folder.iterdir()
+                      if not p.is_symlink() and p.is_dir() and (p / MANIFEST).is_file())
+    except OSError:
+        return None
+    if not runs:
+        return None
+    shown = ", ".join(runs[:FOLDER_LISTED]) + (
+        f" and {len(runs) - FOLDER_LISTED} more" if len(runs) > FOLDER_LISTED else "")
+    what = ("a sweep directory" if folder != path else "a folder of runs") + \
+        f", not a run: it holds {len(runs)} run(s) ({shown}); give one of them, e.g. " \
+        f"{folder / runs[0]}"
+    return f"{path} is {what}"
+
+
 class RunDir:
     """Paths, atomic writes, typed reads and the lock of one run directory."""
 
@@ -188,7 +212,9 @@ class RunDir:
         manifest = self.path / MANIFEST
         try:
             spec = read_json(manifest, "run manifest")
-        except (FileNotFoundError, ValueError) as err:
+        except FileNotFoundError as err:
+            raise RunDirError(_not_a_run(self.path) or str(err)) from None
+        except ValueError as err:
             raise RunDirError(str(err)) from None
         if not isinstance(spec, dict) or spec.get("format") != RUN_FORMAT:
             raise RunDirError(f"{manifest} is not a telapa run manifest")

@@ -29,7 +29,6 @@ from typing import Any
 import jax
 import pandas as pd
 
-from telapa import __version__
 from telapa.continual.agents import AgentKey, shared_agent
 from telapa.continual.checkpoints import RunEdited
 from telapa.continual.curriculum import Visit
@@ -45,7 +44,13 @@ from telapa.io import CheckpointError, MemoryMonitor, PhaseTimer, dir_size_bytes
 from telapa.io.stop import raise_pending
 from telapa.metrics import best_sr, competence_targets, run_metrics
 from telapa.metrics.rates import as_exact
-from telapa.provenance import current_code, extend_code
+from telapa.provenance import (
+    current_code,
+    current_versions,
+    extend_code,
+    extend_versions,
+    version_change,
+)
 from telapa.rl.agent import Agent, BatchMemberError, Metrics, TrainState, episodes_key
 from telapa.rl.evaluate import EvalResult
 from telapa.rl.ppo import PPOState
@@ -96,6 +101,9 @@ class ContinualRun:
         """Live curves (`telapa.continual.tracking`): TensorBoard in the run directory and
         the requested trackers, opened by `start` and `resume`."""
         self._tracked_events = 0
+        self.tracked_ms: int | None = None
+        """When the trackers had logged what the last checkpoint holds (`RunTracker.mark`,
+        kept in the checkpoint; None before the first, or from an older checkpoint)."""
 
     # --- construction ---------------------------------------------------------------
 
@@ -110,7 +118,7 @@ class ContinualRun:
         run = cls(spec, run_dir, progress, agents=agents)
         spec = run.spec  # with the env family's latent D
         run_dir.create(
-            {**spec.manifest(), "telapa": __version__, "jax": jax.__version__,
+            {**spec.manifest(), **current_versions(), "versions": [current_versions()],
              "code": extend_code(None, current_code(), resumed=False)},
             config=spec.config.model_dump(mode="json"),
             curriculum=spec.curriculum.model_dump(mode="json"),
@@ -125,13 +133,14 @@ class ContinualRun:
             raise
         return run
 
-    def _open_tracker(self, tracking: Tracking | None, resume_step: int | None) -> None:
+    def _open_tracker(self, tracking: Tracking | None, resume_step: int | None,
+                      resume_ms: int | None = None) -> None:
         spec = self.spec
         try:
             self.tracker = RunTracker.open(
                 self.dir.path, spec=spec.identity(),
                 config=spec.config.model_dump(mode="json"), tracking=tracking,
-                resume_step=resume_step)
+                resume_step=resume_step, resume_ms=resume_ms)
         except BaseException:
             self.dir.unlock()
             raise
@@ -158,11 +167,22 @@ class ContinualRun:
             run_dir.unlock()
             raise
         manifest = run_dir.spec()
-        codes = extend_code(manifest.get("code"), current_code(), resumed=True)
-        if manifest.get("status") != "complete" and codes != manifest.get("code"):
-            run_dir.set_status(manifest["status"], code=codes)  # the code of this segment
         if manifest.get("status") != "complete":
-            run._open_tracker(tracking, resume_step=run.global_step)
+            versions = current_versions()
+            changed = version_change(manifest, versions)
+            if changed is not None:
+                run.progress.note(
+                    f"warning: {run_dir.path} ran with other versions until now ({changed}); "
+                    "it resumes, but a resumed run is bit-identical to an uninterrupted one "
+                    "only with the same telapa and jax versions (run.json records each "
+                    "segment's under 'versions')")
+            codes = extend_code(manifest.get("code"), current_code(), resumed=True)
+            recorded = extend_versions(manifest, versions)
+            if codes != manifest.get("code") or recorded != manifest.get("versions"):
+                # the code and versions of this segment
+                run_dir.set_status(manifest["status"], code=codes, versions=recorded)
+            run._open_tracker(tracking, resume_step=run.global_step,
+                              resume_ms=run.tracked_ms)
         return run
 
     @classmethod
@@ -254,14 +274,17 @@ class ContinualRun:
         self.next_phase += 1
         self.wall_s, peak = clock()
         self.peak_rss = max(self.peak_rss, peak)
-        if self._checkpointable(phase):
-            with self.timer.phase("checkpoint"):
-                self._save_checkpoint()
+        # the phase is logged before its checkpoint: a resume from that checkpoint logs
+        # again exactly what was logged after it (`RunTracker.mark`)
         method_times = {f"method/{k}": v for k, v in self.method.timer.totals.items()}
         self.tracker.phase({**self.timer.totals, **method_times},
                            self.method.log[self._tracked_events:], self.global_step)
         self._tracked_events = len(self.method.log)
         self.tracker.flush()
+        if self._checkpointable(phase):
+            self.tracked_ms = self.tracker.mark()
+            with self.timer.phase("checkpoint"):
+                self._save_checkpoint()
 
     def finish(self) -> dict[str, Any]:
         """Writes the tables, metrics and accounting of a complete run and marks it

@@ -31,7 +31,10 @@ database in the working directory, needs SQLAlchemy for its model registry and i
 store needs ``MLFLOW_ALLOW_FILE_STORE=true``, which telapa sets for that store only.
 
 After a resume TensorBoard hides the events of the killed segment past the checkpoint
-(``purge_step``); W&B drops points of a resumed segment at steps it has already seen.
+(``purge_step``); W&B drops points of a resumed segment at steps it has already seen;
+MLflow, which cannot delete a point, keeps the killed segment's points past the
+checkpoint and the resumed segment logs only the points (key, step) the run does not
+hold yet (`MLflowSink.logged`), so no step is logged twice.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import os
 import re
 import socket
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,6 +82,37 @@ class Tracking:
         before any work: ``pip install 'telapa[tracking]'``)."""
         for name in self.trackers:
             _import(name)
+        if "mlflow" in self.trackers and (problem := file_store_problem()) is not None:
+            raise TrackingError(problem)
+
+
+def file_store_problem(environ: Mapping[str, str] | None = None) -> str | None:
+    """Why MLflow will refuse the store ``MLFLOW_TRACKING_URI`` names (None: it will
+    not): a file store (``file:`` URI or a plain path) without
+    ``MLFLOW_ALLOW_FILE_STORE=true``, which MLflow 3 requires of a file store (its own
+    message, raised only when the first run is opened, after the run directory was
+    made, asks to migrate an ``./mlruns`` the user never named). The run directory's own
+    store (no ``MLFLOW_TRACKING_URI``) is telapa's, which sets the variable for it."""
+    environ = os.environ if environ is None else environ
+    uri = environ.get("MLFLOW_TRACKING_URI", "")
+    if not uri or urlsplit(uri).scheme not in ("", "file"):
+        return None
+    try:
+        from mlflow.environment_variables import MLFLOW_ALLOW_FILE_STORE  # noqa: F401
+    except ImportError:  # an MLflow without the refusal
+        return None
+    if environ.get("MLFLOW_ALLOW_FILE_STORE", "").strip().lower() in ("true", "1"):
+        return None  # as MLflow reads it
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        which = f"MLflow {version('mlflow-skinny')}"
+    except PackageNotFoundError:
+        which = "this MLflow"
+    return (f"--track mlflow: MLFLOW_TRACKING_URI={uri} is an MLflow file store, which "
+            f"{which} refuses unless MLFLOW_ALLOW_FILE_STORE=true is set: set it to log "
+            "there, or unset MLFLOW_TRACKING_URI to log to each run directory's own store "
+            "(RUN_DIR/mlruns), or point it at a tracking server (http://HOST:PORT)")
 
 
 def _import(name: str):
@@ -157,7 +192,8 @@ class MLflowSink:
 
     def __init__(self, *, experiment: str, name: str, tags: dict[str, str],
                  params: dict[str, str], tracking_uri: str | None = None,
-                 run_id: str | None = None, folder: Path | None = None):
+                 run_id: str | None = None, folder: Path | None = None,
+                 resume_step: int | None = None, resume_ms: int | None = None):
         _import("mlflow")
         from mlflow.entities import Param
         from mlflow.tracking import MlflowClient
@@ -181,12 +217,41 @@ class MLflowSink:
         else:
             self.client.update_run(run_id, status="RUNNING")
         self.id = run_id
+        self.floor_ms = 0
+        """The least timestamp of the next point (`mark`)."""
+        self.logged: Counter[tuple[str, int]] = (
+            Counter() if run_id is None or resume_step is None
+            else self._logged_after(resume_step, resume_ms))
+        """Points (key, step) the run holds from after the checkpoint a resume starts
+        from, each as often as it holds it: a killed segment logged them, and the resumed
+        segment, which logs the same again, does not log them twice (`log`)."""
+
+    def _logged_after(self, step: int, ms: int | None) -> Counter[tuple[str, int]]:
+        """How many points of each (key, step) the MLflow run holds from after the
+        checkpoint at global step ``step``, marked at ``ms`` (`mark`; None: a checkpoint
+        without a mark): past ``step``, or at ``step`` with a later timestamp."""
+        counts: Counter[tuple[str, int]] = Counter()
+        for key in self.client.get_run(self.id).data.metrics:
+            for point in self.client.get_metric_history(self.id, key):
+                if point.step > step or (point.step == step and ms is not None
+                                         and point.timestamp > ms):
+                    counts[(key, point.step)] += 1
+        return counts
+
+    def mark(self, ms: int) -> None:
+        """Points logged from now on get timestamps after ``ms`` (a checkpoint's mark)."""
+        self.floor_ms = max(self.floor_ms, ms + 1)
 
     def log(self, values: Mapping[str, float], step: int) -> None:
         from mlflow.entities import Metric
 
-        now = int(time.time() * 1000)
-        metrics = [Metric(k, float(v), now, step) for k, v in values.items()]
+        now = max(int(time.time() * 1000), self.floor_ms)
+        metrics = []
+        for k, v in values.items():
+            if self.logged[(k, step)] > 0:  # the killed segment logged it (a resume)
+                self.logged[(k, step)] -= 1
+                continue
+            metrics.append(Metric(k, float(v), now, step))
         for i in range(0, len(metrics), 1000):  # MLflow's batch limit
             self.client.log_batch(self.id, metrics=metrics[i:i + 1000])
 
@@ -262,14 +327,19 @@ class RunTracker:
 
     sinks: list[Any] = field(default_factory=list)
     closed: bool = False
+    floor_ms: int = 0
+    """The least time of the next `mark` (the points logged since the last one may carry
+    its time plus one)."""
 
     @classmethod
     def open(cls, folder: Path, *, spec: dict[str, Any], config: dict[str, Any],
-             tracking: Tracking | None, resume_step: int | None = None) -> RunTracker:
+             tracking: Tracking | None, resume_step: int | None = None,
+             resume_ms: int | None = None) -> RunTracker:
         """TensorBoard in ``folder/tb``, plus the trackers of ``tracking`` and those
         ``folder/tracking.json`` names (a resumed run goes on in the same tracked runs).
         ``spec``: curriculum, method, seed, preset, overrides; ``resume_step``: the
-        global step of the checkpoint a resumed run starts from."""
+        global step of the checkpoint a resumed run starts from, ``resume_ms`` its
+        `mark`."""
         tracking = tracking or Tracking()
         record_path = folder / TRACKING_FILE
         record = read_json(record_path, "tracking record") if record_path.exists() else {}
@@ -281,7 +351,7 @@ class RunTracker:
                 known = record.get(name, {})
                 try:
                     sink, record[name] = cls._open_sink(name, known, tracking, folder, spec,
-                                                        config)
+                                                        config, resume_step, resume_ms)
                 except (ImportError, TrackingError):
                     raise
                 except Exception as err:  # noqa: BLE001 - a tracker's own errors vary
@@ -299,9 +369,10 @@ class RunTracker:
 
     @staticmethod
     def _open_sink(name: str, known: dict[str, Any], tracking: Tracking, folder: Path,
-                   spec: dict[str, Any], config: dict[str, Any]) -> tuple[Any, dict]:
-        """The sink ``name`` (resumed from ``known``, its tracking.json entry) and the
-        entry that reopens it."""
+                   spec: dict[str, Any], config: dict[str, Any], resume_step: int | None,
+                   resume_ms: int | None = None) -> tuple[Any, dict]:
+        """The sink ``name`` (resumed from ``known``, its tracking.json entry, at
+        ``resume_step``) and the entry that reopens it."""
         group = f"{spec['curriculum']}-{spec['method']}"
         project = known.get("project", tracking.project)
         if name == "wandb":
@@ -313,7 +384,8 @@ class RunTracker:
             experiment=project, name=folder.name,
             tags={"group": group, **{k: str(spec[k]) for k in ("curriculum", "method", "seed")}},
             params={**{k: json.dumps(v) for k, v in spec.items()}, **_flat(config, "settings.")},
-            tracking_uri=_reopened_uri(known, folder), run_id=known.get("id"), folder=folder)
+            tracking_uri=_reopened_uri(known, folder), run_id=known.get("id"), folder=folder,
+            resume_step=resume_step, resume_ms=resume_ms)
         if sink.tracking_uri == local_mlflow_uri(folder):  # by place: the run may move
             return sink, {"id": sink.id, "project": project, "store": "run directory"}
         return sink, {"id": sink.id, "project": project, "tracking_uri": sink.tracking_uri}
@@ -351,6 +423,19 @@ class RunTracker:
             if hasattr(sink, "flush"):
                 sink.flush()
 
+    def mark(self) -> int:
+        """The time (ms since the epoch) a checkpoint is about to be written, everything
+        logged so far being older: what is logged from now on gets later timestamps
+        (MLflow's points), so a resume from that checkpoint tells the points a killed
+        segment logged after it (`MLflowSink.logged`) from those at the same step
+        before it."""
+        ms = max(int(time.time() * 1000), self.floor_ms)  # after every earlier point
+        self.floor_ms = ms + 1
+        for sink in self.sinks:
+            if hasattr(sink, "mark"):
+                sink.mark(ms)
+        return ms
+
     def close(self, status: str) -> None:
         """Closes every sink once (``status``: ``complete``, or how the run stopped). A
         sink that cannot close (TensorBoard flushing its buffer onto a full disk) does not
@@ -371,4 +456,5 @@ class RunTracker:
 
 
 __all__ = ["TRACKERS", "MLflowSink", "RunTracker", "TensorBoardSink", "Tracking",
-           "TrackingError", "WandbSink", "local_mlflow_uri", "tracker_key"]
+           "TrackingError", "WandbSink", "file_store_problem", "local_mlflow_uri",
+           "tracker_key"]

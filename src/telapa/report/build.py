@@ -26,7 +26,8 @@ import secrets
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -39,6 +40,7 @@ from telapa.continual.results import CurriculumResults, RunRecord, score
 from telapa.continual.rundir import RunDirError
 from telapa.io import read_json, write_json_atomic
 from telapa.io.atomic import broken_link, remove_stale
+from telapa.io.lock import LockHeld, exclusive_lock
 from telapa.metrics.stats import Resample
 from telapa.report.aggregates import aggregates_table, improvement_table, profile_table
 from telapa.report.claims import (
@@ -316,11 +318,33 @@ def check_destination(out: str | Path) -> None:
                           f"({place}); choose another --out") from None
 
 
+@contextmanager
+def report_lock(out: str | Path) -> Iterator[Path]:
+    """Holds the lock of the report directory ``out`` (``.NAME.lock`` beside it,
+    `telapa.io.lock.exclusive_lock`; removed at the end) for the block: one process
+    writes a report to ``out`` at a time. A second one is refused at once, before it
+    writes anything, with `ReportError` naming the holder; ``telapa report`` takes it
+    before loading any run and holds it through ``--doc``. Re-entrant in a process.
+    OSError where the lock file cannot be made (a full disk), as for the report's files."""
+    out = Path(out)
+    try:
+        with exclusive_lock(out, f"report directory {out}") as path:
+            yield path
+    except LockHeld as err:
+        raise ReportError(str(err)) from None
+
+
 def write_report(doc: Document, out: str | Path, *, sources: Sequence[str | Path] = ()) -> Path:
     """Writes the report into ``out``, replacing an earlier report there only once the
     new one is complete; refuses a non-empty directory that is not a report, and an
-    earlier report that holds files it did not write (`check_destination`)."""
+    earlier report that holds files it did not write (`check_destination`), and a
+    report directory another process is writing (`report_lock`)."""
     out = Path(out)
+    with report_lock(out):
+        return _write_report(doc, out, sources)
+
+
+def _write_report(doc: Document, out: Path, sources: Sequence[str | Path]) -> Path:
     check_destination(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     remove_stale(out.parent, f".{out.name}", (".new", ".old"))  # left by a killed writer

@@ -8,7 +8,7 @@ import html
 from dataclasses import dataclass, field
 
 from telapa.report.figures import ReportFigure
-from telapa.report.tables import ReportTable
+from telapa.report.tables import ReportTable, md_text
 
 
 @dataclass
@@ -75,7 +75,7 @@ def to_html(doc: Document) -> str:
 
 def to_markdown(doc: Document) -> str:
     """The whole report as Markdown; figures link to figures/ID.png."""
-    parts = [f"# {doc.title}\n", *(f"{n}\n" for n in doc.notes)]
+    parts = [f"# {md_text(doc.title)}\n", *(f"{md_text(n)}\n" for n in doc.notes)]
     for top in doc.sections:
         parts += _section_md(top, level=2)
     return "\n".join(parts)
@@ -119,12 +119,14 @@ def _figure_html(fig: ReportFigure) -> str:
 
 
 def _section_md(section: Section, *, level: int) -> list[str]:
-    parts = [f"{'#' * level} {section.title}\n", *(f"{n}\n" for n in section.notes)]
+    parts = [f"{'#' * level} {md_text(section.title)}\n",
+             *(f"{md_text(n)}\n" for n in section.notes)]
     for fig in section.figures:
-        parts.append(f"![{fig.title}](figures/{fig.id}.png)\n")
+        parts.append(f"![{md_text(fig.title)}](figures/{fig.id}.png)\n")
     for table in section.tables:
-        parts += [f"{'#' * (level + 1)} {table.title}\n",
-                  *([f"{table.caption}\n"] if table.caption else []), table.to_markdown()]
+        parts += [f"{'#' * (level + 1)} {md_text(table.title)}\n",
+                  *([f"{md_text(table.caption)}\n"] if table.caption else []),
+                  table.to_markdown()]
     for child in section.children:
         parts += _section_md(child, level=level + 1)
     return parts

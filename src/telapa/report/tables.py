@@ -160,5 +160,13 @@ def _cell(mean: object, ci: object | None, digits: int | None,
     return shown
 
 
+def md_text(text: object) -> str:
+    """``text`` as Markdown shows it literally, never as HTML: ``&`` and ``<`` as entities
+    (a task tag, curriculum name or method label such as ``<script>`` would otherwise be
+    raw HTML in report.md and in a document filled by ``--doc``). ``>`` stays: it opens no
+    tag, and the tables' headers use it (``SR > 0.5``)."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;")
+
+
 def _md_row(cells: Sequence[str]) -> str:
-    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+    return "| " + " | ".join(md_text(c).replace("|", "\\|") for c in cells) + " |"

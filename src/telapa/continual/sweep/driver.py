@@ -4,6 +4,7 @@ status files and (optionally) an export as cells finish."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from telapa.continual.rundir import RunDir, RunDirError
-from telapa.continual.sweep.export import export_sweep, restore_exported
+from telapa.continual.sweep.export import check_export_dest, export_sweep, restore_exported
 from telapa.continual.sweep.grammar import Sweep, check_batch_seeds, seed_jobs
 from telapa.continual.sweep.layout import prepare_sweep_dir, read_status, write_status
 from telapa.continual.sweep.status import STATES, cell_state
@@ -27,9 +28,11 @@ def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
     """Runs every cell of ``sweep`` that is not done under ``out`` on ``backend``; a
     failed cell is tried up to ``retries`` more times (each error recorded in its status
     file). With ``batch_seeds`` the seeds of a cell run as one job, or as jobs of at most
-    so many seeds (an int, or one per method: `seed_jobs`). With ``export``, the done
-    cells are exported there (`export_sweep`) before the first job, which also checks the
-    destination, and again as each cell finishes; an export that fails then is reported
+    so many seeds (an int, or one per method: `seed_jobs`). With ``export``, the
+    destination is checked before anything is written (`check_export_dest`: a non-empty
+    folder that is not this sweep's export is refused before ``out`` is created), the
+    done cells are exported there (`export_sweep`) before the first job, and again as
+    each cell finishes; an export that fails then is reported
     through ``on_event`` and does not stop the sweep. A cell the export already holds is
     not run again even where ``out`` lacks it (a study resumed on a fresh checkout, whose
     committed results are all that is left of its earlier sessions): it is copied back
@@ -47,6 +50,9 @@ def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
     if tracking is not None and tracking.trackers:
         runtime["tracking"] = {"trackers": list(tracking.trackers),
                                "project": tracking.project}
+    if export is not None:  # before the sweep directory or anything else is written
+        check_export_dest(out, export, sweep.name,
+                          json.loads(json.dumps([c.payload() for c in sweep.cells])))
     prepare_sweep_dir(sweep, out)
     lock = RunDir(out)
     try:

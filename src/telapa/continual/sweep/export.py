@@ -73,6 +73,59 @@ def _copy_cell(src: RunDir, final: Path) -> None:
     os.replace(tmp, final)
 
 
+def check_export_dest(sweep_dir: str | Path, dest: str | Path, name: str | None,
+                      cells: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Checks, reading only, that ``dest`` can take the export of the sweep ``name`` with
+    ``cells`` (their payloads) from ``sweep_dir``, which need not exist yet: it is new
+    (absent, or an empty folder), or an export of that sweep whose cells have those
+    settings, writable; it is not a link, ``sweep_dir`` or inside it, a file, a mount
+    point or any other non-empty folder. `RunDirError` naming what is wrong otherwise.
+    ``telapa sweep FILE --export DEST`` calls it before the sweep directory is created,
+    `export_sweep` before it writes. Returns ``dest``'s ``cells.json`` (None: new)."""
+    sweep_dir, dest = Path(sweep_dir), Path(dest)
+    if (link := broken_link(dest)) is not None:  # before resolving it: a loop raises
+        raise RunDirError(f"cannot use export directory {dest}: {link}; remove the link or "
+                          "choose another place")
+    if dest.resolve() == sweep_dir.resolve():
+        raise RunDirError(f"cannot export {sweep_dir} into itself")
+    if dest.resolve().is_relative_to(sweep_dir.resolve()):
+        raise RunDirError(f"cannot export {sweep_dir} into {dest}, which is inside it; "
+                          "choose a destination outside the sweep directory")
+    if dest.exists() and not dest.is_dir():
+        raise RunDirError(f"export directory {dest} exists and is not a directory; choose "
+                          "another place")
+    meta = stored_sweep(dest) if dest.is_dir() else None
+    if meta is None:
+        if dest.is_dir() and (entries := sorted(os.listdir(dest))):
+            shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
+            raise RunDirError(f"export directory {dest} is not empty (holds {shown}) and "
+                              f"is not an export of sweep {name!r}; choose another place")
+        if os.path.ismount(dest):
+            raise RunDirError(f"export directory {dest} is a mount point, which cannot be "
+                              "replaced by a directory renamed into place; choose a new "
+                              "directory inside it")
+        return None
+    _check_export_meta(meta, sweep_dir, dest, name, cells)
+    return meta
+
+
+def _check_export_meta(meta: dict[str, Any], sweep_dir: Path, dest: Path, name: str | None,
+                       cells: list[dict[str, Any]]) -> None:
+    """`RunDirError` unless ``meta`` (``dest``'s ``cells.json``) is an export of sweep
+    ``name`` whose cells have the settings of ``cells``, and ``dest`` is writable."""
+    if meta.get("name") != name or "exported_from" not in meta:
+        raise RunDirError(f"{dest} is not an export of sweep {name!r}; "
+                          "choose another destination")
+    if not os.access(dest, os.W_OK | os.X_OK):  # e.g. on a read-only mount: before copying
+        raise RunDirError(f"cannot write export directory {dest} (read-only); choose "
+                          "another destination")
+    by_name = {c["name"]: c for c in cells}
+    for cell in meta["cells"]:
+        if json.loads(json.dumps(by_name.get(cell["name"]))) != cell:
+            raise RunDirError(f"{dest} holds cell {cell['name']} with other settings than "
+                              f"{sweep_dir}; choose another destination")
+
+
 def export_sweep(sweep_dir: str | Path, dest: str | Path) -> ExportSummary:
     """Copies the small outputs (`EXPORT_FILES`) of every done cell of ``sweep_dir`` into
     ``dest`` (outside ``sweep_dir``): a sweep directory of its own that holds only those
@@ -93,19 +146,11 @@ def export_sweep(sweep_dir: str | Path, dest: str | Path) -> ExportSummary:
     source = stored_sweep(sweep_dir)
     if source is None:
         raise RunDirError(f"{sweep_dir} is not a sweep directory (no {CELLS_FILE})")
-    if (link := broken_link(dest)) is not None:  # before resolving it: a loop raises
-        raise RunDirError(f"cannot use export directory {dest}: {link}; remove the link or "
-                          "choose another place")
-    if dest.resolve() == sweep_dir.resolve():
-        raise RunDirError(f"cannot export {sweep_dir} into itself")
-    if dest.resolve().is_relative_to(sweep_dir.resolve()):
-        raise RunDirError(f"cannot export {sweep_dir} into {dest}, which is inside it; "
-                          "choose a destination outside the sweep directory")
+    meta = check_export_dest(sweep_dir, dest, source.get("name"), source["cells"])
     cells = source["cells"]
     done = [c for c in cells if cell_state(sweep_dir, c["name"])[0] == "done"]
     for cell in done:  # a linked result file is refused before anything is written
         cell_dir(sweep_dir, cell["name"]).result_files()
-    meta = stored_sweep(dest) if dest.is_dir() else None
     if meta is None:  # a new export, created whole: an export holding no cell yet
         def build(tmp: Path) -> None:
             (tmp / "cells").mkdir()
@@ -117,18 +162,8 @@ def export_sweep(sweep_dir: str | Path, dest: str | Path) -> ExportSummary:
         meta = stored_sweep(dest)
         if meta is None:
             raise RunDirError(f"export directory {dest} is being created by another process")
-    if meta.get("name") != source.get("name") or "exported_from" not in meta:
-        raise RunDirError(f"{dest} is not an export of sweep {source.get('name')!r}; "
-                          "choose another destination")
-    if not os.access(dest, os.W_OK | os.X_OK):  # e.g. on a read-only mount: before copying
-        raise RunDirError(f"cannot write export directory {dest} (read-only); choose "
-                          "another destination")
+    _check_export_meta(meta, sweep_dir, dest, source.get("name"), cells)
     existing = meta["cells"]
-    by_name = {c["name"]: c for c in cells}
-    for cell in existing:
-        if json.loads(json.dumps(by_name.get(cell["name"]))) != cell:
-            raise RunDirError(f"{dest} holds cell {cell['name']} with other settings than "
-                              f"{sweep_dir}; choose another destination")
     have = {c["name"] for c in existing}
     adopted = []
     for cell in done:
@@ -195,4 +230,5 @@ def restore_exported(sweep_dir: str | Path, dest: str | Path) -> list[str]:
     return restored
 
 
-__all__ = ["EXPORT_FILES", "ExportSummary", "export_sweep", "restore_exported"]
+__all__ = ["EXPORT_FILES", "ExportSummary", "check_export_dest", "export_sweep",
+           "restore_exported"]
