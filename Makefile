@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup browser gl demo test lint docs bench clean
+.PHONY: setup browser gl slurm demo test lint docs bench clean
 
 # uv (pinned in requirements.lock) installs the locked packages in seconds, where pip took
 # 1-2 minutes of every fresh `make test`; pip stays in the environment for the tests that
@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -c requirements.lock uv
 	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python \
-	  -c requirements.lock -e ".[dev,ray,tracking,docs]"
+	  -c requirements.lock -e ".[dev,ray,slurm,tracking,docs]"
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -52,7 +52,23 @@ gl:
 	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; }; \
 	fi
 
-test: $(STAMP) browser gl
+# `telapa sweep --backend slurm`'s tests start a one-node Slurm of their own (as root:
+# tests/continual/slurm_cluster.py): Debian's Slurm daemons and clients, and munge.
+SLURM_PKGS := slurm-wlm munge
+
+slurm:
+	@missing=$$(for pkg in $(SLURM_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$pkg 2>/dev/null | grep -q 'ok installed' || echo $$pkg; \
+	done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" != 0 ]; then \
+	    echo "error: the Slurm tests need the Debian packages" $$missing "(as root: apt-get install" $$missing")" >&2; exit 1; \
+	  fi; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing \
+	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; }; \
+	fi
+
+test: $(STAMP) browser gl slurm
 	$(BIN)/python -m pytest -n 2 --dist loadfile --durations=40
 
 lint: $(STAMP)

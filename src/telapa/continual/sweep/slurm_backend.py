@@ -36,6 +36,7 @@ telapa installed in the same Python on them (``pip install 'telapa[slurm]'``).
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import shlex
 import shutil
@@ -75,9 +76,11 @@ REQUEUE_WAIT_S = 120.0
 def missing_slurm() -> str | None:
     """What ``--backend slurm`` lacks here, in one line (None: nothing)."""
     lacks = []
-    try:
-        import submitit  # noqa: F401
-    except ImportError:
+    try:  # not imported here: submitit's logger takes the stderr of the moment
+        found = importlib.util.find_spec("submitit") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
         lacks.append("submitit (pip install 'telapa[slurm]')")
     for program in ("sbatch", "srun", "squeue"):
         if shutil.which(program) is None:
