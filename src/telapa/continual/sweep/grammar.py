@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from telapa.config import ConfigError, StrictModel, read_yaml, resolve_named, validate
 from telapa.continual.curriculum import CURRICULUM_DIR, SAFE_NAME, Curriculum, load_curriculum
@@ -124,6 +124,13 @@ class SlurmOptions(StrictModel):
                 isinstance(value, str) and not SLURM_MEMORY.fullmatch(value.strip())):
             raise ValueError(f"{value!r} is not an amount of memory (megabytes, or e.g. 4G)")
         return value
+
+    @model_validator(mode="after")
+    def _warning_before_limit(self) -> SlurmOptions:
+        if self.minutes is not None and self.signal_s >= self.minutes * 60:
+            raise ValueError(f"signal_s={self.signal_s} is not shorter than the time limit "
+                             f"({self.minutes} min): the warning would come at the start")
+        return self
 
     @property
     def minutes(self) -> int | None:

@@ -264,6 +264,10 @@ class SlurmBackend:
                                               task)
                     if outcomes is not None:
                         del pending[task]
+                        if state in ACTIVE or state is None:  # its result came first
+                            for cell in job:
+                                record[cell.name] = {"job": task, "state": "COMPLETED"}
+                            changed = True
                         yield from outcomes
                 if changed:
                     self._save(sweep_dir, record)
