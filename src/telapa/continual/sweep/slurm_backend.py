@@ -148,8 +148,8 @@ class SlurmJob:
         """Each cell's ``queued_try`` when the task was submitted."""
 
     def __call__(self) -> list[Outcome]:
-        job = os.environ.get("SLURM_JOB_ID", "")
-        print(f"telapa: task {_task_id()} (job {job}, restart "
+        job = _task_id()  # ARRAY_TASK: the array's own id would requeue every task of it
+        print(f"telapa: task {job} (job {os.environ.get('SLURM_JOB_ID', '?')}, restart "
               f"{os.environ.get('SLURM_RESTART_COUNT', '0')}) runs "
               f"{', '.join(c['name'] for c in self.cells)}", flush=True)
         stale = [c["name"] for c in self.cells
@@ -165,7 +165,7 @@ class SlurmJob:
             except PhaseStop:
                 print("telapa: stopped at a phase boundary before the time limit; requeueing",
                       flush=True)
-                requeue = _run(["scontrol", "requeue", job]) if job else None
+                requeue = _run(["scontrol", "requeue", job]) if job != "?" else None
                 if requeue is not None and requeue.returncode == 0:
                     time.sleep(REQUEUE_WAIT_S)  # Slurm stops it (SIGTERM) meanwhile
                 error = (f"stopped before the time limit but could not requeue job {job}: "
@@ -175,6 +175,8 @@ class SlurmJob:
 
 
 def _task_id() -> str:
+    """This task's id as Slurm's commands take it: ``ARRAYID_TASK`` in an array (the
+    array's id alone names all its tasks), else the job id; ``?`` outside Slurm."""
     array, task = os.environ.get("SLURM_ARRAY_JOB_ID"), os.environ.get("SLURM_ARRAY_TASK_ID")
     return f"{array}_{task}" if array and task else os.environ.get("SLURM_JOB_ID", "?")
 
