@@ -267,3 +267,28 @@ def test_a_warning_signal_stops_at_the_next_phase_boundary_only():
             stop.raise_pending(boundary=True)
         assert issubclass(stop.PhaseStop, stop.Terminate)
     stop.raise_pending(boundary=True)  # cleared on exit
+
+
+def test_the_batch_script_asks_for_the_options(tmp_path):
+    """What each task's batch script asks Slurm for (submitit writes it): the options, the
+    requeue and the warning signal, the thread environment of its CPUs; no time limit
+    unless one is given (submitit's own default is 5 minutes)."""
+    if missing() is not None:
+        pytest.skip(missing())
+    from telapa.continual.sweep import SlurmBackend
+
+    def script(options: SlurmOptions) -> list[str]:
+        backend = SlurmBackend(options=options)
+        text = backend._executor(tmp_path, "s")._make_submission_file_text("CMD", "u")
+        return [line for line in text.splitlines() if line.startswith(("#SBATCH", "export"))]
+
+    plain = script(SlurmOptions())
+    assert not any(line.startswith("#SBATCH --time") for line in plain)
+    assert {"#SBATCH --cpus-per-task=1", "#SBATCH --requeue", "#SBATCH --signal=USR2@120",
+            "export OMP_NUM_THREADS=1"} <= set(plain)
+    full = script(SlurmOptions(partition="gpu", time="1-00:00", cpus=4, mem="16G", gpus=2,
+                               account="lab", qos="long", signal_s=600, parallel=8))
+    assert {"#SBATCH --partition=gpu", "#SBATCH --time=1440", "#SBATCH --cpus-per-task=4",
+            "#SBATCH --mem=16G", "#SBATCH --gpus-per-node=2", "#SBATCH --account=lab",
+            "#SBATCH --qos=long", "#SBATCH --signal=USR2@600",
+            "export OMP_NUM_THREADS=4"} <= set(full)

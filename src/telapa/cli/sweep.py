@@ -137,7 +137,7 @@ def _slurm_backend(ns: argparse.Namespace, sweep, given: dict):
             from None
     base = sweep.file.slurm.model_dump(exclude_unset=True) if sweep.file.slurm else {}
     try:
-        return SlurmBackend(SlurmOptions(**{**base, **given}), on_event=_log)
+        return SlurmBackend(options=SlurmOptions(**{**base, **given}), on_event=_log)
     except ConfigError as err:
         raise CLIError(str(err)) from None
 

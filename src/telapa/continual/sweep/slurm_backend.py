@@ -187,7 +187,7 @@ class SlurmBackend:
     state changes). `ConfigError` at once when submitit or Slurm is missing
     (`missing_slurm`)."""
 
-    def __init__(self, options: SlurmOptions, *, poll_s: float = 5.0,
+    def __init__(self, *, options: SlurmOptions, poll_s: float = 5.0,
                  on_event: Callable[[str], None] = lambda text: None):
         if (lacks := missing_slurm()) is not None:
             raise ConfigError(lacks)
@@ -214,8 +214,7 @@ class SlurmBackend:
             "signal_delay_s": o.signal_s, "array_parallelism": o.parallel,
             "additional_parameters": {"requeue": True},
             "setup": [f"export {k}={shlex.quote(v)}" for k, v in thread_env(o.cpus).items()]}
-        if o.minutes is not None:
-            parameters["time"] = o.minutes
+        parameters["time"] = o.minutes  # None: the partition's (submitit's default is 5)
         for key, value in (("partition", o.partition), ("mem", o.memory),
                            ("account", o.account), ("qos", o.qos)):
             if value is not None:
