@@ -168,8 +168,11 @@ class SlurmJob:
                 requeue = _run(["scontrol", "requeue", job]) if job != "?" else None
                 if requeue is not None and requeue.returncode == 0:
                     time.sleep(REQUEUE_WAIT_S)  # Slurm stops it (SIGTERM) meanwhile
-                error = (f"stopped before the time limit but could not requeue job {job}: "
-                         f"{(requeue.stderr.strip() if requeue else 'no SLURM_JOB_ID')}")
+                    error = (f"stopped before the time limit and requeued job {job}, but "
+                             f"Slurm did not stop it within {REQUEUE_WAIT_S:.0f} s")
+                else:
+                    error = (f"stopped before the time limit but could not requeue job "
+                             f"{job}: {requeue.stderr.strip() if requeue else 'not in Slurm'}")
                 return [(c["name"], completed(self.sweep_dir, c["name"])
                          or {"ok": False, "error": error}) for c in self.cells]
 
