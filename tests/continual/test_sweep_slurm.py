@@ -253,7 +253,7 @@ def test_slurm_options_on_the_command_line_are_validated(tmp_path, capsys, flags
     (90, 90), ("90", 90), ("10:30", 11), ("01:30:00", 90), ("2-12", 3600),
     ("1-00:30", 1470), ("0-00:00:30", 1)])
 def test_time_limits_read_as_slurm_reads_them(time_limit, minutes):
-    assert SlurmOptions(time=time_limit).minutes == minutes
+    assert SlurmOptions(time=time_limit, signal_s=10).minutes == minutes
 
 
 def test_a_warning_signal_stops_at_the_next_phase_boundary_only():
