@@ -67,6 +67,7 @@ ACTIVE = frozenset({"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDE
 ``PREEMPTED`` one only with ``PreemptMode=REQUEUE``; `SlurmBackend` gives it
 ``PREEMPT_SETTLE_S``)."""
 PREEMPT_SETTLE_S = 120.0
+POLL_ENV = "TELAPA_SLURM_POLL_S"
 RESULT_WAIT_S = 30.0
 """How long an ended task's result file may take to appear (a shared filesystem's lag)."""
 REQUEUE_WAIT_S = 120.0
@@ -190,12 +191,14 @@ class SlurmBackend:
     state changes). `ConfigError` at once when submitit or Slurm is missing
     (`missing_slurm`)."""
 
-    def __init__(self, *, options: SlurmOptions, poll_s: float = 5.0,
+    def __init__(self, *, options: SlurmOptions, poll_s: float | None = None,
                  on_event: Callable[[str], None] = lambda text: None):
         if (lacks := missing_slurm()) is not None:
             raise ConfigError(lacks)
         self.options = options
-        self.poll_s = poll_s
+        self.poll_s = poll_s if poll_s is not None else float(
+            os.environ.get(POLL_ENV, "5"))
+        """Seconds between two ``squeue`` calls (``$TELAPA_SLURM_POLL_S``, default 5)."""
         self.on_event = on_event
         asked = [f"partition {options.partition}" if options.partition else "default partition",
                  f"{options.cpus} CPU(s)"]
@@ -331,5 +334,5 @@ class SlurmBackend:
             write_json_atomic(sweep_dir / SLURM_DIR / JOBS_FILE, record)
 
 
-__all__ = ["ACTIVE", "JOBS_FILE", "SLURM_DIR", "SlurmBackend", "SlurmJob", "missing_slurm",
-           "read_jobs", "task_states"]
+__all__ = ["ACTIVE", "JOBS_FILE", "POLL_ENV", "SLURM_DIR", "SlurmBackend", "SlurmJob",
+           "missing_slurm", "read_jobs", "task_states"]
