@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -137,12 +136,15 @@ def test_a_slurm_sweep_gives_the_local_results(slurm, local, tmp_path, capsys):
         assert read_status(out, cell)["state"] == "done"
         assert read_status(out, cell)["attempts"] == 1
         assert jobs[cell]["state"] == "COMPLETED"
+    tasks = sorted({jobs[c]["job"] for c in CELLS})
+    deadline = time.monotonic() + 60  # squeue's state, live: a task's step may still end
+    while set((task_states(tasks) or {}).values()) != {"COMPLETED"}:
+        assert time.monotonic() < deadline, task_states(tasks)
+        time.sleep(0.5)
     capsys.readouterr()
     assert main(["sweep", "status", str(out)]) == 0
     shown = capsys.readouterr().out
-    # squeue's state now: the task may still be tearing its step down
-    assert "slurm job" in shown
-    assert re.search(rf"{jobs[CELLS[0]]['job']} COMPLET(ED|ING)\b", shown), shown
+    assert "slurm job" in shown and f"{jobs[CELLS[0]]['job']} COMPLETED" in shown, shown
 
 
 @pytest.mark.slurm
