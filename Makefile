@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup browser gl demo test test-sb3 lint docs bench clean
+.PHONY: setup browser gl slurm demo test test-sb3 lint docs bench clean
 
 # uv (pinned in requirements.lock) installs the locked packages in seconds, where pip took
 # 1-2 minutes of every fresh `make test`; pip stays in the environment for the tests that
@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -c requirements.lock uv
 	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python \
-	  -c requirements.lock -e ".[dev,ray,tracking,docs]"
+	  -c requirements.lock -e ".[dev,ray,slurm,tracking,docs]"
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -24,35 +24,41 @@ demo: $(STAMP)
 	$(BIN)/telapa demo
 
 # The report test opens index.html in headless Chromium (Debian: chromium, chromium-driver).
-CHROMEDRIVER := /usr/bin/chromedriver
 BROWSER_PKGS := chromium chromium-driver
 
-browser:
-	@if [ ! -x $(CHROMEDRIVER) ]; then \
+# $(call apt_need,PACKAGES,WHAT): installs the Debian PACKAGES that are missing (as root),
+# or fails naming them and WHAT needs them.
+define apt_need
+	@missing=$$(for pkg in $(1); do \
+	  dpkg-query -W -f='$${Status}' $$pkg 2>/dev/null | grep -q 'ok installed' || echo $$pkg; \
+	done); \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" != 0 ]; then \
-	    echo "error: $(CHROMEDRIVER) is missing; install the Debian packages $(BROWSER_PKGS) (as root: apt-get install $(BROWSER_PKGS))" >&2; exit 1; \
+	    echo "error: $(2) need(s) the Debian packages" $$missing "(as root: apt-get install" $$missing")" >&2; exit 1; \
 	  fi; \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(BROWSER_PKGS) \
-	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(BROWSER_PKGS); }; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing \
+	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; }; \
 	fi
+endef
+
+browser:
+	$(call apt_need,$(BROWSER_PKGS),the report's browser test)
 
 # MuJoCo renders frames headless through EGL (telapa.envs.mujoco.render): the loader, Mesa's
 # EGL and Mesa's drivers (software rendering where there is no GPU); the missing ones.
 GL_PKGS := libegl1 libegl-mesa0 libgl1-mesa-dri
 
 gl:
-	@missing=$$(for pkg in $(GL_PKGS); do \
-	  dpkg-query -W -f='$${Status}' $$pkg 2>/dev/null | grep -q 'ok installed' || echo $$pkg; \
-	done); \
-	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" != 0 ]; then \
-	    echo "error: headless MuJoCo rendering needs the Debian packages" $$missing "(as root: apt-get install" $$missing")" >&2; exit 1; \
-	  fi; \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing \
-	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; }; \
-	fi
+	$(call apt_need,$(GL_PKGS),headless MuJoCo rendering)
 
-test: $(STAMP) browser gl
+# `telapa sweep --backend slurm`'s tests start a one-node Slurm of their own (as root:
+# tests/continual/slurm_cluster.py): Debian's Slurm daemons and clients, and munge.
+SLURM_PKGS := slurm-wlm munge
+
+slurm:
+	$(call apt_need,$(SLURM_PKGS),the Slurm tests)
+
+test: $(STAMP) browser gl slurm
 	$(BIN)/python -m pytest -n 2 --dist loadfile --durations=40
 
 lint: $(STAMP)

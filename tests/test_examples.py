@@ -165,3 +165,15 @@ def test_an_env_family_from_an_entry_point_runs_its_jax_port_with_its_own_compet
     assert config["methods"]["telapa"]["latent"]["feature_dim"] == 1  # the family's sketch
     curve = _sr_is_mean_return_minus_one(out)
     assert len(curve) == 4 * 3 and (curve["sr"] < 1.0).any()
+
+
+def test_the_slurm_example_is_a_valid_sweep():
+    """examples/slurm/ewc-grid.yaml (docs/running.md, "Sweeps on Slurm") parses, with its
+    slurm section, as `telapa sweep --backend slurm` reads it."""
+    from telapa.continual.sweep import load_sweep
+
+    sweep = load_sweep(EXAMPLES / "slurm" / "ewc-grid.yaml")
+    assert len(sweep.cells) == 3 * 2 * 5
+    slurm = sweep.file.slurm
+    assert (slurm.partition, slurm.minutes, slurm.cpus, slurm.memory, slurm.gpus) == (
+        "cpu", 720, 4, "16G", 0)

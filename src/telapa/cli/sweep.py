@@ -1,7 +1,9 @@
-"""``telapa sweep``: every cell of a sweep file, on local processes or a Ray cluster.
+"""``telapa sweep``: every cell of a sweep file, on local processes, a Ray cluster or Slurm.
 
     telapa sweep FILE --out DIR [--workers N] [--threads T] [--retries R]
-                 [--backend local|ray] [--address ADDR] [--batch-seeds]
+                 [--backend local|ray|slurm] [--address ADDR] [--batch-seeds]
+                 [--partition P] [--time LIMIT] [--cpus N] [--mem M] [--gpus G]
+                 [--account A] [--qos Q]
                  [--seeds-per-batch [METHOD=]N ...] [--export DEST]
                  [--set KEY=VALUE ...] [--import MODULE ...] [--track wandb|mlflow]
     telapa sweep status DIR
@@ -22,6 +24,12 @@ each cell's ``run.json`` records it. ``--track wandb`` / ``--track mlflow`` log 
 cell to its own tracked run, grouped by curriculum and method (TensorBoard events are
 always written to each cell's run directory). ``telapa metrics DIR`` and ``telapa
 report DIR`` score a sweep directory's finished cells.
+
+``--backend slurm`` submits each job (a cell, or a seed batch) as a task of a Slurm job
+array through submitit (`telapa.continual.sweep.slurm_backend`), asking for the sweep
+file's ``slurm`` section with ``--partition``, ``--time``, ``--cpus``, ``--mem``,
+``--gpus``, ``--account`` and ``--qos`` over it; ``telapa sweep status DIR`` then shows
+each cell's Slurm job and its state.
 """
 
 from __future__ import annotations
@@ -51,6 +59,8 @@ MAX_SEEDS = 10_000
 """Bound of ``--seeds-per-batch`` (a sweep's seed bound)."""
 MAX_RETRIES = 100
 """Bound of ``--retries``."""
+SLURM_FLAGS = ("partition", "time", "cpus", "mem", "gpus", "account", "qos")
+"""``--backend slurm``'s options: the keys of a sweep file's ``slurm`` section."""
 
 
 def _log(text: str) -> None:
@@ -82,11 +92,16 @@ def _cmd_sweep(ns: argparse.Namespace) -> None:
         sweep = load_sweep(ns.args[0], parse_sets(ns.sets or []))
     except ConfigError as err:
         raise CLIError(str(err)) from None
+    given = {k: getattr(ns, k) for k in SLURM_FLAGS if getattr(ns, k) is not None}
+    if ns.backend != "slurm" and given:
+        raise CLIError(f"--{next(iter(given))} needs --backend slurm")
+    if ns.backend != "ray" and ns.address:
+        raise CLIError("--address needs --backend ray")
     if ns.backend == "ray":
         backend = RayBackend(ns.address, threads=ns.threads or 1)
+    elif ns.backend == "slurm":
+        backend = _slurm_backend(ns, sweep, given)
     else:
-        if ns.address:
-            raise CLIError("--address needs --backend ray")
         backend = LocalBackend(ns.workers, ns.threads)
     try:
         counts = run_sweep(sweep, ns.out, backend, retries=ns.retries,
@@ -103,6 +118,28 @@ def _cmd_sweep(ns: argparse.Namespace) -> None:
     if counts["failed"]:
         raise CLIError(f"{counts['failed']} cell(s) failed; `telapa sweep status {ns.out}` "
                        "shows their errors; run the same command again to retry them")
+
+
+def _slurm_backend(ns: argparse.Namespace, sweep, given: dict):
+    """The `SlurmBackend` for the sweep file's ``slurm`` section with the command line's
+    options over it, each validated (an error names the option); refused where submitit
+    or Slurm is missing, before anything is written."""
+    from telapa.config import validate
+    from telapa.continual.sweep import SlurmBackend, SlurmOptions
+
+    if ns.threads is not None:
+        raise CLIError("--threads: with --backend slurm a job's threads are its CPUs; give "
+                       "--cpus N (or cpus in the sweep file's slurm section)")
+    try:
+        validate(SlurmOptions, given, "the command line (--backend slurm)")
+    except ConfigError as err:
+        raise CLIError(str(err).replace("invalid value for '", "invalid value for '--")) \
+            from None
+    base = sweep.file.slurm.model_dump(exclude_unset=True) if sweep.file.slurm else {}
+    try:
+        return SlurmBackend(options=SlurmOptions(**{**base, **given}), on_event=_log)
+    except ConfigError as err:
+        raise CLIError(str(err)) from None
 
 
 def _seeds_per_batch(values: list[str]) -> int | dict[str, int] | None:
@@ -162,7 +199,9 @@ def _print_status(path: Path) -> None:
     if cells is None:
         raise CLIError(f"{path} is not a sweep directory (no cells.json)")
     table = Table(title=f"sweep {path}")
-    for name in ("cell", "state", "progress", "wall", "attempts", "last error"):
+    slurm = _slurm_jobs(path)
+    for name in ("cell", "state", "progress", "wall", "attempts",
+                 *(("slurm job",) if slurm else ()), "last error"):
         table.add_column(name, overflow="fold")
     counts = dict.fromkeys(STATES, 0)
     times, unreadable = cell_times(path, cells)
@@ -176,8 +215,9 @@ def _print_status(path: Path) -> None:
         else:  # a finished cell's CellTime reads "complete"
             progress = spent.progress if spent else ""
             wall = _hours(spent.wall_s) if spent else ""
-        table.add_row(cell["name"], state, progress, wall,
-                      str(status.get("attempts", 0)), errors[-1]["error"] if errors else "")
+        job = slurm.get(cell["name"], "")
+        table.add_row(cell["name"], state, progress, wall, str(status.get("attempts", 0)),
+                      *((job,) if slurm else ()), errors[-1]["error"] if errors else "")
     console = stdout_console()
     console.print(table)
     console.print(", ".join(f"{n} {state}" for state, n in counts.items()), markup=False)
@@ -201,8 +241,32 @@ def _print_status(path: Path) -> None:
                       f"({'; '.join(notes)})", markup=False, soft_wrap=True)
 
 
+def _slurm_jobs(path: Path) -> dict[str, str]:
+    """Each cell's Slurm job and its state (``--backend slurm``): ``squeue``'s, where it
+    answers, else the state the sweep last recorded (marked "last seen")."""
+    from telapa.continual.sweep.slurm_backend import read_jobs, task_states
+
+    jobs = read_jobs(path)
+    if not jobs:
+        return {}
+    live = None
+    import shutil
+
+    if shutil.which("squeue"):
+        live = task_states(sorted({j["job"] for j in jobs.values() if "job" in j}))
+    shown = {}
+    for name, job in jobs.items():
+        task = job.get("job", "?")
+        if live is not None and task in live:
+            shown[name] = f"{task} {live[task]}"
+        else:
+            shown[name] = f"{task} {job.get('state', '?')} (last seen)"
+    return shown
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    sweep = sub.add_parser("sweep", help="run a sweep file's cells (local processes or Ray); "
+    sweep = sub.add_parser("sweep", help="run a sweep file's cells (local processes, Ray or "
+                                         "Slurm); "
                                          "`telapa sweep status DIR` shows progress; `telapa sweep "
                                          "export DIR DEST` copies finished cells' results")
     sweep.add_argument("args", nargs="+", metavar="FILE | status DIR | export DIR DEST")
@@ -210,7 +274,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_set_option(sweep)
     add_import_option(sweep)
     add_track_options(sweep, "one tracked run per cell")
-    sweep.add_argument("--backend", choices=["local", "ray"], default="local")
+    sweep.add_argument("--backend", choices=["local", "ray", "slurm"], default="local")
     sweep.add_argument("--address", help="Ray cluster address (default: a local Ray instance)")
     sweep.add_argument("--workers", type=int_in(1, MAX_WORKERS), default=1,
                        help=f"local worker processes (default 1, at most {MAX_WORKERS})")
@@ -226,6 +290,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        help="at most N seeds per seed batch, of every method or of METHOD "
                             "(repeatable; implies --batch-seeds; default: all the seeds of "
                             "a cell)")
+    slurm = sweep.add_argument_group(
+        "Slurm (--backend slurm; over the sweep file's slurm section)")
+    slurm.add_argument("--partition", help="the partition of every job")
+    slurm.add_argument("--time", help="time limit of a job: minutes or [D-]HH:MM:SS (a job "
+                                      "reaching it stops at a phase boundary and is requeued)")
+    slurm.add_argument("--cpus", type=int, help="CPUs (and threads) of a job (default 1)")
+    slurm.add_argument("--mem", help="memory of a job: megabytes, or e.g. 4G")
+    slurm.add_argument("--gpus", type=int, help="GPUs of a job (default 0)")
+    slurm.add_argument("--account", help="the account charged")
+    slurm.add_argument("--qos", help="the quality of service")
     sweep.add_argument("--export", metavar="DEST",
                        help="export each finished cell's small outputs to DEST as it "
                             "finishes (as `telapa sweep export DIR DEST`)")

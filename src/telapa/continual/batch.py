@@ -231,7 +231,9 @@ class SeedBatch:
         peak = max([r.peak_rss for r in self._pending], default=0)
         with MemoryMonitor(initial_peak_bytes=peak) as self._memory:
             while self.step():
-                raise_pending()  # a stop dropped inside a callback (telapa.io.stop)
+                # a stop dropped inside a callback, or one asked for at a phase boundary (its
+                # checkpoint committed): telapa.io.stop
+                raise_pending(boundary=True)
         for run in self._pending:
             run.finish()
         return [run.metrics() for run in self.runs]

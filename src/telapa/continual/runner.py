@@ -253,7 +253,9 @@ class ContinualRun:
         base_wall = self.wall_s
         with MemoryMonitor(initial_peak_bytes=self.peak_rss) as memory:
             while not self.complete:
-                raise_pending()  # a stop dropped inside a callback (telapa.io.stop)
+                # a stop dropped inside a callback, or one asked for at a phase boundary (its
+                # checkpoint committed): telapa.io.stop
+                raise_pending(boundary=True)
                 self.step(lambda: (base_wall + time.perf_counter() - segment_start,
                                    memory.peak_bytes))
         return self.finish()

@@ -7,6 +7,12 @@ dropped, and the run went on to its end as if never stopped (a probe: 1 of 4 Ctr
 shortly after a checkpoint). So `stop_on_signals` installs handlers that record the
 stop before they raise it, and the run loops call `raise_pending` at their boundaries
 (each phase, each training call): a dropped stop is raised again there, within seconds.
+
+A scheduler's warning (Slurm's ``--signal``, some time before a job's time limit or its
+pre-emption) asks for a gentler stop: `stop_on_signals` given ``boundary_signals`` records
+it only, and the run loops' `raise_pending` at a phase boundary (``boundary=True``: the
+phase just ended has been committed, with its checkpoint) raises `PhaseStop` there; the
+checks inside a phase let it run on.
 """
 
 from __future__ import annotations
@@ -16,16 +22,29 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 _pending: list[type[BaseException]] = []
+_boundary: list[int] = []
 
 
 class Terminate(KeyboardInterrupt):
     """The stop SIGTERM asks for (a scheduler's stop, ``kill``): unwinds as Ctrl-C does."""
 
 
-def raise_pending() -> None:
-    """Raises the stop recorded by a signal (`stop_on_signals`), if any is pending."""
+class PhaseStop(Terminate):
+    """A stop asked for at the next phase boundary (`stop_on_signals`'s
+    ``boundary_signals``): raised there, after the phase's checkpoint."""
+
+
+def raise_pending(*, boundary: bool = False) -> None:
+    """Raises the stop recorded by a signal (`stop_on_signals`), if any is pending; at a
+    phase ``boundary`` also a `PhaseStop` asked for."""
     if _pending:
         raise _pending[-1]()
+    if boundary and _boundary:
+        raise PhaseStop()
+
+
+def _at_boundary(signum, frame) -> None:
+    _boundary.append(signum)
 
 
 def _handler(kind: type[BaseException]):
@@ -36,13 +55,16 @@ def _handler(kind: type[BaseException]):
 
 
 @contextmanager
-def stop_on_signals() -> Iterator[None]:
+def stop_on_signals(*, boundary_signals: tuple[int, ...] = ()) -> Iterator[None]:
     """Within it, SIGINT raises `KeyboardInterrupt` and SIGTERM `Terminate`, each also
-    recorded for `raise_pending`; the previous handlers and an empty record after. Off
-    the main thread (where no handler can be set) it does nothing."""
+    recorded for `raise_pending`, and each of ``boundary_signals`` is recorded for a
+    `PhaseStop` at the next phase boundary; the previous handlers and an empty record
+    after. Off the main thread (where no handler can be set) it does nothing."""
     try:
         previous = {signal.SIGINT: signal.signal(signal.SIGINT, _handler(KeyboardInterrupt)),
                     signal.SIGTERM: signal.signal(signal.SIGTERM, _handler(Terminate))}
+        for signum in boundary_signals:
+            previous[signum] = signal.signal(signum, _at_boundary)
     except ValueError:
         yield
         return
@@ -52,6 +74,7 @@ def stop_on_signals() -> Iterator[None]:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
         _pending.clear()
+        _boundary.clear()
 
 
-__all__ = ["Terminate", "raise_pending", "stop_on_signals"]
+__all__ = ["PhaseStop", "Terminate", "raise_pending", "stop_on_signals"]

@@ -40,7 +40,9 @@ cells (no checkpoints) into a sweep directory of their own, e.g. to commit a stu
 results while it still runs.
 
 `run_sweep` runs every cell that is not done, on local worker processes
-(`LocalBackend`) or a Ray cluster (`RayBackend`); a cell with a run directory resumes
+(`LocalBackend`), a Ray cluster (`RayBackend`) or a Slurm job array (`SlurmBackend`,
+asking for the file's ``slurm`` section: partition, time, cpus, mem, gpus, account, qos,
+signal_s, parallel); a cell with a run directory resumes
 from its checkpoint, a failed one is tried up to ``retries`` more times.
 
 A backend runs jobs: one cell each, or with ``batch_seeds`` (``telapa sweep
@@ -51,8 +53,8 @@ need be (``--seeds-per-batch``). Every cell keeps its own run directory, status 
 log; when a batch fails, each of its cells that is not complete is failed with the error.
 
 One module per job: `grammar` (the sweep file and its cells), `layout` (the sweep
-directory and status files), `jobs` (what a worker runs), `local` and `ray_backend`
-(the backends), `status` (states and time estimates), `export`, and `driver`
+directory and status files), `jobs` (what a worker runs), `local`, `ray_backend` and
+`slurm_backend` (the backends), `status` (states and time estimates), `export`, and `driver`
 (`run_sweep`).
 """
 
@@ -65,6 +67,7 @@ from telapa.continual.sweep.export import (
 )
 from telapa.continual.sweep.grammar import (
     Cell,
+    SlurmOptions,
     Sweep,
     SweepFile,
     cell_name,
@@ -86,6 +89,7 @@ from telapa.continual.sweep.layout import (
 )
 from telapa.continual.sweep.local import LocalBackend
 from telapa.continual.sweep.ray_backend import RayBackend
+from telapa.continual.sweep.slurm_backend import SlurmBackend
 from telapa.continual.sweep.status import (
     STATES,
     CellTime,
@@ -97,7 +101,8 @@ from telapa.continual.sweep.status import (
 )
 
 __all__ = ["CELLS_FILE", "EXPORT_FILES", "STATES", "SWEEP_FILE", "Cell", "CellTime",
-           "Estimate", "ExportSummary", "LocalBackend", "Outcome", "RayBackend", "Sweep",
+           "Estimate", "ExportSummary", "LocalBackend", "Outcome", "RayBackend", "SlurmBackend",
+           "SlurmOptions", "Sweep",
            "SweepFile",
            "cell_name", "cell_state", "cell_time", "cell_times", "check_batch_seeds",
            "export_sweep", "load_sweep",

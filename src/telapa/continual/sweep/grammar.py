@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from telapa.config import ConfigError, StrictModel, read_yaml, resolve_named, validate
 from telapa.continual.curriculum import CURRICULUM_DIR, SAFE_NAME, Curriculum, load_curriculum
@@ -53,6 +53,96 @@ MAX_CELL_NAME_BYTES = 255 - len(".NAME.json.4194304.01234567.tmp") + len("NAME")
 holds at most 255 bytes."""
 
 
+SLURM_NAME = re.compile(r"[A-Za-z0-9_.,:+-]+")
+"""A partition, account or QOS name as ``sbatch`` takes it (no spaces, no quotes)."""
+SLURM_TIME = re.compile(r"(?:(?P<d>\d+)-)?(?:(?P<h>\d+):)?(?P<m>\d+)(?::(?P<s>\d+))?")
+SLURM_MEMORY = re.compile(r"\d+[KMGT]?")
+
+
+def slurm_minutes(value: int | str) -> int:
+    """A time limit as whole minutes (at least 1): a count of minutes, or Slurm's
+    ``[D-]HH:MM:SS``, ``D-HH[:MM]``, ``HH:MM:SS`` or ``MM[:SS]``; `ValueError` otherwise."""
+    if isinstance(value, bool):
+        raise ValueError("a time limit, not a boolean")
+    if isinstance(value, int):
+        minutes = value
+    else:
+        text = value.strip()
+        match = SLURM_TIME.fullmatch(text)
+        if match is None:
+            raise ValueError(f"{value!r} is not a time limit (minutes, or [D-]HH:MM:SS)")
+        d, h, m, sec = (int(match[k]) if match[k] else 0 for k in "dhms")
+        if match["d"] and not match["h"] and ":" not in text:  # D-HH
+            h, m = m, 0
+        elif not match["d"] and match["h"] and match["s"] is None:  # MM:SS
+            h, m, sec = 0, h, m
+        minutes = d * 1440 + h * 60 + m + (1 if sec else 0)
+    if not 1 <= minutes <= 366 * 1440:
+        raise ValueError(f"{value!r}: a time limit of 1 minute to 366 days")
+    return minutes
+
+
+class SlurmOptions(StrictModel):
+    """A sweep file's ``slurm`` section (and ``telapa sweep --backend slurm``'s options):
+    what each job of the sweep's job array asks Slurm for."""
+
+    partition: str | None = None
+    time: int | str | None = None
+    """The time limit of a job: minutes, or ``[D-]HH:MM:SS``; a job that reaches it stops
+    at a phase boundary and is requeued (``signal_s``)."""
+    cpus: int = Field(default=1, ge=1, le=1024)
+    """CPUs of a job (``--cpus-per-task``), and its threads."""
+    mem: int | str | None = None
+    """Memory of a job: megabytes, or a number with K, M, G or T (``--mem``)."""
+    gpus: int = Field(default=0, ge=0, le=64)
+    account: str | None = None
+    qos: str | None = None
+    signal_s: int = Field(default=120, ge=10, le=3600)
+    """Seconds before the time limit that Slurm warns a job (``--signal=USR2@N``): it stops
+    at its next phase boundary and is requeued; longer than the longest phase."""
+    parallel: int = Field(default=256, ge=1, le=100_000)
+    """Jobs of the array running at once, at most (``--array=...%N``)."""
+
+    @field_validator("partition", "account", "qos")
+    @classmethod
+    def _name(cls, value: str | None) -> str | None:
+        if value is not None and not SLURM_NAME.fullmatch(value):
+            raise ValueError(f"{value!r} is not a Slurm name (letters, digits, _.,:+-)")
+        return value
+
+    @field_validator("time")
+    @classmethod
+    def _time(cls, value: int | str | None) -> int | str | None:
+        if value is not None:
+            slurm_minutes(value)
+        return value
+
+    @field_validator("mem")
+    @classmethod
+    def _memory(cls, value: int | str | None) -> int | str | None:
+        if isinstance(value, bool) or (isinstance(value, int) and value < 1) or (
+                isinstance(value, str) and not SLURM_MEMORY.fullmatch(value.strip())):
+            raise ValueError(f"{value!r} is not an amount of memory (megabytes, or e.g. 4G)")
+        return value
+
+    @model_validator(mode="after")
+    def _warning_before_limit(self) -> SlurmOptions:
+        if self.minutes is not None and self.signal_s >= self.minutes * 60:
+            raise ValueError(f"signal_s={self.signal_s} is not shorter than the time limit "
+                             f"({self.minutes} min): the warning would come at the start")
+        return self
+
+    @property
+    def minutes(self) -> int | None:
+        """The time limit in minutes (None: the partition's default)."""
+        return None if self.time is None else slurm_minutes(self.time)
+
+    @property
+    def memory(self) -> str | None:
+        """``--mem``'s value (None: the partition's default)."""
+        return None if self.mem is None else str(self.mem).strip()
+
+
 class SweepFile(StrictModel):
     """The schema of a sweep file (see `telapa.continual.sweep`)."""
 
@@ -68,6 +158,9 @@ class SweepFile(StrictModel):
     overrides: dict[str, Any] = Field(default_factory=dict)
     """Dotted key -> one value for every cell, its strings read as the grid's."""
     order: Literal["method", "seed"] = "method"
+    slurm: SlurmOptions | None = None
+    """What ``--backend slurm`` asks for each job (the command line's options override it);
+    not part of the cells: the same sweep runs on any backend."""
 
     @field_validator("seeds", mode="before")
     @classmethod
@@ -440,5 +533,6 @@ def check_batch_seeds(sweep: Sweep, batch_seeds: bool | int | Mapping[str, int])
                                 f"{job[-1].name}")
 
 
-__all__ = ["MAX_CELLS", "MAX_CELL_NAME_BYTES", "MAX_SEEDS", "Cell", "Sweep", "SweepFile",
-           "cell_name", "check_batch_seeds", "load_sweep", "seed_jobs"]
+__all__ = ["MAX_CELLS", "MAX_CELL_NAME_BYTES", "MAX_SEEDS", "Cell", "SlurmOptions", "Sweep",
+           "SweepFile", "cell_name", "check_batch_seeds", "load_sweep", "seed_jobs",
+           "slurm_minutes"]

@@ -109,13 +109,13 @@ def run_job(sweep_dir: str, cells: list[dict[str, Any]]) -> list[Outcome]:
         if isinstance(err, KeyboardInterrupt):
             raise
         failure = _failure(err)
-        return [(c["name"], _completed(sweep_dir, c["name"]) or failure) for c in cells]
+        return [(c["name"], completed(sweep_dir, c["name"]) or failure) for c in cells]
     finally:
         for log in logs:
             log.close()
 
 
-def _completed(sweep_dir: str, name: str) -> dict[str, Any] | None:
+def completed(sweep_dir: str, name: str) -> dict[str, Any] | None:
     """The result of cell ``name`` if its run is complete (None otherwise)."""
     run_dir = cell_dir(sweep_dir, name)
     try:
@@ -151,4 +151,4 @@ def run_cell(sweep_dir: str, cell: dict[str, Any]) -> dict[str, Any]:
         return _failure(err)
 
 
-__all__ = ["Outcome", "mark_started", "run_cell", "run_job", "thread_env"]
+__all__ = ["Outcome", "completed", "mark_started", "run_cell", "run_job", "thread_env"]
