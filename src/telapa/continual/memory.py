@@ -101,12 +101,12 @@ def _task_shape(env_id: str, backend: str, options: str, network: str) -> TaskSh
     from telapa.envs.registry import make
     from telapa.rl.policy import Policy
 
-    env = make(env_id, backend, **json.loads(options),
-               **({"num_envs": 1} if backend == "gymnasium" else {}))
+    host = backend != "jax"
+    env = make(env_id, backend, **json.loads(options), **({"num_envs": 1} if host else {}))
     try:
         spec = env.spec
     finally:
-        if backend == "gymnasium":
+        if host:
             env.close()
     obs = sum(math.prod(s.shape) * np.dtype(s.dtype).itemsize
               for s in spec.observation.values())

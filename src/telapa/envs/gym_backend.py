@@ -4,9 +4,9 @@
 with same-step autoreset: a `telapa.envs.host.HostVectorEnv` (batched numpy, the
 `JaxEnv` call shape, `AutoReset`'s autoreset convention; info entries such as
 ``features`` and ``success`` belong to the step that ended an episode). The single envs
-come from the env's family (`telapa.envs.registry.make` passes its ``make_single``): MiniGrid ids
-through ``telapa.envs.minigrid.gym_wrappers.wrap_farama`` (``image``/``direction``/
-``mission``), MuJoCo ids with the friction regime and the 24-dim sketch
+come from the env's family (`telapa.envs.registry.make` passes its ``make_single``):
+MiniGrid ids through ``telapa.envs.minigrid.gym_wrappers.wrap_farama``
+(``image``/``direction``/``mission``), MuJoCo ids with the friction regime and the 24-dim sketch
 (`telapa.envs.mujoco`), any other env's observation becomes ``{"obs": float32 vector}``
 and its behaviour features are that vector (`telapa.envs.generic`).
 """
