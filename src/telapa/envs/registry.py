@@ -297,9 +297,7 @@ def make(env_id: str, backend: Backend = "jax", **options: Any):
         seed = options.pop("seed", 0)
         if env_id not in native_env_ids():
             raise _unknown_native_id(env_id)
-        family = family_of(env_id)
-        family.check_options(env_id, options)
-        return family.make_native(env_id, options, num_envs=num_envs, seed=seed)
+        return family_of(env_id).make_native(env_id, options, num_envs=num_envs, seed=seed)
     raise _unknown_backend(backend)
 
 
