@@ -136,7 +136,7 @@ def estimate(curriculum: Curriculum, method: str, config: RunConfig, *,
     shapes = task_shapes(curriculum, config)
     cls = find_method(method)
     telapa = issubclass(cls, TeLAPA)
-    batched = seeds if curriculum.backend == "jax" else 1  # gymnasium: one after another
+    batched = seeds if curriculum.backend == "jax" else 1  # host backends: one after another
     ppo, qd = config.train.ppo, config.methods.telapa.qd
     programs = batched * (qd.transfer.k_pool if telapa else 1)
     widest = max(shapes, key=lambda s: s.obs_bytes)
