@@ -203,10 +203,8 @@ class NativeVectorEnv(HostVectorEnv):
 
     def step(self, state: None, action: Any):
         """Steps every env; see `telapa.envs.host` for the autoreset convention."""
-        action = np.asarray(action)
-        self.check_actions(action)
         obs, reward, terminated, truncated, features = self.advance(
-            np.arange(self.num_envs), action)
+            np.arange(self.num_envs), np.asarray(action))
         done = np.flatnonzero(terminated | truncated)
         if done.size:
             self.reset_envs(done)
