@@ -16,12 +16,13 @@ from telapa.config import load_config, preset_path
 from telapa.continual.curriculum import parse_curriculum
 from telapa.envs import make
 from telapa.envs.mujoco import MujocoFamily, reference_return
-from telapa.envs.mujoco.native import CLASSES, NativeVectorEnv
+from telapa.envs.mujoco.native import NativeVectorEnv
 from telapa.envs.mujoco.sketch import SKETCH_DIM, sketch, sketch_batch
+from telapa.envs.mujoco.v5 import NATIVE_IDS
 from telapa.rl import Agent, NativeAgent
 from telapa.rl.evaluate import evaluate_gym
 
-IDS = list(CLASSES)
+IDS = list(NATIVE_IDS)
 FRICTIONS = (0.5, 1.0, 1.5)
 LIMIT = 25
 """A shortened time limit, so that the horizons below see truncations."""
@@ -130,8 +131,9 @@ def test_reset_distribution_matches_gymnasiums(env_id):
 
 
 @pytest.mark.parametrize(("call", "message"), [
-    (lambda: make("Swimmer-v5", "native"), r"unknown env id 'Swimmer-v5' for backend "
-                                           r"'native'; available: Ant-v5, HalfCheetah-v5"),
+    (lambda: make("Swimmer-v5", "native"),
+     r"unknown env id 'Swimmer-v5' for backend 'native'; available: Ant-v5, HalfCheetah-v5, "
+     r"Hopper-v5, Walker2d-v5 \(any gymnasium id runs with backend 'gymnasium'\)"),
     (lambda: make("CartPole-v1", "native"), r"unknown env id 'CartPole-v1' for backend"),
     (lambda: make("Hopper-v5", "warp"), r"unknown backend 'warp'"),
     (lambda: make("Hopper-v5", "native", friction=0.0),
@@ -207,3 +209,16 @@ def test_evaluate_batch_is_one_batch_equal_to_per_set_and_gymnasium_evaluation(a
     lean = agent.evaluate_batch(stacked, 4, keys, features=False)
     assert lean[2].features.shape[1] == 0
     np.testing.assert_array_equal(lean[2].returns, batch[2].returns)
+
+
+def test_telapa_imports_without_mujoco_until_a_native_env_is_made():
+    """The GPU image of benchmarks/gpu_study.sh has gymnasium but no mujoco: the family
+    lists its native ids without importing mujoco (`telapa.envs.mujoco.v5`)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['mujoco'] = None\n"
+            "import telapa.envs, telapa.rl, telapa.continual.runner\n"
+            "from telapa.envs import native_env_ids\n"
+            "assert 'Hopper-v5' in native_env_ids()\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -27,10 +27,12 @@ import numpy as np
 from telapa.envs.base import JaxEnv, Obs
 from telapa.envs.family import Competence
 from telapa.envs.host import HostVectorEnv
-from telapa.envs.mujoco.native import NativeVectorEnv
 from telapa.rl.networks import Params
 from telapa.rl.policy import Policy
 from telapa.rl.rollout import ActFn
+
+if TYPE_CHECKING:
+    from telapa.envs.mujoco.native import NativeVectorEnv
 
 
 @dataclass(frozen=True)

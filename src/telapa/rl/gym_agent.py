@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
@@ -27,13 +28,15 @@ from telapa.envs import Backend, make
 from telapa.envs.base import Obs
 from telapa.envs.host import HostVectorEnv
 from telapa.envs.intrinsic import episodic_count_bonus_gym
-from telapa.envs.mujoco.native import NativeVectorEnv
 from telapa.rl.agent import Agent, first_steps, shape_key
 from telapa.rl.evaluate import EvalResult, evaluate_gym, evaluate_native
 from telapa.rl.networks import Params
 from telapa.rl.ppo import EpisodeTracker, PPOState, Trajectory
 from telapa.rl.rollout import gym_rollout, make_act
 from telapa.rl.train_state import TrainState
+
+if TYPE_CHECKING:
+    from telapa.envs.mujoco.native import NativeVectorEnv
 
 MAX_GYM_EVAL_ENVS = 16
 """The most env copies of the evaluation env (when ``eval.num_envs`` is unset)."""

@@ -28,13 +28,16 @@ family with the same sketch and competence.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium
 
 from telapa.envs.family import Competence, EnvFamily, NormalizedReturn
 from telapa.envs.mujoco.friction import FrictionScale
-from telapa.envs.mujoco.native import CLASSES, NativeVectorEnv, check_native_options
+from telapa.envs.mujoco.v5 import NATIVE_IDS, check_native_options
+
+if TYPE_CHECKING:
+    from telapa.envs.host import HostVectorEnv
 from telapa.envs.mujoco.sketch import SKETCH_DIM, MujocoSketch, sketch
 
 REFERENCE_RETURNS: dict[str, float] = {
@@ -110,11 +113,13 @@ class MujocoFamily(EnvFamily):
                             time_limit=int(time_limit))
 
     def native_ids(self) -> tuple[str, ...]:
-        return tuple(CLASSES)
+        return NATIVE_IDS
 
     def make_native(self, env_id: str, options: dict[str, Any], *, num_envs: int,
-                    seed: int) -> NativeVectorEnv:
+                    seed: int) -> HostVectorEnv:
         check_native_options(env_id, options)
+        from telapa.envs.mujoco.native import NativeVectorEnv  # imports mujoco
+
         return NativeVectorEnv(env_id, num_envs=num_envs, seed=seed,
                                reference_return=reference_return(env_id), **options)
 
@@ -131,7 +136,7 @@ __all__ = [
     "FrictionScale",
     "MujocoFamily",
     "MujocoSketch",
-    "NativeVectorEnv",
+    "NATIVE_IDS",
     "reference_return",
     "sketch",
 ]

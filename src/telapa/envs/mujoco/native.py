@@ -6,9 +6,9 @@ observations, rewards, episode ends and sketches computed for the whole batch in
 autoreset of `telapa.envs.gym_backend.GymVectorEnv`) and reproduces, step for step and
 bit for bit, what the gymnasium backend gives for the same initial state, actions and
 seeds (tests/envs/test_mujoco_native.py): gymnasium's v5 env with its DEFAULT keyword
-arguments (read from the env class's signature, not copied), the ``TimeLimit`` of its
-registration (or the ``max_episode_steps`` option), the friction regime of
-`telapa.envs.mujoco.friction` and the sketch of `telapa.envs.mujoco.sketch`.
+arguments (`telapa.envs.mujoco.v5.defaults`, read from the env class, not copied), the
+``TimeLimit`` of its registration (or the ``max_episode_steps`` option), the friction
+regime of `telapa.envs.mujoco.friction` and the sketch of `telapa.envs.mujoco.sketch`.
 
 Physics. Env i has its own ``MjData`` of the ``MjModel`` of its friction scale s_i (one
 model per distinct scale, loaded from the XML file gymnasium loads), and one step is
@@ -58,7 +58,6 @@ and truncated = (t + 1 >= T) at the time limit T (1000 by registration).
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -66,11 +65,7 @@ from typing import Any
 import gymnasium
 import mujoco
 import numpy as np
-from gymnasium.envs.mujoco.ant_v5 import AntEnv
-from gymnasium.envs.mujoco.half_cheetah_v5 import HalfCheetahEnv
-from gymnasium.envs.mujoco.hopper_v5 import HopperEnv
 from gymnasium.envs.mujoco.mujoco_env import expand_model_path
-from gymnasium.envs.mujoco.walker2d_v5 import Walker2dEnv
 from gymnasium.utils import seeding
 
 from telapa.envs.base import ArraySpec, EnvSpec
@@ -78,18 +73,7 @@ from telapa.envs.gym_backend import scalar_bound
 from telapa.envs.host import HostVectorEnv
 from telapa.envs.mujoco.friction import check_scale, scale_sliding_friction
 from telapa.envs.mujoco.sketch import SKETCH_DIM, sketch_batch
-
-CLASSES: dict[str, type] = {
-    "HalfCheetah-v5": HalfCheetahEnv,
-    "Hopper-v5": HopperEnv,
-    "Walker2d-v5": Walker2dEnv,
-    "Ant-v5": AntEnv,
-}
-"""The ids of the native backend and the gymnasium classes whose defaults they follow."""
-
-OPTIONS = ("friction", "max_episode_steps")
-"""The task options the native backend takes (the gymnasium backend takes any keyword of
-``gymnasium.make``)."""
+from telapa.envs.mujoco.v5 import check_native_options, defaults
 
 
 @dataclass(frozen=True)
@@ -102,31 +86,12 @@ class _Env:
 
     @classmethod
     def of(cls, env_id: str) -> _Env:
-        params = inspect.signature(CLASSES[env_id].__init__).parameters.values()
-        return cls(env_id.split("-v")[0],
-                   {p.name: p.default for p in params if p.default is not p.empty})
+        return cls(env_id.split("-v")[0], defaults(env_id))
 
     @property
     def skip(self) -> int:
         """The qpos entries the observation leaves out (x; Ant: x and y)."""
         return 2 if self.name == "Ant" else 1
-
-
-def check_native_options(env_id: str, options: dict[str, Any]) -> None:
-    """One-line ``ValueError`` naming what is wrong unless ``env_id`` runs natively with
-    the task ``options``."""
-    if env_id not in CLASSES:
-        raise ValueError(f"unknown env id {env_id!r} for backend 'native'; available: "
-                         f"{', '.join(CLASSES)}")
-    rest = sorted(set(options) - set(OPTIONS))
-    if rest:
-        raise ValueError(f"{env_id}: option(s) {', '.join(rest)} not supported by backend "
-                         f"'native' (valid: {', '.join(OPTIONS)}; any gymnasium.make "
-                         "keyword runs on backend 'gymnasium')")
-    limit = options.get("max_episode_steps", 1)
-    if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 1:
-        raise ValueError(f"{env_id}: max_episode_steps must be an integer >= 1, got "
-                         f"{limit!r}")
 
 
 class NativeVectorEnv(HostVectorEnv):
@@ -326,4 +291,4 @@ class NativeVectorEnv(HostVectorEnv):
         return rewards - ctrl, healthy
 
 
-__all__ = ["CLASSES", "OPTIONS", "NativeVectorEnv", "check_native_options"]
+__all__ = ["NativeVectorEnv"]
