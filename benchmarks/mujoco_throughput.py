@@ -13,7 +13,13 @@ Measured in one run on one machine:
   family's env in a ``SyncVectorEnv`` and in an ``AsyncVectorEnv`` (one process per
   copy), and telapa's `GymVectorEnv`;
 - candidate evaluation as illumination runs it (`evaluate_population`, 5 episodes per
-  candidate on the gymnasium backend).
+  candidate on the gymnasium backend);
+- the ``native`` backend (issue 53, `telapa.envs.mujoco.native`) beside them: telapa PPO
+  on it (``telapa-native``, measured in the same rounds as the pair), its stepping alone
+  at 8 and 64 envs (``native-8``, ``native-64``), and candidate evaluation on it batched
+  (``candidates-native``: all candidates x 5 episodes as one batch of envs, as
+  illumination runs it there) and one candidate after the other
+  (``candidates-native-1by1``: `Agent.evaluate` per candidate).
 
 The pair (``sb3``, ``telapa``) is measured ``--repeats`` times, alternating, and the ratio
 uses the medians. From the measured rates the script extrapolates what one visit at
@@ -26,7 +32,8 @@ HalfCheetah median, and one iteration on each other env; evaluation rates: the
 candidate evaluation of an untrained policy on that env (whose Hopper and Walker2d
 episodes last ~20 steps, so per-episode overhead weighs more than in a trained policy's
 1000-step episodes: those rates, and the costs from them, are pessimistic). Writes
-``benchmarks/results/mujoco_throughput.json``.
+``benchmarks/results/mujoco_throughput.json``; ``visit_cost_native`` is the same
+extrapolation from the native rates.
 
     python benchmarks/mujoco_throughput.py           # full (about 10 minutes)
     python benchmarks/mujoco_throughput.py --quick   # smoke check (256-step rollouts)
@@ -79,18 +86,21 @@ def bench_sb3(steps: int) -> dict:
             "torch_threads": torch.get_num_threads(), **SHAPES}
 
 
-def bench_telapa(steps: int, env_id: str = ENV_ID, keep: dict | None = None) -> dict:
-    """telapa PPO for ``steps`` env steps; ``keep``: env id -> the trainer, kept there."""
+def bench_telapa(steps: int, env_id: str = ENV_ID, keep: dict | None = None,
+                 backend: str = "gymnasium") -> dict:
+    """telapa PPO for ``steps`` env steps on ``backend``; ``keep``: (env id, backend) ->
+    the trainer, kept there."""
     from telapa.rl import PPOTrainer
 
-    trainer = PPOTrainer(env_id, CONFIG, key=0, backend="gymnasium")
+    trainer = PPOTrainer(env_id, CONFIG, key=0, backend=backend)
     compile_s = trainer.compile()
     start = time.perf_counter()
     trainer.train(steps)
     train_s = time.perf_counter() - start
     if keep is not None:
-        keep[env_id] = trainer
-    return {"name": "telapa", "env_id": env_id, "steps": trainer.steps, "train_s": train_s,
+        keep[env_id, backend] = trainer
+    name = "telapa" if backend == "gymnasium" else f"telapa-{backend}"
+    return {"name": name, "env_id": env_id, "steps": trainer.steps, "train_s": train_s,
             "compile_s": compile_s, "steps_per_s": trainer.steps / train_s, **SHAPES}
 
 
@@ -133,12 +143,26 @@ def bench_stepping(steps: int, env_id: str = ENV_ID) -> list[dict]:
     elapsed = time.perf_counter() - start
     results.append({"name": "GymVectorEnv-sync8", "env_id": env_id, "num_envs": n,
                     "steps": calls * n, "steps_per_s": calls * n / elapsed})
+    for size in (n, 64):
+        native = make(env_id, "native", num_envs=size, seed=0)
+        native.reset(0)
+        native_zeros = np.zeros((size, native.spec.action_dim), np.float32)
+        native_calls = max(steps // size, 1)
+        start = time.perf_counter()
+        for _ in range(native_calls):
+            native.step(None, native_zeros)
+        elapsed = time.perf_counter() - start
+        results.append({"name": f"native-{size}", "env_id": env_id, "num_envs": size,
+                        "steps": native_calls * size,
+                        "steps_per_s": native_calls * size / elapsed})
     return results
 
 
-def bench_candidates(candidates: int, env_id: str, trainer=None) -> dict:
+def bench_candidates(candidates: int, env_id: str, trainer=None, backend: str = "gymnasium",
+                     one_by_one: bool = False) -> dict:
     """Illumination's candidate evaluation: ``candidates`` mutants x 5 episodes of the
-    policy of ``trainer`` (default: a fresh `PPOTrainer`'s, untrained)."""
+    policy of ``trainer`` (default: a fresh `PPOTrainer`'s on ``backend``, untrained);
+    ``one_by_one``: `Agent.evaluate` per candidate instead of `evaluate_population`."""
     import jax
 
     from telapa.continual.telapa.illumination import evaluate_population
@@ -146,18 +170,34 @@ def bench_candidates(candidates: int, env_id: str, trainer=None) -> dict:
     from telapa.rl.networks import flatten_params
 
     if trainer is None:
-        trainer = PPOTrainer(env_id, CONFIG, key=0, backend="gymnasium")
+        trainer = PPOTrainer(env_id, CONFIG, key=0, backend=backend)
     flat, unravel = flatten_params(trainer.params)
     noise = jax.random.normal(jax.random.key(1), (candidates, flat.shape[0])) * 0.02
     population = flat[None] + noise
-    evaluate_population(trainer.agent, population[:1], unravel, episodes=1,
-                        key=jax.random.key(0))  # compile
+    if backend == "gymnasium":  # compile (the policy's shapes are the eval env's)
+        evaluate_population(trainer.agent, population[:1], unravel, episodes=1,
+                            key=jax.random.key(0))
+    elif one_by_one:  # native: the policy compiles for the sets x episodes of a call
+        trainer.agent.evaluate(unravel(population[0]), 5, jax.random.key(0))
+    else:
+        evaluate_population(trainer.agent, population, unravel, episodes=5,
+                            key=jax.random.key(0))
     start = time.perf_counter()
-    ev = evaluate_population(trainer.agent, population, unravel, episodes=5, key=jax.random.key(2))
+    if one_by_one:
+        keys = jax.random.split(jax.random.key(2), candidates)
+        lengths = np.stack([trainer.agent.evaluate(unravel(population[b]), 5, keys[b]).lengths
+                            for b in range(candidates)])
+        steps = int(lengths.sum())
+    else:
+        ev = evaluate_population(trainer.agent, population, unravel, episodes=5,
+                                 key=jax.random.key(2))
+        lengths, steps = np.asarray(ev.lengths), ev.env_steps
     elapsed = time.perf_counter() - start
-    return {"name": "candidates", "env_id": env_id, "candidates": candidates, "episodes": 5,
-            "steps": ev.env_steps, "eval_s": elapsed, "steps_per_s": ev.env_steps / elapsed,
-            "mean_episode_length": float(np.mean(np.asarray(ev.lengths)))}
+    name = "candidates" if backend == "gymnasium" else f"candidates-{backend}"
+    return {"name": name + ("-1by1" if one_by_one else ""), "env_id": env_id,
+            "candidates": candidates, "episodes": 5,
+            "steps": steps, "eval_s": elapsed, "steps_per_s": steps / elapsed,
+            "mean_episode_length": float(np.mean(lengths))}
 
 
 def visit_cost(ppo_rate: float, eval_rate: float) -> dict:
@@ -202,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     rollout = SHAPES["num_envs"] * SHAPES["n_steps"]
     ppo_steps = rollout if args.quick else 3 * rollout
     repeats = args.repeats or (1 if args.quick else 2)
-    candidates = 1 if args.quick else 8
+    candidates = 2 if args.quick else 8
     # --quick: the candidates are the PPO run's policy, evaluated on its agent and envs
     # (a second trainer took 2-3 s to build); HalfCheetah's episodes last 1000 steps
     # whatever the policy
@@ -222,23 +262,36 @@ def main(argv: list[str] | None = None) -> int:
             except ImportError as err:
                 print(f"skipping SB3 ({err}); install the bench extra", file=sys.stderr)
         record({**bench_telapa(ppo_steps, keep=trainers), "round": round_})
+        record({**bench_telapa(ppo_steps, keep=trainers, backend="native"), "round": round_})
     for result in bench_stepping(800 if args.quick else 16_000):
         record(result)
-    eval_rates, ppo_rates = {}, {}
+    eval_rates, ppo_rates, native_eval, native_ppo = {}, {}, {}, {}
     for env_id in ((ENV_ID,) if args.quick else ENVS):
-        result = bench_candidates(candidates, env_id, (trainers or {}).get(env_id))
+        kept = trainers or {}
+        result = bench_candidates(candidates, env_id, kept.get((env_id, "gymnasium")))
         record(result)
         eval_rates[env_id] = result["steps_per_s"]
+        native = kept.get((env_id, "native"))
+        result = bench_candidates(candidates, env_id, native, "native")
+        record(result)
+        native_eval[env_id] = result["steps_per_s"]
+        record(bench_candidates(candidates, env_id, native, "native", one_by_one=True))
         if env_id != ENV_ID:  # one PPO iteration on each other env (physics costs differ)
             ppo = {**bench_telapa(rollout, env_id), "name": "telapa-env"}
             record(ppo)
             ppo_rates[env_id] = ppo["steps_per_s"]
+            ppo = {**bench_telapa(rollout, env_id, backend="native"),
+                   "name": "telapa-native-env"}
+            record(ppo)
+            native_ppo[env_id] = ppo["steps_per_s"]
 
     medians = {name: statistics.median(r["steps_per_s"] for r in results if r["name"] == name)
-               for name in ("sb3", "telapa") if any(r["name"] == name for r in results)}
+               for name in ("sb3", "telapa", "telapa-native")
+               if any(r["name"] == name for r in results)}
     sb3 = medians.get("sb3")
     ppo_rate = medians["telapa"]
     ppo_rates[ENV_ID] = ppo_rate
+    native_ppo[ENV_ID] = medians["telapa-native"]
     report = {
         "benchmark": "mujoco_throughput",
         "env": ENV_ID,
@@ -253,15 +306,23 @@ def main(argv: list[str] | None = None) -> int:
                                 "ppo_steps_per_s": ppo_rates[env_id],
                                 "eval_steps_per_s": rate}
                        for env_id, rate in eval_rates.items()},
+        "visit_cost_native": {env_id: {**visit_cost(native_ppo[env_id], rate),
+                                       "ppo_steps_per_s": native_ppo[env_id],
+                                       "eval_steps_per_s": rate}
+                              for env_id, rate in native_eval.items()},
         "results": results,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     if sb3:
         print(f"telapa: {ppo_rate / sb3:.2f}x SB3 (median)", file=sys.stderr)
-    for env_id, cost in report["visit_cost"].items():
-        print(f"{env_id}: one paper visit ~{cost['total_s'] / 3600:.2f} h "
-              f"(scratch {cost['scratch_total_s'] / 3600:.2f} h)", file=sys.stderr)
+    print(f"telapa native: {medians['telapa-native'] / ppo_rate:.2f}x telapa gymnasium "
+          "(median)", file=sys.stderr)
+    for backend, costs in (("gymnasium", report["visit_cost"]),
+                           ("native", report["visit_cost_native"])):
+        for env_id, cost in costs.items():
+            print(f"{env_id} ({backend}): one paper visit ~{cost['total_s'] / 3600:.2f} h "
+                  f"(scratch {cost['scratch_total_s'] / 3600:.2f} h)", file=sys.stderr)
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 

@@ -55,7 +55,8 @@ def test_mujoco_throughput_quick(tmp_path: Path) -> None:
     report = _quick_report("mujoco_throughput.py", out, "--skip-sb3", env=FAST_COMPILE)
     names = {r["name"] for r in report["results"]}
     assert {"telapa", "gymnasium-sync8", "family-sync8", "family-async8", "GymVectorEnv-sync8",
-            "candidates"} <= names
+            "candidates", "telapa-native", "native-8", "native-64", "candidates-native",
+            "candidates-native-1by1"} <= names
     assert all(r["steps"] > 0 and r["steps_per_s"] > 0 for r in report["results"])
     cost = report["visit_cost"]["HalfCheetah-v5"]
     assert set(cost["seconds"]) == {"ppo", "evaluation", "illumination", "probes"}
@@ -63,6 +64,8 @@ def test_mujoco_throughput_quick(tmp_path: Path) -> None:
     # 200 candidates + the base policy, 5 episodes of 1000 steps each
     assert cost["env_steps"]["illumination"] == 201 * 5 * 1000
     assert cost["total_s"] == sum(cost["seconds"].values())
+    native = report["visit_cost_native"]["HalfCheetah-v5"]
+    assert native["env_steps"] == cost["env_steps"] and native["total_s"] > 0
 
 
 def test_paper_seed_stops_at_a_checkpoint_and_resumes(tmp_path: Path) -> None:

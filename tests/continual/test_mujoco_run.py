@@ -81,7 +81,7 @@ def test_telapa_mujoco_run_resumes_exactly_after_sigkill(telapa_run, tmp_path):
     out = tmp_path / "killed"
     proc = telapa_process("run", "--curriculum", str(CURRICULUM), "--method", "telapa",
                           "--seed", "1", "--preset", str(TINY), "--out", str(out))
-    # phases per visit: start, 1 chunk, end; the gymnasium backend checkpoints after
+    # phases per visit: start, 1 chunk, end; a host backend (native) checkpoints after
     # start and end, so next_phase 7 = visit 2 has started (its training not yet kept)
     assert 7 <= kill_at_checkpoint(proc, out, 7) < 12
     assert json.loads((out / "run.json").read_text())["status"] == "running"

@@ -1,6 +1,6 @@
 """``telapa train``: PPO on one environment.
 
-    telapa train --env ID --steps N [--seed S] [--backend jax|gymnasium] [--config FILE]
+    telapa train --env ID --steps N [--seed S] [--backend jax|gymnasium|native] [--config FILE]
                  [--set KEY=VALUE ...] [--import MODULE ...] [--out DIR] [--json]
 
 ``--set ppo.lr=1e-3`` (repeatable) changes one setting of the config (`telapa.overrides`).
@@ -37,7 +37,7 @@ from telapa.cli.common import (
 )
 from telapa.config import ConfigError, TrainConfig, dump_config, load_config
 from telapa.continual.rundir import TB_DIR, RunDirError, claim_new_dir, write_manifest
-from telapa.envs.registry import default_config
+from telapa.envs.registry import BACKENDS, default_config
 from telapa.io import write_text_atomic
 from telapa.overrides import override, parse_sets
 
@@ -183,7 +183,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--steps", required=True, type=env_steps,
                        help="env steps (at most 1e10)")
     train.add_argument("--seed", type=seed_int, default=0, help="0 <= S < 2^32")
-    train.add_argument("--backend", choices=["jax", "gymnasium"], default="jax")
+    train.add_argument("--backend", choices=list(BACKENDS), default="jax",
+                       help="jax (compiled envs), gymnasium (host, any gymnasium id) or "
+                            "native (host MuJoCo batch)")
     train.add_argument("--config", help="YAML config (default: configs/ppo preset)")
     add_set_option(train, example="ppo.lr=1e-3")
     add_import_option(train)

@@ -5,7 +5,7 @@ The paper's curricula ship as ``configs/curricula/<name>.yaml`` (``primary``, ``
 by name, ``load_curriculum(path)`` loads any YAML file. A user curriculum::
 
     name: my-ladder
-    backend: jax               # or gymnasium: any registered gymnasium id
+    backend: jax               # or gymnasium (any registered gymnasium id) or native
     tasks:
       A: MiniGrid-Empty-5x5-v0 # a plain id ...
       B:                       # ... or a task spec
@@ -17,9 +17,10 @@ by name, ``load_curriculum(path)`` loads any YAML file. A user curriculum::
     steps_per_visit: 100000    # tasks without ``steps``; omit to use the run preset's budget
 
 Options are the env family's task parameters (`telapa.envs.family`), checked when the
-curriculum is loaded: MiniGrid ``observe_mission``; MuJoCo (``backend: gymnasium``)
-``friction``, the friction regime (``{env_id: Hopper-v5, options: {friction: 0.75}}``,
-see ``configs/curricula/hopper.yaml``). All tasks of a curriculum belong to one family.
+curriculum is loaded: MiniGrid ``observe_mission``; MuJoCo (``backend: native``, or the
+reference ``gymnasium``) ``friction``, the friction regime (``{env_id: Hopper-v5,
+options: {friction: 0.75}}``, see ``configs/curricula/hopper.yaml``). All tasks of a
+curriculum belong to one family.
 
 An env id may name the module that registers it, ``my_package.envs:Ring-v0``: the module
 is imported when the curriculum is read (`telapa.plugins`). A task's ``success`` sets
@@ -34,7 +35,8 @@ the generic family count an episode with a positive return as a success (SR = me
 Tags are the keys of ``tasks``; ``order`` may repeat them. The n-th visit of task ``A`` is
 tagged ``A`` followed by n-1 primes (``A``, ``A'``, ``A''``). Every env id is checked on the
 curriculum's backend when it is loaded, before any work starts; on the gymnasium backend
-its env must have a time limit (`telapa.envs.registry.check_time_limit`).
+its env must have a time limit (`telapa.envs.registry.check_time_limit`), on the native
+backend one env is made with the task's options.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import (
     Field,
@@ -62,8 +64,9 @@ from telapa.config import (
     resolve_named,
     validate,
 )
+from telapa.envs.base import Backend
 from telapa.envs.family import Competence, NormalizedReturn, ReturnAtLeast
-from telapa.envs.registry import check_env_id, check_time_limit, family_of
+from telapa.envs.registry import check_env_id, check_time_limit, family_of, make
 from telapa.plugins import import_env_module
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,99}")
@@ -185,7 +188,7 @@ class Curriculum(StrictModel):
 
 
     name: str
-    backend: Literal["jax", "gymnasium"] = "jax"
+    backend: Backend = "jax"
     tasks: dict[str, TaskSpec]
     order: list[str]
     cycles: Annotated[int, Field(gt=0, le=MAX_CYCLES)] = 1
@@ -232,6 +235,8 @@ class Curriculum(StrictModel):
                                                          spec.options)
                     if backend == "gymnasium":
                         check_time_limit(spec.env_id, spec.options)
+                    elif backend == "native":  # one env, made now, names a bad option
+                        make(spec.env_id, "native", num_envs=1, **spec.options).close()
                 except ValueError as err:
                     raise ValueError(f"task {tag!r}: {err}") from None
         return tasks

@@ -101,12 +101,12 @@ def _task_shape(env_id: str, backend: str, options: str, network: str) -> TaskSh
     from telapa.envs.registry import make
     from telapa.rl.policy import Policy
 
-    env = make(env_id, backend, **json.loads(options),
-               **({"num_envs": 1} if backend == "gymnasium" else {}))
+    host = backend != "jax"
+    env = make(env_id, backend, **json.loads(options), **({"num_envs": 1} if host else {}))
     try:
         spec = env.spec
     finally:
-        if backend == "gymnasium":
+        if host:
             env.close()
     obs = sum(math.prod(s.shape) * np.dtype(s.dtype).itemsize
               for s in spec.observation.values())
@@ -136,7 +136,7 @@ def estimate(curriculum: Curriculum, method: str, config: RunConfig, *,
     shapes = task_shapes(curriculum, config)
     cls = find_method(method)
     telapa = issubclass(cls, TeLAPA)
-    batched = seeds if curriculum.backend == "jax" else 1  # gymnasium: one after another
+    batched = seeds if curriculum.backend == "jax" else 1  # host backends: one after another
     ppo, qd = config.train.ppo, config.methods.telapa.qd
     programs = batched * (qd.transfer.k_pool if telapa else 1)
     widest = max(shapes, key=lambda s: s.obs_bytes)

@@ -23,9 +23,11 @@ from flax import struct
 Obs = dict[str, jax.Array]
 """Observations are dicts of arrays; MiniGrid: ``image``, ``direction``, ``mission``."""
 
-Backend = Literal["jax", "gymnasium"]
-"""Where an env runs: ``jax`` (a functional `JaxEnv`, compiled with the policy) or
-``gymnasium`` (host envs, `telapa.envs.gym_backend`)."""
+Backend = Literal["jax", "gymnasium", "native"]
+"""Where an env runs: ``jax`` (a functional `JaxEnv`, compiled with the policy),
+``gymnasium`` (host envs through gymnasium's wrappers, `telapa.envs.gym_backend`; the
+reference) or ``native`` (host MuJoCo envs stepped as one numpy batch,
+`telapa.envs.mujoco.native`); both host backends are `telapa.envs.host.HostVectorEnv`."""
 
 
 @dataclass(frozen=True)

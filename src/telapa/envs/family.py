@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     import gymnasium
 
     from telapa.envs.base import EnvSpec, JaxEnv
+    from telapa.envs.host import HostVectorEnv
     from telapa.qd.trajectories import FeatureCodec
 
 
@@ -220,6 +221,21 @@ class EnvFamily(ABC):
                              f" lists {env_id!r} in jax_ids but does not write make_jax")
         raise ValueError(f"{env_id} has no JAX port (the {self.name} family has none; it "
                          "runs on the gymnasium backend)")
+
+    def native_ids(self) -> tuple[str, ...]:
+        """The ids the family steps itself as a batch, the ids that run on the
+        ``native`` backend (`telapa.envs.registry.native_env_ids`). Default: none."""
+        return ()
+
+    def make_native(self, env_id: str, options: dict[str, Any], *, num_envs: int,
+                    seed: int) -> HostVectorEnv:
+        """The ``native`` backend's `telapa.envs.host.HostVectorEnv` of ``num_envs``
+        envs of ``env_id`` (one of `native_ids`) with the task ``options``, seeded with
+        ``seed``: the call shape, observations, rewards and sketch of the ``gymnasium``
+        backend's vector env of `make_single`. Default: a ``ValueError`` (none)."""
+        raise ValueError(f"unknown env id {env_id!r} for backend 'native' (the "
+                         f"{self.name} family has no native envs; it runs on the "
+                         "gymnasium backend)")
 
     @abstractmethod
     def feature_dim(self, env_id: str) -> int:

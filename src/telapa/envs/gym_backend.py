@@ -1,18 +1,12 @@
 """The ``gymnasium`` backend: a host vector env with the `JaxEnv` call shape.
 
 `GymVectorEnv` runs N copies of a gymnasium env in a ``gymnasium.vector.SyncVectorEnv``
-with same-step autoreset, and returns batched numpy:
-
-    state, obs = env.reset(key)           # state is None: the envs hold their own state
-    state, obs, reward, terminated, truncated, info = env.step(state, actions)
-
-as `telapa.envs.AutoReset` does for a vmapped `JaxEnv`: when env i's episode ends, ``obs[i]``
-is the first observation of its next episode, ``info["final_obs"][i]`` the last one of the
-finished episode, and every other info entry (``features``, ``success``, ...) belongs to
-the step that ended it. Observations are always dicts. The single envs come from the
-env's family (`telapa.envs.registry.make` passes its ``make_single``): MiniGrid ids
-through ``telapa.envs.minigrid.gym_wrappers.wrap_farama`` (``image``/``direction``/
-``mission``), MuJoCo ids with the friction regime and the 24-dim sketch
+with same-step autoreset: a `telapa.envs.host.HostVectorEnv` (batched numpy, the
+`JaxEnv` call shape, `AutoReset`'s autoreset convention; info entries such as
+``features`` and ``success`` belong to the step that ended an episode). The single envs
+come from the env's family (`telapa.envs.registry.make` passes its ``make_single``):
+MiniGrid ids through ``telapa.envs.minigrid.gym_wrappers.wrap_farama``
+(``image``/``direction``/``mission``), MuJoCo ids with the friction regime and the 24-dim sketch
 (`telapa.envs.mujoco`), any other env's observation becomes ``{"obs": float32 vector}``
 and its behaviour features are that vector (`telapa.envs.generic`).
 """
@@ -29,6 +23,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 from telapa.envs.base import ArraySpec, EnvSpec
+from telapa.envs.host import HostVectorEnv
 
 
 def check_gym_id(env_id: str) -> None:
@@ -48,16 +43,20 @@ def time_limit(env: gymnasium.Env) -> int:
                or getattr(env.unwrapped, "max_steps", 0) or 0)
 
 
-def _scalar_bound(values: np.ndarray, env_id: str) -> float:
+def scalar_bound(values: np.ndarray, env_id: str) -> float:
+    """The one value of an action space's per-dimension bound ``values``; a
+    ``ValueError`` naming ``env_id`` when they differ."""
     if not np.all(values == values.flat[0]):
         raise ValueError(f"{env_id}: per-dimension action bounds {values} are not supported")
     return float(values.flat[0])
 
 
-class GymVectorEnv:
+class GymVectorEnv(HostVectorEnv):
     """N host copies of ``make_single()``, the env ``env_id`` (see module docstring);
     ``spec`` is an `EnvSpec` with the sketch dimension ``feature_dim``. Made by
     `telapa.envs.registry.make` (``make(env_id, "gymnasium", ...)``)."""
+
+    backend = "gymnasium"
 
     def __init__(
         self,
@@ -94,49 +93,23 @@ class GymVectorEnv:
         elif isinstance(act_space, spaces.Box) and len(act_space.shape) == 1:
             self.spec = EnvSpec(
                 action_dim=int(act_space.shape[0]),
-                action_low=_scalar_bound(act_space.low, env_id),
-                action_high=_scalar_bound(act_space.high, env_id),
+                action_low=scalar_bound(act_space.low, env_id),
+                action_high=scalar_bound(act_space.high, env_id),
                 **common,
             )
         else:
             raise ValueError(f"{env_id}: unsupported action space {act_space}")
 
     def reset(self, key: Any = None) -> tuple[None, dict[str, np.ndarray]]:
-        """Resets all envs, seeded from ``key`` (a JAX key or an int; None: the ctor seed)."""
-        obs, _ = self.envs.reset(seed=self._seed_from(key))
+        """Resets all envs: env i with seed ``seed_from(key) + i`` (gymnasium's vector
+        seeding)."""
+        obs, _ = self.envs.reset(seed=self.seed_from(key))
         return None, obs
-
-    def _seed_from(self, key: Any) -> int:
-        if key is None:
-            return self.seed
-        if isinstance(key, (int, np.integer)):
-            return int(key)
-        import jax
-
-        return int(jax.random.randint(key, (), 0, 2**31 - 1))
-
-    def _check_actions(self, action: np.ndarray) -> None:
-        spec = self.spec
-        expected = (self.num_envs,) if spec.discrete else (self.num_envs, spec.action_dim)
-        if action.shape != expected:
-            raise ValueError(f"expected actions of shape {expected}, got {action.shape}")
-        if spec.discrete:
-            bad = (action < 0) | (action >= spec.n_actions) | (action != np.floor(action))
-            valid = f"integers 0..{spec.n_actions - 1}"
-        else:
-            bad = ~((action >= spec.action_low) & (action <= spec.action_high)).all(axis=-1)
-            valid = f"[{spec.action_low}, {spec.action_high}]"
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise ValueError(
-                f"{spec.env_id}: action {action[i].tolist()} for env {i} is out of range; "
-                f"valid actions are {valid}"
-            )
 
     def step(self, state: None, action: Any):
         """Steps every env; see the module docstring for the autoreset convention."""
         action = np.asarray(action)
-        self._check_actions(action)
+        self.check_actions(action)
         if self.spec.discrete:
             action = action.astype(np.int64)
         obs, reward, terminated, truncated, raw = self.envs.step(action)
@@ -160,3 +133,6 @@ class GymVectorEnv:
 
     def close(self) -> None:
         self.envs.close()
+
+
+__all__ = ["GymVectorEnv", "check_gym_id", "scalar_bound", "time_limit"]

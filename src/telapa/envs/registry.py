@@ -4,7 +4,9 @@ from an env id (its family, its environments on both backends, its PPO preset).
 Families are asked in order: the built-in `FAMILIES`, then the plug-in families, and
 the generic family (`telapa.envs.generic`) takes any id no other family claims. The
 ``jax`` backend makes a family's functional port (`telapa.envs.base.JaxEnv`); the
-``gymnasium`` backend a host `GymVectorEnv` of the family's single envs. A new family is
+``gymnasium`` backend a host `GymVectorEnv` of the family's single envs; the ``native``
+backend the family's own batch of host envs (`EnvFamily.make_native`, MuJoCo's
+`telapa.envs.mujoco.native`). A new family is
 one module (see `telapa.envs.family`): built in, it is imported here and added to
 `FAMILIES`; as a plug-in, an installed package names it under the ``telapa.families``
 entry point (loaded the first time an id no built-in family claims is asked about), or a
@@ -156,6 +158,28 @@ def jax_env_ids() -> list[str]:
     return sorted(i for f in (*FAMILIES, *plugin_families(), GENERIC) for i in f.jax_ids())
 
 
+def native_env_ids() -> list[str]:
+    """Ids available on the ``native`` backend (every family's `EnvFamily.native_ids`;
+    a plug-in written before `EnvFamily` has none)."""
+    return sorted(i for f in (*FAMILIES, *plugin_families(), GENERIC)
+                  for i in getattr(f, "native_ids", tuple)())
+
+
+BACKENDS: tuple[str, ...] = ("jax", "gymnasium", "native")
+"""The backends (`telapa.envs.base.Backend`)."""
+
+
+def _unknown_backend(backend: str) -> ValueError:
+    return ValueError(f"unknown backend {backend!r}; expected one of "
+                      f"{', '.join(map(repr, BACKENDS))}")
+
+
+def _unknown_native_id(env_id: str) -> ValueError:
+    return ValueError(f"unknown env id {env_id!r} for backend 'native'; available: "
+                      f"{', '.join(native_env_ids())} (any gymnasium id runs with backend "
+                      "'gymnasium')")
+
+
 def _unknown_jax_id(env_id: str, hint: str = "") -> ValueError:
     return ValueError(f"unknown env id {env_id!r} for backend 'jax'; available: "
                       f"{', '.join(jax_env_ids())}{hint}")
@@ -165,14 +189,17 @@ def check_env_id(env_id: str, backend: Backend) -> None:
     """Raises ``ValueError`` naming ``env_id`` and the alternatives unless it exists on
     ``backend`` (checked before any work starts); for ``module:Id``, the module is
     imported first and the error names it."""
-    if backend not in ("jax", "gymnasium"):
-        raise ValueError(f"unknown backend {backend!r}; expected 'jax' or 'gymnasium'")
+    if backend not in BACKENDS:
+        raise _unknown_backend(backend)
     name = import_env_module(env_id)
     try:
         if backend == "jax":
             if name not in jax_env_ids():
                 raise _unknown_jax_id(name, " (any gymnasium id runs with backend "
                                             "'gymnasium')")
+        elif backend == "native":
+            if name not in native_env_ids():
+                raise _unknown_native_id(name)
         else:
             check_gym_id(name)
     except ValueError as err:
@@ -243,7 +270,9 @@ def make(env_id: str, backend: Backend = "jax", **options: Any):
     ``jax``: the family's port with its task options (e.g. ``observe_mission=False``).
     ``gymnasium``: a `GymVectorEnv` of the family's single envs; ``num_envs`` (default 8),
     ``seed`` (0) and ``wrapper`` (applied to each single env) configure the vector env,
-    every other option is a task option of the family. ``module:Id``: the module is
+    every other option is a task option of the family.
+    ``native``: the family's `EnvFamily.make_native` batch of ``num_envs`` (default 8)
+    envs seeded with ``seed`` (0); every other option is a task option. ``module:Id``: the module is
     imported, then ``Id`` is made (and is the env's ``spec.env_id``).
     """
     env_id = import_env_module(env_id)
@@ -263,9 +292,15 @@ def make(env_id: str, backend: Backend = "jax", **options: Any):
         return GymVectorEnv(env_id, partial(family.make_single, env_id, options),
                             feature_dim=family.feature_dim(env_id), num_envs=num_envs,
                             seed=seed, wrapper=wrapper)
-    raise ValueError(f"unknown backend {backend!r}; expected 'jax' or 'gymnasium'")
+    if backend == "native":
+        num_envs = options.pop("num_envs", 8)
+        seed = options.pop("seed", 0)
+        if env_id not in native_env_ids():
+            raise _unknown_native_id(env_id)
+        return family_of(env_id).make_native(env_id, options, num_envs=num_envs, seed=seed)
+    raise _unknown_backend(backend)
 
 
-__all__ = ["FAMILIES", "GENERIC", "check_env_id", "check_time_limit", "common_family",
-           "default_config", "families", "family_of", "jax_env_ids", "make",
-           "plugin_families", "register_family"]
+__all__ = ["BACKENDS", "FAMILIES", "GENERIC", "check_env_id", "check_time_limit",
+           "common_family", "default_config", "families", "family_of", "jax_env_ids",
+           "make", "native_env_ids", "plugin_families", "register_family"]

@@ -1,12 +1,13 @@
-"""PPO in JAX for both env backends: networks, the PPO update, rollouts, the agent.
+"""PPO in JAX for every env backend: networks, the PPO update, rollouts, the agent.
 
-Importing the package imports both implementations of `telapa.rl.agent.Agent`
-(`JaxAgent`, `GymAgent`), so that ``Agent(env, config)`` finds the one of either backend.
+Importing the package imports the implementations of `telapa.rl.agent.Agent`
+(`JaxAgent`, `GymAgent`, `NativeAgent`), so that ``Agent(env, config)`` finds the one of
+its backend.
 """
 
 from telapa.rl.agent import Agent, TrainState
 from telapa.rl.evaluate import EvalResult, evaluate_gym, make_jax_evaluator
-from telapa.rl.gym_agent import GymAgent
+from telapa.rl.gym_agent import GymAgent, NativeAgent
 from telapa.rl.jax_agent import JaxAgent
 from telapa.rl.networks import ActorCritic, Params, flatten_params, make_network, num_params
 from telapa.rl.policy import Categorical, DiagGaussian, Policy
@@ -21,6 +22,7 @@ __all__ = [
     "EvalResult",
     "GymAgent",
     "JaxAgent",
+    "NativeAgent",
     "PPOState",
     "PPOTrainer",
     "Params",

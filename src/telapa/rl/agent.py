@@ -23,9 +23,11 @@ makes the implementation of the env's backend (`Agent.__new__`):
   (``vmap``ped over them) and evaluates them, as one jitted call whose results reach the
   host in one transfer (`fetch`).
 - `telapa.rl.gym_agent.GymAgent` (an env id on ``backend="gymnasium"``, or a
-  `GymVectorEnv`): the envs live on the host and the rollout is a host loop over the
-  agent's `GymVectorEnv`, so a state has no env states (``env_state`` is None), it is
-  valid only for the agent that produced it and only one state trains at a time.
+  `GymVectorEnv`) and its `telapa.rl.gym_agent.NativeAgent` (``backend="native"``, or a
+  `NativeVectorEnv`): the envs live on the host and the rollout is a host loop over the
+  agent's `HostVectorEnv`, so a state has no env states (``env_state`` is None), it is
+  valid only for the agent that produced it and only one state trains at a time. On
+  native, `evaluate_batch` runs its S sets x E episodes as one batch of host envs.
 
 One training iteration collects ``num_envs * n_steps`` env steps with the current policy
 and applies one PPO update (`telapa.rl.ppo.make_learn`). Every compiled function an agent
@@ -48,7 +50,7 @@ from telapa.config import TrainConfig
 from telapa.envs import Backend
 from telapa.envs.base import EnvSpec, JaxEnv, Obs
 from telapa.envs.family import Competence
-from telapa.envs.gym_backend import GymVectorEnv
+from telapa.envs.host import HostVectorEnv
 from telapa.envs.registry import family_of
 from telapa.rl.evaluate import EvalResult
 from telapa.rl.networks import Params
@@ -102,10 +104,10 @@ class Agent(abc.ABC):
     """PPO on one environment, without state; see the module docstring.
 
     Args:
-        env: an env id (created on ``backend``), a `JaxEnv`, or a `GymVectorEnv` (its
+        env: an env id (created on ``backend``), a `JaxEnv`, or a `HostVectorEnv` (its
             ``num_envs`` must equal ``config.ppo.num_envs``).
         config: the `TrainConfig` (network, PPO, evaluation).
-        backend: ``"jax"`` or ``"gymnasium"`` when ``env`` is an id.
+        backend: ``"jax"``, ``"gymnasium"`` or ``"native"`` when ``env`` is an id.
         total_steps: the training horizon, needed only for ``ppo.anneal_lr``.
         env_options: options for `telapa.envs.make` when ``env`` is an id.
         penalty: a regulariser added to the PPO loss (`telapa.rl.ppo.make_learn`); its
@@ -120,7 +122,7 @@ class Agent(abc.ABC):
     """
 
     backend: ClassVar[Backend]
-    """``"jax"`` or ``"gymnasium"``: where the envs run."""
+    """``"jax"``, ``"gymnasium"`` or ``"native"``: where the envs run."""
 
     def __init_subclass__(cls, backend: Backend | None = None, **kwargs: Any):
         super().__init_subclass__(**kwargs)
@@ -129,17 +131,23 @@ class Agent(abc.ABC):
             _IMPLEMENTATIONS[backend] = cls
 
     def __new__(cls, env: Any = None, *args: Any, backend: Backend = "jax", **kwargs: Any):
-        """``Agent(...)`` makes the implementation of ``env``'s backend: `GymAgent` for a
-        `GymVectorEnv` or an id on ``"gymnasium"``, else `JaxAgent`."""
+        """``Agent(...)`` makes the implementation of ``env``'s backend: for a host vector
+        env (`HostVectorEnv`) its ``backend``'s (`GymAgent`, `NativeAgent`), for an id
+        ``backend``'s, else `JaxAgent`."""
         if cls is Agent:
-            gym = isinstance(env, GymVectorEnv) or (isinstance(env, str)
-                                                    and backend == "gymnasium")
-            cls = _IMPLEMENTATIONS["gymnasium" if gym else "jax"]
+            if isinstance(env, HostVectorEnv):
+                backend = env.backend
+            elif not isinstance(env, str):
+                backend = "jax"
+            if backend not in _IMPLEMENTATIONS:
+                raise ValueError(f"unknown backend {backend!r}; expected one of "
+                                 f"{', '.join(map(repr, _IMPLEMENTATIONS))}")
+            cls = _IMPLEMENTATIONS[backend]
         return super().__new__(cls)
 
     def __init__(
         self,
-        env: str | JaxEnv | GymVectorEnv,
+        env: str | JaxEnv | HostVectorEnv,
         config: TrainConfig,
         *,
         backend: Backend = "jax",
@@ -175,8 +183,8 @@ class Agent(abc.ABC):
         """Env steps of one training call (`train` trains whole calls)."""
 
     @abc.abstractmethod
-    def _open(self, env: str | JaxEnv | GymVectorEnv, backend: Backend,
-              intrinsic_beta: float | None, gym_seed: int) -> JaxEnv | GymVectorEnv:
+    def _open(self, env: str | JaxEnv | HostVectorEnv, backend: Backend,
+              intrinsic_beta: float | None, gym_seed: int) -> JaxEnv | HostVectorEnv:
         """The agent's env (made from an id) and whatever training on it needs."""
 
     def _iterations_per_call(self) -> int:
@@ -374,7 +382,9 @@ class Agent(abc.ABC):
         ``keys[i]``, on fresh episodes in the config's policy mode and the env's time
         limit: on jax one population evaluation (`make_population_evaluator`, whose
         results do not depend on S) and one `fetch`, without ``features`` keeping no
-        per-step features; on gymnasium one `evaluate` after the other."""
+        per-step features; on native one batch of S * E host envs
+        (`telapa.rl.evaluate.evaluate_native`); on gymnasium one `evaluate` after the
+        other."""
         return [self.evaluate(jax.tree.map(lambda x, i=i: x[i], params), episodes, key)
                 for i, key in enumerate(keys)]
 

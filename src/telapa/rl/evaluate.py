@@ -10,14 +10,15 @@ On the jax backend `make_jax_evaluator` gives a pure ``evaluate(params, key)`` a
 `make_population_evaluator` the same for a batch of parameter sets (illumination's
 candidates): each candidate's lanes run its episodes from a queue, with randomness per
 episode, so results do not depend on the lanes or the batch. On the gymnasium backend
-`evaluate_gym` runs a host loop.
+`evaluate_gym` runs a host loop; on the native backend `evaluate_native` runs S
+parameter sets x E episodes as one batch of S * E host envs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -25,10 +26,13 @@ import numpy as np
 
 from telapa.envs.base import JaxEnv, Obs
 from telapa.envs.family import Competence
-from telapa.envs.gym_backend import GymVectorEnv
+from telapa.envs.host import HostVectorEnv
 from telapa.rl.networks import Params
 from telapa.rl.policy import Policy
 from telapa.rl.rollout import ActFn
+
+if TYPE_CHECKING:
+    from telapa.envs.mujoco.native import NativeVectorEnv
 
 
 @dataclass(frozen=True)
@@ -291,7 +295,7 @@ def _where_lanes(mask: jax.Array, new: jax.Array, old: jax.Array) -> jax.Array:
 
 
 def evaluate_gym(
-    env: GymVectorEnv,
+    env: HostVectorEnv,
     act: ActFn,
     params: Params,
     episodes: int,
@@ -333,3 +337,63 @@ def evaluate_gym(
         features[j, :length] = f
     returns = np.array([r for r, _, _ in episodes_], np.float32)
     return EvalResult(returns, lengths, features, competence)
+
+
+def evaluate_native(
+    env: NativeVectorEnv,
+    act: ActFn,
+    params: Params,
+    episodes: int,
+    keys: jax.Array,
+    max_steps: int,
+    competence: Competence,
+    *,
+    features: bool = True,
+) -> list[EvalResult]:
+    """S stacked parameter sets (leading axis S), ``episodes`` (E) episodes each, as ONE
+    batch of host envs: ``env`` has S * E envs and env (i, e) = i E + e runs episode e of
+    set i, once; every step acts for all S sets with ``act`` vmapped over them (its
+    arguments ``(params, obs, key)`` with a leading axis S) and steps the envs whose
+    episode runs (`NativeVectorEnv.advance`).
+
+    Keys: set i with ``keys[i]`` as `evaluate_gym` with E env copies: ``reset_key,
+    act_key = split(keys[i])``, env (i, e) reset with seed ``seed_from(reset_key) + e``
+    (gymnasium's vector seeding), and at every step ``a, act_key = act(params_i,
+    obs_i, act_key)`` on the set's (E, ...) observations (a finished episode's row keeps
+    its last observation; rows do not interact). So set i's episodes do not depend on
+    S or on the other sets, and equal those of the gymnasium backend's `evaluate_gym`
+    with E copies up to XLA's numerics of the vmapped policy. Without ``features`` the
+    results keep no per-step features (0 steps)."""
+    size = int(len(keys))
+    n = size * episodes
+    if env.num_envs != n:
+        raise ValueError(f"evaluate_native: {size} sets x {episodes} episodes need "
+                         f"{n} envs, got {env.num_envs}")
+    split = jax.vmap(jax.random.split)(keys)
+    seeds = np.asarray(jax.vmap(lambda k: jax.random.randint(k, (), 0, 2**31 - 1))(
+        split[:, 0]), np.int64)
+    every = np.arange(n)
+    obs = env.reset_envs(every, seeds=np.repeat(seeds, episodes) + np.tile(
+        np.arange(episodes), size)).astype(np.float32)
+    key = split[:, 1]
+    returns, lengths = np.zeros(n), np.zeros(n, np.int32)
+    horizon = max(max_steps, env.spec.max_steps) if features else 0
+    steps = np.zeros((n, horizon, env.spec.feature_dim), np.float32)
+    running = np.ones(n, bool)
+    while running.any():
+        a, key = act(params, {"obs": obs.reshape(size, episodes, -1)}, key)
+        action = np.asarray(a.env_action).reshape(n, -1)
+        idx = every[running]
+        next_obs, reward, terminated, truncated, feats = env.advance(idx, action[idx])
+        obs[idx] = next_obs
+        returns[idx] += reward
+        if features:
+            steps[idx, lengths[idx]] = feats
+        lengths[idx] += 1
+        running[idx[terminated | truncated]] = False
+    if features:
+        steps = steps[:, :max(max_steps, int(lengths.max()))]
+    shape = (size, episodes)
+    returns, lengths = returns.astype(np.float32).reshape(shape), lengths.reshape(shape)
+    steps = steps.reshape(*shape, *steps.shape[1:])
+    return [EvalResult(returns[i], lengths[i], steps[i], competence) for i in range(size)]

@@ -1,4 +1,6 @@
-"""`GymAgent`: the `telapa.rl.agent.Agent` of a `GymVectorEnv`, whose envs live on the host.
+"""The `telapa.rl.agent.Agent` of the host backends, whose envs live on the host:
+`GymAgent` on a `telapa.envs.gym_backend.GymVectorEnv` (``gymnasium``) and `NativeAgent`
+on a `telapa.envs.mujoco.native.NativeVectorEnv` (``native``).
 
 The rollout is a host loop over the agent's vector env (`telapa.rl.rollout.gym_rollout`)
 with a jitted policy; the PPO update is the jitted `telapa.rl.ppo.make_learn` of the jax
@@ -8,48 +10,58 @@ one training call is one PPO iteration, and there is no batched program
 (`Agent.train_and_evaluate`, `Agent.observation_sampler`). The program cache
 (`Agent.program`) holds ``("act", deterministic)`` (the jitted policy of host rollouts,
 `gym_act`) and ``("gym-train", shapes)`` (the rollout's policy and the PPO update,
-compiled for a state's shapes).
+compiled for a state's shapes). `NativeAgent` evaluates one or S parameter sets as one
+batch of S * E native envs (`telapa.rl.evaluate.evaluate_native`) with the policy
+vmapped over the sets, program ``("act-sets", deterministic)``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
 
 from telapa.envs import Backend, make
 from telapa.envs.base import Obs
-from telapa.envs.gym_backend import GymVectorEnv
+from telapa.envs.host import HostVectorEnv
 from telapa.envs.intrinsic import episodic_count_bonus_gym
 from telapa.rl.agent import Agent, first_steps, shape_key
-from telapa.rl.evaluate import EvalResult, evaluate_gym
+from telapa.rl.evaluate import EvalResult, evaluate_gym, evaluate_native
 from telapa.rl.networks import Params
 from telapa.rl.ppo import EpisodeTracker, PPOState, Trajectory
 from telapa.rl.rollout import gym_rollout, make_act
 from telapa.rl.train_state import TrainState
+
+if TYPE_CHECKING:
+    from telapa.envs.mujoco.native import NativeVectorEnv
 
 MAX_GYM_EVAL_ENVS = 16
 """The most env copies of the evaluation env (when ``eval.num_envs`` is unset)."""
 
 
 class GymAgent(Agent, backend="gymnasium"):
-    """PPO on a `GymVectorEnv` (``Agent(env, config)`` with a `GymVectorEnv` or an id on
+    """PPO on a host vector env (``Agent(env, config)`` with a `GymVectorEnv` or an id on
     ``backend="gymnasium"``); see `telapa.rl.agent.Agent` for the arguments."""
 
-    def _open(self, env: str | GymVectorEnv, backend: Backend, intrinsic_beta: float | None,
-              gym_seed: int) -> GymVectorEnv:
-        """Makes ``env`` from an id: ``num_envs`` copies seeded with ``gym_seed``, each
-        with the count bonus of ``intrinsic_beta``."""
+    def _open(self, env: str | HostVectorEnv, backend: Backend, intrinsic_beta: float | None,
+              gym_seed: int) -> HostVectorEnv:
+        """Makes ``env`` from an id on the agent's backend: ``num_envs`` copies seeded
+        with ``gym_seed``, each with the count bonus of ``intrinsic_beta`` (gymnasium)."""
         ppo = self.config.ppo
         if isinstance(env, str):
-            bonus = intrinsic_beta and partial(episodic_count_bonus_gym, beta=intrinsic_beta)
-            env = make(env, "gymnasium", num_envs=ppo.num_envs, seed=gym_seed,
-                       wrapper=bonus or None, **self.env_options)
+            options = dict(num_envs=ppo.num_envs, seed=gym_seed, **self.env_options)
+            if intrinsic_beta:
+                if self.backend != "gymnasium":
+                    raise ValueError(f"{env}: the count bonus (intrinsic_beta) runs on the "
+                                     "gymnasium backend only")
+                options["wrapper"] = partial(episodic_count_bonus_gym, beta=intrinsic_beta)
+            env = make(env, self.backend, **options)
         if env.num_envs != ppo.num_envs:
             raise ValueError(f"env has {env.num_envs} copies but ppo.num_envs={ppo.num_envs}")
-        self._eval_env: GymVectorEnv | None = None
+        self._eval_env: HostVectorEnv | None = None
         return env
 
     def _iterations_per_call(self) -> int:
@@ -111,7 +123,7 @@ class GymAgent(Agent, backend="gymnasium"):
         as ``eval.episodes`` up to `MAX_GYM_EVAL_ENVS`, made on first use)."""
         if self._eval_env is None:
             n = self.config.eval.num_envs or min(self.config.eval.episodes, MAX_GYM_EVAL_ENVS)
-            self._eval_env = make(self.spec.env_id, "gymnasium", num_envs=n,
+            self._eval_env = make(self.spec.env_id, self.backend, num_envs=n,
                                   **self.env_options)
         return evaluate_gym(self._eval_env, self.gym_act(deterministic), params,
                             episodes, key, max_steps, self.competence)
@@ -124,11 +136,51 @@ class GymAgent(Agent, backend="gymnasium"):
         n = self.config.ppo.num_envs
         reset_key, key = jax.random.split(key)
         seed = int(jax.random.randint(reset_key, (), 0, 2**31 - 1))
-        env = make(self.spec.env_id, "gymnasium", num_envs=n, seed=seed, **self.env_options)
+        env = make(self.spec.env_id, self.backend, num_envs=n, seed=seed, **self.env_options)
         _, first = env.reset(reset_key)
         obs = gym_rollout(env, self.gym_act(False), params, first, key, -(-steps // n))[2].obs
         env.close()
         return first_steps(obs, steps)
 
 
-__all__ = ["MAX_GYM_EVAL_ENVS", "GymAgent"]
+class NativeAgent(GymAgent, backend="native"):
+    """PPO on a `NativeVectorEnv` (``Agent(env, config)`` with a `NativeVectorEnv` or an
+    id on ``backend="native"``): `GymAgent`'s training and observation sampling on the
+    native env, and evaluation of S parameter sets x E episodes as one batch of S * E
+    envs (`evaluate_native`; `evaluate` is the batch of one set)."""
+
+    def _open(self, env: str | HostVectorEnv, backend: Backend, intrinsic_beta: float | None,
+              gym_seed: int) -> HostVectorEnv:
+        self._eval_envs: dict[int, NativeVectorEnv] = {}
+        """The evaluation envs by size S * E (a run has a few)."""
+        return super()._open(env, backend, intrinsic_beta, gym_seed)
+
+    def _evaluate(self, params: Params, episodes: int, key: jax.Array, deterministic: bool,
+                  max_steps: int) -> EvalResult:
+        one = jax.tree.map(lambda x: jnp.asarray(x)[None], params)
+        return self._evaluate_sets(one, episodes, key[None], deterministic, max_steps)[0]
+
+    def evaluate_batch(self, params: Params, episodes: int, keys: jax.Array, *,
+                       features: bool = True) -> list[EvalResult]:
+        """`Agent.evaluate_batch` as ONE batch of S * E native envs (`evaluate_native`):
+        set i equals ``evaluate(params_i, episodes, keys[i])`` (the same seeds and action
+        keys; up to XLA's numerics of the policy vmapped over S sets)."""
+        return self._evaluate_sets(params, episodes, jnp.asarray(keys),
+                                   self.config.eval.deterministic, self.spec.max_steps,
+                                   features)
+
+    def _evaluate_sets(self, params: Params, episodes: int, keys: jax.Array,
+                       deterministic: bool, max_steps: int, features: bool = True
+                       ) -> list[EvalResult]:
+        n = len(keys) * episodes
+        env = self._eval_envs.get(n)
+        if env is None:
+            env = self._eval_envs[n] = make(self.spec.env_id, "native", num_envs=n,
+                                            **self.env_options)
+        act = self.program(("act-sets", deterministic),
+                           lambda: jax.jit(jax.vmap(make_act(self.policy, deterministic))))
+        return evaluate_native(env, act, params, episodes, keys, max_steps, self.competence,
+                               features=features)
+
+
+__all__ = ["MAX_GYM_EVAL_ENVS", "GymAgent", "NativeAgent"]

@@ -15,7 +15,7 @@ import jax
 import numpy as np
 
 from telapa.envs.base import AutoReset, Obs
-from telapa.envs.gym_backend import GymVectorEnv
+from telapa.envs.host import HostVectorEnv
 from telapa.rl.networks import Params
 from telapa.rl.policy import Action, Policy
 from telapa.rl.ppo import Trajectory
@@ -73,7 +73,7 @@ def make_jax_rollout(
 
 
 def gym_rollout(
-    env: GymVectorEnv, act: ActFn, params: Params, obs: Obs, key: jax.Array, n_steps: int
+    env: HostVectorEnv, act: ActFn, params: Params, obs: Obs, key: jax.Array, n_steps: int
 ) -> tuple[Obs, jax.Array, Trajectory]:
     """Steps ``env`` on the host for ``n_steps``; returns ``(obs, key, traj)``.
 

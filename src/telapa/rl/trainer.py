@@ -21,7 +21,7 @@ import numpy as np
 from telapa.config import TrainConfig
 from telapa.envs import Backend
 from telapa.envs.base import JaxEnv
-from telapa.envs.gym_backend import GymVectorEnv
+from telapa.envs.host import HostVectorEnv
 from telapa.rl.agent import Agent, Metrics, ProgressFn, TrainState
 from telapa.rl.evaluate import EvalResult
 from telapa.rl.networks import Params
@@ -43,7 +43,7 @@ class PPOTrainer:
 
     def __init__(
         self,
-        env: str | JaxEnv | GymVectorEnv,
+        env: str | JaxEnv | HostVectorEnv,
         config: TrainConfig,
         key: int | jax.Array = 0,
         *,

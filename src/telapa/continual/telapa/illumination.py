@@ -129,7 +129,8 @@ def evaluate_population(
     Candidate b is evaluated exactly as ``agent.evaluate(unravel(flat_params[b]),
     episodes, keys[b])`` with ``keys = jax.random.split(key, B)`` (the agent's policy
     mode and time limit). On the jax backend all B run in one jitted loop
-    (`make_population_evaluator`); on the gymnasium backend in a host loop. Features keep
+    (`make_population_evaluator`); on the host backends through `Agent.evaluate_batch`
+    (native: one batch of B x ``episodes`` envs; gymnasium: a host loop). Features keep
     the first ``t_max`` steps (zero-padded)."""
     (evaluation,) = evaluate_populations(agent, [flat_params], unravel, episodes=episodes,
                                          keys=[key], t_max=t_max)
@@ -146,8 +147,8 @@ def evaluate_populations(
     t_max: int = T_MAX,
 ) -> list[PopulationEval]:
     """`evaluate_population` of several populations ``(flat_params[i], keys[i])`` (the
-    seeds of a batch; one parameter layout) as ONE population evaluation on the jax
-    backend: their candidates concatenated, candidate b of population i evaluated with
+    seeds of a batch; one parameter layout) as ONE population evaluation on the jax and
+    native backends: their candidates concatenated, candidate b of population i evaluated with
     ``split(keys[i], B_i)[b]`` as it would be alone, and the episode lengths read back in
     one transfer."""
     flats = [jnp.asarray(f, jnp.float32) for f in flat_params]
@@ -158,9 +159,10 @@ def evaluate_populations(
         run = _population_evaluator(agent, unravel, int(flat.shape[1]), episodes, t_max)
         returns, lengths, features = run(
             flat, member_keys[0] if len(flats) == 1 else jnp.concatenate(member_keys))
-    else:
-        results = [agent.evaluate(unravel(f[i]), episodes, k[i])
-                   for f, k in zip(flats, member_keys, strict=True) for i in range(f.shape[0])]
+    else:  # host backends: Agent.evaluate_batch (native: one batch of envs)
+        flat = flats[0] if len(flats) == 1 else jnp.concatenate(flats)
+        results = agent.evaluate_batch(jax.vmap(unravel)(flat), episodes,
+                                       jnp.concatenate(member_keys))
         returns = jnp.asarray(np.stack([r.returns for r in results]), jnp.float32)
         lengths = jnp.asarray(np.stack([r.lengths for r in results]), jnp.int32)
         features = jnp.stack(

@@ -40,7 +40,9 @@ one batch (`probe_batch`): the K candidates' `TrainState`s are stacked, and each
 moment is one program that trains all of them (``vmap``ped) and evaluates them
 (`Agent.train_and_evaluate`). A batched probe's curve equals its sequential `probe` up
 to float reassociation in the batched PPO update (docs/assumptions.md, "Batches of seeds
-and probes").
+and probes"). On the native backend each probe trains in turn (a host agent trains one
+state at a time) and all probes' evaluations at all their moments are one batch of envs
+(`_probe_snapshots`); a single `probe` batches its own moments so.
 
 Compute. Each probe costs its PPO env steps (``steps`` rounded up to whole PPO
 iterations) plus the steps of its ``points x episodes`` evaluation episodes; both are
@@ -117,7 +119,7 @@ def probe(
     Returns ``(sr_curve, env_steps)``: the (points,) float32 success rates and the env
     steps spent (PPO steps trained + steps of all evaluation episodes).
     """
-    if agent.backend == "jax":
+    if agent.backend in ("jax", "native"):
         curves, costs = probe_batch(agent, [params], steps=steps, points=points,
                                     episodes=episodes, key=key, rollout_key=rollout_key,
                                     penalty=penalty)
@@ -146,14 +148,46 @@ def probe_batch(
     rollout_key: jax.Array,
     penalty: Any = None,
 ) -> tuple[np.ndarray, list[int]]:
-    """`probe` of every parameter tree in ``params``, as one batch (jax backend): the K
-    states are stacked; the zero-shot point is one population evaluation
-    (`Agent.evaluate_batch`), each later point one program that trains the K states to
-    the point's moment and evaluates them (`Agent.train_and_evaluate`, every probe with
-    the same ``key``). Returns the (K, points) curves and each probe's env steps."""
+    """`probe` of every parameter tree in ``params``, as one batch (jax and native
+    backends). On jax the K states are stacked; the zero-shot point is one population
+    evaluation (`Agent.evaluate_batch`), each later point one program that trains the K
+    states to the point's moment and evaluates them (`Agent.train_and_evaluate`, every
+    probe with the same ``key``). On native `_probe_snapshots`. Returns the (K, points)
+    curves and each probe's env steps."""
+    if agent.backend != "jax":
+        return _probe_snapshots(agent, params, steps=steps, points=points,
+                                episodes=episodes, key=key, rollout_key=rollout_key,
+                                penalty=penalty)
     states = stack_states([_probe_start(agent, p, penalty, rollout_key) for p in params])
     return _probe_states(agent, states, steps=steps, points=points, episodes=episodes,
                          keys=jnp.stack([key] * len(params)))
+
+
+def _probe_snapshots(agent: Agent, params: Sequence[Params], *, steps: int, points: int,
+                     episodes: int, key: jax.Array, rollout_key: jax.Array, penalty: Any
+                     ) -> tuple[np.ndarray, list[int]]:
+    """`probe_batch` on a host backend whose `Agent.evaluate_batch` is one batch of envs
+    (native): a host agent trains one state at a time, so each probe trains to its
+    moments in turn and keeps its parameters at each; then all K x ``points`` parameter
+    sets are evaluated as ONE `Agent.evaluate_batch`, every one with ``key``. Training
+    never reads an evaluation, so each curve is its sequential `probe`'s (the same
+    training, and the same episodes up to the numerics of the batched policy)."""
+    snapshots: list[Params] = []
+    trained: list[int] = []
+    for tree in params:
+        state = _probe_start(agent, tree, penalty, rollout_key)
+        for target in _probe_moments(steps, points):
+            if int(state.steps) < target:
+                state, _ = agent.train(state, target - int(state.steps))
+            snapshots.append(state.ppo.params)
+        trained.append(int(state.steps))
+    stacked = jax.tree.map(lambda *x: jnp.stack(x), *snapshots)
+    evaluations = agent.evaluate_batch(stacked, episodes, jnp.stack([key] * len(snapshots)),
+                                       features=False)
+    curves = np.array([e.sr for e in evaluations], np.float32).reshape(len(params), points)
+    eval_steps = np.array([int(np.sum(e.lengths)) for e in evaluations]).reshape(
+        len(params), points).sum(axis=1)
+    return curves, [t + int(e) for t, e in zip(trained, eval_steps, strict=True)]
 
 
 def _probe_states(agent: Agent, states: TrainState, *, steps: int, points: int,
@@ -299,8 +333,8 @@ def select_transfer_origin(
     the highest source fitness; fewer when the library holds fewer valid elites).
     Lines 3-6: one `probe` per candidate with ``config.probe_steps``,
     ``config.probe_points``, ``config.probe_eval_episodes``, the same ``key``,
-    ``rollout_key`` and ``penalty``; with ``batch`` on the jax backend all of them as one
-    `probe_batch`. ``progress(done, total)`` after each probe (after the batch).
+    ``rollout_key`` and ``penalty``; with ``batch`` on the jax or native backend all of
+    them as one `probe_batch`. ``progress(done, total)`` after each probe (after the batch).
     Lines 7-9: `probe_summary` (evenly spaced probe times), the epsilon window and
     Score with ``config.w_*`` (`few_shot_select`, ties by the lowest pool position).
     Line 10: the chosen elite's archived row, unflattened into ``agent``'s parameter
@@ -317,7 +351,7 @@ def select_transfer_origin(
                 "rollout_key": rollout_key, "penalty": penalty}
     probed = [*pool.params, *([] if fresh is None else [fresh])]
     rows = len(probed)
-    if batch and agent.backend == "jax":
+    if batch and agent.backend in ("jax", "native"):
         curves, costs = probe_batch(agent, probed, **settings)
         if progress is not None:
             progress(rows, rows)

@@ -1,10 +1,20 @@
 """The MuJoCo env family (`telapa.envs.family`): gymnasium's MuJoCo envs
 (``HalfCheetah-v5``, ``Hopper-v5``, ``Walker2d-v5``, ``Ant-v5``, ...), stepped on the host
-by native ``mujoco`` through the ``gymnasium`` backend.
+by ``mujoco`` on two backends:
+
+* ``native`` (the curricula's default; ``HalfCheetah-v5``, ``Hopper-v5``, ``Walker2d-v5``
+  and ``Ant-v5`` with gymnasium's default settings): a batch of envs stepped with
+  ``mujoco`` directly and computed in numpy (`telapa.envs.mujoco.native`), bit-identical
+  to the gymnasium backend for the same seeds and actions (tests/envs/
+  test_mujoco_native.py); task options ``friction`` and ``max_episode_steps``;
+* ``gymnasium`` (the reference; any MuJoCo id and any ``gymnasium.make`` keyword): each
+  env through gymnasium's wrappers in a ``SyncVectorEnv`` (`telapa.envs.gym_backend`).
+
+On both:
 
 * task option ``friction`` (default 1.0): the friction regime F_s, sliding friction of
-  every geom x s (`FrictionScale`); any other option goes to ``gymnasium.make`` (e.g.
-  ``max_episode_steps``);
+  every geom x s (`telapa.envs.mujoco.friction`); on ``gymnasium`` any other option goes
+  to ``gymnasium.make`` (e.g. ``max_episode_steps``);
 * sketch: the D = 24 per-step summary of `telapa.envs.mujoco.sketch`;
 * competence: SR~ = clip(E[R] / R*, 0, 1) with R* from `REFERENCE_RETURNS` (the paper's
   5000 / 3000 / 4000 for HalfCheetah / Hopper / Walker2d; Ant 6000, our choice), else
@@ -12,18 +22,22 @@ by native ``mujoco`` through the ``gymnasium`` backend.
 * trajectories stored as float16; PPO preset ``configs/ppo/mujoco.yaml``;
 * frames: `telapa.envs.mujoco.render` (headless OpenGL, EGL or OSMesa).
 
-A JAX physics backend (MJX) of the same ids would be a second ``make`` path of this
+A JAX physics backend (MJX) of the same ids would be a third ``make`` path of this
 family with the same sketch and competence.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium
 
 from telapa.envs.family import Competence, EnvFamily, NormalizedReturn
 from telapa.envs.mujoco.friction import FrictionScale
+from telapa.envs.mujoco.v5 import NATIVE_IDS, check_native_options
+
+if TYPE_CHECKING:
+    from telapa.envs.host import HostVectorEnv
 from telapa.envs.mujoco.sketch import SKETCH_DIM, MujocoSketch, sketch
 
 REFERENCE_RETURNS: dict[str, float] = {
@@ -98,6 +112,17 @@ class MujocoFamily(EnvFamily):
         return MujocoSketch(env, reference_return=reference_return(env_id),
                             time_limit=int(time_limit))
 
+    def native_ids(self) -> tuple[str, ...]:
+        return NATIVE_IDS
+
+    def make_native(self, env_id: str, options: dict[str, Any], *, num_envs: int,
+                    seed: int) -> HostVectorEnv:
+        check_native_options(env_id, options)
+        from telapa.envs.mujoco.native import NativeVectorEnv  # imports mujoco
+
+        return NativeVectorEnv(env_id, num_envs=num_envs, seed=seed,
+                               reference_return=reference_return(env_id), **options)
+
     def feature_dim(self, env_id: str) -> int:
         return SKETCH_DIM
 
@@ -111,6 +136,7 @@ __all__ = [
     "FrictionScale",
     "MujocoFamily",
     "MujocoSketch",
+    "NATIVE_IDS",
     "reference_return",
     "sketch",
 ]

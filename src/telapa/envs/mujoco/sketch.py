@@ -67,32 +67,71 @@ def sketch(
     reference_return: float,
 ) -> np.ndarray:
     """The (24,) float32 sketch x_t (module docstring); ``action`` and ``prev_action``
-    are already scaled (a~), ``episode_return`` is G_t (including ``reward``).
+    are already scaled (a~), ``episode_return`` is G_t (including ``reward``): row 0 of
+    `sketch_batch` of one env, so the gymnasium and native backends share one formula."""
+    def row(x: Any) -> np.ndarray:
+        return np.asarray(x, np.float64).reshape(1, -1)
+
+    return sketch_batch(
+        obs=row(obs), prev_obs=row(prev_obs), action=row(action),
+        prev_action=row(prev_action), reward=np.array([reward], np.float64),
+        episode_return=np.array([episode_return], np.float64), t=np.array([t]),
+        time_limit=time_limit, reference_return=reference_return,
+    )[0]
+
+
+def sketch_batch(
+    *,
+    obs: np.ndarray,
+    prev_obs: np.ndarray,
+    action: np.ndarray,
+    prev_action: np.ndarray,
+    reward: np.ndarray,
+    episode_return: np.ndarray,
+    t: np.ndarray,
+    time_limit: int,
+    reference_return: float,
+) -> np.ndarray:
+    """The (N, 24) float32 sketches x_t of N envs at once: row i is the sketch of
+    ``obs[i]`` (N, n), ``prev_obs[i]``, ``action[i]`` (N, m, scaled), ``prev_action[i]``,
+    ``reward[i]``, ``episode_return[i]`` and step ``t[i]`` (module docstring).
 
     Written for speed (it runs at every host step): one sort gives min, max and the
-    quartiles; means, standard deviations and rms come from sums (float64)."""
-    o = np.asarray(obs, np.float64).reshape(-1)
-    d_o = o - np.asarray(prev_obs, np.float64).reshape(-1)
-    a = np.asarray(action, np.float64).reshape(-1)
-    d_a = a - np.asarray(prev_action, np.float64).reshape(-1)
-    n, m = o.size, a.size
+    quartiles; means, standard deviations and rms come from sums along each row
+    (float64), which do not depend on N, so row i equals the sketch of env i alone."""
+    o = np.asarray(obs, np.float64)
+    d_o = o - np.asarray(prev_obs, np.float64)
+    a = np.asarray(action, np.float64)
+    d_a = a - np.asarray(prev_action, np.float64)
+    n, m = o.shape[1], a.shape[1]
     if n not in _WEIGHTS:
         _WEIGHTS[n] = _quantile_weights(n)
     lo, hi, w = _WEIGHTS[n]
-    s = np.sort(o)
-    q = s[lo] + w * (s[hi] - s[lo])
-    abs_o, abs_do, abs_a = np.abs(o), np.abs(d_o), np.abs(a)
-    o_mean, do_mean, a_mean = o.sum() / n, d_o.sum() / n, a.sum() / m
+    s = np.sort(o, axis=1)
+    q = s[:, lo] + w * (s[:, hi] - s[:, lo])
+    abs_do = np.abs(d_o)
+    o_mean = o.sum(axis=1, keepdims=True) / n
+    do_mean = d_o.sum(axis=1, keepdims=True) / n
+    a_mean = a.sum(axis=1, keepdims=True) / m
     o_dev, do_dev, a_dev = o - o_mean, d_o - do_mean, a - a_mean
-    x = np.empty(SKETCH_DIM, np.float64)
-    x[0:9] = (o_mean, np.sqrt(o_dev @ o_dev / n), s[0], s[-1], abs_o.sum() / n,
-              np.sqrt(o @ o / n), q[0], q[1], q[2])
-    x[9:13] = (do_mean, np.sqrt(do_dev @ do_dev / n), abs_do.sum() / n, abs_do.max())
-    x[13:19] = (a_mean, np.sqrt(a_dev @ a_dev / m), a.min(), a.max(), abs_a.sum() / m,
-                np.sqrt(a @ a / m))
-    x[19:21] = (np.abs(d_a).sum() / m, np.sqrt(d_a @ d_a / m))
-    x[21:24] = (reward * time_limit / reference_return, episode_return / reference_return,
-                (t + 1) / time_limit)
+
+    def mean(x: np.ndarray) -> np.ndarray:
+        return x.sum(axis=1) / x.shape[1]
+
+    x = np.empty((o.shape[0], SKETCH_DIM), np.float64)
+    x[:, 0:9] = np.column_stack((
+        o_mean[:, 0], np.sqrt(mean(o_dev * o_dev)), s[:, 0], s[:, -1], mean(np.abs(o)),
+        np.sqrt(mean(o * o)), q))
+    x[:, 9:13] = np.column_stack((do_mean[:, 0], np.sqrt(mean(do_dev * do_dev)),
+                                  mean(abs_do), abs_do.max(axis=1)))
+    x[:, 13:19] = np.column_stack((a_mean[:, 0], np.sqrt(mean(a_dev * a_dev)),
+                                   a.min(axis=1), a.max(axis=1), mean(np.abs(a)),
+                                   np.sqrt(mean(a * a))))
+    x[:, 19:21] = np.column_stack((mean(np.abs(d_a)), np.sqrt(mean(d_a * d_a))))
+    x[:, 21:24] = np.column_stack((
+        np.asarray(reward, np.float64) * time_limit / reference_return,
+        np.asarray(episode_return, np.float64) / reference_return,
+        (np.asarray(t) + 1) / time_limit))
     return x.astype(np.float32)
 
 
