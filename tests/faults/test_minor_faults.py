@@ -105,9 +105,9 @@ def test_a_second_report_to_the_same_out_is_refused_while_the_first_writes(
 # --- ASCII digits only ----------------------------------------------------------------------
 
 
-def test_an_elite_number_in_other_digits_is_refused_naming_the_argument(quick_run, capsys):
-    run = quick_run("telapa", 0)
-    fails(["play", str(run), "--elite", f"A:{ARABIC_THREE}"], capsys,
+def test_an_elite_number_in_other_digits_is_refused_naming_the_argument(tmp_path, capsys):
+    # refused as the arguments are read, before the run is opened (none exists here)
+    fails(["play", str(tmp_path / "no-run"), "--elite", f"A:{ARABIC_THREE}"], capsys,
           f"--elite 'A:{ARABIC_THREE}'", "ASCII digits", within_s=60)
 
 

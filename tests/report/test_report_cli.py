@@ -69,7 +69,9 @@ def test_an_earlier_report_survives_a_failed_one(finetune, tmp_path, capsys, mon
     monkeypatch.setattr(build, "_write_files", crash)
     with pytest.raises(SystemExit):  # one line, no traceback (docs/reliability.md)
         main(["report", *finetune, "--out", str(out)])
-    assert capsys.readouterr().err.strip().splitlines()[-1] == "telapa: error: disk full"
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"telapa: error: cannot write report directory {out}: disk full; an earlier report "
+        "there is kept whole")
     assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     assert [p.name for p in tmp_path.iterdir()] == ["r"]  # no staging left behind
     monkeypatch.undo()

@@ -39,7 +39,7 @@ import numpy as np
 from telapa.cli.common import CLIError, seed_int, stdout_console
 from telapa.cli.run import Interrupted, Terminated
 from telapa.config import ascii_int
-from telapa.continual.play import MAX_EPISODES
+from telapa.continual.play import ELITE, MAX_EPISODES
 from telapa.continual.rundir import RunDirError
 from telapa.io.stop import Terminate, stop_on_signals
 
@@ -61,6 +61,9 @@ def _cmd_play(ns: argparse.Namespace) -> None:
     count = ns.episodes or DEFAULT_EPISODES
     try:
         with stop_on_signals():  # SIGTERM unwinds as Ctrl-C: --out is removed
+            if ns.elite is not None and ELITE.fullmatch(ns.elite) is None:  # before any work
+                raise CLIError(f"--elite {ns.elite!r}: expected TASK:N with N in ASCII digits "
+                               "0-9, e.g. B:0, as `telapa inspect` lists elites")
             if ns.out is not None:
                 check_video_path(ns.out, run=ns.run)  # before any work
             run = open_finished(ns.run)
