@@ -47,7 +47,8 @@ def test_the_adapter_follows_sb3s_autoreset_conventions(sb3):
     for _ in range(110):  # Empty-5x5's limit is 100 steps
         obs, reward, dones, infos = venv.step(rng.integers(0, 3, N_ENVS))
         steps += 1
-        assert reward.dtype == np.float32
+        # writable: SB3 adds a truncated episode's bootstrap value into it in place
+        assert reward.dtype == np.float32 and reward.flags.writeable
         for i in range(N_ENVS):
             assert venv.observation_space.contains({k: obs[k][i] for k in obs})
             assert dones[i] == ("terminal_observation" in infos[i])

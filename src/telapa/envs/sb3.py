@@ -106,7 +106,8 @@ class TelapaVecEnv(VecEnv):
         for i in np.flatnonzero(dones):
             infos[i]["terminal_observation"] = self._obs(final, i)
             infos[i]["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
-        return self._obs(obs), np.asarray(reward, np.float32), dones, infos
+        # writable copies: SB3 adds the bootstrap value of a truncated episode in place
+        return self._obs(obs), np.array(reward, np.float32), dones, infos
 
     def close(self) -> None:
         self._state = None
