@@ -174,7 +174,11 @@ def test_tree_nbytes():
 
 
 def test_memory_monitor_span_peak_leaves_out_the_lifetime_peak():
-    block = bytearray(b"x") * (300 << 20)  # raise ru_maxrss, then free it
+    # raise ru_maxrss 300 MiB above both the process's peak so far and its RSS now (a
+    # worker that ran bigger tests has a lifetime peak above its RSS), then free it
+    probe = MemoryMonitor(lifetime=False)
+    extra = max(0, MemoryMonitor().peak_bytes - probe.current_bytes()) + (300 << 20)
+    block = bytearray(b"x") * extra
     del block
     lifetime = MemoryMonitor().peak_bytes
     with MemoryMonitor(interval_s=0.01, lifetime=False) as span:

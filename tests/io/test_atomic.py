@@ -93,12 +93,25 @@ def _fail(*args, **kwargs):
 def test_crash_keeps_old_file(tmp_path, monkeypatch, step):
     path = tmp_path / "state.json"
     write_json_atomic(path, {"version": "old"})
+    monkeypatch.setenv("TELAPA_FSYNC", "on")  # the suite runs with it off (conftest.py)
     monkeypatch.setattr(os, step, _fail)
     with pytest.raises(OSError, match="simulated crash"):
         write_json_atomic(path, {"version": "new", "big": list(range(10_000))})
     monkeypatch.undo()
     assert read_json(path, "state") == {"version": "old"}
     assert os.listdir(tmp_path) == ["state.json"]
+
+
+@pytest.mark.parametrize(("setting", "synced"), [("on", True), ("", True), ("off", False),
+                                                ("0", False)])
+def test_telapa_fsync_off_skips_only_the_fsyncs(tmp_path, monkeypatch, setting, synced):
+    calls = []
+    monkeypatch.setenv("TELAPA_FSYNC", setting)
+    monkeypatch.setattr(os, "fsync", calls.append)
+    write_json_atomic(tmp_path / "a.json", {"x": 1})
+    assert bool(calls) is synced  # the file, then its folder
+    assert read_json(tmp_path / "a.json", "a") == {"x": 1}
+    assert os.listdir(tmp_path) == ["a.json"]
 
 
 def test_crash_without_old_file_leaves_no_target(tmp_path, monkeypatch):

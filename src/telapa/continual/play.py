@@ -75,7 +75,7 @@ from telapa.continual.rundir import POLICIES_DIR, RunDir, RunDirError
 from telapa.continual.runner import ContinualRun
 from telapa.continual.spec import RunSpec
 from telapa.io import CheckpointError
-from telapa.io.atomic import fsync_dir, remove_stale
+from telapa.io.atomic import fsync, fsync_dir, remove_stale
 from telapa.qd.archive import elite_id_offset
 from telapa.rl.agent import Agent
 from telapa.rl.networks import Params, flatten_params
@@ -554,7 +554,7 @@ def write_video(path: str | Path, agent: Agent, episodes: Iterable[Episode], *,
                 first.save(f, format="GIF", save_all=True, append_images=pictures,
                            duration=1000 / fps, loop=0)
                 f.flush()
-                os.fsync(f.fileno())
+                fsync(f.fileno())
         else:  # ffmpeg from the imageio-ffmpeg wheel; even sizes: H.264 needs them
             import imageio.v2 as iio2
 
@@ -585,7 +585,7 @@ def _new_file(path: Path) -> Iterator[Path]:
     try:
         yield tmp
         with open(tmp, "rb+") as f:  # on disk before it is named
-            os.fsync(f.fileno())
+            fsync(f.fileno())
         try:
             os.link(tmp, path)
         except FileExistsError:
