@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,23 +11,14 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 TINY = Path(__file__).resolve().parent / "continual" / "tiny_run.yaml"
 ONE_TASK = Path(__file__).resolve().parent / "continual" / "one_task_curriculum.yaml"
 """Empty-5x5 and its revisit: the least a run compiles (one env) and trains (two visits)."""
-FAST_COMPILE = {"XLA_FLAGS": " ".join(filter(None, [os.environ.get("XLA_FLAGS"),
-                                                    "--xla_backend_optimization_level=0"]))}
-"""For scripts whose programs no other test compiles (none come from the suite's
-compilation cache): XLA's backend (LLVM) optimization level changes how fast a program
-runs, not what it computes, and at level 0 these quick checks take a third less CPU time
-(a seed_batch run 13.5 s against 8.9 s, mujoco_throughput 10.3 s against 8.4 s). The
-scripts that read the suite's cache (visit_program, paper_seed) keep the default: the
-flags are part of the cache's key."""
 
 
-def _quick_report(script: str, out: Path, *args: str, timeout: int = 600,
-                  env: dict[str, str] | None = None) -> dict:
-    """Runs ``benchmarks/<script> --quick <args> --out <out>`` (with ``env`` added to the
-    environment); returns the JSON it wrote, after checking its name and quick flag."""
+def _quick_report(script: str, out: Path, *args: str, timeout: int = 600) -> dict:
+    """Runs ``benchmarks/<script> --quick <args> --out <out>`` (at the suite's XLA
+    optimization level 0, tests/conftest.py); returns the JSON it wrote, after checking
+    its name and quick flag."""
     subprocess.run([sys.executable, str(BENCHMARKS / script), "--quick", *args,
-                    "--out", str(out)], check=True, timeout=timeout,
-                   env={**os.environ, **env} if env else None)
+                    "--out", str(out)], check=True, timeout=timeout)
     report = json.loads(out.read_text())
     assert report["benchmark"] == Path(script).stem and report["quick"] is True
     return report
@@ -37,7 +27,7 @@ def _quick_report(script: str, out: Path, *args: str, timeout: int = 600,
 def test_env_throughput_quick(tmp_path: Path) -> None:
     out = tmp_path / "env_throughput.json"
     env_id = "MiniGrid-Empty-5x5-v0"
-    report = _quick_report("env_throughput.py", out, "--ids", env_id, env=FAST_COMPILE)
+    report = _quick_report("env_throughput.py", out, "--ids", env_id)
     machine = report["machine"]
     assert machine["cpu_model"] and machine["logical_cores"] >= 1
     assert {"python", "jax", "minigrid"} <= set(machine["versions"])
@@ -52,7 +42,7 @@ def test_env_throughput_quick(tmp_path: Path) -> None:
 
 def test_mujoco_throughput_quick(tmp_path: Path) -> None:
     out = tmp_path / "mujoco_throughput.json"
-    report = _quick_report("mujoco_throughput.py", out, "--skip-sb3", env=FAST_COMPILE)
+    report = _quick_report("mujoco_throughput.py", out, "--skip-sb3")
     names = {r["name"] for r in report["results"]}
     assert {"telapa", "gymnasium-sync8", "family-sync8", "family-async8", "GymVectorEnv-sync8",
             "candidates", "telapa-native", "native-8", "native-64", "candidates-native",
@@ -97,7 +87,7 @@ def test_seed_batch_quick(tmp_path: Path) -> None:
     out = tmp_path / "seed_batch.json"
     report = _quick_report("seed_batch.py", out, "--sizes", "1", "--steps-per-visit", "4096",
                            "--iterations-per-call", "2", "--curriculum", str(ONE_TASK),
-                           timeout=900, env=FAST_COMPILE)
+                           timeout=900)
     assert report["curriculum"] == str(ONE_TASK)
     assert report["preset"]["steps_per_visit"] == 4096
     assert report["preset"]["train"] == {"preset": "minigrid", "ppo": {"iterations_per_call": 2}}
