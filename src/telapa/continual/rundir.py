@@ -70,8 +70,8 @@ from telapa.continual.runtables import (
     write_tables,
 )
 from telapa.io import load_pytree, read_json, save_pytree, write_json_atomic, write_table_atomic
-from telapa.io.atomic import broken_link
 from telapa.io.checkpoint import CheckpointError
+from telapa.io.destination import destination_problem
 
 TB_DIR = "tb"
 """TensorBoard event files of a run (``telapa train`` and continual runs)."""
@@ -101,11 +101,8 @@ def claim_new_dir(path: str | Path, *, what: str = "run directory",
     is overwritten) and a place that cannot be written. ``resume_hint`` is added to the
     message when the directory already holds a run (``run.json``)."""
     path = Path(path)
-    if (link := broken_link(path)) is not None:
-        raise RunDirError(f"cannot use {what} {path}: {link}; remove the link or choose "
-                          "another --out")
-    if path.exists() and not path.is_dir():
-        raise RunDirError(f"{what} {path} exists and is not a directory; choose another --out")
+    if problem := destination_problem(path, what=what, choose="choose another --out"):
+        raise RunDirError(problem)
     if path.is_dir():
         try:
             entries = sorted(e.name for e in os.scandir(path))

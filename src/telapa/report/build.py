@@ -39,7 +39,8 @@ from telapa.analysis.panels import analysis_panels, analysis_tables
 from telapa.continual.results import CurriculumResults, RunRecord, score
 from telapa.continual.rundir import RunDirError
 from telapa.io import read_json, write_json_atomic
-from telapa.io.atomic import broken_link, remove_stale
+from telapa.io.atomic import remove_stale
+from telapa.io.destination import destination_problem
 from telapa.io.lock import LockHeld, exclusive_lock
 from telapa.metrics.stats import Resample
 from telapa.report.aggregates import aggregates_table, improvement_table, profile_table
@@ -296,15 +297,10 @@ def check_destination(out: str | Path) -> None:
     renamed into place, and nothing can be renamed onto a mount point: EBUSY, read-only
     or not). Checked before any work."""
     out = Path(out)
-    if (link := broken_link(out)) is not None:
-        raise ReportError(f"cannot write report directory {out}: {link}; remove the link "
-                          "or choose another --out")
-    if out.exists() and not out.is_dir():
-        raise ReportError(f"{out} exists and is not a directory; choose another --out")
-    if os.path.ismount(out):
-        raise ReportError(f"{out} is a mount point, which a report cannot replace (it is "
-                          "written next to its place and renamed there); choose a new "
-                          f"directory inside it, e.g. --out {out / 'report'}")
+    if problem := destination_problem(out, what="report directory",
+                                      choose="choose another --out", renamed_into_place=True,
+                                      example=f"--out {out / 'report'}"):
+        raise ReportError(problem)
     if out.is_dir():
         _check_replaceable(out)
     place = out.parent

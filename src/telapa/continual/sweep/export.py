@@ -23,7 +23,7 @@ from telapa.continual.sweep.layout import (
 )
 from telapa.continual.sweep.status import cell_state
 from telapa.io import write_bytes_atomic, write_json_atomic
-from telapa.io.atomic import broken_link
+from telapa.io.destination import destination_problem
 
 EXPORT_FILES = RESULT_FILES
 """What `export_sweep` keeps of a finished cell (`RunDir.result_files`): everything
@@ -83,27 +83,25 @@ def check_export_dest(sweep_dir: str | Path, dest: str | Path, name: str | None,
     ``telapa sweep FILE --export DEST`` calls it before the sweep directory is created,
     `export_sweep` before it writes. Returns ``dest``'s ``cells.json`` (None: new)."""
     sweep_dir, dest = Path(sweep_dir), Path(dest)
-    if (link := broken_link(dest)) is not None:  # before resolving it: a loop raises
-        raise RunDirError(f"cannot use export directory {dest}: {link}; remove the link or "
-                          "choose another place")
+    # before resolving it (a loop of links raises); the mount point below, for a new one
+    if problem := destination_problem(dest, what="export directory",
+                                      choose="choose another place"):
+        raise RunDirError(problem)
     if dest.resolve() == sweep_dir.resolve():
         raise RunDirError(f"cannot export {sweep_dir} into itself")
     if dest.resolve().is_relative_to(sweep_dir.resolve()):
         raise RunDirError(f"cannot export {sweep_dir} into {dest}, which is inside it; "
                           "choose a destination outside the sweep directory")
-    if dest.exists() and not dest.is_dir():
-        raise RunDirError(f"export directory {dest} exists and is not a directory; choose "
-                          "another place")
     meta = stored_sweep(dest) if dest.is_dir() else None
     if meta is None:
         if dest.is_dir() and (entries := sorted(os.listdir(dest))):
             shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
             raise RunDirError(f"export directory {dest} is not empty (holds {shown}) and "
                               f"is not an export of sweep {name!r}; choose another place")
-        if os.path.ismount(dest):
-            raise RunDirError(f"export directory {dest} is a mount point, which cannot be "
-                              "replaced by a directory renamed into place; choose a new "
-                              "directory inside it")
+        if problem := destination_problem(dest, what="export directory",
+                                          choose="choose another place",
+                                          renamed_into_place=True):
+            raise RunDirError(problem)
         return None
     _check_export_meta(meta, sweep_dir, dest, name, cells)
     return meta

@@ -22,7 +22,8 @@ from typing import Any
 from telapa.continual.rundir import RunDir, RunDirError
 from telapa.continual.sweep.grammar import Sweep
 from telapa.io import read_json, write_bytes_atomic, write_json_atomic
-from telapa.io.atomic import broken_link, remove_stale
+from telapa.io.atomic import remove_stale
+from telapa.io.destination import destination_problem
 
 SWEEP_FILE = "sweep.yaml"
 CELLS_FILE = "cells.json"
@@ -158,14 +159,9 @@ def create_dir_atomically(out: Path, build: Callable[[Path], None], *, what: str
     `RunDirError` too. Returns False, with nothing written, when another process created
     ``out`` meanwhile (the caller checks what it holds). A mount point is refused before
     anything is written: nothing can be renamed onto it (EBUSY, read-only or not)."""
-    if (link := broken_link(out)) is not None:
-        raise RunDirError(f"cannot use {what} {out}: {link}; remove the link or choose "
-                          "another place")
-    if out.exists() and not out.is_dir():
-        raise RunDirError(f"{what} {out} exists and is not a directory; choose another place")
-    if os.path.ismount(out):
-        raise RunDirError(f"{what} {out} is a mount point, which cannot be replaced by a "
-                          "directory renamed into place; choose a new directory inside it")
+    if problem := destination_problem(out, what=what, choose="choose another place",
+                                      renamed_into_place=True):
+        raise RunDirError(problem)
     if out.is_dir() and (entries := sorted(os.listdir(out))):
         shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
         raise RunDirError(f"{what} {out} is not empty (holds {shown}); choose another place")
