@@ -19,7 +19,10 @@ Measured in one run on one machine:
   at 8 and 64 envs (``native-8``, ``native-64``), and candidate evaluation on it batched
   (``candidates-native``: all candidates x 5 episodes as one batch of envs, as
   illumination runs it there) and one candidate after the other
-  (``candidates-native-1by1``: `Agent.evaluate` per candidate).
+  (``candidates-native-1by1``: `Agent.evaluate` per candidate); and telapa PPO on it
+  with the jitted policy called at every rollout step (``telapa-native-jitact``, the
+  host rollout before `telapa.rl.host_policy` put the Gaussian mean in numpy), in the
+  same rounds.
 
 The pair (``sb3``, ``telapa``) is measured ``--repeats`` times, alternating, and the ratio
 uses the medians. From the measured rates the script extrapolates what one visit at
@@ -42,6 +45,7 @@ extrapolation from the native rates.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import sys
@@ -87,19 +91,26 @@ def bench_sb3(steps: int) -> dict:
 
 
 def bench_telapa(steps: int, env_id: str = ENV_ID, keep: dict | None = None,
-                 backend: str = "gymnasium") -> dict:
+                 backend: str = "gymnasium", jitted_act: bool = False) -> dict:
     """telapa PPO for ``steps`` env steps on ``backend``; ``keep``: (env id, backend) ->
-    the trainer, kept there."""
-    from telapa.rl import PPOTrainer
+    the trainer, kept there. ``jitted_act``: rollouts call the jitted policy at every
+    step (`telapa.rl.rollout.gym_rollout`, the host path before the numpy mean of
+    `telapa.rl.host_policy`), named ``telapa-<backend>-jitact``."""
+    from unittest import mock
+
+    from telapa.rl import PPOTrainer, gym_agent
 
     trainer = PPOTrainer(env_id, CONFIG, key=0, backend=backend)
-    compile_s = trainer.compile()
-    start = time.perf_counter()
-    trainer.train(steps)
-    train_s = time.perf_counter() - start
-    if keep is not None:
+    with mock.patch.object(gym_agent, "host_mean", lambda policy: None) if jitted_act \
+            else contextlib.nullcontext():
+        compile_s = trainer.compile()
+        start = time.perf_counter()
+        trainer.train(steps)
+        train_s = time.perf_counter() - start
+    if keep is not None and not jitted_act:
         keep[env_id, backend] = trainer
-    name = "telapa" if backend == "gymnasium" else f"telapa-{backend}"
+    name = ("telapa" if backend == "gymnasium" else f"telapa-{backend}") + (
+        "-jitact" if jitted_act else "")
     return {"name": name, "env_id": env_id, "steps": trainer.steps, "train_s": train_s,
             "compile_s": compile_s, "steps_per_s": trainer.steps / train_s, **SHAPES}
 
@@ -263,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"skipping SB3 ({err}); install the bench extra", file=sys.stderr)
         record({**bench_telapa(ppo_steps, keep=trainers), "round": round_})
         record({**bench_telapa(ppo_steps, keep=trainers, backend="native"), "round": round_})
+        record({**bench_telapa(ppo_steps, backend="native", jitted_act=True),
+                "round": round_})
     for result in bench_stepping(800 if args.quick else 16_000):
         record(result)
     eval_rates, ppo_rates, native_eval, native_ppo = {}, {}, {}, {}
@@ -286,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
             native_ppo[env_id] = ppo["steps_per_s"]
 
     medians = {name: statistics.median(r["steps_per_s"] for r in results if r["name"] == name)
-               for name in ("sb3", "telapa", "telapa-native")
+               for name in ("sb3", "telapa", "telapa-native", "telapa-native-jitact")
                if any(r["name"] == name for r in results)}
     sb3 = medians.get("sb3")
     ppo_rate = medians["telapa"]

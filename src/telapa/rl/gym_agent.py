@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from telapa.envs import Backend, make
 from telapa.envs.base import Obs
@@ -30,6 +31,7 @@ from telapa.envs.host import HostVectorEnv
 from telapa.envs.intrinsic import episodic_count_bonus_gym
 from telapa.rl.agent import Agent, first_steps, shape_key
 from telapa.rl.evaluate import EvalResult, evaluate_gym, evaluate_native
+from telapa.rl.host_policy import host_mean, host_rollout, make_noise, make_score
 from telapa.rl.networks import Params
 from telapa.rl.ppo import EpisodeTracker, PPOState, Trajectory
 from telapa.rl.rollout import gym_rollout, make_act
@@ -83,10 +85,21 @@ class GymAgent(Agent, backend="gymnasium"):
         act, learn = self.program(("gym-train", *shape_key(state)),
                                   lambda: self._timed(lambda: self._compile_step(state)))
         n_steps, rollout_size = self.config.ppo.n_steps, self.config.ppo.rollout_size
+        mean = host_mean(self.policy)
+        if mean is not None:  # the Gaussian mean in numpy (telapa.rl.host_policy)
+            noise, score = self.program(
+                ("host-rollout", *shape_key(state)),
+                lambda: self._timed(lambda: self._compile_host_rollout(state)))
+
+            def rollout(params, obs, key, n_steps):
+                return host_rollout(self.env, mean, noise, score, self.policy, params, obs,
+                                    key, n_steps)
+        else:
+            def rollout(params, obs, key, n_steps):
+                return gym_rollout(self.env, act, params, obs, key, n_steps)
 
         def call(state: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
-            obs, key, traj = gym_rollout(self.env, act, state.ppo.params, state.obs,
-                                         state.key, n_steps)
+            obs, key, traj = rollout(state.ppo.params, state.obs, state.key, n_steps)
             key, learn_key = jax.random.split(key)
             ppo, tracker, metrics = learn(state.ppo, state.tracker, traj, obs, learn_key)
             steps = jnp.asarray(int(state.steps) + rollout_size, jnp.int32)
@@ -109,6 +122,19 @@ class GymAgent(Agent, backend="gymnasium"):
         learn = jax.jit(self._learn).lower(
             state.ppo, state.tracker, Trajectory(*traj), obs, key).compile()
         return act.lower(state.ppo.params, obs, state.key).compile(), learn
+
+    def _compile_host_rollout(self, state: TrainState) -> tuple[Callable, Callable]:
+        """`telapa.rl.host_policy`'s jitted ``noise`` (one rollout's draws) and
+        ``score`` (its log-probabilities and values), for ``state``'s shapes."""
+        n_steps = self.config.ppo.n_steps
+        shape = (self.config.ppo.num_envs, self.spec.action_dim)
+        states = jax.tree.map(
+            lambda x: jax.ShapeDtypeStruct((n_steps, *np.shape(x)), np.asarray(x).dtype),
+            state.obs)
+        actions = jax.ShapeDtypeStruct((n_steps, *shape), jnp.float32)
+        return (jax.jit(make_noise(n_steps, shape)).lower(state.key).compile(),
+                jax.jit(make_score(self.policy)).lower(state.ppo.params, states,
+                                                       actions).compile())
 
     # --- evaluation -----------------------------------------------------------------
 

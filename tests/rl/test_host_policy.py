@@ -1,0 +1,67 @@
+"""Host rollouts with the Gaussian mean in numpy (`telapa.rl.host_policy`): the mean is
+the network's to float32 rounding, the noise is the jitted ``act``'s bit for bit, the
+stored log-probabilities and values are the policy's own, and a rollout follows the
+jitted rollout's actions."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+from telapa.config import NetworkConfig
+from telapa.envs import make
+from telapa.rl.host_policy import host_mean, host_rollout, make_noise, make_score
+from telapa.rl.policy import Policy
+from telapa.rl.rollout import gym_rollout, make_act
+
+
+def _policy(env_id: str, activation: str = "tanh", hidden=(64, 64)) -> tuple:
+    env = make(env_id, "native", num_envs=4, seed=3)
+    policy = Policy.create(env.spec, NetworkConfig(hidden=hidden, activation=activation))
+    params = policy.init(jax.random.key(1))
+    # a trained-looking policy: larger weights and a log-std away from 0
+    params = jax.tree.map(lambda x: x * 3.0, params)
+    return env, policy, params
+
+
+@pytest.mark.parametrize("activation", ["tanh", "relu", "dff"])
+def test_the_numpy_mean_is_the_networks(activation):
+    env, policy, params = _policy("Hopper-v5", activation, hidden=(32, 16, 8))
+    obs = {"obs": np.random.default_rng(0).normal(0, 2, (64, 11)).astype(np.float32)}
+    mean = host_mean(policy)(jax.device_get(params), obs)
+    dist, _ = policy(params, obs)
+    assert mean.dtype == np.float32 and mean.shape == (64, 3)
+    np.testing.assert_allclose(mean, np.asarray(dist.mean), rtol=2e-5, atol=2e-6)
+
+
+def test_networks_it_does_not_cover_keep_the_jitted_act():
+    minigrid = make("MiniGrid-Empty-5x5-v0", "jax")
+    assert host_mean(Policy.create(minigrid.spec, NetworkConfig())) is None  # codes
+    assert host_mean(Policy.create(minigrid.spec, NetworkConfig(encoder="cnn"))) is None
+
+
+def test_a_rollout_draws_the_jitted_noise_and_scores_with_the_policy():
+    env, policy, params = _policy("HalfCheetah-v5")
+    other, _, _ = _policy("HalfCheetah-v5")
+    key = jax.random.key(7)
+    _, first = env.reset(jax.random.key(0))
+    other.reset(jax.random.key(0))
+    n = 12
+    noise = jax.jit(make_noise(n, (4, 6)))
+    score = jax.jit(make_score(policy))
+    obs, end_key, traj = host_rollout(env, host_mean(policy), noise, score, policy, params,
+                                      first, key, n)
+    # the same keys as the jitted act's: the same end key, and per step the same draws
+    ref_obs, ref_key, ref = gym_rollout(other, jax.jit(make_act(policy)), params, first,
+                                        key, n)
+    assert (jax.random.key_data(end_key) == jax.random.key_data(ref_key)).all()
+    np.testing.assert_allclose(traj.action, ref.action, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(traj.reward, ref.reward, rtol=1e-3, atol=1e-4)
+    # the stored scores are the policy's own on the stored states and actions
+    dist, value = policy(params, traj.obs)
+    np.testing.assert_array_equal(traj.log_prob, score(params, traj.obs, traj.action)[0])
+    np.testing.assert_allclose(traj.log_prob, dist.log_prob(traj.action), rtol=1e-5)
+    np.testing.assert_allclose(traj.value, value, rtol=1e-5, atol=1e-6)
+    assert traj.action.shape == (n, 4, 6) and traj.obs["obs"].shape == (n, 4, 17)
+    assert set(obs) == set(ref_obs) == {"obs"}
