@@ -65,3 +65,24 @@ def test_a_rollout_draws_the_jitted_noise_and_scores_with_the_policy():
     np.testing.assert_allclose(traj.value, value, rtol=1e-5, atol=1e-6)
     assert traj.action.shape == (n, 4, 6) and traj.obs["obs"].shape == (n, 4, 17)
     assert set(obs) == set(ref_obs) == {"obs"}
+
+
+def test_a_native_agent_trains_without_the_sketch_to_the_same_parameters():
+    """The native training env computes no sketch (PPO never reads it); training with it
+    on gives the same parameters bit for bit, and the evaluation envs keep it."""
+    from telapa.config import TrainConfig
+    from telapa.rl import PPOTrainer
+
+    config = TrainConfig.model_validate({"ppo": {"num_envs": 4, "n_steps": 64,
+                                                 "batch_size": 64, "epochs": 1}})
+    off = PPOTrainer("Hopper-v5", config, key=3, backend="native")
+    on = PPOTrainer("Hopper-v5", config, key=3, backend="native")
+    assert off.agent.env.sketch is False
+    on.agent.env.sketch = True
+    off.train(256)
+    on.train(256)
+    for a, b in zip(jax.tree.leaves(off.state.ppo.params), jax.tree.leaves(on.state.ppo.params),
+                    strict=True):
+        np.testing.assert_array_equal(a, b)
+    result = off.evaluate(episodes=2)
+    assert result.features is not None and np.abs(np.asarray(result.features)).sum() > 0

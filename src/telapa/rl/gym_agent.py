@@ -179,7 +179,11 @@ class NativeAgent(GymAgent, backend="native"):
               gym_seed: int) -> HostVectorEnv:
         self._eval_envs: dict[int, NativeVectorEnv] = {}
         """The evaluation envs by size S * E (a run has a few)."""
-        return super()._open(env, backend, intrinsic_beta, gym_seed)
+        made = isinstance(env, str)
+        env = super()._open(env, backend, intrinsic_beta, gym_seed)
+        if made:  # PPO never reads the training env's sketch (evaluation envs keep it)
+            env.sketch = False
+        return env
 
     def _evaluate(self, params: Params, episodes: int, key: jax.Array, deterministic: bool,
                   max_steps: int) -> EvalResult:
