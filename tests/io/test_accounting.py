@@ -174,10 +174,12 @@ def test_tree_nbytes():
 
 
 def test_memory_monitor_span_peak_leaves_out_the_lifetime_peak():
-    # raise ru_maxrss 300 MiB above both the process's peak so far and its RSS now (a
-    # worker that ran bigger tests has a lifetime peak above its RSS), then free it
-    probe = MemoryMonitor(lifetime=False)
-    extra = max(0, MemoryMonitor().peak_bytes - probe.current_bytes()) + (300 << 20)
+    # Raise this process's ru_maxrss 300 MiB above what the span will sample (this
+    # process's RSS plus its live children's: a worker may have some), and above its own
+    # peak so far (a worker that ran bigger tests has one above its RSS); then free it.
+    own = psutil.Process().memory_info().rss
+    children = MemoryMonitor(lifetime=False).current_bytes() - own
+    extra = max(0, MemoryMonitor().peak_bytes - own) + max(0, children) + (300 << 20)
     block = bytearray(b"x") * extra
     del block
     lifetime = MemoryMonitor().peak_bytes
