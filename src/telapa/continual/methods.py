@@ -182,7 +182,9 @@ class Finetune(Method):
 
 
 class FinetuneReset(Method):
-    """Parameters carried to the next task; optimizer and rollout state reset."""
+    """Finetune with the optimizer reset at every visit: the parameters are carried on,
+    Adam's moments and step count start from zero. (Every method starts a visit's
+    rollout afresh, on the new task's envs; that is not what sets this one apart.)"""
 
     name = "finetune-reset"
     reset_optimizer = True
