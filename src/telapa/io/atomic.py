@@ -44,9 +44,13 @@ FSYNC_ENV = "TELAPA_FSYNC"
 """``off`` (or ``0``): no fsync (see the module's docstring)."""
 
 
+def _fsync_off() -> bool:
+    return os.environ.get(FSYNC_ENV, "").lower() in ("off", "0")
+
+
 def fsync(fd: int) -> None:
     """`os.fsync` of ``fd``, unless ``$TELAPA_FSYNC`` is ``off`` or ``0``."""
-    if os.environ.get(FSYNC_ENV, "").lower() not in ("off", "0"):
+    if not _fsync_off():
         os.fsync(fd)
 
 
@@ -91,7 +95,7 @@ def _remove_stale_temps(target: Path) -> None:
 def fsync_dir(directory: Path) -> None:
     """Flushes ``directory``'s entries to disk (after a rename into it), where the
     platform can."""
-    if os.environ.get(FSYNC_ENV, "").lower() in ("off", "0"):
+    if _fsync_off():
         return
     try:
         fd = os.open(directory, os.O_RDONLY)

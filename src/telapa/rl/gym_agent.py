@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from telapa.envs import Backend, make
 from telapa.envs.base import Obs
@@ -82,21 +81,9 @@ class GymAgent(Agent, backend="gymnasium"):
 
     def _training_call(self, state: TrainState) -> Callable:
         """One iteration: a host rollout of ``n_steps`` steps, then the compiled update."""
-        act, learn = self.program(("gym-train", *shape_key(state)),
-                                  lambda: self._timed(lambda: self._compile_step(state)))
+        rollout, learn = self.program(("gym-train", *shape_key(state)),
+                                      lambda: self._timed(lambda: self._compile_step(state)))
         n_steps, rollout_size = self.config.ppo.n_steps, self.config.ppo.rollout_size
-        mean = host_mean(self.policy)
-        if mean is not None:  # the Gaussian mean in numpy (telapa.rl.host_policy)
-            noise, score = self.program(
-                ("host-rollout", *shape_key(state)),
-                lambda: self._timed(lambda: self._compile_host_rollout(state)))
-
-            def rollout(params, obs, key, n_steps):
-                return host_rollout(self.env, mean, noise, score, self.policy, params, obs,
-                                    key, n_steps)
-        else:
-            def rollout(params, obs, key, n_steps):
-                return gym_rollout(self.env, act, params, obs, key, n_steps)
 
         def call(state: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
             obs, key, traj = rollout(state.ppo.params, state.obs, state.key, n_steps)
@@ -109,8 +96,11 @@ class GymAgent(Agent, backend="gymnasium"):
         return call
 
     def _compile_step(self, state: TrainState) -> tuple[Callable, Callable]:
-        """``act`` and ``learn`` compiled for the shapes a rollout from ``state``
-        produces."""
+        """``rollout(params, obs, key, n_steps) -> (obs, key, traj)`` and ``learn``,
+        compiled for the shapes a rollout from ``state`` produces. The rollout samples
+        with the Gaussian mean in numpy where the network allows
+        (`telapa.rl.host_policy`: its noise and scores compiled here), else with the
+        jitted ``act`` at every step (`gym_rollout`)."""
         obs = jax.tree.map(jnp.asarray, state.obs)
         act = jax.jit(make_act(self.policy))
         action, key = jax.eval_shape(act, state.ppo.params, obs, state.key)
@@ -121,20 +111,14 @@ class GymAgent(Agent, backend="gymnasium"):
         traj = jax.tree.map(lambda x: jax.ShapeDtypeStruct((n_steps, *x.shape), x.dtype), step)
         learn = jax.jit(self._learn).lower(
             state.ppo, state.tracker, Trajectory(*traj), obs, key).compile()
-        return act.lower(state.ppo.params, obs, state.key).compile(), learn
-
-    def _compile_host_rollout(self, state: TrainState) -> tuple[Callable, Callable]:
-        """`telapa.rl.host_policy`'s jitted ``noise`` (one rollout's draws) and
-        ``score`` (its log-probabilities and values), for ``state``'s shapes."""
-        n_steps = self.config.ppo.n_steps
-        shape = (self.config.ppo.num_envs, self.spec.action_dim)
-        states = jax.tree.map(
-            lambda x: jax.ShapeDtypeStruct((n_steps, *np.shape(x)), np.asarray(x).dtype),
-            state.obs)
-        actions = jax.ShapeDtypeStruct((n_steps, *shape), jnp.float32)
-        return (jax.jit(make_noise(n_steps, shape)).lower(state.key).compile(),
-                jax.jit(make_score(self.policy)).lower(state.ppo.params, states,
-                                                       actions).compile())
+        mean = host_mean(self.policy)
+        if mean is None:
+            return partial(gym_rollout, self.env,
+                           act.lower(state.ppo.params, obs, state.key).compile()), learn
+        noise = jax.jit(make_noise(n_steps, action.action.shape)).lower(state.key).compile()
+        score = jax.jit(make_score(self.policy)).lower(
+            state.ppo.params, traj[0], traj[1]).compile()
+        return partial(host_rollout, self.env, mean, noise, score, self.policy), learn
 
     # --- evaluation -----------------------------------------------------------------
 
