@@ -16,13 +16,22 @@ from shared_runs import QUICK_METHODS, QUICK_SEEDS, made_once, make_quick_runs
 
 from telapa.jaxcache import ENV_VAR, enable_persistent_cache
 
-FAST_COMPILE_FLAG = "--xla_backend_optimization_level=0"
-"""XLA's backend (LLVM) optimization level 0 for every program the suite compiles: a
-cold tiny Finetune run (tests/shared_runs.py) took 30 s against 38 s, and the whole
-suite 18.3 min against 23.7 (with TELAPA_FSYNC=off; 2 CPU cores). It changes float
-rounding (fused multiply-adds), so a result can differ from a level-2 run by a few ulps
-and a tiny run's SR by an episode: tests compare runs of the suite with each other,
-never with numbers a default process made."""
+FAST_COMPILE_FLAGS = ("--xla_backend_optimization_level=0",
+                      "--xla_cpu_use_fusion_emitters=false")
+"""XLA flags for every program the suite compiles, all about compile time (2 CPU cores,
+JAX's cache off, one process):
+
+* backend (LLVM) optimization level 0: a cold tiny Finetune run (tests/shared_runs.py)
+  took 30 s against 38 s, and the whole suite 18.3 min against 23.7 (with
+  TELAPA_FSYNC=off);
+* XLA CPU's older loop emitters instead of its fusion emitters: a cold tiny TeLAPA run
+  compiled its 301 programs in 26.5 s against 48.2 (wall 57.5 s against 77.9), a tiny
+  Finetune run its 66 in 11.5 s against 20.4.
+
+They change float rounding (fused multiply-adds, the order of a fusion's operations), so
+a result can differ from a default process's by a few ulps and a tiny run's SR by an
+episode: tests compare runs of the suite with each other, never with numbers a default
+process made."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -30,8 +39,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # them (before JAX makes its backend, which reads XLA_FLAGS once).
     os.environ.setdefault("TELAPA_FSYNC", "off")  # telapa.io.atomic: durability, untested
     flags = os.environ.get("XLA_FLAGS", "")
-    if "xla_backend_optimization_level" not in flags:
-        os.environ["XLA_FLAGS"] = f"{flags} {FAST_COMPILE_FLAG}".strip()
+    for flag in FAST_COMPILE_FLAGS:  # a flag the caller set wins
+        if flag.partition("=")[0] not in flags:
+            flags = f"{flags} {flag}".strip()
+    os.environ["XLA_FLAGS"] = flags
     cache = getattr(config, "cache", None)  # absent under ``-p no:cacheprovider``
     folder = cache.mkdir("telapa-jax") if cache is not None else None
     if folder is not None:

@@ -80,10 +80,11 @@ def test_sincos_matches_float64_sin_and_cos(scale):
     float32 sin: 3e-8)."""
     z = np.random.default_rng(0).uniform(-scale, scale, 100_000).astype(np.float32)
     z[:9] = [0.0, -0.0, np.pi / 4, np.pi / 2, np.pi, -np.pi / 2, 3 * np.pi / 2, 1e-30, -2.5]
-    # at the optimization level processes run at (the suite compiles at level 0, whose
-    # contracted multiply-adds lose the range reduction's exactness: 1e-6 at 1e5)
+    # as processes compile it (the suite compiles at level 0, whose contracted
+    # multiply-adds lose the range reduction's exactness: 1e-6 at 1e5; tests/conftest.py)
     sin, cos = jax.jit(sincos).lower(z).compile(
-        compiler_options={"xla_backend_optimization_level": 2})(z)
+        compiler_options={"xla_backend_optimization_level": 2,
+                          "xla_cpu_use_fusion_emitters": True})(z)
     assert sin.dtype == cos.dtype == jnp.float32
     exact = z.astype(np.float64)
     assert np.abs(np.asarray(sin, np.float64) - np.sin(exact)).max() < 1e-7
