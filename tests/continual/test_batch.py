@@ -18,6 +18,7 @@ from jax._src.array import ArrayImpl
 from telapa.cli import main
 from telapa.continual.batch import SeedBatch, parse_seeds
 from telapa.continual.curriculum import load_curriculum
+from telapa.continual.driver import Driver
 from telapa.continual.preset import load_run_config
 from telapa.continual.rundir import RunDir
 from telapa.continual.runner import ContinualRun
@@ -129,14 +130,15 @@ def test_first_chunk_matches_the_separate_run_in_one_transfer(tmp_path, monkeypa
     spec = RunSpec(load_curriculum(ONE_TASK), "ewc", SEEDS[0], load_run_config(TINY), "tiny")
     both = SeedBatch.start(spec, list(SEEDS), [tmp_path / "b1", tmp_path / "b2"])
     alone = ContinualRun.start(spec, tmp_path / "alone")
+    alone_loop = Driver([alone], size=1)  # the loop `alone.run()` goes through
     try:
         seen = _watch_transfers(monkeypatch)
         both.step()  # the start phase: hooks, then one pre-evaluation of both seeds
         assert seen == {"fetch": 1, "outside": []}
-        alone.step(lambda: (0.0, 0))
+        alone_loop.step()
         both.step()  # chunk 0 of both seeds
         assert seen == {"fetch": 3, "outside": []}
-        alone.step(lambda: (0.0, 0))
+        alone_loop.step()
         assert seen == {"fetch": 4, "outside": []}
         monkeypatch.undo()
         member, other = both.runs

@@ -14,6 +14,7 @@ import pytest
 
 from telapa.cli import main
 from telapa.continual.curriculum import load_curriculum
+from telapa.continual.driver import Driver
 from telapa.continual.play import open_finished
 from telapa.continual.preset import load_run_config
 from telapa.continual.rundir import RunDir, RunDirError
@@ -35,7 +36,7 @@ def old_run(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("format") / "run"
     spec = RunSpec(load_curriculum("smoke"), "finetune", 0, load_run_config(TINY), "tiny")
     run = ContinualRun.start(spec, path)
-    run.step(lambda: (0.0, 0))  # visit 0's start phase and its checkpoint
+    Driver([run], size=1).step()  # visit 0's start phase and its checkpoint
     run.tracker.close("stopped")
     run.dir.unlock()
     manifest = json.loads((path / "run.json").read_text())

@@ -6,10 +6,11 @@ reports and ``--resume`` treat it as any other run). What the seeds share:
 
 * the static agents (one per env of the curriculum), so every jitted function is
   compiled once for the batch;
-* on the jax backend, every phase as one step of the batch
-  (`telapa.continual.runner`'s phase functions): a chunk is one compiled program
-  (`train_chunk`: a ``lax.scan`` over the chunk's PPO iterations ``vmap``ped over the
-  seeds, then one population evaluation of the S policies) whose results reach the host
+* on the jax backend, every phase as one step of the batch, through the one loop every
+  run goes through (`telapa.continual.driver`; a single run is a batch of one): a chunk
+  is one compiled program (`train_chunk`: a ``lax.scan`` over the chunk's PPO
+  iterations ``vmap``ped over the seeds, then one population evaluation of the S
+  policies) whose results reach the host
   in one transfer; the pre-evaluations and final evaluations are population evaluations
   of the S policies; the method's per-seed hooks run in lockstep
   (`telapa.continual.lockstep`): the steps with a batched form (TeLAPA's probes as one
@@ -23,7 +24,7 @@ programs (docs/assumptions.md, "Batches of seeds and probes").
 
 Phases. All seeds have the same phases (one curriculum and preset). After a crash each
 seed resumes from its own latest checkpoint, so they may stand at different phases: the
-batch always advances the seeds at the earliest phase (`step`), so seeds that lag catch
+loop always advances the seeds at the earliest phase (`Driver.step`), so seeds that lag catch
 up first and the batch trains together again once they reach the others. A chunk of
 fewer seeds than the batch holds is padded to the batch's size with copies of one of
 them (results discarded), so every chunk runs the same compiled program and a resumed
@@ -34,37 +35,28 @@ Accounting. A seed's ``wall_s`` is its share of the batch's wall time (elapsed s
 over the number of seeds the batch runs) and its ``train`` phase time the same share of
 each batched chunk; its peak memory is the process's.
 
-Gymnasium. Host-stepped envs cannot be ``vmap``ped and a gymnasium `TrainState` is tied
-to its agent's envs: on a gymnasium curriculum the seeds run one after the other, each
-with its own agents, as separate runs would.
+Host backends. Host-stepped envs (gymnasium, native) cannot be ``vmap``ped and their
+`TrainState` is tied to its agent's envs: on such a curriculum the seeds run one after
+the other, each a batch of one with its own agents, as separate runs would.
 """
 
 from __future__ import annotations
 
 import collections
 import dataclasses
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from telapa.config import ascii_int
+from telapa.continual.driver import Driver
 from telapa.continual.memory import check_memory
-from telapa.continual.phases import (
-    RunError,
-    end_visit,
-    final_evaluation,
-    start_visit,
-    train_chunk,
-)
 from telapa.continual.progress import Progress, SilentProgress
 from telapa.continual.rundir import RunDir, RunDirError
 from telapa.continual.runner import ContinualRun
-from telapa.continual.spec import Phase, RunSpec
+from telapa.continual.spec import RunSpec
 from telapa.continual.tracking import Tracking
-from telapa.io import MemoryMonitor
-from telapa.io.stop import raise_pending
-from telapa.rl.agent import Agent, BatchMemberError
+from telapa.rl.agent import Agent
 
 
 class _SeedProgress:
@@ -134,9 +126,10 @@ class SeedBatch:
         self.batched = runs[0].spec.curriculum.backend == "jax"
         self._pending = [r for r in runs
                          if not (r.complete and r.dir.spec().get("status") == "complete")]
-        self._start = time.perf_counter()
-        self._base_wall = {id(r): r.wall_s for r in self._pending}
-        self._memory: MemoryMonitor | None = None
+        self._drivers = ([Driver(self._pending, size=len(runs))] if self.batched else
+                         [Driver([run], size=1) for run in self._pending])
+        """The loops (`telapa.continual.driver`): on the jax backend one over the seeds
+        together, on a host backend one per seed, run one after the other."""
 
     @classmethod
     def start(cls, spec: RunSpec, seeds: Sequence[int], paths: Sequence[str | Path],
@@ -214,82 +207,22 @@ class SeedBatch:
     # --- the loop -------------------------------------------------------------------
 
     def run(self) -> list[dict[str, Any]]:
-        """Runs every seed to the end; returns each seed's metrics (seed order)."""
+        """Runs every seed to the end (see `_drivers`); returns each seed's metrics (seed
+        order)."""
         try:
-            if not self.batched:
-                return [run.run() for run in self.runs]
-            return self._run_batched()
+            for driver in self._drivers:
+                driver.drive()
+            return [run.metrics() for run in self.runs]
         finally:
             for run in self.runs:
                 run.tracker.close("stopped")  # no-op for the runs that finished
                 run.dir.unlock()
 
-    def _run_batched(self) -> list[dict[str, Any]]:
-        self._start = time.perf_counter()
-        for run in self._pending:
-            run.segments += 1
-        peak = max([r.peak_rss for r in self._pending], default=0)
-        with MemoryMonitor(initial_peak_bytes=peak) as self._memory:
-            while self.step():
-                # a stop dropped inside a callback, or one asked for at a phase boundary (its
-                # checkpoint committed): telapa.io.stop
-                raise_pending(boundary=True)
-        for run in self._pending:
-            run.finish()
-        return [run.metrics() for run in self.runs]
-
-    def _clock(self, run: ContinualRun):
-        """``run``'s wall seconds (its share of the batch's) and the peak memory."""
-        def clock() -> tuple[float, int]:
-            share = (time.perf_counter() - self._start) / len(self._pending)
-            peak = self._memory.peak_bytes if self._memory is not None else 0
-            return self._base_wall[id(run)] + share, peak
-        return clock
-
     def step(self) -> bool:
-        """Runs the earliest pending phase for every seed that stands at it (one batched
-        call for a chunk on jax, else seed after seed) and commits their checkpoints;
-        False when every seed is complete."""
-        waiting = [r for r in self._pending if not r.complete]
-        if not waiting:
-            return False
-        lead = min(r.next_phase for r in waiting)
-        group = [r for r in waiting if r.next_phase == lead]
-        phase = group[0].phases[lead]
-        if self.batched:
-            self._batched_phase(group, phase)
-            return True
-        for run in group:
-            try:
-                run.step(self._clock(run))
-            except RunError as err:
-                raise RunError(f"seed {run.spec.seed}, {err}") from err
-        return True
-
-    def _batched_phase(self, group: list[ContinualRun], phase: Phase) -> None:
-        """The phase ``phase`` of every run in ``group`` at once, padded to the batch's
-        size (`telapa.continual.runner`'s phase functions, see the module docstring),
-        then their checkpoints."""
-        size = len(self.runs)
-        try:
-            if phase.kind == "chunk":
-                train_chunk(group, phase, size=size)
-            elif phase.kind == "start":
-                start_visit(group, phase, size=size)
-            elif phase.kind == "end":
-                end_visit(group, phase)
-            else:
-                final_evaluation(group, size=size)
-        except BatchMemberError as err:
-            run = group[err.member]
-            raise RunError(f"seed {run.spec.seed}, {phase.describe(run.visits)}: {err.error}"
-                           ) from err
-        except FloatingPointError as err:
-            seeds = ", ".join(str(run.spec.seed) for run in group)
-            raise RunError(f"seeds {seeds}, {phase.describe(group[0].visits)}: {err}"
-                           ) from err
-        for run in group:
-            run.commit_phase(self._clock(run))
+        """Runs the batch's next phase (`Driver.step`: the earliest phase of the seeds
+        that stand at it; on a host backend, of the first seed not complete); False when
+        every seed is complete."""
+        return any(driver.step() for driver in self._drivers)
 
 
 __all__ = ["SeedBatch", "parse_seeds"]

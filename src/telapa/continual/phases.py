@@ -5,9 +5,10 @@ A phase takes the runs (seeds of one method, curriculum and settings: one alone,
 
 * `start_visit`: the method's per-seed start hooks in lockstep
   (`telapa.continual.lockstep.run_hooks`), new training episodes, the pre-evaluation;
-* `train_chunk`: a chunk as one program (`Agent.train_and_evaluate`: the chunk's PPO
-  iterations as one ``lax.scan`` ``vmap``ped over the runs, then one population
-  evaluation), jax backend;
+* `train_chunk`: on the jax backend a chunk as one program (`Agent.train_and_evaluate`:
+  the chunk's PPO iterations as one ``lax.scan`` ``vmap``ped over the runs, then one
+  population evaluation); on a host backend (gymnasium, native) PPO on the host-stepped
+  envs, then an evaluation, run after run;
 * `end_visit`: the method's per-seed end hooks in lockstep, the visit's training table;
 * `final_evaluation`: every task evaluated with each run's ``eval_params``.
 
@@ -119,11 +120,14 @@ def start_visit(runs: list[PhaseRun], phase: Phase, size: int | None = None) -> 
 
 
 def train_chunk(runs: list[PhaseRun], phase: Phase, size: int | None = None) -> None:
-    """A ``chunk`` phase on the jax backend: every run's `TrainState` stacked, trained
+    """A ``chunk`` phase. On the jax backend every run's `TrainState` stacked, trained
     and evaluated with its evaluation key as one `Agent.train_and_evaluate` program,
-    then each run's `ContinualRun.finish_chunk`. Raises `BatchMemberError` (the
-    position in ``runs``) on a non-finite loss."""
+    then each run's `ContinualRun.finish_chunk`; raises `BatchMemberError` (the position
+    in ``runs``) on a non-finite loss. On a host backend, `_host_chunk`."""
     lead = runs[0]
+    if lead.spec.curriculum.backend != "jax":
+        _host_chunk(runs, phase)
+        return
     visit = lead.visits[phase.visit]
     agent = lead.agent(visit)
     steps = {run.chunk_steps(phase) for run in runs}
@@ -146,8 +150,25 @@ def train_chunk(runs: list[PhaseRun], phase: Phase, size: int | None = None) -> 
         run.finish_chunk(phase, state, history, evaluation)
 
 
-def end_visit(runs: list[PhaseRun], phase: Phase) -> None:
-    """The ``end`` phase: the method's end hooks, then each run's training table."""
+def _host_chunk(runs: list[PhaseRun], phase: Phase) -> None:
+    """A ``chunk`` phase on host-stepped envs, run after run with each run's own agent
+    (its training state is tied to that agent's envs): PPO to the chunk's end
+    (`Agent.train`), then the evaluation with the chunk's key. A non-finite loss raises
+    the run's FloatingPointError."""
+    for run in runs:
+        agent = run.agent(run.visits[phase.visit])
+        steps = run.chunk_steps(phase)
+        with run.timer.phase("train"):
+            state, history = agent.train(run.train_state, steps, progress=run.on_progress)
+        with run.timer.phase("eval"):
+            result = agent.evaluate(state.ppo.params, run.spec.config.eval_episodes,
+                                    run.eval_key(phase))
+        run.finish_chunk(phase, state, history, result)
+
+
+def end_visit(runs: list[PhaseRun], phase: Phase, size: int | None = None) -> None:
+    """The ``end`` phase: the method's end hooks, then each run's training table
+    (``size`` is not used: no program of this phase is padded)."""
     lead = runs[0]
     visit = lead.visits[phase.visit]
     agent = lead.agent(visit)
@@ -165,7 +186,7 @@ def end_visit(runs: list[PhaseRun], phase: Phase) -> None:
         run.train_rows = []
 
 
-def final_evaluation(runs: list[PhaseRun], size: int | None = None) -> None:
+def final_evaluation(runs: list[PhaseRun], phase: Phase, size: int | None = None) -> None:
     """The ``final`` phase: every task evaluated with each run's ``eval_params``."""
     lead = runs[0]
     start = time.perf_counter()

@@ -21,8 +21,6 @@ static `Agent` (shared by every run of one process with the same env, config and
 from __future__ import annotations
 
 import shutil
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,15 +30,16 @@ import pandas as pd
 from telapa.continual.agents import AgentKey, shared_agent
 from telapa.continual.checkpoints import RunEdited
 from telapa.continual.curriculum import Visit
+from telapa.continual.driver import Clock, Driver
 from telapa.continual.methods import Method, TaskContext
-from telapa.continual.phases import RunError, end_visit, final_evaluation, start_visit, train_chunk
+from telapa.continual.phases import RunError
 from telapa.continual.progress import Progress, SilentProgress
 from telapa.continual.registry import make_method
 from telapa.continual.rundir import RunDir, RunDirError
 from telapa.continual.runtables import records_tables
 from telapa.continual.spec import Phase, RunSpec, resolve_spec
 from telapa.continual.tracking import RunTracker, Tracking
-from telapa.io import CheckpointError, MemoryMonitor, PhaseTimer, dir_size_bytes, tree_nbytes
+from telapa.io import CheckpointError, PhaseTimer, dir_size_bytes, tree_nbytes
 from telapa.io.stop import raise_pending
 from telapa.metrics import best_sr, competence_targets, run_metrics
 from telapa.metrics.rates import as_exact
@@ -51,7 +50,7 @@ from telapa.provenance import (
     extend_versions,
     version_change,
 )
-from telapa.rl.agent import Agent, BatchMemberError, Metrics, TrainState, episodes_key
+from telapa.rl.agent import Agent, Metrics, TrainState, episodes_key
 from telapa.rl.evaluate import EvalResult
 from telapa.rl.ppo import PPOState
 
@@ -237,41 +236,21 @@ class ContinualRun:
         return self.next_phase >= len(self.phases)
 
     def run(self) -> dict[str, Any]:
-        """Runs every remaining phase; returns the run's metrics (see `metrics`). A run
-        that is already complete is left exactly as it is (nothing is rewritten)."""
+        """Runs every remaining phase (`telapa.continual.driver`: a batch of one);
+        returns the run's metrics (see `metrics`). A run that is already complete is
+        left exactly as it is (nothing is rewritten)."""
         try:
             if self.complete and self.dir.spec().get("status") == "complete":
                 return self.metrics()
-            return self._run_remaining()
+            (metrics,) = Driver([self], size=1).drive()
+            return metrics
         finally:
             self.tracker.close("stopped")  # no-op after `finish`
             self.dir.unlock()
 
-    def _run_remaining(self) -> dict[str, Any]:
-        self.segments += 1
-        segment_start = time.perf_counter()
-        base_wall = self.wall_s
-        with MemoryMonitor(initial_peak_bytes=self.peak_rss) as memory:
-            while not self.complete:
-                # a stop dropped inside a callback, or one asked for at a phase boundary (its
-                # checkpoint committed): telapa.io.stop
-                raise_pending(boundary=True)
-                self.step(lambda: (base_wall + time.perf_counter() - segment_start,
-                                   memory.peak_bytes))
-        return self.finish()
-
-    def step(self, clock: Callable[[], tuple[float, int]]) -> None:
-        """Runs the next phase and commits its checkpoint; ``clock()`` gives the run's wall
-        seconds and peak memory so far (read once the phase is done)."""
-        phase = self.phases[self.next_phase]
-        try:
-            self._run_phase(phase)
-        except FloatingPointError as err:
-            raise RunError(f"{phase.describe(self.visits)}: {err}") from err
-        self.commit_phase(clock)
-
-    def commit_phase(self, clock: Callable[[], tuple[float, int]]) -> None:
-        """Marks the current phase done and commits its checkpoint (see `step`)."""
+    def commit_phase(self, clock: Clock) -> None:
+        """Marks the current phase done and commits its checkpoint; ``clock()`` gives the
+        run's wall seconds and peak memory so far (`telapa.continual.driver`)."""
         phase = self.phases[self.next_phase]
         self.next_phase += 1
         self.wall_s, peak = clock()
@@ -303,29 +282,6 @@ class ContinualRun:
 
     def _checkpointable(self, phase: Phase) -> bool:
         return phase.kind != "chunk" or self.spec.curriculum.backend == "jax"
-
-    def _run_phase(self, phase: Phase) -> None:
-        if phase.kind == "final":
-            final_evaluation([self])
-        elif phase.kind == "start":
-            start_visit([self], phase)
-        elif phase.kind == "end":
-            end_visit([self], phase)
-        elif self.spec.curriculum.backend == "jax":
-            try:
-                train_chunk([self], phase)
-            except BatchMemberError as err:
-                raise err.error from None
-        else:
-            agent = self.agent(self.visits[phase.visit])
-            steps = self.chunk_steps(phase)
-            with self.timer.phase("train"):
-                state, history = agent.train(self.train_state, steps,
-                                             progress=self.on_progress)
-            with self.timer.phase("eval"):
-                result = agent.evaluate(state.ppo.params, self.spec.config.eval_episodes,
-                                        self.eval_key(phase))
-            self.finish_chunk(phase, state, history, result)
 
     def context(self, visit: Visit, agent: Agent, purpose: str) -> TaskContext:
         """What the method's ``purpose`` hook (``"start"`` or ``"end"``) of ``visit``

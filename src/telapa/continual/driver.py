@@ -1,0 +1,138 @@
+"""The one loop of every run: a single run is a batch of one.
+
+`drive` runs the remaining phases of ``runs`` (seeds of one method, curriculum and
+settings; one alone or a `telapa.continual.batch.SeedBatch`'s) to the end::
+
+    while some run is not complete:
+        phase = the earliest phase a run stands at
+        group = the runs standing at it
+        phases.<phase.kind>(group, phase)       # one call for the whole group
+        each run of the group commits the phase (its checkpoint)
+    each run finishes (tables, metrics, accounting)
+
+After a crash each seed resumes from its own latest checkpoint, so seeds may stand at
+different phases: the loop always advances the earliest, so the laggards catch up and
+the batch trains together again. ``size`` pads a group to the batch's size (copies of
+the first member, results discarded), so a resumed batch runs the programs it compiled.
+
+Host-stepped envs (gymnasium, native) cannot be ``vmap``ped and their training state is
+tied to an agent's own envs: `SeedBatch` drives their seeds one after the other, each as
+a batch of one, exactly as separate runs.
+
+Time and memory. A run's ``wall_s`` grows by its share of the loop's elapsed time (the
+elapsed seconds over the number of runs the loop drives); its peak memory is the
+process's, sampled through the loop (`telapa.io.MemoryMonitor`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from telapa.continual.phases import (
+    PhaseRun,
+    RunError,
+    end_visit,
+    final_evaluation,
+    start_visit,
+    train_chunk,
+)
+from telapa.continual.spec import Phase
+from telapa.io import MemoryMonitor
+from telapa.io.stop import raise_pending
+from telapa.rl.agent import BatchMemberError
+
+Clock = Callable[[], tuple[float, int]]
+"""A run's wall seconds and the peak memory so far (read once a phase is done)."""
+
+
+class DrivenRun(PhaseRun, Protocol):
+    """What the loop reads and calls of a run, besides what its phases do (`PhaseRun`;
+    `telapa.continual.runner.ContinualRun` is one)."""
+
+    phases: list[Phase]
+    next_phase: int
+    wall_s: float
+    peak_rss: int
+    segments: int
+
+    @property
+    def complete(self) -> bool: ...
+    def commit_phase(self, clock: Clock) -> None: ...
+    def finish(self) -> dict[str, Any]: ...
+
+
+PHASES = {"start": start_visit, "chunk": train_chunk, "end": end_visit,
+          "final": final_evaluation}
+"""Each phase kind's function of the group of runs standing at it (`telapa.continual
+.phases`); every one takes ``size``, the batch's size."""
+
+
+class Driver:
+    """The loop over ``runs`` (not complete, or complete but not yet finished); ``size``:
+    the batch's size, the number of programs' members (`drive` runs it to the end;
+    `step` runs one phase)."""
+
+    def __init__(self, runs: list[DrivenRun], size: int):
+        self.runs, self.size = runs, size
+        self._start = time.perf_counter()
+        self._base_wall = {id(r): r.wall_s for r in runs}
+        self._memory: MemoryMonitor | None = None
+
+    def drive(self) -> list[dict[str, Any]]:
+        """Every remaining phase, then each run's `finish`; returns their metrics."""
+        self._start = time.perf_counter()
+        for run in self.runs:
+            run.segments += 1
+        peak = max([r.peak_rss for r in self.runs], default=0)
+        with MemoryMonitor(initial_peak_bytes=peak) as self._memory:
+            while self.step():
+                # a stop dropped inside a callback, or one asked for at a phase boundary
+                # (its checkpoint committed): telapa.io.stop
+                raise_pending(boundary=True)
+        return [run.finish() for run in self.runs]
+
+    def clock(self, run: DrivenRun) -> Clock:
+        """``run``'s wall seconds (its share of the loop's) and the peak memory."""
+        def read() -> tuple[float, int]:
+            share = (time.perf_counter() - self._start) / len(self.runs)
+            peak = self._memory.peak_bytes if self._memory is not None else 0
+            return self._base_wall[id(run)] + share, peak
+        return read
+
+    def step(self) -> bool:
+        """Runs the earliest pending phase for every run that stands at it, in one call,
+        and commits their checkpoints; False when every run is complete."""
+        waiting = [r for r in self.runs if not r.complete]
+        if not waiting:
+            return False
+        lead = min(r.next_phase for r in waiting)
+        group = [r for r in waiting if r.next_phase == lead]
+        phase = group[0].phases[lead]
+        try:
+            PHASES[phase.kind](group, phase, size=self.size)
+        except BatchMemberError as err:
+            run = group[err.member]
+            raise RunError(f"{self._who([run])}{phase.describe(run.visits)}: {err.error}"
+                           ) from err
+        except FloatingPointError as err:
+            raise RunError(f"{self._who(group)}{phase.describe(group[0].visits)}: {err}"
+                           ) from err
+        except RunError as err:
+            if self.size == 1:
+                raise
+            raise RunError(f"{self._who(group)}{err}") from err
+        for run in group:
+            run.commit_phase(self.clock(run))
+        return True
+
+    def _who(self, group: list[DrivenRun]) -> str:
+        """The seeds an error names (none for a run alone)."""
+        if self.size == 1:
+            return ""
+        seeds = ", ".join(str(run.spec.seed) for run in group)
+        return f"seed {seeds}, " if len(group) == 1 else f"seeds {seeds}, "
+
+
+__all__ = ["PHASES", "Clock", "DrivenRun", "Driver"]
