@@ -13,7 +13,7 @@ import pytest
 from telapa.continual import agents as agents_module
 from telapa.continual.agents import map_usage, relieve_map_pressure, shared_agent
 from telapa.continual.curriculum import load_curriculum
-from telapa.continual.preset import load_run_config
+from telapa.continual.preset import L2InitConfig, load_run_config
 from telapa.continual.spec import RunSpec
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/maps"),
@@ -67,3 +67,25 @@ def test_relieving_releases_only_past_the_share():
     assert relieve_map_pressure(agents, agent, share=1.0) is None
     assert relieve_map_pressure({"idle": agent}, None, share=0.0) is not None
     assert agent.live_programs == 0
+
+
+def test_a_penalised_methods_agent_is_keyed_by_its_settings():
+    """A penalty may read its method's settings as constants its compiled programs fix (a
+    plug-in's ``lam`` in a closure), so runs of one method with other settings never
+    share an agent; with the same settings, or without a penalty, they do."""
+    spec = _spec()
+    visit = spec.curriculum.visits()[0]
+    agents: dict = {}
+
+    def get(penalty, lam):
+        return shared_agent(agents, visit, spec.config.train, spec=spec, penalty=penalty,
+                            settings=L2InitConfig(lam=lam))
+
+    def penalty(params, data):
+        return 0.0
+
+    weak = get(penalty, 0.1)
+    assert get(penalty, 0.1) is weak
+    strong = get(penalty, 10.0)
+    assert strong is not weak and strong.penalty is penalty
+    assert get(None, 0.1) is get(None, 10.0)  # no penalty: the settings change no program

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import jax
+from pydantic import BaseModel
 
 from telapa.config import TrainConfig
 from telapa.continual.curriculum import Visit
@@ -33,10 +34,11 @@ from telapa.rl.ppo import Penalty
 AgentKey = tuple[str, ...]
 """What an `Agent` and the programs it compiles are made of (`ContinualRun.agent`): the
 env id, options and competence, the backend, the train config (the method's network), the
-intrinsic bonus and, for a method with a penalty, the method (its penalty data has the
-method's own structure, which the compiled programs fix: EWC's and L2Init's differ under
-one penalty function). Runs with the same key share the agent when they share an
-``agents`` dict (a seed batch, the demo's penalty-free methods)."""
+intrinsic bonus and, for a method with a penalty, the method and its settings (its
+penalty data has the method's own structure, which the compiled programs fix: EWC's and
+L2Init's differ under one penalty function; and a plug-in's penalty may read its settings,
+``lam`` say, as constants the programs fix). Runs with the same key share the agent when
+they share an ``agents`` dict (a seed batch, the demo's penalty-free methods)."""
 
 MAP_SHARE = 0.5
 """The share of ``vm.max_map_count`` past which `relieve_map_pressure` releases idle
@@ -81,16 +83,18 @@ def relieve_map_pressure(agents: dict[AgentKey, Agent], keep: Agent | None, *,
 
 
 def shared_agent(agents: dict[AgentKey, Agent], visit: Visit, train_config: TrainConfig, *,
-                 spec: RunSpec, penalty: Penalty | None,
+                 spec: RunSpec, penalty: Penalty | None, settings: BaseModel | None = None,
                  note: Callable[[str], None] | None = None) -> Agent:
     """The agent of ``visit``'s env for a run of ``spec`` that trains ``train_config``
-    (its method's network) with ``penalty``: taken from ``agents``, or made and kept
-    there under its `AgentKey`. ``agents`` is kept in order of use; when the agent is not
-    the one used last, `relieve_map_pressure` runs (``note(text)`` is told what it
-    released)."""
+    (its method's network) with ``penalty`` (its method's, whose settings are
+    ``settings``): taken from ``agents``, or made and kept there under its `AgentKey`.
+    ``agents`` is kept in order of use; when the agent is not the one used last,
+    `relieve_map_pressure` runs (``note(text)`` is told what it released)."""
     key = (visit.env_id, repr(sorted(visit.options.items())), repr(visit.competence),
            spec.curriculum.backend, train_config.model_dump_json(),
-           repr(spec.config.intrinsic_beta), "" if penalty is None else spec.method)
+           repr(spec.config.intrinsic_beta),
+           "" if penalty is None else spec.method,
+           "" if penalty is None or settings is None else settings.model_dump_json())
     if key == next(reversed(agents), None):
         return agents[key]
     agent = agents.pop(key, None)

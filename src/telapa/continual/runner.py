@@ -216,7 +216,8 @@ class ContinualRun:
     def agent(self, visit: Visit) -> Agent:
         """The static agent of ``visit``'s env (made on first use, kept in ``agents``)."""
         return shared_agent(self.agents, visit, self.train_config, spec=self.spec,
-                            penalty=self.method.penalty, note=self.progress.note)
+                            penalty=self.method.penalty, settings=self.method.settings,
+                            note=self.progress.note)
 
     def _agent_for_task(self, task: str) -> Agent:
         return self.agent(next(v for v in self.visits if v.task == task))
