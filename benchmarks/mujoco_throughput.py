@@ -19,7 +19,10 @@ Measured in one run on one machine:
   at 8 and 64 envs (``native-8``, ``native-64``), and candidate evaluation on it batched
   (``candidates-native``: all candidates x 5 episodes as one batch of envs, as
   illumination runs it there) and one candidate after the other
-  (``candidates-native-1by1``: `Agent.evaluate` per candidate); and telapa PPO on it
+  (``candidates-native-1by1``: `Agent.evaluate` per candidate), and batched with the
+  jitted policy vmapped over the sets at every step (``candidates-native-jitact``, the
+  evaluation before `telapa.rl.host_policy.HostActions` put the mean in numpy); and
+  telapa PPO on it
   with the jitted policy called at every rollout step (``telapa-native-jitact``, the
   host rollout before `telapa.rl.host_policy` put the Gaussian mean in numpy), in the
   same rounds.
@@ -170,10 +173,18 @@ def bench_stepping(steps: int, env_id: str = ENV_ID) -> list[dict]:
 
 
 def bench_candidates(candidates: int, env_id: str, trainer=None, backend: str = "gymnasium",
-                     one_by_one: bool = False) -> dict:
+                     one_by_one: bool = False, jitted_act: bool = False) -> dict:
     """Illumination's candidate evaluation: ``candidates`` mutants x 5 episodes of the
     policy of ``trainer`` (default: a fresh `PPOTrainer`'s on ``backend``, untrained);
-    ``one_by_one``: `Agent.evaluate` per candidate instead of `evaluate_population`."""
+    ``one_by_one``: `Agent.evaluate` per candidate instead of `evaluate_population`;
+    ``jitted_act`` (native): the jitted policy vmapped over the sets at every step, as
+    before `HostActions` put the mean in numpy."""
+    if jitted_act:
+        from unittest import mock
+
+        with mock.patch("telapa.rl.gym_agent.host_mean", lambda policy: None):
+            result = bench_candidates(candidates, env_id, trainer, backend, one_by_one)
+        return {**result, "name": result["name"] + "-jitact"}
     import jax
 
     from telapa.continual.telapa.illumination import evaluate_population
@@ -289,6 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         record(result)
         native_eval[env_id] = result["steps_per_s"]
         record(bench_candidates(candidates, env_id, native, "native", one_by_one=True))
+        record(bench_candidates(candidates, env_id, native, "native", jitted_act=True))
         if env_id != ENV_ID:  # one PPO iteration on each other env (physics costs differ)
             ppo = {**bench_telapa(rollout, env_id), "name": "telapa-env"}
             record(ppo)

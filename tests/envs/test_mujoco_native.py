@@ -189,8 +189,9 @@ def test_the_native_backend_has_its_agent(agent):
 def test_evaluate_batch_is_one_batch_equal_to_per_set_and_gymnasium_evaluation(agent):
     """S = 3 parameter sets x E = 4 episodes as one batch of 12 envs: set i equals
     `evaluate` of set i alone with the same key (bit for bit), and that equals the
-    gymnasium backend's `evaluate_gym` with E copies (the documented key scheme);
-    different keys give different episodes."""
+    gymnasium backend's `evaluate_gym` with E copies and the jitted act (the documented
+    key scheme; the native evaluation's mean is numpy's, `HostActions`, so to float32
+    rounding: 40 steps keep it within 1e-4); different keys give different episodes."""
     sets = [agent.policy.init(jax.random.key(s)) for s in range(3)]
     stacked = jax.tree.map(lambda *x: np.stack(x), *sets)
     keys = jax.random.split(jax.random.key(7), 3)
@@ -199,11 +200,13 @@ def test_evaluate_batch_is_one_batch_equal_to_per_set_and_gymnasium_evaluation(a
     act = agent.gym_act(agent.config.eval.deterministic)
     for params, key, result in zip(sets, keys, batch, strict=True):
         alone = agent.evaluate(params, 4, key)
+        np.testing.assert_array_equal(result.returns, alone.returns)
+        np.testing.assert_array_equal(result.lengths, alone.lengths)
+        np.testing.assert_array_equal(result.features, alone.features)
         reference = evaluate_gym(gym, act, params, 4, key, 40, agent.competence)
-        for other in (alone, reference):
-            np.testing.assert_array_equal(result.returns, other.returns)
-            np.testing.assert_array_equal(result.lengths, other.lengths)
-            np.testing.assert_array_equal(result.features, other.features)
+        np.testing.assert_array_equal(result.lengths, reference.lengths)
+        np.testing.assert_allclose(result.returns, reference.returns, rtol=1e-4)
+        np.testing.assert_allclose(result.features, reference.features, rtol=1e-3, atol=1e-4)
         assert result.features.shape == (4, 40, SKETCH_DIM)
     assert not np.array_equal(batch[0].returns, agent.evaluate(sets[0], 4, keys[1]).returns)
     lean = agent.evaluate_batch(stacked, 4, keys, features=False)

@@ -11,7 +11,14 @@ import pytest
 
 from telapa.config import NetworkConfig
 from telapa.envs import make
-from telapa.rl.host_policy import host_mean, host_rollout, make_noise, make_score
+from telapa.rl.host_policy import (
+    HostActions,
+    host_mean,
+    host_rollout,
+    make_eval_noise,
+    make_noise,
+    make_score,
+)
 from telapa.rl.policy import Policy
 from telapa.rl.rollout import gym_rollout, make_act
 
@@ -86,3 +93,33 @@ def test_a_native_agent_trains_without_the_sketch_to_the_same_parameters():
         np.testing.assert_array_equal(a, b)
     result = off.evaluate(episodes=2)
     assert result.features is not None and np.abs(np.asarray(result.features)).sum() > 0
+
+
+def test_host_actions_are_the_jitted_acts_per_set():
+    """Evaluation's numpy actions on S stacked parameter sets and (S, E, ...)
+    observations (`HostActions`): set i's env actions at step t are the jitted act's on
+    set i after t steps of its key (the same draws, drawn up front; the means to float32
+    rounding), whatever the other sets; deterministic, the clipped means."""
+    env, policy, params = _policy("Hopper-v5")
+    sets = [jax.tree.map(lambda x, s=s: x * (1.0 + 0.5 * s), params) for s in range(3)]
+    stacked = jax.tree.map(lambda *x: np.stack(x), *sets)
+    obs = np.random.default_rng(1).normal(0, 3, (4, 3, 5, 11)).astype(np.float32)  # T, S, E
+    keys = jax.random.split(jax.random.key(2), 3)
+    eps = np.asarray(jax.jit(make_eval_noise(4, (5, 3)))(keys))
+    assert eps.shape == (3, 4, 5, 3)
+    mean = host_mean(policy)
+    noisy = HostActions(mean, policy, stacked, eps)
+    exact = HostActions(mean, policy, stacked, None)
+    jitted = jax.jit(make_act(policy))
+    deterministic = jax.jit(make_act(policy, deterministic=True))
+    for i, one in enumerate(sets):
+        key = keys[i]
+        for t in range(4):
+            want, key_next = jitted(one, {"obs": obs[t, i]}, key)
+            got = noisy({"obs": obs[t]}, t)[i]
+            np.testing.assert_allclose(got, want.env_action, rtol=2e-5, atol=2e-5)
+            mode, _ = deterministic(one, {"obs": obs[t, i]}, key)
+            np.testing.assert_allclose(exact({"obs": obs[t]}, t)[i], mode.env_action,
+                                       rtol=2e-5, atol=2e-6)
+            key = key_next
+    assert np.abs(noisy({"obs": obs[0]}, 0)).max() == 1.0  # std 1: clipped to [-1, 1]

@@ -339,9 +339,30 @@ def evaluate_gym(
     return EvalResult(returns, lengths, features, competence)
 
 
+HostSetActions = Callable[[jax.Array], Callable[[Obs, int], np.ndarray]]
+"""``host(act_keys)``: for the S sets' action keys, ``actions(obs, t)`` giving the (S, E,
+...) env actions of step t in numpy (`telapa.rl.host_policy.HostActions`)."""
+
+
+def _set_actions(act: ActFn | None, host: HostSetActions | None, params: Params,
+                 keys: jax.Array) -> Callable[[Obs, int], np.ndarray]:
+    """``actions(obs, t)`` of S sets: ``host``'s (what it draws, it draws for every step
+    at once), else the jitted ``act`` vmapped over the sets, its key advanced per step."""
+    if host is not None:
+        return host(keys)
+    key = keys
+
+    def actions(obs: Obs, t: int) -> np.ndarray:
+        nonlocal key
+        a, key = act(params, obs, key)
+        return np.asarray(a.env_action)
+
+    return actions
+
+
 def evaluate_native(
     env: NativeVectorEnv,
-    act: ActFn,
+    act: ActFn | None,
     params: Params,
     episodes: int,
     keys: jax.Array,
@@ -349,6 +370,7 @@ def evaluate_native(
     competence: Competence,
     *,
     features: bool = True,
+    host: HostSetActions | None = None,
 ) -> list[EvalResult]:
     """S stacked parameter sets (leading axis S), ``episodes`` (E) episodes each, as ONE
     batch of host envs: ``env`` has S * E envs and env (i, e) = i E + e runs episode e of
@@ -362,8 +384,11 @@ def evaluate_native(
     obs_i, act_key)`` on the set's (E, ...) observations (a finished episode's row keeps
     its last observation; rows do not interact). So set i's episodes do not depend on
     S or on the other sets, and equal those of the gymnasium backend's `evaluate_gym`
-    with E copies up to XLA's numerics of the vmapped policy. Without ``features`` the
-    results keep no per-step features (0 steps)."""
+    with E copies up to XLA's numerics of the vmapped policy. With ``host`` the actions
+    come from it instead (``act`` is not used): the same draws, all T steps' at once,
+    around the mean in numpy (`telapa.rl.host_policy.HostActions`), so the actions are
+    the jitted act's to float32 rounding. Without ``features`` the results keep no
+    per-step features (0 steps)."""
     size = int(len(keys))
     n = size * episodes
     if env.num_envs != n:
@@ -375,14 +400,15 @@ def evaluate_native(
     every = np.arange(n)
     obs = env.reset_envs(every, seeds=np.repeat(seeds, episodes) + np.tile(
         np.arange(episodes), size)).astype(np.float32)
-    key = split[:, 1]
     returns, lengths = np.zeros(n), np.zeros(n, np.int32)
     horizon = max(max_steps, env.spec.max_steps) if features else 0
     steps = np.zeros((n, horizon, env.spec.feature_dim), np.float32)
     running = np.ones(n, bool)
+    actions = _set_actions(act, host, params, split[:, 1])
+    t = 0
     while running.any():
-        a, key = act(params, {"obs": obs.reshape(size, episodes, -1)}, key)
-        action = np.asarray(a.env_action).reshape(n, -1)
+        action = actions({"obs": obs.reshape(size, episodes, -1)}, t).reshape(n, -1)
+        t += 1
         idx = every[running]
         next_obs, reward, terminated, truncated, feats = env.advance(idx, action[idx])
         obs[idx] = next_obs

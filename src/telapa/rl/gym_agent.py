@@ -11,8 +11,11 @@ one training call is one PPO iteration, and there is no batched program
 (`Agent.program`) holds ``("act", deterministic)`` (the jitted policy of host rollouts,
 `gym_act`) and ``("gym-train", shapes)`` (the rollout's policy and the PPO update,
 compiled for a state's shapes). `NativeAgent` evaluates one or S parameter sets as one
-batch of S * E native envs (`telapa.rl.evaluate.evaluate_native`) with the policy
-vmapped over the sets, program ``("act-sets", deterministic)``.
+batch of S * E native envs (`telapa.rl.evaluate.evaluate_native`): for a network whose
+mean numpy computes (`telapa.rl.host_policy.host_mean`: the MuJoCo family's), with the
+mean in numpy and every step's noise drawn up front (`HostActions`, program
+``("eval-noise", S, T, shape)``), else with the jitted policy vmapped over the sets,
+program ``("act-sets", deterministic)``.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from telapa.envs import Backend, make
 from telapa.envs.base import Obs
@@ -30,7 +34,14 @@ from telapa.envs.host import HostVectorEnv
 from telapa.envs.intrinsic import episodic_count_bonus_gym
 from telapa.rl.agent import Agent, first_steps, shape_key
 from telapa.rl.evaluate import EvalResult, evaluate_gym, evaluate_native
-from telapa.rl.host_policy import host_mean, host_rollout, make_noise, make_score
+from telapa.rl.host_policy import (
+    HostActions,
+    host_mean,
+    host_rollout,
+    make_eval_noise,
+    make_noise,
+    make_score,
+)
 from telapa.rl.networks import Params
 from telapa.rl.ppo import EpisodeTracker, PPOState, Trajectory
 from telapa.rl.rollout import gym_rollout, make_act
@@ -191,10 +202,28 @@ class NativeAgent(GymAgent, backend="native"):
         if env is None:
             env = self._eval_envs[n] = make(self.spec.env_id, "native", num_envs=n,
                                             **self.env_options)
-        act = self.program(("act-sets", deterministic),
-                           lambda: jax.jit(jax.vmap(make_act(self.policy, deterministic))))
-        return evaluate_native(env, act, params, episodes, keys, max_steps, self.competence,
-                               features=features)
+        mean = host_mean(self.policy)
+        if mean is None:
+            act = self.program(("act-sets", deterministic),
+                               lambda: jax.jit(jax.vmap(make_act(self.policy, deterministic))))
+            return evaluate_native(env, act, params, episodes, keys, max_steps,
+                                   self.competence, features=features)
+        # the mean in numpy, the noise of every step drawn up front (`HostActions`)
+        noise = None if deterministic else self._eval_noise(
+            len(keys), episodes, max(max_steps, env.spec.max_steps))
+
+        def host(act_keys: jax.Array) -> HostActions:
+            return HostActions(mean, self.policy, params,
+                               None if noise is None else np.asarray(noise(act_keys)))
+
+        return evaluate_native(env, None, params, episodes, keys, max_steps, self.competence,
+                               features=features, host=host)
+
+    def _eval_noise(self, sets: int, episodes: int, steps: int) -> Callable:
+        """The jitted `make_eval_noise` of S sets x E episodes x T steps."""
+        shape = (episodes, self.spec.action_dim)
+        return self.program(("eval-noise", sets, steps, shape),
+                            lambda: jax.jit(make_eval_noise(steps, shape)))
 
 
 __all__ = ["MAX_GYM_EVAL_ENVS", "GymAgent", "NativeAgent"]

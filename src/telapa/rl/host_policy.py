@@ -16,6 +16,9 @@ so the noise is the jitted path's bit for bit, and the stored log-probabilities 
 values are the policy's own (JAX) on the stored states and actions; only the mean that
 the sampled action is built on is numpy's, a few float32 ulps from XLA's.
 
+Evaluation on the native backend acts the same way (`HostActions`: the noise of every
+step drawn up front, the mean in numpy).
+
 `host_mean` gives the numpy mean for the networks it covers: continuous actions, the
 ``flat`` encoder over real-valued observation entries (the MuJoCo family), any
 activation; other networks (MiniGrid's codes, the CNN) keep the jitted ``act``.
@@ -47,26 +50,60 @@ _ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 def host_mean(policy: Policy) -> MeanFn | None:
     """``mean(params, obs)``: the actor's Gaussian mean mu(s) for a batch of observations,
     in float32 numpy (``params`` as numpy arrays, `jax.device_get`); None when the
-    network is not one it covers (module docstring)."""
+    network is not one it covers (module docstring). Leading axes pass through: with S
+    stacked parameter sets (leading axis S on every leaf) and observations of shape
+    (S, N, ...), set i's mean is taken on its own N rows (``x @ W + b`` with a batched
+    matmul)."""
     net = policy.network
     if policy.spec.discrete or net.encoder != "flat" or net.activation not in _ACTIVATIONS:
         return None
     if any(levels is not None for _, _, levels in net.obs_spec):
         return None
-    names = [name for name, _, _ in net.obs_spec]
+    entries = [(name, len(shape)) for name, shape, _ in net.obs_spec]
     depth, act = len(net.hidden), _ACTIVATIONS[net.activation]
+
+    def dense(x: np.ndarray, layer: dict[str, np.ndarray]) -> np.ndarray:
+        return x @ layer["kernel"] + np.expand_dims(layer["bias"], -2)
 
     def mean(params: Any, obs: dict[str, np.ndarray]) -> np.ndarray:
         p = params["params"]
-        x = np.concatenate([np.asarray(obs[k], np.float32).reshape(len(obs[k]), -1)
-                            for k in names], axis=1)
+        parts = [np.asarray(obs[k], np.float32) for k, _ in entries]
+        x = np.concatenate([v.reshape(*v.shape[:v.ndim - dims], -1)
+                            for v, (_, dims) in zip(parts, entries, strict=True)], axis=-1)
         for i in range(depth):
-            layer = p["actor"][f"Dense_{i}"]
-            x = act(x @ layer["kernel"] + layer["bias"])
-        out = p["Dense_0"]
-        return x @ out["kernel"] + out["bias"]
+            x = act(dense(x, p["actor"][f"Dense_{i}"]))
+        return dense(x, p["Dense_0"])
 
     return mean
+
+
+class HostActions:
+    """Evaluation's actions in numpy for S parameter sets x E episodes, step by step:
+
+        a_t = clip(mu(s_t) + exp(log_std) * eps_t, low, high)      (eps_t = 0: deterministic)
+
+    with eps_t the jitted ``act``'s draws bit for bit (`make_noise` of each set's key: the
+    key scheme of ``key, k_t = split(key)`` per step), drawn for all T steps up front in
+    one call; mu in numpy (`host_mean`). ``actions(obs, t)`` takes the (S, E, ...)
+    observations of step t and gives the (S, E, A) env actions."""
+
+    def __init__(self, mean: MeanFn, policy: Policy, params: Params, eps: np.ndarray | None):
+        self.mean, self.params, self.eps = mean, jax.device_get(params), eps
+        self.std = np.exp(self.params["params"]["log_std"])[..., None, :]  # (S, 1, A)
+        self.low, self.high = policy.spec.action_low, policy.spec.action_high
+
+    def __call__(self, obs: dict[str, np.ndarray], t: int) -> np.ndarray:
+        mean = self.mean(self.params, obs)
+        if self.eps is not None:
+            mean = mean + self.std * self.eps[:, t]
+        return np.clip(mean, self.low, self.high)
+
+
+def make_eval_noise(steps: int, shape: tuple[int, ...]) -> Callable:
+    """``noise(keys) -> eps``: for each of S keys, `make_noise`'s T = ``steps`` draws of
+    ``shape``; eps has shape (S, T, *shape)."""
+    one = make_noise(steps, shape)
+    return jax.vmap(lambda key: one(key)[1])
 
 
 def make_noise(n_steps: int, shape: tuple[int, ...]) -> Callable:
@@ -119,4 +156,5 @@ def host_rollout(env: HostVectorEnv, mean: MeanFn, noise: Callable, score: Calla
                                 truncated, final_obs, bonus)
 
 
-__all__ = ["host_mean", "host_rollout", "make_noise", "make_score"]
+__all__ = ["HostActions", "host_mean", "host_rollout", "make_eval_noise", "make_noise",
+           "make_score"]
