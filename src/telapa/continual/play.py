@@ -27,7 +27,7 @@ evaluation mode unless ``deterministic`` says otherwise).
 terminates, is truncated or reaches the env's step limit: exactly the episodes of the
 run's own evaluation (`telapa.rl.evaluate.make_population_evaluator`) with the same key,
 so their SR is ``agent.evaluate(params, K, key).sr``. Without a seed the final policy
-replays the run's final evaluation of its task (`Policy.replays`): ``key`` is that
+replays the run's final evaluation of its task (`LoadedPolicy.replays`): ``key`` is that
 evaluation's (`ContinualRun.final_tasks`), the episodes' keys are split
 ``final_eval_episodes`` ways and the first K are played, so K = ``final_eval_episodes``
 gives final.csv's successes exactly. They run `CHUNK` at a time. The
@@ -118,8 +118,9 @@ class PlayError(ValueError):
 
 
 @dataclass(frozen=True)
-class Policy:
-    """A policy to play and where it came from."""
+class LoadedPolicy:
+    """A policy of a run, loaded to play (`load_policy`), and where it came from (not
+    `telapa.rl.policy.Policy`, the network's functions, which its ``agent`` holds)."""
 
     params: Params
     agent: Agent
@@ -240,7 +241,7 @@ def _task_visit(run: ContinualRun, task: str | None) -> Visit:
 
 
 def load_policy(run: ContinualRun, *, task: str | None = None, visit: str | None = None,
-                elite: str | None = None, when: str = "end") -> Policy:
+                elite: str | None = None, when: str = "end") -> LoadedPolicy:
     """The policy of `run` named by ``visit`` or ``elite`` (else the final policy for
     ``task``), with the agent of the env it plays on (module docstring); with ``visit``,
     ``when="start"`` gives the parameters the visit started from (its transfer's origin)
@@ -254,17 +255,17 @@ def load_policy(run: ContinualRun, *, task: str | None = None, visit: str | None
         params = run.dir.load_policy(ended.index, run.learner.params, when)
         where = _task_visit(run, task) if task is not None else ended
         moment = "end" if when == "end" else "start"
-        return Policy(params, run.agent(where), f"{name}: policy at the {moment} of visit "
+        return LoadedPolicy(params, run.agent(where), f"{name}: policy at the {moment} of visit "
                                                 f"{ended.tag}", seed)
     if elite is not None:
         params, archive_task = _elite(run, elite)
         where = _task_visit(run, task or archive_task)
-        return Policy(params, run.agent(where), f"{name}: elite {elite}", seed)
+        return LoadedPolicy(params, run.agent(where), f"{name}: elite {elite}", seed)
     where = _task_visit(run, task)
     params = run.method.eval_params(where.task, run.learner)
     # the final evaluation's visit of the task (its first) and key
     first, key = next((v, k) for t, v, k in run.final_tasks() if t == where.task)
-    return Policy(params, run.agent(first), f"{name}: final policy for {where.task}", seed,
+    return LoadedPolicy(params, run.agent(first), f"{name}: final policy for {where.task}", seed,
                   key, run.spec.config.final_eval_episodes)
 
 
@@ -292,7 +293,7 @@ def _elite(run: ContinualRun, label: str) -> tuple[Params, str]:
     return unravel(jnp.asarray(archive.elites.params[int(slots[0])])), task
 
 
-def play(policy: Policy, *, episodes: int, seed: int | None = None,
+def play(policy: LoadedPolicy, *, episodes: int, seed: int | None = None,
          deterministic: bool | None = None, tile_size: int = 32,
          frames: bool = True) -> list[Episode]:
     """``episodes`` episodes of ``policy`` from ``seed`` (module docstring), with their
@@ -302,14 +303,14 @@ def play(policy: Policy, *, episodes: int, seed: int | None = None,
                               frames=frames))
 
 
-def iter_episodes(policy: Policy, *, episodes: int, seed: int | None = None,
+def iter_episodes(policy: LoadedPolicy, *, episodes: int, seed: int | None = None,
                   deterministic: bool | None = None, tile_size: int = 32,
                   frames: bool = True) -> Iterator[Episode]:
     """``episodes`` episodes of ``policy`` from ``seed`` (module docstring), one at a time
     as they are played: the run's evaluation mode unless ``deterministic`` is given;
     MiniGrid frames ``tile_size`` pixels a cell, drawn only with ``frames``. ``seed``
     None: the final evaluation's own episodes where the policy replays them
-    (`Policy.replays`: the first ``episodes`` of them), else the run's seed. A count out
+    (`LoadedPolicy.replays`: the first ``episodes`` of them), else the run's seed. A count out
     of 1 .. `MAX_EPISODES`, or frames of an env without a renderer, is refused here,
     before any episode is played."""
     check_episodes(episodes)
@@ -622,6 +623,17 @@ def captioned(frame: np.ndarray, text: str) -> np.ndarray:
     return np.asarray(canvas)
 
 
-__all__ = ["CHUNK", "MAX_EPISODES", "Episode", "PlayError", "Policy", "captioned",
+__all__ = ["CHUNK", "MAX_EPISODES", "Episode", "LoadedPolicy", "PlayError", "captioned",
            "check_episodes", "check_video_memory", "check_video_path", "iter_episodes",
            "load_policy", "open_finished", "play", "success", "video_memory", "write_video"]
+
+
+def __getattr__(name: str):
+    """``Policy``: the former name of `LoadedPolicy`, kept one release for users' code."""
+    if name == "Policy":
+        import warnings
+
+        warnings.warn("telapa.continual.play.Policy is now LoadedPolicy", DeprecationWarning,
+                      stacklevel=2)
+        return LoadedPolicy
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
