@@ -6,7 +6,8 @@ episodes; the pre-evaluation), ``chunk`` i (PPO up to ``min((i + 1) * eval_every
 budget)`` env steps, then an evaluation on fresh seeds; the last one is the visit's
 post-evaluation) and ``end`` (`Method.end_task`); after the last visit, ``final``: every
 task evaluated with ``method.eval_params(task)``. What each phase does is
-`telapa.continual.phases`, for one run or the seeds of a batch alike.
+`telapa.continual.phases`, for one run or the seeds of a batch alike; the loop over them
+is `telapa.continual.driver`'s, in which a run alone is a batch of one.
 
 A checkpoint is committed after every phase (on the gymnasium backend, whose envs cannot
 be snapshotted, only after ``start`` and ``end``), so a killed run resumes from its last
