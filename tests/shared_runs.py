@@ -23,16 +23,6 @@ TINY = Path(__file__).resolve().parent / "continual" / "tiny_run.yaml"
 """The tiny run preset of the continual tests: the whole pipeline, small budgets."""
 QUICK_METHODS = ("finetune", "telapa")
 QUICK_SEEDS = (0, 1)
-_AGENTS: dict[str, dict] = {}
-
-
-def tiny_agents(method: str) -> dict:
-    """The static agents (env, policy, compiled programs) of this process's runs of
-    ``method`` on the smoke curriculum with the tiny preset, shared as a seed batch
-    shares them (`ContinualRun.start`'s ``agents``): a later run, crashed or resumed,
-    skips the tracing and compiling an earlier one did. Results come from the run
-    directory alone: agents hold no run state."""
-    return _AGENTS.setdefault(method, {})
 
 
 def made_once(tmp_path_factory: pytest.TempPathFactory, name: str,
@@ -77,8 +67,9 @@ class PhaseLog:
 
 def make_quick_runs(method: str) -> Callable[[Path], None]:
     """Makes the quick runs of ``method``, one seed after the other (`QUICK_SEEDS`) in
-    this process with one set of agents (`tiny_agents`), as ``FOLDER/METHOD-sSEED``, each
-    with the method phases it reported in ``FOLDER/METHOD-sSEED.phases.json``. The seeds
+    this process (whose runs share their agents: `telapa.continual.agents`), as
+    ``FOLDER/METHOD-sSEED``, each with the method phases it reported in
+    ``FOLDER/METHOD-sSEED.phases.json``. The seeds
     of a method compile the same programs, so one worker compiles them once."""
     def make(folder: Path) -> None:
         for seed in QUICK_SEEDS:
@@ -86,7 +77,7 @@ def make_quick_runs(method: str) -> Callable[[Path], None]:
             spec = RunSpec(load_curriculum("smoke"), method, seed, load_run_config(TINY),
                            "tiny")
             run = folder / f"{method}-s{seed}"
-            ContinualRun.start(spec, run, log, agents=tiny_agents(method)).run()
+            ContinualRun.start(spec, run, log).run()
             run.with_name(f"{run.name}.phases.json").write_text(json.dumps(log.seen))
     return make
 

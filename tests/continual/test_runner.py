@@ -10,10 +10,10 @@ from pathlib import Path
 import jax
 import pandas as pd
 import pytest
-from shared_runs import tiny_agents
 
 from telapa.cli import main
 from telapa.continual import agents as agents_module
+from telapa.continual.agents import PROCESS_AGENTS, process_agents
 from telapa.continual.curriculum import load_curriculum
 from telapa.continual.methods import Finetune
 from telapa.continual.preset import load_run_config
@@ -35,14 +35,10 @@ def _spec(method: str = "ewc", seed: int = 3) -> RunSpec:
     return RunSpec(load_curriculum("smoke"), method, seed, load_run_config(TINY), "tiny")
 
 
-EWC_AGENTS = tiny_agents("ewc")
-"""The agents of this file's runs of `_spec()` (tests/shared_runs.py, `tiny_agents`)."""
-
-
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     path = tmp_path_factory.mktemp("runs") / "ewc"
-    metrics = ContinualRun.start(_spec(), path, agents=EWC_AGENTS).run()
+    metrics = ContinualRun.start(_spec(), path).run()
     return path, metrics
 
 
@@ -101,10 +97,10 @@ def test_resume_after_a_crash_gives_the_same_results(finished, tmp_path):
     crashed = tmp_path / "crashed"
     # 22 updates: inside visit 1 (16 updates per visit), between two checkpoints
     with pytest.raises(Crash):
-        ContinualRun.start(_spec(), crashed, CrashAfter(22), agents=EWC_AGENTS).run()
+        ContinualRun.start(_spec(), crashed, CrashAfter(22)).run()
     state = json.loads((crashed / "checkpoint.json").read_text())
     assert json.loads((crashed / state["latest"] / "state.json").read_text())["next_phase"] > 10
-    resumed = ContinualRun.resume(crashed, agents=EWC_AGENTS).run()
+    resumed = ContinualRun.resume(crashed).run()
     assert json.dumps(resumed) == json.dumps(metrics)
     for name, table in RunDir(path).tables().items():
         pd.testing.assert_frame_equal(RunDir(crashed).tables()[name], table, obj=name)
@@ -121,8 +117,7 @@ def test_releasing_programs_at_every_change_of_task_changes_no_result(
     monkeypatch.setattr(agents_module, "MAP_SHARE", 0.0)
     path, metrics = finished
     notes = CrashAfter(10**9)  # keeps the notes
-    again = ContinualRun.start(_spec(), tmp_path / "released", notes,
-                               agents=EWC_AGENTS).run()
+    again = ContinualRun.start(_spec(), tmp_path / "released", notes).run()
     released = [n for n in notes.notes if n.startswith("released the compiled programs")]
     assert len(released) >= 4  # A -> B -> A' -> B', and the final evaluation's A
     assert json.dumps(again) == json.dumps(metrics)
@@ -135,7 +130,7 @@ def test_resuming_a_complete_run_changes_nothing(finished):
     path, metrics = finished
     names = ("curve.csv", "accounting.json", "metrics.json", "run.json", "checkpoint.json")
     before = {name: (path / name).read_bytes() for name in names}
-    assert ContinualRun.resume(path, agents=EWC_AGENTS).run() == json.loads(json.dumps(metrics))
+    assert ContinualRun.resume(path).run() == json.loads(json.dumps(metrics))
     assert {name: (path / name).read_bytes() for name in names} == before
     assert json.loads(before["accounting.json"])["segments"] == 1
 
@@ -167,13 +162,13 @@ def test_unreadable_newest_checkpoint_falls_back_to_the_previous(finished, tmp_p
     path, metrics = finished
     copy = tmp_path / "crashed"
     with pytest.raises(Crash):  # inside visit 1, two checkpoints kept
-        ContinualRun.start(_spec(), copy, CrashAfter(22), agents=EWC_AGENTS).run()
+        ContinualRun.start(_spec(), copy, CrashAfter(22)).run()
     pointer = json.loads((copy / "checkpoint.json").read_text())
     assert pointer["previous"] and (copy / pointer["previous"] / "state.json").is_file()
     previous = json.loads((copy / pointer["previous"] / "state.json").read_text())
     (copy / pointer["latest"] / "state.json").write_text('{"next_phase": 3')  # torn write
     sink = CrashAfter(10**9)  # keeps the notes
-    run = ContinualRun.resume(copy, sink, agents=EWC_AGENTS)
+    run = ContinualRun.resume(copy, sink)
     assert any(f"{pointer['latest']}" in n and "falling back" in n
                for n in sink.notes), sink.notes
     assert run.next_phase == previous["next_phase"]
@@ -293,6 +288,31 @@ def test_run_json_records_the_code_of_each_segment(finished, tmp_path, monkeypat
     before = (path / "run.json").read_bytes()
     ContinualRun.resume(path).dir.unlock()
     assert (path / "run.json").read_bytes() == before
+
+
+def test_runs_of_a_process_share_its_agents_and_count_their_own_compiling(tmp_path):
+    """Runs given no ``agents`` take the process's on the jax backend (`process_agents`):
+    a later run of a spec gets the agents an earlier one traced and compiled. Each run's
+    ``compile_s`` is what its agents compiled since it was made; a host backend (whose
+    agents hold live envs) gives every run a new dict."""
+    one = ContinualRun.start(_spec(), tmp_path / "one")
+    agent = one.agent(one.visits[0])
+    agent.compile_s += 5.0  # as if it compiled a program for ``one``
+    two = ContinualRun.start(_spec(seed=4), tmp_path / "two")
+    try:
+        assert one.agents is two.agents is PROCESS_AGENTS
+        assert two.agent(two.visits[0]) is agent
+        first, second = one.accounting()["compile_s"], two.accounting()["compile_s"]
+        assert second == 0.0 and first >= 5.0
+        agent.compile_s += 2.0  # a program both runs use
+        assert one.accounting()["compile_s"] == first + 2.0
+        assert two.accounting()["compile_s"] == 2.0
+    finally:
+        agent.compile_s -= 7.0
+        one.dir.unlock()
+        two.dir.unlock()
+    assert process_agents("gymnasium") is not process_agents("gymnasium")
+    assert process_agents("native") == {}
 
 
 def test_runs_share_an_agent_only_when_it_is_made_of_the_same(tmp_path):

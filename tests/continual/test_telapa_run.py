@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from shared_runs import quick_phases, tiny_agents
+from shared_runs import quick_phases
 
 from telapa.continual.curriculum import load_curriculum
 from telapa.continual.preset import load_run_config, parse_run_config
@@ -21,11 +21,6 @@ from .crash import Crash, CrashAfter
 from .events import tensorboard_scalars
 
 TINY = Path(__file__).with_name("tiny_run.yaml")
-AGENTS = tiny_agents("telapa")
-"""This process's TeLAPA agents on the smoke curriculum with the tiny preset, those the
-shared runs (`telapa_run`) compiled their programs on: every run here uses them
-(TeLAPA-Static's are the same: same envs and network, no penalty). Results come from
-the run directories alone (tests/shared_runs.py, `tiny_agents`)."""
 
 
 def _spec(method: str = "telapa") -> RunSpec:
@@ -122,8 +117,8 @@ def test_telapa_resumes_exactly_after_a_crash(telapa_run, tmp_path):
     # 8 chunks per visit (one progress report each): crash in the middle of visit 2
     # (after two archives exist)
     with pytest.raises(Crash):
-        ContinualRun.start(_spec(), crashed, CrashAfter(20), agents=AGENTS).run()
-    resumed = ContinualRun.resume(crashed, agents=AGENTS).run()
+        ContinualRun.start(_spec(), crashed, CrashAfter(20)).run()
+    resumed = ContinualRun.resume(crashed).run()
     assert json.dumps(resumed) == json.dumps(metrics)
     for name, table in RunDir(path).tables().items():
         pd.testing.assert_frame_equal(RunDir(crashed).tables()[name], table, obj=name)
@@ -152,7 +147,7 @@ def test_telapa_static_with_cross_archive_injection(telapa_run, tmp_path, monkey
     data["methods"]["telapa"]["qd"]["injection"]["p_inj"] = 0.5
     spec = RunSpec(load_curriculum("smoke"), "telapa-static", 1,
                    parse_run_config(data), "tiny")
-    ContinualRun.start(spec, tmp_path / "inj", agents=AGENTS).run()
+    ContinualRun.start(spec, tmp_path / "inj").run()
     # visit 0 has no other archive; visit 1 (B) draws from A's; revisits from the other
     assert pools[0] is None and all(p is not None for p in pools[1:])
     assert len(pools) == 4
@@ -189,7 +184,7 @@ def test_telapa_encoder_is_drawn_from_the_run_seed(tmp_path):
     def encoder(seed, name):
         spec = RunSpec(load_curriculum("smoke"), "telapa-static", seed, load_run_config(TINY),
                        "tiny")
-        run = ContinualRun(spec, RunDir(tmp_path / name), agents=AGENTS)
+        run = ContinualRun(spec, RunDir(tmp_path / name))
         return jax.tree.leaves(run.method.embedding.encoder)
 
     one, again, two = encoder(1, "a"), encoder(1, "b"), encoder(2, "c")

@@ -183,12 +183,6 @@ class Notes(KillAfter):
         self.notes.append(text)
 
 
-FAULT_AGENTS: dict = {}
-"""The static agents of this process's runs of `spec` (any seed: agents do not depend on
-it), shared as a seed batch shares them: a resume skips the tracing and compiling an
-earlier run did, and its results still come from the run directory alone."""
-
-
 def spec(seed: int = 0):
     """The suite's run as a `RunSpec`."""
     from telapa.continual.curriculum import load_curriculum
@@ -208,7 +202,7 @@ def partial(tmp_path_factory) -> Path:
 
     out = tmp_path_factory.mktemp("partial") / "run"
     # progress is per chunk (2 a visit)
-    run = ContinualRun.start(spec(), out, KillAfter(3), agents=FAULT_AGENTS)
+    run = ContinualRun.start(spec(), out, KillAfter(3))
     with pytest.raises(Killed):
         run.run()
     return out

@@ -17,7 +17,6 @@ from telapa.continual.rundir import RunDir
 from telapa.continual.runner import ContinualRun
 
 from .conftest import (
-    FAULT_AGENTS,
     PHASES,
     RUN,
     Killed,
@@ -62,7 +61,7 @@ def test_a_damaged_method_file_falls_back_to_the_previous_checkpoint(partial, re
     newest = RunDir(run).checkpoints.latest()
     flip_byte(newest / "method-weight.npz")
     notes = Notes()
-    ContinualRun.resume(run, notes, agents=FAULT_AGENTS).run()
+    ContinualRun.resume(run, notes).run()
     assert any(f"{newest} cannot be read" in n and "falling back" in n for n in notes.notes)
     assert_same_results(run, reference)
 
@@ -79,7 +78,7 @@ def test_each_kind_of_checkpoint_file_damaged_resumes_identically(partial, refer
     target = run / name if name == "checkpoint.json" else RunDir(run).checkpoints.latest() / name
     assert target.is_file()
     flip_byte(target, at=0.3)
-    ContinualRun.resume(run, agents=FAULT_AGENTS).run()
+    ContinualRun.resume(run).run()
     assert_same_results(run, reference)
 
 
@@ -117,9 +116,9 @@ def test_killed_inside_checkpoint_writes_resumes_identically(reference, tmp_path
         count.update(n=0, at=rng.randint(1, 40))
         try:
             if start:
-                ContinualRun.start(_spec(), run, agents=FAULT_AGENTS).run()
+                ContinualRun.start(_spec(), run).run()
             else:
-                ContinualRun.resume(run, agents=FAULT_AGENTS).run()
+                ContinualRun.resume(run).run()
             break
         except Killed:
             kills += 1
@@ -208,7 +207,7 @@ def test_a_missing_newest_checkpoint_falls_back_to_the_previous_one(partial, ref
     notes = Notes()
     notes.n = 1  # killed in the second chunk, after the first one's checkpoint
     with pytest.raises(Killed):
-        ContinualRun.resume(run, notes, agents=FAULT_AGENTS).run()
+        ContinualRun.resume(run, notes).run()
     warnings = [n for n in notes.notes if n.startswith("warning: ")]
     assert len(warnings) == 1, notes.notes
     assert f"{run / skipped} cannot be read" in warnings[0]
@@ -221,7 +220,7 @@ def test_a_missing_newest_checkpoint_falls_back_to_the_previous_one(partial, ref
     assert sorted(p.name for p in run.glob("ckpt-*")) == [previous.name, newest.name]
     assert skipped not in (previous.name, newest.name)
     notes = Notes()
-    ContinualRun.resume(run, notes, agents=FAULT_AGENTS).run()
+    ContinualRun.resume(run, notes).run()
     assert not [n for n in notes.notes if n.startswith("warning: ")], notes.notes
     assert_same_results(run, reference)
 
@@ -289,7 +288,7 @@ def test_killed_between_the_last_checkpoint_and_its_tables_resumes_identically(r
     (run / "metrics.json").unlink()
     for name in ("curve.csv", "final.csv"):
         (run / name).write_text((run / name).read_text().splitlines()[0] + "\n")
-    ContinualRun.resume(run, agents=FAULT_AGENTS).run()
+    ContinualRun.resume(run).run()
     assert_same_results(run, reference)
 
 
@@ -300,7 +299,7 @@ def test_a_finished_run_keeps_one_checkpoint(reference, partial, tmp_path):
     two (the fallback the tests above rely on)."""
     assert len(list(partial.glob("ckpt-*"))) == 2
     resumed = copy_run(partial, tmp_path / "run")
-    ContinualRun.resume(resumed, agents=FAULT_AGENTS).run()
+    ContinualRun.resume(resumed).run()
     for run in (reference, resumed):
         kept = sorted(p.name for p in run.glob("ckpt-*"))
         pointer = json.loads((run / "checkpoint.json").read_text())

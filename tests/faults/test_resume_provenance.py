@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from shared_runs import tiny_agents
 
 from telapa.cli.common import CLIError
 from telapa.cli.run import check_resume_imports
@@ -41,7 +40,7 @@ def test_a_resume_under_other_versions_warns_and_records_them(quick_run, tmp_pat
     manifest.update(old, versions=[old])  # as if started under older versions
     (run / "run.json").write_text(json.dumps(manifest))
     notes = Notes()
-    resumed = ContinualRun.resume(run, notes, agents=tiny_agents("finetune"))
+    resumed = ContinualRun.resume(run, notes)
     resumed.dir.unlock()
     (warning,) = [n for n in notes.notes if "other versions" in n]
     now = current_versions()
@@ -53,7 +52,7 @@ def test_a_resume_under_other_versions_warns_and_records_them(quick_run, tmp_pat
 def test_the_same_versions_resume_without_a_warning(quick_run, tmp_path):
     run = _killed_at_its_end(quick_run, tmp_path)
     notes = Notes()
-    ContinualRun.resume(run, notes, agents=tiny_agents("finetune")).dir.unlock()
+    ContinualRun.resume(run, notes).dir.unlock()
     assert not [n for n in notes.notes if "versions" in n]
     assert json.loads((run / "run.json").read_text())["versions"] == [current_versions()]
 

@@ -35,12 +35,11 @@ def _cmd_demo(ns: argparse.Namespace) -> None:
         except RunDirError as err:
             raise CLIError(str(err)) from None
     paths = []
-    agents: dict = {}  # the methods' runs share the agents they have in common
     for method, spec in specs.items():
         console.rule(f"{method} on {spec.curriculum.name} ({spec.preset} preset)")
         path = out / method
         run = execute(lambda p, spec=spec, path=path: ContinualRun.start(
-            spec, path, p, agents=agents), console, path)
+            spec, path, p), console, path)
         paths.append(run.dir.path)
     results = score(load_run(p) for p in paths)
     for result in results.values():

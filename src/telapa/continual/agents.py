@@ -1,6 +1,10 @@
 """The static agents of a process's runs: one per set of parts an agent is made of,
-shared by every run that passes the same ``agents`` dict (a seed batch, the demo's
-penalty-free methods), so each program compiles once for all of them.
+shared by every run that passes the same ``agents`` dict, so each program is traced and
+compiled once for all of them. By default that dict is the process's (`process_agents`):
+on the jax backend every run of a process (the seeds of a batch, the demo's methods, the
+cells a sweep worker runs one after another, a run and its resume in one session) takes
+the agents of the runs before it that had the same parts; host backends (gymnasium,
+native MuJoCo), whose agents hold live envs, give each run its own.
 
 Memory maps. The code of every compiled program stays mapped while the program lives:
 XLA's CPU backend maps each kernel of an executable on its own (about three maps per
@@ -45,6 +49,9 @@ MAP_SHARE = 0.5
 agents' programs: half, so that the task being trained (about 10,000 maps at the paper's
 budget) and whatever the caller compiles besides fit under the default limit."""
 
+PROCESS_AGENTS: dict[AgentKey, Agent] = {}
+"""The jax backend's agents of this process (`process_agents`)."""
+
 MAX_MAP_COUNT = Path("/proc/sys/vm/max_map_count")
 SELF_MAPS = Path("/proc/self/maps")
 
@@ -82,6 +89,14 @@ def relieve_map_pressure(agents: dict[AgentKey, Agent], keep: Agent | None, *,
             f"caches: this process held {before} memory maps of its limit {limit}{now}")
 
 
+def process_agents(backend: str) -> dict[AgentKey, Agent]:
+    """The agents a run on ``backend`` shares when it is given none: the process's
+    (`PROCESS_AGENTS`) on the jax backend, whose agents hold only programs (no run
+    state: a run's results come from its own state alone); a new dict on a host backend,
+    whose agents hold the envs of the rollout in progress."""
+    return PROCESS_AGENTS if backend == "jax" else {}
+
+
 def shared_agent(agents: dict[AgentKey, Agent], visit: Visit, train_config: TrainConfig, *,
                  spec: RunSpec, penalty: Penalty | None, settings: BaseModel | None = None,
                  note: Callable[[str], None] | None = None) -> Agent:
@@ -110,4 +125,5 @@ def shared_agent(agents: dict[AgentKey, Agent], visit: Visit, train_config: Trai
     return agent
 
 
-__all__ = ["MAP_SHARE", "AgentKey", "map_usage", "relieve_map_pressure", "shared_agent"]
+__all__ = ["MAP_SHARE", "PROCESS_AGENTS", "AgentKey", "map_usage", "process_agents",
+           "relieve_map_pressure", "shared_agent"]

@@ -56,7 +56,6 @@ from telapa.continual.rundir import RunDir, RunDirError
 from telapa.continual.runner import ContinualRun
 from telapa.continual.spec import RunSpec
 from telapa.continual.tracking import Tracking
-from telapa.rl.agent import Agent
 
 
 class _SeedProgress:
@@ -186,17 +185,13 @@ class SeedBatch:
             raise RunDirError(f"a batch needs distinct seeds, got {seeds}")
         check_memory(specs[0].curriculum, specs[0].method, specs[0].config,
                      seeds=len(specs), source=f"the batch (preset {specs[0].preset})")
-        jax_backend = specs[0].curriculum.backend == "jax"
-        agents: dict[Any, Agent] | None = {} if jax_backend else None
         runs: list[ContinualRun] = []
         try:
             for (spec, path), sink in zip(entries, progress, strict=True):
                 if RunDir(path).exists():
-                    runs.append(ContinualRun.resume(path, sink, agents=agents,
-                                                    tracking=tracking))
+                    runs.append(ContinualRun.resume(path, sink, tracking=tracking))
                 else:
-                    runs.append(ContinualRun.start(spec, path, sink, agents=agents,
-                                                   tracking=tracking))
+                    runs.append(ContinualRun.start(spec, path, sink, tracking=tracking))
         except BaseException:
             for run in runs:
                 run.tracker.close("stopped")

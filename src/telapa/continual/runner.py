@@ -28,7 +28,7 @@ from typing import Any
 import jax
 import pandas as pd
 
-from telapa.continual.agents import AgentKey, shared_agent
+from telapa.continual.agents import AgentKey, process_agents, shared_agent
 from telapa.continual.checkpoints import RunEdited
 from telapa.continual.curriculum import Visit
 from telapa.continual.driver import Clock, Driver
@@ -78,10 +78,16 @@ class ContinualRun:
         self.train_config = config.train.model_copy(
             update={"network": self.method.network(config.train.network)}
         )
-        self.agents: dict[AgentKey, Agent] = {} if agents is None else agents
-        """The static agent of each env (shared with the other runs of a batch, or of
-        whatever else passed the same ``agents``: the key holds all an agent is made of,
-        so any runs may share one dict; ``compile_s`` then counts the shared agents')."""
+        self.agents: dict[AgentKey, Agent] = (
+            process_agents(spec.curriculum.backend) if agents is None else agents)
+        """The static agent of each env, shared with every run given the same dict (by
+        default the process's, `process_agents`: the key holds all an agent is made of,
+        so any runs may share one)."""
+        self._compile_before = {id(a): a.compile_s for a in self.agents.values()}
+        self._used: dict[int, Agent] = {}
+        """The agents this run took, and what they had compiled when it was made: its
+        ``compile_s`` is what they compiled since (a seed batch's runs are all made
+        before any compiles, so each counts the batch's)."""
         first = self.agent(self.visits[0])
         params = first.policy.init(self._init_key)
         self.learner: PPOState = first.fresh_ppo(params, self.method.initial_penalty(params))
@@ -216,9 +222,11 @@ class ContinualRun:
 
     def agent(self, visit: Visit) -> Agent:
         """The static agent of ``visit``'s env (made on first use, kept in ``agents``)."""
-        return shared_agent(self.agents, visit, self.train_config, spec=self.spec,
-                            penalty=self.method.penalty, settings=self.method.settings,
-                            note=self.progress.note)
+        agent = shared_agent(self.agents, visit, self.train_config, spec=self.spec,
+                             penalty=self.method.penalty, settings=self.method.settings,
+                             note=self.progress.note)
+        self._used[id(agent)] = agent
+        return agent
 
     def _agent_for_task(self, task: str) -> Agent:
         return self.agent(next(v for v in self.visits if v.task == task))
@@ -401,7 +409,8 @@ class ContinualRun:
             "peak_rss_bytes": int(self.peak_rss),
             "run_dir_bytes": dir_size_bytes(self.dir.path),
             "method_state_bytes": tree_nbytes(self.method.state()),
-            "compile_s": sum(a.compile_s for a in self.agents.values()),
+            "compile_s": sum(a.compile_s - self._compile_before.get(key, 0.0)
+                             for key, a in self._used.items()),
             "phase_s": self.timer.totals,
             "method_phase_s": self.method.timer.totals,
         }
