@@ -8,6 +8,7 @@ CleanRL / SB3).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -15,13 +16,17 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from telapa.config import NetworkConfig
 from telapa.envs.base import EnvSpec, Obs
 from telapa.rl.networks import ActorCritic, Params, dummy_obs, make_network
 
-_LOG_2PI_E = float(jnp.log(2.0 * jnp.pi * jnp.e))
+_LOG_2PI_E = float(np.float32(math.log(2.0 * math.pi * math.e)))
+"""log(2 pi e), rounded to float32 as the Gaussian entropy has always used it; numpy, so
+that importing telapa does not start JAX's backend (XLA_FLAGS set after the import
+still apply)."""
 
 
 @struct.dataclass

@@ -1,0 +1,29 @@
+"""Importing telapa does no JAX work: the backend starts at a first computation, so a
+user's (or the test suite's) XLA_FLAGS and platform settings made after ``import telapa``
+still apply. (A module-level ``jnp`` constant in telapa.rl.policy started it.)"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+
+from telapa.rl.policy import _LOG_2PI_E
+
+MODULES = ("telapa", "telapa.cli", "telapa.continual.runner", "telapa.continual.batch",
+           "telapa.continual.registry", "telapa.envs", "telapa.report", "telapa.rl.policy")
+
+
+def test_importing_telapa_does_not_start_the_jax_backend():
+    code = ("import importlib\nfrom jax._src import xla_bridge\n"
+            f"for name in {MODULES!r}:\n"
+            "    importlib.import_module(name)\n"
+            "    assert not xla_bridge._backends, f'importing {name} started JAX'\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_gaussian_entropy_constant_is_log_2_pi_e_in_float32():
+    # 1 + log(2 pi) = 1 + 1.8378770664093453, rounded to float32 as jnp.log gave it
+    assert _LOG_2PI_E == float(np.float32(2.8378770664093453)) == 2.837877035140991
