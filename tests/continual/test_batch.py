@@ -142,20 +142,20 @@ def test_first_chunk_matches_the_separate_run_in_one_transfer(tmp_path, monkeypa
         assert seen == {"fetch": 4, "outside": []}
         monkeypatch.undo()
         member, other = both.runs
-        assert int(member.train_state.steps) == int(alone.train_state.steps) == 512
-        pairs = zip(jax.tree.leaves(alone.train_state.ppo),
-                    jax.tree.leaves(member.train_state.ppo), strict=True)
+        assert int(member.state.train_state.steps) == int(alone.state.train_state.steps) == 512
+        pairs = zip(jax.tree.leaves(alone.state.train_state.ppo),
+                    jax.tree.leaves(member.state.train_state.ppo), strict=True)
         for a, b in pairs:
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
         columns = ["loss", "pg_loss", "v_loss", "entropy", "approx_kl", "grad_norm"]
-        pd.testing.assert_frame_equal(pd.DataFrame(member.train_rows)[columns],
-                                      pd.DataFrame(alone.train_rows)[columns],
+        pd.testing.assert_frame_equal(pd.DataFrame(list(member.state.train_rows))[columns],
+                                      pd.DataFrame(list(alone.state.train_rows))[columns],
                                       rtol=1e-5, atol=1e-6)
-        assert not np.allclose(jax.tree.leaves(other.train_state.ppo.params)[0],
-                               jax.tree.leaves(member.train_state.ppo.params)[0])
-        assert member.records == alone.records  # the same evaluations
+        assert not np.allclose(jax.tree.leaves(other.state.train_state.ppo.params)[0],
+                               jax.tree.leaves(member.state.train_state.ppo.params)[0])
+        assert member.state.records == alone.state.records  # the same evaluations
         seen = _watch_transfers(monkeypatch)
-        while member.phases[member.next_phase].visit == 0:  # chunks 1-7, then the end
+        while member.phases[member.state.next_phase].visit == 0:  # chunks 1-7, then the end
             both.step()
         assert seen == {"fetch": 7, "outside": []}
     finally:

@@ -64,7 +64,7 @@ def test_a_visit_and_an_elite_are_played_from_what_the_run_keeps(telapa_run, qui
         + ["seal.json"])
     last = load_policy(telapa_run, visit=str(len(visits) - 1))
     # TeLAPA's final policy is the last visit's end
-    np.testing.assert_array_equal(_flat(last.params), _flat(telapa_run.learner.params))
+    np.testing.assert_array_equal(_flat(last.params), _flat(telapa_run.state.learner.params))
     by_tag = load_policy(telapa_run, visit="B'", task="A")
     assert by_tag.label.endswith("end of visit B'") and by_tag.agent.spec.env_id.startswith(
         "MiniGrid-Empty")

@@ -3,11 +3,14 @@ run layout, records, accounting, exact resume after a crash, and errors."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -15,12 +18,14 @@ from telapa.cli import main
 from telapa.continual import agents as agents_module
 from telapa.continual.agents import PROCESS_AGENTS, process_agents
 from telapa.continual.curriculum import load_curriculum
+from telapa.continual.driver import Driver
 from telapa.continual.methods import Finetune
 from telapa.continual.preset import load_run_config
 from telapa.continual.registry import METHODS
 from telapa.continual.rundir import RunDir, RunDirError
 from telapa.continual.runner import ContinualRun, RunError
 from telapa.continual.spec import RunSpec
+from telapa.continual.state import RunState
 from telapa.envs import make
 from telapa.rl.agent import BatchMemberError
 from telapa.rl.policy import Policy
@@ -126,6 +131,40 @@ def test_releasing_programs_at_every_change_of_task_changes_no_result(
                                       obj=name)
 
 
+def test_a_checkpoint_saves_and_restores_the_run_state_whole(tmp_path):
+    """What a run is at a phase boundary is its `RunState`: the checkpoint of a phase
+    restores exactly that value (mid-visit: with the visit's `TrainState`), but the
+    seconds of the checkpoint's own write (added to ``timer`` after it)."""
+    run = ContinualRun.start(_spec(), tmp_path / "run")
+    try:
+        driver = Driver([run], size=1)
+        for _ in range(3):  # A's start, its first two chunks
+            driver.step()
+        again = ContinualRun(_spec(), RunDir(tmp_path / "run"))
+        again.restore_checkpoint(run.dir.checkpoints.latest())
+    finally:
+        run.dir.unlock()
+    saved, restored = run.state, again.state
+    assert saved.next_phase == restored.next_phase == 3
+    assert saved.train_state is not None and len(saved.train_rows) > 0
+    for field in dataclasses.fields(RunState):
+        a, b = getattr(saved, field.name), getattr(restored, field.name)
+        if field.name == "timer":
+            assert a.keys() == b.keys() | {"checkpoint"} and a["train"] == b["train"]
+        elif field.name in ("learner", "train_state"):
+            assert jax.tree.structure(a) == jax.tree.structure(b)
+            for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+                assert np.array_equal(jax.random.key_data(x) if jnp.issubdtype(
+                    x.dtype, jax.dtypes.prng_key) else x, jax.random.key_data(y)
+                    if jnp.issubdtype(y.dtype, jax.dtypes.prng_key) else y)
+        elif field.name == "method":
+            assert (a.stored_tasks, a.log, a.extra_env_steps) == (
+                b.stored_tasks, b.log, b.extra_env_steps)
+            assert jax.tree.all(jax.tree.map(np.array_equal, dict(a.parts), dict(b.parts)))
+        else:
+            assert a == b, field.name
+
+
 def test_resuming_a_complete_run_changes_nothing(finished):
     path, metrics = finished
     names = ("curve.csv", "accounting.json", "metrics.json", "run.json", "checkpoint.json")
@@ -171,7 +210,7 @@ def test_unreadable_newest_checkpoint_falls_back_to_the_previous(finished, tmp_p
     run = ContinualRun.resume(copy, sink)
     assert any(f"{pointer['latest']}" in n and "falling back" in n
                for n in sink.notes), sink.notes
-    assert run.next_phase == previous["next_phase"]
+    assert run.state.next_phase == previous["next_phase"]
     assert json.dumps(run.run()) == json.dumps(metrics)
     # finished, it keeps one checkpoint; that one unreadable: a named error, no
     # traceback of json internals

@@ -226,7 +226,7 @@ def test_a_seed_batch_probes_its_seeds_together_as_each_alone(telapa_run, tmp_pa
     monkeypatch.setattr(maintenance, "maintain_seeds", spy_maintain)
     both = SeedBatch.start(_spec(), [1, 2], [tmp_path / "s1", tmp_path / "s2"])
     try:
-        while both.runs[0].next_phase <= both.runs[0].phases.index(
+        while both.runs[0].state.next_phase <= both.runs[0].phases.index(
                 next(p for p in both.runs[0].phases if p.kind == "start" and p.visit == 1)):
             both.step()
     finally:

@@ -23,7 +23,9 @@ curriculum.yaml were edited since (`CheckpointStore.resume_from`).
 
 `CheckpointStore` is the one owner of these files and of what its writes carry from one
 checkpoint to the next; a `RunDir` holds it as ``run_dir.checkpoints``. A `ContinualRun`
-is saved and restored with `CheckpointStore.save_run` and `CheckpointStore.load_run`.
+is saved and restored as one value, its `RunState` (`telapa.continual.state`), with
+`CheckpointStore.save_run` and `CheckpointStore.load_run`; the files are those runs of this
+format version have always written.
 Only runs of the current format version (`telapa.continual.runformat`) are resumed or
 played: older checkpoints are in layouts no longer read (`CheckpointStore.check_format`).
 """
@@ -41,14 +43,15 @@ from typing import Any
 import pandas as pd
 
 from telapa.continual.runformat import MANIFEST, RUN_FORMAT, RUN_VERSION, RunDirError
+from telapa.continual.state import MethodState, Records, RunState
 from telapa.io import (
-    PhaseTimer,
     atomic_open,
     load_pytree,
     read_json,
     save_pytree,
     write_json_atomic,
 )
+from telapa.rl.ppo import PPOState
 
 _CKPT = re.compile(r"^ckpt-(\d{6})$")
 POINTER = "checkpoint.json"
@@ -414,55 +417,57 @@ class CheckpointStore:
 
     # --- a continual run ---------------------------------------------------------------
 
-    def save_run(self, run: Any, *, with_train_state: bool) -> Path:
-        """Checkpoints ``run`` (a `ContinualRun` after a phase) with `save`: the
-        `RUN_STATE_KEYS` (its next phase, records, method log, timers, accounting) in
-        ``state.json``, its carried `PPOState` and method state, the visit's `TrainState`
-        when ``with_train_state`` (after a chunk) and the visit's PPO iterations."""
-        method = run.method
-        state = {
-            "next_phase": run.next_phase, "phases": len(run.phases),
-            "global_step": run.global_step, "records": run.records,
-            "stored_tasks": method.stored_tasks(), "extra_env_steps": method.extra_env_steps,
-            "method_log": method.log, "timer": run.timer.totals,
-            "method_timer": method.timer.totals, "wall_s": run.wall_s,
-            "segments": run.segments, "peak_rss_bytes": run.peak_rss,
-            "tracked_ms": run.tracked_ms,
+    def save_run(self, state: RunState, *, phases: int, with_train_state: bool) -> Path:
+        """Checkpoints ``state`` (a continual run of ``phases`` phases, after a phase) with
+        `save`: all but its arrays in ``state.json`` (`RUN_STATE_KEYS`: the next phase,
+        records, method log, timers, accounting), its carried `PPOState` and method
+        parts, the visit's `TrainState` when ``with_train_state`` (after a chunk) and the
+        visit's PPO iterations."""
+        method = state.method
+        manifest = {
+            "next_phase": state.next_phase, "phases": phases,
+            "global_step": state.global_step, "records": state.records.as_lists(),
+            "stored_tasks": list(method.stored_tasks),
+            "extra_env_steps": method.extra_env_steps,
+            "method_log": [dict(event) for event in method.log], "timer": dict(state.timer),
+            "method_timer": dict(method.timer), "wall_s": state.wall_s,
+            "segments": state.segments, "peak_rss_bytes": state.peak_rss,
+            "tracked_ms": state.tracked_ms,
         }
-        return self.save(state, learner=run.learner, method=method.state(),
-                         train_state=run.train_state if with_train_state else None,
-                         train_rows=run.train_rows)
+        return self.save(manifest, learner=state.learner, method=dict(method.parts),
+                         train_state=state.train_state if with_train_state else None,
+                         train_rows=[dict(row) for row in state.train_rows])
 
-    def load_run(self, folder: Path, run: Any, *, agent_for: Callable[[str], Any]) -> None:
-        """Restores ``run`` (a `ContinualRun` as made from its spec) to what `save_run`
-        saved in ``folder``, but the visit's `TrainState` (`train_state`, read with the
-        template of the visit's fresh start). ``agent_for(task)`` gives the agent of a
-        task's env (for `Method.state_like`). `RunDirError` names a ``state.json`` that
-        is not a continual run's or is another run's (its phases), `CheckpointError` a
-        file that does not match the run's templates; ``run`` is unchanged then."""
-        state = self.state(folder)
-        missing = [key for key in RUN_STATE_KEYS if key not in state]
+    def load_run(self, folder: Path, like: RunState, *, phases: int,
+                 method_like: Callable[[list[str], PPOState], dict[str, Any]]) -> RunState:
+        """The `RunState` `save_run` saved in ``folder``, but the visit's `TrainState`
+        (`train_state`, read with the template of the visit's fresh start): arrays read
+        into the structure of ``like`` (the run's state as made from its spec) and, for
+        the method's parts, of ``method_like(stored_tasks, learner)``. `RunDirError`
+        names a ``state.json`` that is not a continual run's or is another run's (its
+        ``phases``), `CheckpointError` a file that does not match the templates."""
+        saved = self.state(folder)
+        missing = [key for key in RUN_STATE_KEYS if key not in saved]
         if missing:
             raise RunDirError(f"{folder / STATE} lacks {', '.join(missing)} (not a "
                               "checkpoint of a continual run)")
-        if state["phases"] != len(run.phases):
+        if saved["phases"] != phases:
             raise RunDirError(f"{folder}: checkpoint does not match this run's phases "
-                              f"({state['phases']}, the run has {len(run.phases)})")
-        method = run.method
-        like = method.state_like(run.learner.params, state["stored_tasks"], agent_for)
-        learner, parts = self.load(folder, learner=run.learner, method=like)
-        rows = self.train_rows(folder)
-        run.learner, run.train_rows = learner, rows
-        method.load_state(parts)
-        run.next_phase = state["next_phase"]
-        run.global_step = state["global_step"]
-        run.records = state["records"]
-        method.extra_env_steps = state["extra_env_steps"]
-        method.log = state["method_log"]
-        run.timer = PhaseTimer.from_totals(state["timer"])
-        method.timer = PhaseTimer.from_totals(state["method_timer"])
-        run.wall_s, run.segments = state["wall_s"], state["segments"]
-        tracked = state.get("tracked_ms")
-        run.tracked_ms = tracked if isinstance(tracked, int) and not isinstance(
-            tracked, bool) else None
-        run.peak_rss = state["peak_rss_bytes"]
+                              f"({saved['phases']}, the run has {phases})")
+        learner, parts = self.load(
+            folder, learner=like.learner,
+            method=method_like(saved["stored_tasks"], like.learner))
+        tracked = saved.get("tracked_ms")
+        method = MethodState(
+            parts=parts, stored_tasks=tuple(saved["stored_tasks"]),
+            log=tuple(saved["method_log"]), extra_env_steps=saved["extra_env_steps"],
+            timer=dict(saved["method_timer"]))
+        return RunState(
+            learner=learner, next_phase=saved["next_phase"],
+            global_step=saved["global_step"], train_state=None,
+            train_rows=tuple(self.train_rows(folder)),
+            records=Records.from_lists(saved["records"]), method=method,
+            timer=dict(saved["timer"]), wall_s=saved["wall_s"], segments=saved["segments"],
+            peak_rss=saved["peak_rss_bytes"],
+            tracked_ms=tracked if isinstance(tracked, int) and not isinstance(tracked, bool)
+            else None)

@@ -6,8 +6,8 @@ settings; one alone or a `telapa.continual.batch.SeedBatch`'s) to the end::
     while some run is not complete:
         phase = the earliest phase a run stands at
         group = the runs standing at it
-        phases.<phase.kind>(group, phase)       # one call for the whole group
-        each run of the group commits the phase (its checkpoint)
+        states = phases.<phase.kind>(group, phase)   # one call: each run's next state
+        each run of the group commits its state (its checkpoint)
     each run finishes (tables, metrics, accounting)
 
 After a crash each seed resumes from its own latest checkpoint, so seeds may stand at
@@ -39,6 +39,7 @@ from telapa.continual.phases import (
     train_chunk,
 )
 from telapa.continual.spec import Phase
+from telapa.continual.state import RunState
 from telapa.io import MemoryMonitor
 from telapa.io.stop import raise_pending
 from telapa.rl.agent import BatchMemberError
@@ -48,25 +49,22 @@ Clock = Callable[[], tuple[float, int]]
 
 
 class DrivenRun(PhaseRun, Protocol):
-    """What the loop reads and calls of a run, besides what its phases do (`PhaseRun`;
-    `telapa.continual.runner.ContinualRun` is one)."""
+    """What the loop reads and calls of a run, besides what its phases read (`PhaseRun`,
+    whose ``state`` is the run's `RunState`; `telapa.continual.runner.ContinualRun` is
+    one)."""
 
     phases: list[Phase]
-    next_phase: int
-    wall_s: float
-    peak_rss: int
-    segments: int
 
     @property
     def complete(self) -> bool: ...
-    def commit_phase(self, clock: Clock) -> None: ...
+    def commit_phase(self, state: RunState, clock: Clock) -> None: ...
     def finish(self) -> dict[str, Any]: ...
 
 
 PHASES = {"start": start_visit, "chunk": train_chunk, "end": end_visit,
           "final": final_evaluation}
-"""Each phase kind's function of the group of runs standing at it (`telapa.continual
-.phases`); every one takes ``size``, the batch's size."""
+"""Each phase kind's function of the group of runs standing at it, returning their next
+states (`telapa.continual.phases`); every one takes ``size``, the batch's size."""
 
 
 class Driver:
@@ -77,15 +75,15 @@ class Driver:
     def __init__(self, runs: list[DrivenRun], size: int):
         self.runs, self.size = runs, size
         self._start = time.perf_counter()
-        self._base_wall = {id(r): r.wall_s for r in runs}
+        self._base_wall = {id(r): r.state.wall_s for r in runs}
         self._memory: MemoryMonitor | None = None
 
     def drive(self) -> list[dict[str, Any]]:
         """Every remaining phase, then each run's `finish`; returns their metrics."""
         self._start = time.perf_counter()
         for run in self.runs:
-            run.segments += 1
-        peak = max([r.peak_rss for r in self.runs], default=0)
+            run.state = run.state.replace(segments=run.state.segments + 1)
+        peak = max([r.state.peak_rss for r in self.runs], default=0)
         with MemoryMonitor(initial_peak_bytes=peak) as self._memory:
             while self.step():
                 # a stop dropped inside a callback, or one asked for at a phase boundary
@@ -107,11 +105,11 @@ class Driver:
         waiting = [r for r in self.runs if not r.complete]
         if not waiting:
             return False
-        lead = min(r.next_phase for r in waiting)
-        group = [r for r in waiting if r.next_phase == lead]
+        lead = min(r.state.next_phase for r in waiting)
+        group = [r for r in waiting if r.state.next_phase == lead]
         phase = group[0].phases[lead]
         try:
-            PHASES[phase.kind](group, phase, size=self.size)
+            states = PHASES[phase.kind](group, phase, size=self.size)
         except BatchMemberError as err:
             run = group[err.member]
             raise RunError(f"{self._who([run])}{phase.describe(run.visits)}: {err.error}"
@@ -123,8 +121,8 @@ class Driver:
             if self.size == 1:
                 raise
             raise RunError(f"{self._who(group)}{err}") from err
-        for run in group:
-            run.commit_phase(self.clock(run))
+        for run, state in zip(group, states, strict=True):
+            run.commit_phase(state, self.clock(run))
         return True
 
     def _who(self, group: list[DrivenRun]) -> str:

@@ -1,7 +1,9 @@
 """The phases of one run or of the seeds of a batch, each run for all of them together.
 
-A phase takes the runs (seeds of one method, curriculum and settings: one alone, or a
-`telapa.continual.batch.SeedBatch`'s) that stand at it:
+A phase is a function of the runs (seeds of one method, curriculum and settings: one
+alone, or a `telapa.continual.batch.SeedBatch`'s) that stand at it, returning each run's
+next `RunState` (`telapa.continual.state`) from its current one (``run.state``); the
+loop (`telapa.continual.driver`) hands them to the runs, which commit them:
 
 * `start_visit`: the method's per-seed start hooks in lockstep
   (`telapa.continual.lockstep.run_hooks`), new training episodes, the pre-evaluation;
@@ -15,8 +17,9 @@ A phase takes the runs (seeds of one method, curriculum and settings: one alone,
 Evaluations are one population evaluation (`Agent.evaluate_batch`). ``size`` pads the
 runs to the batch's size (copies of the first, results discarded), so that a batch whose
 seeds lag after a resume runs the programs it has compiled. The elapsed time is shared
-equally among the runs' timers. What a phase reads and writes of a run is `PhaseRun`
-(`telapa.continual.runner.ContinualRun` is one).
+equally among the runs' timers. What a phase reads of a run is `PhaseRun`
+(`telapa.continual.runner.ContinualRun` is one); besides its state, only the method's
+hooks change anything (the method object, until its hooks return its state).
 """
 
 from __future__ import annotations
@@ -35,12 +38,11 @@ from telapa.continual.methods import Method, TaskContext
 from telapa.continual.progress import Progress
 from telapa.continual.rundir import RunDir
 from telapa.continual.spec import Phase, RunSpec
+from telapa.continual.state import RunState
 from telapa.continual.tracking import RunTracker
 from telapa.continual.trainlog import TRAIN_COLUMNS, visit_start
-from telapa.io import PhaseTimer
 from telapa.rl.agent import Agent, Metrics, TrainState, stack_states, unstack_states
 from telapa.rl.evaluate import EvalResult
-from telapa.rl.ppo import PPOState
 
 
 class RunError(RuntimeError):
@@ -48,7 +50,9 @@ class RunError(RuntimeError):
 
 
 class PhaseRun(Protocol):
-    """What a phase reads and writes of a run (`telapa.continual.runner.ContinualRun`)."""
+    """What a phase reads of a run (`telapa.continual.runner.ContinualRun`): its state,
+    what is fixed for the run, and the helpers that take a phase's results into a
+    state."""
 
     spec: RunSpec
     visits: list[Visit]
@@ -56,12 +60,7 @@ class PhaseRun(Protocol):
     dir: RunDir
     progress: Progress
     tracker: RunTracker
-    timer: PhaseTimer
-    learner: PPOState
-    train_state: TrainState | None
-    train_rows: list[dict[str, Any]]
-    records: dict[str, list[dict[str, Any]]]
-    global_step: int
+    state: RunState
 
     def agent(self, visit: Visit) -> Agent: ...
     def context(self, visit: Visit, agent: Agent, purpose: str) -> TaskContext: ...
@@ -70,16 +69,17 @@ class PhaseRun(Protocol):
     def eval_key(self, phase: Phase) -> jax.Array: ...
     def chunk_steps(self, phase: Phase) -> int: ...
     def on_progress(self, done: int, metrics: list[Metrics]) -> None: ...
-    def record_start(self, visit: Visit, result: EvalResult) -> None: ...
-    def finish_chunk(self, phase: Phase, state: TrainState, history: list[Metrics],
-                     result: EvalResult) -> None: ...
+    def record_start(self, state: RunState, visit: Visit, result: EvalResult
+                     ) -> RunState: ...
+    def finish_chunk(self, state: RunState, phase: Phase, trained: TrainState,
+                     history: list[Metrics], result: EvalResult) -> RunState: ...
     def final_tasks(self) -> list[tuple[str, Visit, jax.Array]]: ...
 
 
-def _share(runs: list[PhaseRun], phase: str, start: float) -> None:
-    share = (time.perf_counter() - start) / len(runs)
-    for run in runs:
-        run.timer.add(phase, share)
+def _share(states: list[RunState], phase: str, start: float) -> list[RunState]:
+    """``states`` with the seconds since ``start`` shared equally in ``phase``."""
+    share = (time.perf_counter() - start) / len(states)
+    return [state.timed(phase, share) for state in states]
 
 
 def _evaluate(agent: Agent, params: list[Any], episodes: int, keys: list[jax.Array],
@@ -91,7 +91,8 @@ def _evaluate(agent: Agent, params: list[Any], episodes: int, keys: list[jax.Arr
     return results[:len(params)]
 
 
-def start_visit(runs: list[PhaseRun], phase: Phase, size: int | None = None) -> None:
+def start_visit(runs: list[PhaseRun], phase: Phase, size: int | None = None
+                ) -> list[RunState]:
     """The ``start`` phase: the method's start hooks, new training episodes, and the
     pre-evaluation (step 0) of every run."""
     lead = runs[0]
@@ -101,40 +102,44 @@ def start_visit(runs: list[PhaseRun], phase: Phase, size: int | None = None) -> 
         run.progress.visit(visit, run.spec.budget(visit), 0)
     start = time.perf_counter()
     learners = run_hooks(
-        [partial(run.method.start_task, run.learner, run.context(visit, agent, "start"))
-         for run in runs], [run.method.timer for run in runs])
-    _share(runs, "method", start)
+        [partial(run.method.start_task, run.state.learner,
+                 run.context(visit, agent, "start")) for run in runs],
+        [run.method.timer for run in runs])
+    states = _share([run.state for run in runs], "method", start)
+    states = [state.replace(learner=learner,
+                            train_state=agent.start(learner, run.episodes_key(visit)),
+                            train_rows=())
+              for run, state, learner in zip(runs, states, learners, strict=True)]
     for run, learner in zip(runs, learners, strict=True):
-        run.learner = learner
-        run.train_state = agent.start(learner, run.episodes_key(visit))
-        run.train_rows = []
         run.dir.save_policy(visit.index, learner.params, "start")
     start = time.perf_counter()
-    results = _evaluate(agent, [run.learner.params for run in runs],
+    results = _evaluate(agent, [state.learner.params for state in states],
                         lead.spec.config.eval_episodes,
                         [run.visit_key(visit.index, "eval", 0) for run in runs], size,
                         features=lead.method.observes_features)
-    _share(runs, "eval", start)
-    for run, result in zip(runs, results, strict=True):
-        run.record_start(visit, result)
+    states = _share(states, "eval", start)
+    return [run.record_start(state, visit, result)
+            for run, state, result in zip(runs, states, results, strict=True)]
 
 
-def train_chunk(runs: list[PhaseRun], phase: Phase, size: int | None = None) -> None:
+def train_chunk(runs: list[PhaseRun], phase: Phase, size: int | None = None
+                ) -> list[RunState]:
     """A ``chunk`` phase. On the jax backend every run's `TrainState` stacked, trained
     and evaluated with its evaluation key as one `Agent.train_and_evaluate` program,
-    then each run's `ContinualRun.finish_chunk`; raises `BatchMemberError` (the position
-    in ``runs``) on a non-finite loss. On a host backend, `_host_chunk`."""
+    then taken into each run's state (`ContinualRun.finish_chunk`); raises
+    `BatchMemberError` (the position in ``runs``) on a non-finite loss. On a host
+    backend, `_host_chunk`."""
     lead = runs[0]
     if lead.spec.curriculum.backend != "jax":
-        _host_chunk(runs, phase)
-        return
+        return _host_chunk(runs, phase)
     visit = lead.visits[phase.visit]
     agent = lead.agent(visit)
     steps = {run.chunk_steps(phase) for run in runs}
     if len(steps) != 1:  # pragma: no cover - same phase, same budget
         raise RunError(f"{phase.describe(lead.visits)}: seeds disagree on the steps")
     padding = (size or len(runs)) - len(runs)
-    states = stack_states([run.train_state for run in runs] + [lead.train_state] * padding)
+    states = stack_states([run.state.train_state for run in runs]
+                          + [lead.state.train_state] * padding)
     keys = jnp.stack([run.eval_key(phase) for run in runs] + [lead.eval_key(phase)] * padding)
     start = time.perf_counter()
     states, result = agent.train_and_evaluate(
@@ -142,69 +147,81 @@ def train_chunk(runs: list[PhaseRun], phase: Phase, size: int | None = None) -> 
         features=lead.method.observes_features,
         progress=lambda done, rows: [run.on_progress(done, r)
                                      for run, r in zip(runs, rows, strict=False)])
-    _share(runs, "train", start)
+    before = _share([run.state for run in runs], "train", start)
     members = (unstack_states(states) if len(states.steps) > 1
                else [jax.tree.map(lambda x: x[0], states)])
-    for run, state, history, evaluation in zip(runs, members, result.metrics,
-                                               result.evaluations, strict=False):
-        run.finish_chunk(phase, state, history, evaluation)
+    return [run.finish_chunk(state, phase, trained, history, evaluation)
+            for run, state, trained, history, evaluation
+            in zip(runs, before, members, result.metrics, result.evaluations, strict=False)]
 
 
-def _host_chunk(runs: list[PhaseRun], phase: Phase) -> None:
+def _host_chunk(runs: list[PhaseRun], phase: Phase) -> list[RunState]:
     """A ``chunk`` phase on host-stepped envs, run after run with each run's own agent
     (its training state is tied to that agent's envs): PPO to the chunk's end
     (`Agent.train`), then the evaluation with the chunk's key. A non-finite loss raises
     the run's FloatingPointError."""
+    states = []
     for run in runs:
         agent = run.agent(run.visits[phase.visit])
         steps = run.chunk_steps(phase)
-        with run.timer.phase("train"):
-            state, history = agent.train(run.train_state, steps, progress=run.on_progress)
-        with run.timer.phase("eval"):
-            result = agent.evaluate(state.ppo.params, run.spec.config.eval_episodes,
-                                    run.eval_key(phase))
-        run.finish_chunk(phase, state, history, result)
+        start = time.perf_counter()
+        trained, history = agent.train(run.state.train_state, steps,
+                                       progress=run.on_progress)
+        state = run.state.timed("train", time.perf_counter() - start)
+        start = time.perf_counter()
+        result = agent.evaluate(trained.ppo.params, run.spec.config.eval_episodes,
+                                run.eval_key(phase))
+        state = state.timed("eval", time.perf_counter() - start)
+        states.append(run.finish_chunk(state, phase, trained, history, result))
+    return states
 
 
-def end_visit(runs: list[PhaseRun], phase: Phase, size: int | None = None) -> None:
+def end_visit(runs: list[PhaseRun], phase: Phase, size: int | None = None
+              ) -> list[RunState]:
     """The ``end`` phase: the method's end hooks, then each run's training table
     (``size`` is not used: no program of this phase is padded)."""
     lead = runs[0]
     visit = lead.visits[phase.visit]
     agent = lead.agent(visit)
     start = time.perf_counter()
-    run_hooks([partial(run.method.end_task, run.learner, run.context(visit, agent, "end"))
-               for run in runs], [run.method.timer for run in runs])
-    _share(runs, "method", start)
-    for run in runs:
-        run.train_state = None
-        train = pd.DataFrame(run.train_rows)
+    run_hooks([partial(run.method.end_task, run.state.learner,
+                       run.context(visit, agent, "end")) for run in runs],
+              [run.method.timer for run in runs])
+    states = _share([run.state for run in runs], "method", start)
+    for run, state in zip(runs, states, strict=True):
+        train = pd.DataFrame([dict(row) for row in state.train_rows])
         run.dir.write_visit_train(visit.index, visit.tag, train)
         if not train.empty and all(c in train for c in TRAIN_COLUMNS):
             run.dir.write_visit_start(visit.index, visit.tag, visit_start(train))
-        run.dir.save_policy(visit.index, run.learner.params, "end")
-        run.train_rows = []
+        run.dir.save_policy(visit.index, state.learner.params, "end")
+    return [state.replace(train_state=None, train_rows=()) for state in states]
 
 
-def final_evaluation(runs: list[PhaseRun], phase: Phase, size: int | None = None) -> None:
+def final_evaluation(runs: list[PhaseRun], phase: Phase, size: int | None = None
+                     ) -> list[RunState]:
     """The ``final`` phase: every task evaluated with each run's ``eval_params``."""
     lead = runs[0]
+    states = [run.state for run in runs]
     start = time.perf_counter()
     for i, (task, visit, _) in enumerate(lead.final_tasks()):
         results = _evaluate(
-            lead.agent(visit), [run.method.eval_params(task, run.learner) for run in runs],
+            lead.agent(visit),
+            [run.method.eval_params(task, state.learner)
+             for run, state in zip(runs, states, strict=True)],
             lead.spec.config.final_eval_episodes, [run.final_tasks()[i][2] for run in runs],
             size, features=False)
-        for run, result in zip(runs, results, strict=True):
-            run.records["final"].append({"task": task, "env_id": visit.env_id,
-                                         "sr": result.sr, "mean_return": result.mean_return,
-                                         "successes": result.successes,
-                                         "episodes": result.episodes})
+        for j, (run, result) in enumerate(zip(runs, results, strict=True)):
+            states[j] = states[j].replace(records=states[j].records.add("final", {
+                "task": task, "env_id": visit.env_id, "sr": result.sr,
+                "mean_return": result.mean_return, "successes": result.successes,
+                "episodes": result.episodes}))
             run.tracker.log({f"final/sr/{task}": result.sr,
-                             f"final/return/{task}": result.mean_return}, run.global_step)
-    _share(runs, "final_eval", start)
+                             f"final/return/{task}": result.mean_return},
+                            states[j].global_step)
+    states = _share(states, "final_eval", start)
     for run in runs:
         run.progress.note("final evaluation done")
+    return states
 
 
 __all__ = ["PhaseRun", "RunError", "end_visit", "final_evaluation", "start_visit",

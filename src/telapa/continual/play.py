@@ -182,14 +182,13 @@ def open_finished(path: str | Path) -> ContinualRun:
     try:
         store.verify(latest)
         store.resume_from(latest)  # refuses a run edited since (RunEdited)
-        store.load_run(latest, run, agent_for=lambda task: run.agent(
-            next(v for v in run.visits if v.task == task)))
+        run.restore_checkpoint(latest)
     except (RunDirError, CheckpointError, ValueError, KeyError, TypeError, OSError) as err:
         raise PlayError(f"{path}: its last checkpoint {latest.name} cannot be read ({err}); "
                         "nothing else is played in its place") from None
     if not run.complete:
         raise PlayError(f"{path}: its last checkpoint {latest.name} holds the run at phase "
-                        f"{run.next_phase} of {len(run.phases)}, not its end; its final "
+                        f"{run.state.next_phase} of {len(run.phases)}, not its end; its final "
                         "policies are not kept (nothing else is played in their place)")
     return run
 
@@ -252,7 +251,7 @@ def load_policy(run: ContinualRun, *, task: str | None = None, visit: str | None
     seed = run.spec.seed
     if visit is not None:
         ended = _visit(run, visit)
-        params = run.dir.load_policy(ended.index, run.learner.params, when)
+        params = run.dir.load_policy(ended.index, run.state.learner.params, when)
         where = _task_visit(run, task) if task is not None else ended
         moment = "end" if when == "end" else "start"
         return LoadedPolicy(params, run.agent(where), f"{name}: policy at the {moment} of visit "
@@ -262,7 +261,7 @@ def load_policy(run: ContinualRun, *, task: str | None = None, visit: str | None
         where = _task_visit(run, task or archive_task)
         return LoadedPolicy(params, run.agent(where), f"{name}: elite {elite}", seed)
     where = _task_visit(run, task)
-    params = run.method.eval_params(where.task, run.learner)
+    params = run.method.eval_params(where.task, run.state.learner)
     # the final evaluation's visit of the task (its first) and key
     first, key = next((v, k) for t, v, k in run.final_tasks() if t == where.task)
     return LoadedPolicy(params, run.agent(first), f"{name}: final policy for {where.task}", seed,
@@ -289,7 +288,7 @@ def _elite(run: ContinualRun, label: str) -> tuple[Params, str]:
     if not slots.size:
         raise PlayError(f"--elite {label}: the {task} archive holds no elite {number} "
                         "(it may have been replaced; `telapa inspect` lists the current ones)")
-    _, unravel = flatten_params(run.learner.params)
+    _, unravel = flatten_params(run.state.learner.params)
     return unravel(jnp.asarray(archive.elites.params[int(slots[0])])), task
 
 

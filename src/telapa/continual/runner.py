@@ -13,15 +13,18 @@ A checkpoint is committed after every phase (on the gymnasium backend, whose env
 be snapshotted, only after ``start`` and ``end``), so a killed run resumes from its last
 phase and finishes with exactly the results of an uninterrupted one: every random key
 derives from the seed and the phase, and the rollout in progress is part of the
-checkpoint. The run owns its state: the `PPOState` carried across visits (``learner``)
-and, inside a visit, the `TrainState` that training threads through the visit env's
-static `Agent` (shared by every run of one process with the same env, config and method:
-`telapa.continual.batch`).
+checkpoint. What a run is at a phase boundary is one value, its `RunState` (``state``:
+the learner, the visit in progress, the records, the method's state, the accounting;
+`telapa.continual.state`), which each phase replaces and each checkpoint saves; the rest
+of a `ContinualRun` is fixed for the run (spec, run directory, keys, the visit envs'
+static `Agent`s, shared by the runs of a process: `telapa.continual.agents`) or I/O
+(progress, trackers).
 """
 
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +42,7 @@ from telapa.continual.registry import make_method
 from telapa.continual.rundir import RunDir, RunDirError
 from telapa.continual.runtables import records_tables
 from telapa.continual.spec import Phase, RunSpec, resolve_spec
+from telapa.continual.state import MethodState, RunState
 from telapa.continual.tracking import RunTracker, Tracking
 from telapa.io import CheckpointError, PhaseTimer, dir_size_bytes, tree_nbytes
 from telapa.io.stop import raise_pending
@@ -53,7 +57,6 @@ from telapa.provenance import (
 )
 from telapa.rl.agent import Agent, Metrics, TrainState, episodes_key
 from telapa.rl.evaluate import EvalResult
-from telapa.rl.ppo import PPOState
 
 
 class ContinualRun:
@@ -90,26 +93,13 @@ class ContinualRun:
         before any compiles, so each counts the batch's)."""
         first = self.agent(self.visits[0])
         params = first.policy.init(self._init_key)
-        self.learner: PPOState = first.fresh_ppo(params, self.method.initial_penalty(params))
-        """The PPO state carried from visit to visit (inside a visit: ``train_state.ppo``
-        as of the visit's last phase)."""
-        self.train_state: TrainState | None = None
-        """The visit in progress: its PPO state and rollout (None between visits)."""
-        self.next_phase = 0
-        self.global_step = 0
-        self.records: dict[str, list[dict[str, Any]]] = {"visits": [], "curve": [], "final": []}
-        self.train_rows: list[dict[str, Any]] = []
-        self.timer = PhaseTimer()
-        self.wall_s = 0.0
-        self.segments = 0
-        self.peak_rss = 0
+        learner = first.fresh_ppo(params, self.method.initial_penalty(params))
+        self.state = RunState(learner=learner, method=method_state(self.method))
+        """The run at its last phase boundary (`telapa.continual.state`)."""
         self.tracker = RunTracker()
         """Live curves (`telapa.continual.tracking`): TensorBoard in the run directory and
         the requested trackers, opened by `start` and `resume`."""
         self._tracked_events = 0
-        self.tracked_ms: int | None = None
-        """When the trackers had logged what the last checkpoint holds (`RunTracker.mark`,
-        kept in the checkpoint; None before the first, or from an older checkpoint)."""
 
     # --- construction ---------------------------------------------------------------
 
@@ -187,8 +177,8 @@ class ContinualRun:
             if codes != manifest.get("code") or recorded != manifest.get("versions"):
                 # the code and versions of this segment
                 run_dir.set_status(manifest["status"], code=codes, versions=recorded)
-            run._open_tracker(tracking, resume_step=run.global_step,
-                              resume_ms=run.tracked_ms)
+            run._open_tracker(tracking, resume_step=run.state.global_step,
+                              resume_ms=run.state.tracked_ms)
         return run
 
     @classmethod
@@ -206,7 +196,7 @@ class ContinualRun:
             try:
                 store.verify(ckpt)
                 store.resume_from(ckpt)
-                run._load_checkpoint(ckpt)
+                run.restore_checkpoint(ckpt)
                 break
             except RunEdited:
                 raise
@@ -243,7 +233,7 @@ class ContinualRun:
 
     @property
     def complete(self) -> bool:
-        return self.next_phase >= len(self.phases)
+        return self.state.next_phase >= len(self.phases)
 
     def run(self) -> dict[str, Any]:
         """Runs every remaining phase (`telapa.continual.driver`: a batch of one);
@@ -258,24 +248,30 @@ class ContinualRun:
             self.tracker.close("stopped")  # no-op after `finish`
             self.dir.unlock()
 
-    def commit_phase(self, clock: Clock) -> None:
-        """Marks the current phase done and commits its checkpoint; ``clock()`` gives the
-        run's wall seconds and peak memory so far (`telapa.continual.driver`)."""
-        phase = self.phases[self.next_phase]
-        self.next_phase += 1
-        self.wall_s, peak = clock()
-        self.peak_rss = max(self.peak_rss, peak)
+    def commit_phase(self, state: RunState, clock: Clock) -> None:
+        """Takes ``state``, the run after its current phase, as the run's: the phase
+        marked done, the method's state and the clock's reading (``clock()``: the run's
+        wall seconds and peak memory so far, `telapa.continual.driver`) taken in, the
+        phase logged to the trackers and its checkpoint committed."""
+        phase = self.phases[state.next_phase]
+        wall_s, peak = clock()
+        state = state.replace(next_phase=state.next_phase + 1, wall_s=wall_s,
+                              peak_rss=max(state.peak_rss, peak),
+                              method=method_state(self.method))
         # the phase is logged before its checkpoint: a resume from that checkpoint logs
         # again exactly what was logged after it (`RunTracker.mark`)
-        method_times = {f"method/{k}": v for k, v in self.method.timer.totals.items()}
-        self.tracker.phase({**self.timer.totals, **method_times},
-                           self.method.log[self._tracked_events:], self.global_step)
+        method_times = {f"method/{k}": v for k, v in state.method.timer.items()}
+        self.tracker.phase({**state.timer, **method_times},
+                           self.method.log[self._tracked_events:], state.global_step)
         self._tracked_events = len(self.method.log)
         self.tracker.flush()
-        if self._checkpointable(phase):
-            self.tracked_ms = self.tracker.mark()
-            with self.timer.phase("checkpoint"):
-                self._save_checkpoint()
+        if not self._checkpointable(phase):
+            self.state = state
+            return
+        self.state = state.replace(tracked_ms=self.tracker.mark())
+        start = time.perf_counter()
+        self._save_checkpoint()
+        self.state = self.state.timed("checkpoint", time.perf_counter() - start)
 
     def finish(self) -> dict[str, Any]:
         """Writes the tables, metrics and accounting of a complete run and marks it
@@ -286,7 +282,8 @@ class ContinualRun:
         self.dir.write_metrics(metrics)
         self.dir.write_accounting(self.accounting())
         self.dir.set_status("complete")
-        self.tracker.log({f"metrics/{k}": v for k, v in metrics.items()}, self.global_step)
+        self.tracker.log({f"metrics/{k}": v for k, v in metrics.items()},
+                         self.state.global_step)
         self.tracker.close("complete")
         return metrics
 
@@ -299,17 +296,18 @@ class ContinualRun:
         return TaskContext(visit, agent, self.visit_key(visit.index, purpose),
                            agent.policy.init, progress=self.progress.phase)
 
-    def record_start(self, visit: Visit, result: EvalResult) -> None:
-        """Takes the visit's pre-evaluation: `observe`, the visit record, the curve."""
+    def record_start(self, state: RunState, visit: Visit, result: EvalResult) -> RunState:
+        """``state`` with the visit's pre-evaluation taken in: `observe`, the visit's
+        record, its curve point."""
         self.method.observe(visit, "pre", result)
-        self.records["visits"].append({
+        records = state.records.add("visits", {
             "visit": visit.index, "tag": visit.tag, "task": visit.task,
             "env_id": visit.env_id, "cycle": visit.cycle, "budget": self.spec.budget(visit),
             "pre_sr": result.sr, "pre_return": result.mean_return,
-            "start_global_step": self.global_step,
+            "start_global_step": state.global_step,
             "pre_successes": result.successes, "pre_episodes": result.episodes,
         })
-        self._add_curve_point(visit, 0, result)
+        return self._add_curve_point(state.replace(records=records), visit, 0, result)
 
     def episodes_key(self, visit: Visit) -> jax.Array:
         """The key of the visit's training episodes (`episodes_key` of its trainer key)."""
@@ -333,38 +331,39 @@ class ContinualRun:
         self.progress.advance(done, metrics[-1])
         raise_pending()
 
-    def finish_chunk(self, phase: Phase, state: TrainState, history: list[Metrics],
-                     result: EvalResult) -> None:
-        """Takes the chunk's trained state, metrics and evaluation: records, `observe`."""
+    def finish_chunk(self, state: RunState, phase: Phase, trained: TrainState,
+                     history: list[Metrics], result: EvalResult) -> RunState:
+        """``state`` with the chunk's trained state, PPO iterations and evaluation taken
+        in: the records, the trackers' curves, `observe`."""
         visit = self.visits[phase.visit]
         budget = self.spec.budget(visit)
         before, _ = self.spec.chunk_span(visit, phase.chunk)
-        self.train_state = state
         steps = history[-1]["step"]
-        self.learner = state.ppo
-        self.global_step += steps - before
-        for row in history:
-            self.train_rows.append({"visit": visit.index, "tag": visit.tag,
-                                    "global_step": self.global_step - steps + row["step"],
-                                    **row})
-        self.tracker.training(history, [self.global_step - steps + int(row["step"])
-                                        for row in history])
-        self._add_curve_point(visit, steps, result)
+        global_step = state.global_step + steps - before
+        first = global_step - steps
+        rows = tuple({"visit": visit.index, "tag": visit.tag,
+                      "global_step": first + row["step"], **row} for row in history)
+        self.tracker.training(history, [first + int(row["step"]) for row in history])
+        state = state.replace(train_state=trained, learner=trained.ppo,
+                              global_step=global_step, train_rows=state.train_rows + rows)
+        state = self._add_curve_point(state, visit, steps, result)
         self.method.observe(visit, "post" if steps >= budget else "train", result)
-        row = self.records["visits"][-1]
-        row.update(post_sr=result.sr, post_return=result.mean_return,
-                   train_steps=steps, end_global_step=self.global_step,
-                   post_successes=result.successes, post_episodes=result.episodes)
+        return state.replace(records=state.records.update_visit(
+            post_sr=result.sr, post_return=result.mean_return, train_steps=steps,
+            end_global_step=global_step, post_successes=result.successes,
+            post_episodes=result.episodes))
 
-    def _add_curve_point(self, visit: Visit, step: int, result) -> None:
-        self.records["curve"].append({
+    def _add_curve_point(self, state: RunState, visit: Visit, step: int,
+                         result: EvalResult) -> RunState:
+        records = state.records.add("curve", {
             "visit": visit.index, "tag": visit.tag, "task": visit.task, "step": step,
-            "global_step": self.global_step, "sr": result.sr,
+            "global_step": state.global_step, "sr": result.sr,
             "mean_return": result.mean_return, "successes": result.successes,
             "episodes": result.episodes,
         })
-        self.tracker.evaluation(visit.tag, result.sr, result.mean_return, self.global_step)
+        self.tracker.evaluation(visit.tag, result.sr, result.mean_return, state.global_step)
         self.progress.evaluated(visit, step, result.sr)
+        return state.replace(records=records)
 
     def final_tasks(self) -> list[tuple[str, Visit, jax.Array]]:
         """Every task of the curriculum (first-visit order) with its first visit and the
@@ -379,7 +378,7 @@ class ContinualRun:
     # --- results --------------------------------------------------------------------
 
     def tables(self) -> dict[str, pd.DataFrame]:
-        return records_tables(self.records)
+        return records_tables(self.state.records.as_lists())
 
     def metrics(self) -> dict[str, Any]:
         """The run's metrics with tau_T from this run alone: its own best SR if it is a
@@ -400,30 +399,33 @@ class ContinualRun:
                 "tau_source": source}
 
     def accounting(self) -> dict[str, Any]:
-        ppo_steps = int(sum(r.get("train_steps", 0) for r in self.records["visits"]))
+        state = self.state
+        ppo_steps = int(sum(r.get("train_steps", 0) for r in state.records.visits))
         return {
             "ppo_env_steps": ppo_steps,
-            "extra_env_steps": int(self.method.extra_env_steps),
-            "wall_s": self.wall_s,
-            "segments": self.segments,
-            "peak_rss_bytes": int(self.peak_rss),
+            "extra_env_steps": int(state.method.extra_env_steps),
+            "wall_s": state.wall_s,
+            "segments": state.segments,
+            "peak_rss_bytes": int(state.peak_rss),
             "run_dir_bytes": dir_size_bytes(self.dir.path),
-            "method_state_bytes": tree_nbytes(self.method.state()),
+            "method_state_bytes": tree_nbytes(dict(state.method.parts)),
             "compile_s": sum(a.compile_s - self._compile_before.get(key, 0.0)
                              for key, a in self._used.items()),
-            "phase_s": self.timer.totals,
-            "method_phase_s": self.method.timer.totals,
+            "phase_s": dict(state.timer),
+            "method_phase_s": dict(state.method.timer),
         }
 
     # --- checkpoints ----------------------------------------------------------------
 
     def _mid_visit(self) -> bool:
-        return self.phases[self.next_phase].kind in ("chunk", "end") if not self.complete \
-            else False
+        return not self.complete and self.phases[self.state.next_phase].kind in ("chunk",
+                                                                               "end")
 
     def _save_checkpoint(self) -> None:
-        chunk_done = self._mid_visit() and self.phases[self.next_phase - 1].kind == "chunk"
-        self.dir.checkpoints.save_run(self, with_train_state=chunk_done)
+        state = self.state
+        chunk_done = self._mid_visit() and self.phases[state.next_phase - 1].kind == "chunk"
+        self.dir.checkpoints.save_run(state, phases=len(self.phases),
+                                      with_train_state=chunk_done)
         if self.complete:  # a finished run keeps one checkpoint (docs/reliability.md)
             self.dir.checkpoints.keep_latest_only()
         self._write_records()
@@ -435,16 +437,43 @@ class ContinualRun:
         self.dir.write_tables({**self.tables(), **self.method.tables()})
         self.dir.write_method_log(self.method.log)
 
-    def _load_checkpoint(self, folder: Path) -> None:
+    def restore_checkpoint(self, folder: Path) -> None:
+        """Makes this run (as made from its spec) the one the checkpoint ``folder`` holds:
+        its `RunState` (`CheckpointStore.load_run`; mid-visit, with the visit's
+        `TrainState`) and its method's state. `RunDirError` and `CheckpointError` name
+        what does not match; the run is unchanged then."""
         store = self.dir.checkpoints
-        store.load_run(folder, self, agent_for=self._agent_for_task)
-        if self._mid_visit():
-            visit = self.visits[self.phases[self.next_phase].visit]
-            fresh = self.agent(visit).start(self.learner, self.episodes_key(visit))
-            saved = store.train_state(folder, fresh)
-            self.train_state = fresh if saved is None else saved
-        self.progress.note(f"resumed at {self.phases[self.next_phase].describe(self.visits)}"
-                           if not self.complete else "run already complete")
+        state = store.load_run(
+            folder, self.state, phases=len(self.phases),
+            method_like=lambda tasks, learner: self.method.state_like(
+                learner.params, tasks, self._agent_for_task))
+        if state.next_phase < len(self.phases):
+            phase = self.phases[state.next_phase]
+            if phase.kind in ("chunk", "end"):
+                visit = self.visits[phase.visit]
+                fresh = self.agent(visit).start(state.learner, self.episodes_key(visit))
+                saved = store.train_state(folder, fresh)
+                state = state.replace(train_state=fresh if saved is None else saved)
+        restore_method(self.method, state.method)
+        self.state = state
+        self.progress.note(
+            f"resumed at {self.phases[state.next_phase].describe(self.visits)}"
+            if not self.complete else "run already complete")
 
 
-__all__ = ["ContinualRun", "Progress", "RunError"]
+def method_state(method: Method) -> MethodState:
+    """What ``method`` is now, as a value (`MethodState`)."""
+    return MethodState(parts=method.state(), stored_tasks=tuple(method.stored_tasks()),
+                       log=tuple(method.log), extra_env_steps=int(method.extra_env_steps),
+                       timer=dict(method.timer.totals))
+
+
+def restore_method(method: Method, state: MethodState) -> None:
+    """Makes ``method`` what ``state`` says it was (a checkpoint's, `method_state`)."""
+    method.load_state(dict(state.parts))
+    method.extra_env_steps = state.extra_env_steps
+    method.log = [dict(event) for event in state.log]
+    method.timer = PhaseTimer.from_totals(state.timer)
+
+
+__all__ = ["ContinualRun", "Progress", "RunError", "RunState", "method_state", "restore_method"]

@@ -1,0 +1,110 @@
+"""A run's state: everything a continual run is at a phase boundary, as one value.
+
+    state = RunState.initial(learner)                  # or a checkpoint's (`load_run`)
+    while state.next_phase < len(phases):
+        state = phases.<kind>(run, state, phase)         # telapa.continual.phases
+        state = state.advanced(...)                      # then its checkpoint saves it
+
+`RunState` is immutable: a phase returns a new one (`dataclasses.replace`), and the
+checkpoint of a phase (`telapa.continual.checkpoints.CheckpointStore.save_run`) saves
+exactly this value and restores it (`load_run`). What a run holds besides (its spec, run
+directory, agents, method object, progress sink and trackers) is fixed for the run, or
+I/O: it is not state.
+
+Its parts:
+
+* where the run is: ``next_phase`` (index into `RunSpec.phases`), ``global_step``;
+* the learner: ``learner``, the `PPOState` carried from visit to visit, and inside a
+  visit ``train_state`` (the visit's `TrainState`: PPO state and rollout) and
+  ``train_rows`` (its PPO iterations so far);
+* ``records``: the rows of the run's ``visits``, ``curve`` and ``final`` tables;
+* ``method``: the method's state (`MethodState`: its named parts, decisions log, extra
+  env steps and phase times);
+* the accounting: ``timer`` (seconds per run phase), ``wall_s``, ``segments`` (how many
+  times the run was started or resumed), ``peak_rss`` and ``tracked_ms`` (when the
+  trackers had logged what the state holds, `RunTracker.mark`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from telapa.rl.agent import TrainState
+from telapa.rl.ppo import PPOState
+
+Row = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Records:
+    """The rows of a run's tables (`telapa.continual.runtables.records_tables`): one per
+    visit (``visits``, its pre- and post-evaluation), one per evaluation (``curve``), one
+    per task of the final evaluation (``final``)."""
+
+    visits: tuple[Row, ...] = ()
+    curve: tuple[Row, ...] = ()
+    final: tuple[Row, ...] = ()
+
+    def as_lists(self) -> dict[str, list[dict[str, Any]]]:
+        """The rows as JSON lists (a checkpoint's ``records``)."""
+        return {name: [dict(row) for row in getattr(self, name)]
+                for name in ("visits", "curve", "final")}
+
+    @classmethod
+    def from_lists(cls, lists: Mapping[str, list[dict[str, Any]]]) -> Records:
+        return cls(*(tuple(lists[name]) for name in ("visits", "curve", "final")))
+
+    def add(self, table: str, row: Row) -> Records:
+        """These records with ``row`` appended to ``table``."""
+        return dataclasses.replace(self, **{table: (*getattr(self, table), row)})
+
+    def update_visit(self, **values: Any) -> Records:
+        """These records with the last visit's row extended by ``values``."""
+        *head, last = self.visits
+        return dataclasses.replace(self, visits=(*head, {**last, **values}))
+
+
+@dataclass(frozen=True)
+class MethodState:
+    """A method's state at a phase boundary: its named parts (`Method.state`: pytrees,
+    each replaced, not mutated, when it changes), the tasks it stored, its decisions
+    (``log``, JSON records), the env steps it spent outside the PPO budget and the
+    seconds of its own phases."""
+
+    parts: Mapping[str, Any] = field(default_factory=dict)
+    stored_tasks: tuple[str, ...] = ()
+    log: tuple[Mapping[str, Any], ...] = ()
+    extra_env_steps: int = 0
+    timer: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunState:
+    """Everything a continual run is at a phase boundary (module docstring)."""
+
+    learner: PPOState
+    next_phase: int = 0
+    global_step: int = 0
+    train_state: TrainState | None = None
+    train_rows: tuple[Row, ...] = ()
+    records: Records = Records()
+    method: MethodState = MethodState()
+    timer: Mapping[str, float] = field(default_factory=dict)
+    wall_s: float = 0.0
+    segments: int = 0
+    peak_rss: int = 0
+    tracked_ms: int | None = None
+
+    def replace(self, **changes: Any) -> RunState:
+        return dataclasses.replace(self, **changes)
+
+    def timed(self, phase: str, seconds: float) -> RunState:
+        """This state with ``seconds`` more in the run phase ``phase``."""
+        return self.replace(timer={**self.timer,
+                                   phase: self.timer.get(phase, 0.0) + seconds})
+
+
+__all__ = ["MethodState", "Records", "RunState"]
