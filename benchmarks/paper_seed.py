@@ -62,7 +62,7 @@ def run_dir_of(runs: Path, method: str, seed: int, preset: str) -> Path:
 
 
 def is_complete(run: Path) -> bool:
-    return (run / "run.json").exists() and RunDir(run).spec().get("status") == "complete"
+    return (run / "run.json").exists() and RunDir(run).manifest().get("status") == "complete"
 
 
 POLL_S = 0.2

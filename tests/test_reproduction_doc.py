@@ -14,11 +14,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from telapa.continual.results import score
 from telapa.continual.sweep import sweep_cells_dirs
 from telapa.report.build import analysis_report_tables, curriculum_tables, load_archives, slug
 from telapa.report.docsync import blocks, figure_folder, figure_name, stale_tables
 from telapa.report.load import load_records
+from telapa.report.results import score
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "reproduction.md"

@@ -72,7 +72,7 @@ def test_visit_starts_reads_each_visit_of_a_run(quick_run):
     table = visit_starts(path)
     assert list(table["tag"]) == [v.tag for v in visits]
     assert set(table["method"]) == {"finetune"} and set(table["seed"]) == {0}
-    assert set(table["curriculum"]) == {run.spec()["curriculum"]}
+    assert set(table["curriculum"]) == {run.manifest()["curriculum"]}
     for v, row in zip(visits, table.itertuples(index=False), strict=True):
         expected = visit_start(run.read_visit_train(v.index, v.tag))
         assert [getattr(row, c) for c in START_COLUMNS] == pytest.approx(

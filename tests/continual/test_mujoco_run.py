@@ -111,9 +111,9 @@ def test_every_method_runs_a_friction_curriculum(method, tmp_path):
 
 
 def test_report_has_the_papers_mujoco_table_and_return_curves(telapa_run, tmp_path):
-    from telapa.continual.results import load_run, score
     from telapa.report.build import build_document
     from telapa.report.mujoco import mujoco_results, mujoco_table
+    from telapa.report.results import load_run, score
 
     path, metrics = telapa_run
     finetune = tmp_path / "finetune"
@@ -142,8 +142,8 @@ def test_play_writes_an_mp4_of_a_mujoco_policy(telapa_run, tmp_path, capsys):
     import imageio.v3 as iio
 
     from telapa.cli import main
-    from telapa.continual.play import CAPTION_PX
     from telapa.envs.mujoco.render import GLBackendError, gl_backend
+    from telapa.play import CAPTION_PX
 
     path, _ = telapa_run
     out = tmp_path / "hopper.mp4"

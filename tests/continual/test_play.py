@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 from telapa.cli import main
-from telapa.continual.play import (
+from telapa.envs.minigrid.render import render
+from telapa.play import (
     CAPTION_PX,
     PlayError,
     load_policy,
@@ -22,7 +23,6 @@ from telapa.continual.play import (
     play,
     write_video,
 )
-from telapa.envs.minigrid.render import render
 from telapa.rl.networks import flatten_params
 
 
@@ -128,17 +128,3 @@ def test_an_unfinished_run_is_refused_and_left_as_it_was(quick_run, tmp_path):
     with pytest.raises(PlayError, match="has not finished .*telapa run --resume"):
         open_finished(run)
     assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
-
-
-def test_the_former_name_of_a_loaded_policy_still_imports_with_a_warning():
-    """``telapa.continual.play.Policy`` is `LoadedPolicy` now (one meaning per word:
-    `telapa.rl.policy.Policy` is the network's functions); the old name warns."""
-    from telapa.continual import play as play_module
-    from telapa.continual.play import LoadedPolicy
-    from telapa.rl.policy import Policy
-
-    with pytest.warns(DeprecationWarning, match="now LoadedPolicy"):
-        assert play_module.Policy is LoadedPolicy
-    assert LoadedPolicy is not Policy and "Policy" not in play_module.__all__
-    with pytest.raises(AttributeError, match="no attribute 'Viewer'"):
-        play_module.Viewer  # noqa: B018

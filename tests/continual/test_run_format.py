@@ -15,12 +15,12 @@ import pytest
 from telapa.cli import main
 from telapa.continual.curriculum import load_curriculum
 from telapa.continual.driver import Driver
-from telapa.continual.play import open_finished
 from telapa.continual.preset import load_run_config
 from telapa.continual.rundir import RunDir, RunDirError
 from telapa.continual.runformat import READ_VERSIONS, RUN_VERSION
 from telapa.continual.runner import ContinualRun
 from telapa.continual.spec import RunSpec
+from telapa.play import open_finished
 
 TINY = Path(__file__).with_name("tiny_run.yaml")
 
@@ -84,13 +84,15 @@ def test_playing_an_older_format_run_is_refused(old_run, tmp_path):
 
 def test_an_older_format_run_is_still_read(old_run, tmp_path):
     run_dir = RunDir(old_run)
-    assert 1 in READ_VERSIONS and run_dir.spec()["version"] == 1
+    assert 1 in READ_VERSIONS and run_dir.manifest()["version"] == 1
+    with pytest.warns(DeprecationWarning, match=r"now RunDir.manifest\(\)"):
+        assert run_dir.spec() == run_dir.manifest()  # the former name, one release
     assert run_dir.config().steps_per_visit == 4096
     assert run_dir.read_table("visits")["tag"].tolist() == ["A"]
-    assert run_dir.checkpoints.state()["next_phase"] == 1  # a sweep's progress of a cell
+    assert run_dir.checkpoints.state_json()["next_phase"] == 1  # a sweep's progress of a cell
     newer = tmp_path / "newer"
     newer.mkdir()
     manifest = json.loads((old_run / "run.json").read_text())
     (newer / "run.json").write_text(json.dumps({**manifest, "version": 3}))
     with pytest.raises(RunDirError, match="version 3 is not supported"):
-        RunDir(newer).spec()
+        RunDir(newer).manifest()

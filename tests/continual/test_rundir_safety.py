@@ -201,8 +201,8 @@ def test_checkpoint_contents_roundtrip_through_the_run_dir(tmp_path):
     for folder in (first, second):  # sealed, with what defines the run
         store.verify(folder)
         assert json.loads((folder / "definition.json").read_text()) == run_dir.definition()
-    assert store.state()["next_phase"] == 3
-    assert store.state(first) == state
+    assert store.state_json()["next_phase"] == 3
+    assert store.state_json(first) == state
     learner, method = store.load(first, learner={"w": jnp.zeros(2)},
                                  method={"bank": {"A": jnp.zeros(3)}})
     np.testing.assert_array_equal(learner["w"], [1.0, 1.0])
@@ -215,8 +215,8 @@ def test_checkpoint_contents_roundtrip_through_the_run_dir(tmp_path):
     assert store.learner_file() == second / "learner.npz"
     (second / "state.json").write_text(json.dumps({"phases": 5}))
     with pytest.raises(RunDirError, match=f"{second / 'state.json'} is not a checkpoint state"):
-        store.state(second)
-    assert RunDir(tmp_path / "other").checkpoints.state() is None  # not started yet
+        store.state_json(second)
+    assert RunDir(tmp_path / "other").checkpoints.state_json() is None  # not started yet
 
 
 def test_run_dir_answers_whether_a_run_started_and_finished(tmp_path):

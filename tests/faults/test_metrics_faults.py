@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from telapa.continual.results import RunRecord, score
 from telapa.continual.rundir import RunDirError
+from telapa.report.results import RunRecord, score
 
 
 def _record(path: str, tasks: dict[str, str], sr: float, seed: int = 0) -> RunRecord:

@@ -158,7 +158,7 @@ def test_play_on_a_folder_of_seeds_names_its_runs(quick_run, capsys):
 def test_the_caption_strip_holds_both_lines_whole():
     from PIL import Image, ImageDraw
 
-    from telapa.continual.play import CAPTION_MARGIN, CAPTION_PX, captioned
+    from telapa.play import CAPTION_MARGIN, CAPTION_PX, captioned
 
     text = "ep 1000/1000 step 9999\nR -12.34 failed (gjpqy)"
     frame = np.zeros((160, 160, 3), np.uint8)

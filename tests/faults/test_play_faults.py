@@ -27,11 +27,12 @@ from pathlib import Path
 import pytest
 
 import telapa.continual.memory as memory_module
-import telapa.continual.play as play_module
 import telapa.envs.minigrid.render as render_module
+import telapa.play as play_module
 from telapa.cli import main
 from telapa.continual.checkpoints import POINTER, SEAL, STATE
-from telapa.continual.play import (
+from telapa.continual.rundir import RunDir
+from telapa.play import (
     MAX_EPISODES,
     PlayError,
     check_video_memory,
@@ -39,7 +40,6 @@ from telapa.continual.play import (
     open_finished,
     play,
 )
-from telapa.continual.rundir import RunDir
 
 from .conftest import one_line_error
 

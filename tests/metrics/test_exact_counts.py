@@ -14,12 +14,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from telapa.continual.results import load_run, score
 from telapa.continual.rundir import RunDirError
 from telapa.continual.sweep import expand_sweep_dirs
 from telapa.metrics import competence_targets, run_metrics, time_to_threshold
 from telapa.metrics.rates import as_exact, exact_rate, recover_successes
 from telapa.report.claims import CLAIMS, FRESH_CLAIMS, evaluate
+from telapa.report.results import load_run, score
 
 ROOT = Path(__file__).resolve().parents[2]
 EIGHT_SEEDS = [ROOT / "results" / name for name in

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from telapa.continual.results import RunRecord
+from telapa.report.results import RunRecord
 
 TAGS = (("A", "A", 0), ("B", "B", 0), ("A'", "A", 1))
 BUDGET = 1_000_000

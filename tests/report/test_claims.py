@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from telapa.continual.results import CurriculumResults, RunRecord
 from telapa.metrics.comparisons import paired_seeds_to_decide, welch_p
 from telapa.metrics.continual import RunMetrics
 from telapa.report.claims import (
@@ -27,6 +26,7 @@ from telapa.report.claims import (
     paper_claims,
     seeded_values,
 )
+from telapa.report.results import CurriculumResults, RunRecord
 
 BEST_SR, LOWEST_TTT, D_PRIME = CLAIMS[0], CLAIMS[1], CLAIMS[5]
 

@@ -8,7 +8,7 @@ import shutil
 import numpy as np
 import pandas as pd
 
-from telapa.continual.play import Episode
+from telapa.play import Episode
 from telapa.report.build import build_document, load_archives
 from telapa.report.clips import filmstrip, spread_elites
 from telapa.report.load import load_records

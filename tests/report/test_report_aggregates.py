@@ -10,7 +10,6 @@ import math
 import pytest
 
 from telapa.cli import main
-from telapa.continual.results import score
 from telapa.metrics.aggregates import performance_profile_interval
 from telapa.metrics.stats import bootstrap_interval
 from telapa.report.aggregates import (
@@ -22,6 +21,7 @@ from telapa.report.aggregates import (
 )
 from telapa.report.build import curriculum_tables
 from telapa.report.curves import profile_figure
+from telapa.report.results import score
 
 from .records import record
 

@@ -8,8 +8,8 @@ import math
 import pytest
 from scipy import stats
 
-from telapa.continual.results import score
 from telapa.report.compute import runtime_breakdown, runtime_table
+from telapa.report.results import score
 
 from .records import record
 

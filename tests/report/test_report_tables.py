@@ -8,8 +8,8 @@ import math
 
 import pandas as pd
 
-from telapa.continual.results import score
 from telapa.metrics import format_cell
+from telapa.report.results import score
 from telapa.report.scores import main_table, revisit_table
 from telapa.report.tables import Column, ReportTable, ci_label, frame_table, interval_labels
 

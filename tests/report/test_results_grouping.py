@@ -1,4 +1,4 @@
-"""`continual.results.score` keeps runs with other settings apart (issue 12 item 6): rows
+"""`report.results.score` keeps runs with other settings apart (issue 12 item 6): rows
 by curriculum, method and the settings that differ, with a short label; the same run
 twice is refused, naming both directories."""
 
@@ -12,8 +12,8 @@ import pytest
 
 from telapa.continual.methods import EWC
 from telapa.continual.registry import METHODS
-from telapa.continual.results import flatten_settings, group_labels, score
 from telapa.continual.rundir import RunDirError
+from telapa.report.results import flatten_settings, group_labels, score
 
 from .records import record
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from telapa.continual.results import RunRecord, score
 from telapa.report.claims import settings_pairs_table
+from telapa.report.results import RunRecord, score
 
 
 def _record(seed: int, sr_k: int, beta: float | None) -> RunRecord:

@@ -90,7 +90,7 @@ def load_telapa_run(path: str | Path) -> TeLAPARun | None:
     ``elites.csv`` or ``method_log.json`` (naming the file).
     """
     run_dir = RunDir(path)
-    spec = run_dir.complete_spec()
+    spec = run_dir.complete_manifest()
     root = run_dir.path
     if not run_dir.has_elites():
         return None

@@ -43,7 +43,7 @@ def visit_starts(run_dir: str | Path, *, tags: Iterable[str] | None = None,
     `RunDirError` when the run is incomplete, or a visit has no training log and its row
     in ``starts.csv`` is missing or was computed with another ``early``."""
     run = RunDir(run_dir)
-    spec = run.complete_spec()
+    spec = run.complete_manifest()
     kept = run.read_visit_starts()
     wanted = None if tags is None else set(tags)
     rows = []

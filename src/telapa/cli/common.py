@@ -16,9 +16,9 @@ from rich.table import Table
 
 from telapa import envs
 from telapa.config import MAX_ENV_STEPS, ascii_int
-from telapa.continual.results import RunRecord
 from telapa.continual.rundir import RunDirError
 from telapa.report.load import load_records
+from telapa.report.results import RunRecord
 from telapa.report.tables import ReportTable
 
 

@@ -14,9 +14,9 @@ from rich.console import Console
 
 from telapa.cli.common import CLIError, add_import_option, seed_int, stdout_console
 from telapa.cli.run import build_spec, execute, metrics_tables
-from telapa.continual.results import load_run, score
 from telapa.continual.rundir import RunDirError, claim_new_dir
 from telapa.continual.runner import ContinualRun
+from telapa.report.results import load_run, score
 
 DEMO_METHODS = ("finetune", "scratch-reuse", "telapa")
 

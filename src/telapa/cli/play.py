@@ -9,7 +9,7 @@ with (``--visit 3`` or ``--visit "B'"``), or of an archive elite as `telapa insp
 lists it (``--elite B:0``), on the env of T, and prints each episode's return and length
 and the episodes' SR (successes of episodes). With ``--out`` it also writes them as a
 GIF or an MP4, each frame captioned with the episode, the step, the return so far and
-whether it succeeded (`telapa.continual.play`); without it no frame is drawn. Actions
+whether it succeeded (`telapa.play`); without it no frame is drawn. Actions
 are sampled or greedy as in the run's evaluations unless ``--greedy`` or ``--sampled``
 says otherwise.
 
@@ -39,13 +39,13 @@ import numpy as np
 from telapa.cli.common import CLIError, seed_int, stdout_console
 from telapa.cli.run import Interrupted, Terminated
 from telapa.config import ascii_int
-from telapa.continual.play import ELITE, MAX_EPISODES
 from telapa.continual.rundir import RunDirError
 from telapa.io.stop import Terminate, stop_on_signals
+from telapa.play import ELITE, MAX_EPISODES
 
 
 def _cmd_play(ns: argparse.Namespace) -> None:
-    from telapa.continual.play import (
+    from telapa.play import (
         Episode,
         PlayError,
         check_video_memory,

@@ -58,7 +58,6 @@ from telapa.continual.memory import check_memory
 from telapa.continual.preset import load_run_config
 from telapa.continual.progress import PlainProgress
 from telapa.continual.registry import find_method, method_names
-from telapa.continual.results import CurriculumResults, score
 from telapa.continual.rundir import RunDirError, claim_new_dir
 from telapa.continual.runner import ContinualRun, RunError
 from telapa.continual.spec import SEED_LIMIT, RunSpec, resolve_spec
@@ -70,6 +69,7 @@ from telapa.metrics.stats import Resample
 from telapa.overrides import differences, override, parse_sets
 from telapa.report.aggregates import aggregates_table, improvement_table, profile_table
 from telapa.report.compute import compute_table
+from telapa.report.results import CurriculumResults, score
 from telapa.report.scores import main_table, revisit_table
 from telapa.report.tables import ReportTable
 

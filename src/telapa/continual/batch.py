@@ -124,7 +124,7 @@ class SeedBatch:
         self.runs = runs
         self.batched = runs[0].spec.curriculum.backend == "jax"
         self._pending = [r for r in runs
-                         if not (r.complete and r.dir.spec().get("status") == "complete")]
+                         if not (r.complete and r.dir.manifest().get("status") == "complete")]
         self._drivers = ([Driver(self._pending, size=len(runs))] if self.batched else
                          [Driver([run], size=1) for run in self._pending])
         """The loops (`telapa.continual.driver`): on the jax backend one over the seeds

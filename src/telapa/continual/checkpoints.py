@@ -136,7 +136,7 @@ class CheckpointStore:
         supported, unless the run is of the format version this code resumes
         (`RUN_VERSION`): the checkpoints of older versions are in layouts no longer
         read. Their tables are read as ever (`RunDir.spec` accepts them)."""
-        version = self._run.spec().get("version")
+        version = self._run.manifest().get("version")
         if version != RUN_VERSION:
             raise RunDirError(
                 f"{self.path} is a run of format {RUN_FORMAT} version {version} (its "
@@ -196,9 +196,10 @@ class CheckpointStore:
         progress of its cells from it."""
         return next((p for p in self._listed() if (p / STATE).is_file()), None)
 
-    def state(self, folder: Path | None = None) -> dict[str, Any] | None:
+    def state_json(self, folder: Path | None = None) -> dict[str, Any] | None:
         """``state.json`` of checkpoint ``folder`` (default: the latest; None when there
-        is none yet): ``next_phase``, ``phases``, ``wall_s``, the records, ... `RunDirError`
+        is none yet): the JSON part of the `RunState` it saved (``next_phase``, ``phases``,
+        ``wall_s``, the records, ...). `RunDirError`
         names the file when it is unreadable or not a checkpoint state."""
         folder = self.latest() if folder is None else folder
         if folder is None:
@@ -446,7 +447,7 @@ class CheckpointStore:
         the method's parts, of ``method_like(stored_tasks, learner)``. `RunDirError`
         names a ``state.json`` that is not a continual run's or is another run's (its
         ``phases``), `CheckpointError` a file that does not match the templates."""
-        saved = self.state(folder)
+        saved = self.state_json(folder)
         missing = [key for key in RUN_STATE_KEYS if key not in saved]
         if missing:
             raise RunDirError(f"{folder / STATE} lacks {', '.join(missing)} (not a "

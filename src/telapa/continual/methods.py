@@ -85,7 +85,7 @@ class Method:
     """The section of `MethodsConfig` (``methods.<section>`` in a run preset) holding this
     method's settings, given to it as ``self.settings``; None: it has none. Runs are
     grouped by the settings of their own method's section only
-    (`telapa.continual.results`), and a sweep's ``methods.<section>.*`` grid multiplies
+    (`telapa.report.results`), and a sweep's ``methods.<section>.*`` grid multiplies
     only the cells of the methods that declare that section."""
     settings_model: ClassVar[type[BaseModel] | None] = None
     """The pydantic model of ``section`` (every field with a default), built-in methods

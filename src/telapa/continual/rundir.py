@@ -31,9 +31,9 @@ checks (`telapa.continual.runtables`); `telapa.continual.runformat` records the 
 version (run.json ``version``): every version it reads is read, only the current one is
 resumed.
 The runner writes through it (`create`, `write_tables`, ``checkpoints.save_run``, ...),
-and `analysis`, `report`, `continual.results` and the sweeps read through its typed
-readers (`spec`, `tables`, `accounting`, `method_log`, `elites`, `metrics`,
-``checkpoints.state``), which check what they read (every table against the run's
+and `analysis`, `report`, `report.results` and the sweeps read through its typed
+readers (`manifest`, `tables`, `accounting`, `method_log`, `elites`, `metrics`,
+``checkpoints.state_json``), which check what they read (every table against the run's
 curriculum) and name the file that is wrong.
 """
 
@@ -43,6 +43,7 @@ import hashlib
 import json
 import os
 import shutil
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -191,7 +192,7 @@ class RunDir:
     def is_complete(self) -> bool:
         """Whether a readable manifest here says the run is complete."""
         try:
-            return self.spec().get("status") == "complete"
+            return self.manifest().get("status") == "complete"
         except RunDirError:
             return False
 
@@ -203,7 +204,10 @@ class RunDir:
             return True
         return False
 
-    def spec(self) -> dict[str, Any]:
+    def manifest(self) -> dict[str, Any]:
+        """``run.json``: what defines the run (method, seed, curriculum, preset,
+        overrides), its status and provenance. `RunDirError` names a missing directory, a
+        folder that is not a run, or an unreadable file."""
         if not self.path.is_dir():
             raise RunDirError(f"run directory {self.path} does not exist")
         manifest = self.path / MANIFEST
@@ -222,9 +226,15 @@ class RunDir:
             )
         return spec
 
-    def complete_spec(self) -> dict[str, Any]:
-        """`spec` of a finished run; `RunDirError` (with how to finish it) otherwise."""
-        spec = self.spec()
+    def spec(self) -> dict[str, Any]:
+        """Deprecated: `manifest` (``spec`` names the `RunSpec`)."""
+        warnings.warn("RunDir.spec() is now RunDir.manifest()", DeprecationWarning,
+                      stacklevel=2)
+        return self.manifest()
+
+    def complete_manifest(self) -> dict[str, Any]:
+        """`manifest` of a finished run; `RunDirError` (with how to finish it) otherwise."""
+        spec = self.manifest()
         if spec.get("status") != "complete":
             raise RunDirError(
                 f"{self.path} is not complete (status {spec.get('status')!r}); finish it with "
@@ -233,7 +243,7 @@ class RunDir:
         return spec
 
     def set_status(self, status: str, **extra: Any) -> None:
-        spec = self.spec()
+        spec = self.manifest()
         spec.update(status=status, **extra)
         write_json_atomic(self.path / MANIFEST, spec)
 
@@ -244,7 +254,7 @@ class RunDir:
         the run and a module that cannot be imported."""
         from telapa.plugins import PluginError, import_modules
 
-        names = self.spec().get("imports") or []
+        names = self.manifest().get("imports") or []
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             raise RunDirError(f"{self.path / MANIFEST}: 'imports' is not a list of module "
                               "names")
@@ -257,7 +267,7 @@ class RunDir:
         """`import_plugins` when there is a readable manifest (a missing or damaged one
         is for the readers of the manifest to report)."""
         try:
-            self.spec()
+            self.manifest()
         except RunDirError:
             return
         self.import_plugins()
@@ -521,7 +531,7 @@ class RunDir:
     def definition(self) -> dict[str, Any]:
         """What the run is, as its files say: the `DEFINING_KEYS` of ``run.json``, and
         ``config.yaml`` and ``curriculum.yaml`` as read (JSON values)."""
-        spec = self.spec()
+        spec = self.manifest()
         data = {MANIFEST: {key: spec.get(key) for key in DEFINING_KEYS},
                 "config.yaml": self._yaml("config.yaml"),
                 "curriculum.yaml": self._yaml("curriculum.yaml")}

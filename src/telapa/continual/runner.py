@@ -162,7 +162,7 @@ class ContinualRun:
         except BaseException:
             run_dir.unlock()
             raise
-        manifest = run_dir.spec()
+        manifest = run_dir.manifest()
         if manifest.get("status") != "complete":
             versions = current_versions()
             changed = version_change(manifest, versions)
@@ -240,7 +240,7 @@ class ContinualRun:
         returns the run's metrics (see `metrics`). A run that is already complete is
         left exactly as it is (nothing is rewritten)."""
         try:
-            if self.complete and self.dir.spec().get("status") == "complete":
+            if self.complete and self.dir.manifest().get("status") == "complete":
                 return self.metrics()
             (metrics,) = Driver([self], size=1).drive()
             return metrics

@@ -78,7 +78,7 @@ class RunSpec:
         """The spec a run directory was started with (its run.json, config.yaml and
         curriculum.yaml, its plug-ins imported again); `RunDirError` names what is wrong."""
         run_dir = RunDir(path)
-        meta = run_dir.spec()
+        meta = run_dir.manifest()
         try:
             return cls(curriculum=run_dir.curriculum(), method=meta["method"],
                        seed=int(meta["seed"]), config=run_dir.config(),

@@ -20,7 +20,6 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from telapa.continual.results import CurriculumResults
 from telapa.metrics.aggregates import (
     performance_profile,
     performance_profile_interval,
@@ -28,6 +27,7 @@ from telapa.metrics.aggregates import (
     probability_of_improvement_interval,
 )
 from telapa.metrics.stats import BOOTSTRAP_RESAMPLES, Resample, aggregate, bootstrap_interval
+from telapa.report.results import CurriculumResults
 from telapa.report.tables import Column, ReportTable
 
 PROFILE_TAUS = (0.0, 0.25, 0.5, 0.75, 0.9)

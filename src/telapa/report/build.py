@@ -36,7 +36,6 @@ import pandas as pd
 
 from telapa.analysis.data import TeLAPARun, load_telapa_run
 from telapa.analysis.panels import analysis_panels, analysis_tables
-from telapa.continual.results import CurriculumResults, RunRecord, score
 from telapa.continual.rundir import RunDirError
 from telapa.io import read_json, write_json_atomic
 from telapa.io.atomic import remove_stale
@@ -55,6 +54,7 @@ from telapa.report.curves import learning_curves, profile_figure
 from telapa.report.document import Document, Section, to_html, to_markdown
 from telapa.report.figures import ReportFigure, render
 from telapa.report.mujoco import mujoco_results, mujoco_table
+from telapa.report.results import CurriculumResults, RunRecord, score
 from telapa.report.scores import main_table, revisit_table
 from telapa.report.tables import ReportTable, frame_table
 
@@ -101,7 +101,7 @@ def build_document(
     ``resample``: what the aggregates' bootstrap draws (`telapa.report.aggregates`);
     ``clips``: also the filmstrips of transfers and archive elites of one run of each
     method with archives (`telapa.report.clips`); ``tau_from``: the runs whose Scratch
-    runs give tau_T (`telapa.continual.results.score`; default ``records``)."""
+    runs give tau_T (`telapa.report.results.score`; default ``records``)."""
     sections: list[Section] = []
     jobs: list[Callable[[], None]] = []
     results = score(records, tau_from=tau_from)

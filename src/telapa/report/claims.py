@@ -60,9 +60,9 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from telapa.continual.results import CurriculumResults
 from telapa.metrics.comparisons import POWER, Comparison, compare, holm
 from telapa.metrics.summary import METRIC_LABELS, TTT_UNIT
+from telapa.report.results import CurriculumResults
 from telapa.report.tables import ReportTable, frame_table
 
 

@@ -12,7 +12,7 @@ directory keeps its visits' policies and its last checkpoint):
   pooling chooses (the fittest, then greedy farthest-point in the latent descriptors of
   ``elites.csv``), so the rows show behaviours the latent space separates.
 
-Every episode is the first of `telapa.continual.play.play` with the run's seed, so a row
+Every episode is the first of `telapa.play.play` with the run's seed, so a row
 is what ``telapa play`` shows. Cost: one episode per row on the run's agents after a
 resume from its last checkpoint; on 2 cores about a minute per run for the quick preset
 (docs/running.md, "Reports and documents").
@@ -28,7 +28,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from telapa.analysis.data import descriptor_columns
-from telapa.continual.play import Episode, load_policy, open_finished, play, success
+from telapa.play import Episode, load_policy, open_finished, play, success
 from telapa.report.figures import ReportFigure, render
 from telapa.report.inspection import elite_label
 

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from telapa.continual.results import COMPUTE_LABELS, CurriculumResults, RunRecord
 from telapa.metrics import mean_ci
+from telapa.report.results import COMPUTE_LABELS, CurriculumResults, RunRecord
 from telapa.report.tables import Column, ReportTable
 
 PHASE_LABELS = {"illumination": "illumination (h)", "few_shot": "few-shot selection (h)",

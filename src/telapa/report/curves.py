@@ -15,11 +15,11 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter
 
-from telapa.continual.results import CurriculumResults, RunRecord
 from telapa.metrics import mean_ci
 from telapa.metrics.aggregates import performance_profile, performance_profile_interval
 from telapa.metrics.stats import BOOTSTRAP_RESAMPLES
 from telapa.report.aggregates import PROFILE_GRID, scored_revisits
+from telapa.report.results import CurriculumResults, RunRecord
 
 BAND_COLUMNS = ("method", "visit", "tag", "global_step", "sr", "sr_ci", "n")
 

@@ -90,7 +90,7 @@ def inspect_run(path: str | Path) -> Inspection:
     """Reads a run's archives; `NoArchivesError` for a run of a method without them,
     `RunDirError` for a missing or foreign directory."""
     run_dir = RunDir(path)
-    spec = run_dir.spec()
+    spec = run_dir.manifest()
     root = run_dir.path
     if not run_dir.has_elites():
         if keeps_archives(spec["method"]):

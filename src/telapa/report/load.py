@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from telapa.continual.results import RunRecord, load_run
 from telapa.continual.rundir import RunDirError
+from telapa.report.results import RunRecord, load_run
 
 
 def _named(path: str | Path, err: Exception) -> str:

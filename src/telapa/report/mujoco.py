@@ -13,8 +13,8 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from telapa.continual.results import CurriculumResults
 from telapa.envs.registry import family_of
+from telapa.report.results import CurriculumResults
 from telapa.report.tables import Column, ReportTable
 
 MUJOCO_METRICS = {"mean_sr": "Mean SR~ ↑", "bwt": "BWT ↑", "tr": "TR ↑"}

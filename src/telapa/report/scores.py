@@ -3,8 +3,8 @@ baselines" (methods x metrics, mean ± 95% CI) and Table "Revisit Mean SR"."""
 
 from __future__ import annotations
 
-from telapa.continual.results import CurriculumResults
 from telapa.metrics.summary import EXTRA_METRICS, METRIC_LABELS, SUMMARY_METRICS
+from telapa.report.results import CurriculumResults
 from telapa.report.tables import Column, ReportTable
 
 LOWER_IS_BETTER = frozenset({"ttt"})

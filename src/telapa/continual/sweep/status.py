@@ -69,9 +69,9 @@ def cell_time(sweep_dir: Path, name: str) -> CellTime | None:
     if not run_dir.exists():
         return None
     try:
-        if run_dir.spec().get("status") == "complete":
+        if run_dir.manifest().get("status") == "complete":
             return CellTime(float(run_dir.accounting()["wall_s"]), 1, 1)
-        state = run_dir.checkpoints.state()
+        state = run_dir.checkpoints.state_json()
         if state is None:
             return None
         return CellTime(float(state.get("wall_s", math.nan)), int(state["next_phase"]),

@@ -168,7 +168,7 @@ def open_finished(path: str | Path) -> ContinualRun:
     last checkpoint that cannot be read, or does not hold the end of the run. No earlier
     checkpoint and no fresh network is played instead."""
     run_dir = RunDir(path)
-    status = run_dir.spec().get("status")  # RunDirError names a missing or foreign run
+    status = run_dir.manifest().get("status")  # RunDirError names a missing or foreign run
     if status != "complete":
         raise PlayError(f"{path} has not finished (status {status!r}); play a finished run, "
                         f"or finish it with `telapa run --resume {path}`")
@@ -626,13 +626,3 @@ __all__ = ["CHUNK", "MAX_EPISODES", "Episode", "LoadedPolicy", "PlayError", "cap
            "check_episodes", "check_video_memory", "check_video_path", "iter_episodes",
            "load_policy", "open_finished", "play", "success", "video_memory", "write_video"]
 
-
-def __getattr__(name: str):
-    """``Policy``: the former name of `LoadedPolicy`, kept one release for users' code."""
-    if name == "Policy":
-        import warnings
-
-        warnings.warn("telapa.continual.play.Policy is now LoadedPolicy", DeprecationWarning,
-                      stacklevel=2)
-        return LoadedPolicy
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -89,7 +89,7 @@ def load_run(path: str | Path) -> RunRecord:
     """Loads a complete run directory (tables checked against its curriculum, see
     `RunDir.tables`); `RunDirError` names an incomplete, foreign or truncated one."""
     run_dir = RunDir(path)
-    spec = run_dir.complete_spec()
+    spec = run_dir.complete_manifest()
     config = run_dir.config()
     settings = flatten_settings(run_dir.config_data())
     settings["curriculum"] = json.dumps(run_dir.curriculum().model_dump(mode="json"),
