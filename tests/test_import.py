@@ -24,6 +24,17 @@ def test_importing_telapa_does_not_start_the_jax_backend():
     assert done.returncode == 0, done.stderr
 
 
+def test_run_presets_are_complete_without_importing_the_registry():
+    """`RunConfig` holds every built-in method's section when its own module is imported
+    (no import of the registry or of ``telapa.continual`` builds it first)."""
+    code = ("import sys\nfrom telapa.continual.preset import RunConfig, load_run_config\n"
+            "config = load_run_config('quick')\n"
+            "assert config.methods.ewc.lam == 10.0 and config.methods.telapa.qd\n"
+            "assert 'telapa.continual.registry' not in sys.modules\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
 def test_the_gaussian_entropy_constant_is_log_2_pi_e_in_float32():
     # 1 + log(2 pi) = 1 + 1.8378770664093453, rounded to float32 as jnp.log gave it
     assert _LOG_2PI_E == float(np.float32(2.8378770664093453)) == 2.837877035140991

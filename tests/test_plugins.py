@@ -247,6 +247,30 @@ def test_a_plug_in_subclass_of_a_built_in_reads_the_built_in_section(plugin_site
     assert bind_method(config, "my-ewc") is config
 
 
+def test_a_plug_in_with_the_former_init_is_given_the_run_config_with_a_warning(plugin_site):
+    """A method gets its own section (`make_method`); one whose ``__init__`` still takes
+    the whole run config, ``(config, *, key)``, is made with it and warned about."""
+
+    class OldInit(Finetune):
+        name = "old-init"
+        section = "ewc"  # a built-in section, read as it is
+
+        def __init__(self, config, *, key=None):
+            super().__init__(config, key=key)
+            self.seen = config
+
+    register_method(OldInit)
+    config = parse_run_config({**QUICK.model_dump(), "eval_episodes": 20,
+                               "methods": {"ewc": {"lam": 3.0}}})
+    with pytest.warns(DeprecationWarning, match="takes the whole run config"):
+        method = make_method("old-init", config)
+    assert method.seen is config and method.settings is config.methods.ewc
+    assert method.eval_episodes == 20
+    new = make_method("ewc", config)  # the current form: the section, not the config
+    assert new.settings is config.methods.ewc and new.eval_episodes == 20
+    assert not hasattr(new, "config")
+
+
 def test_method_entry_points_load_lazily_by_name(plugin_site):
     write_module(plugin_site, "plugmeth_ep", PLUG_METHOD.format(name="plug-ep",
                                                                section="plug_ep"))

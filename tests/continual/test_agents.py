@@ -13,7 +13,8 @@ import pytest
 from telapa.continual import agents as agents_module
 from telapa.continual.agents import map_usage, relieve_map_pressure, shared_agent
 from telapa.continual.curriculum import load_curriculum
-from telapa.continual.preset import L2InitConfig, load_run_config
+from telapa.continual.methods import L2InitConfig
+from telapa.continual.preset import load_run_config
 from telapa.continual.spec import RunSpec
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/maps"),

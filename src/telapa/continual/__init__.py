@@ -1,12 +1,10 @@
 """The continual loop: curricula, methods, runs.
 
-The method registry is imported with the package: it builds the run presets'
-`telapa.continual.preset.MethodsConfig` from the built-in method classes (which read
-`RunConfig`, so the preset module cannot import them), and so completes `RunConfig` before
-any module of the package can read a preset.
+Importing it builds nothing: `telapa.continual.preset.RunConfig` is complete when its
+module is defined (its ``methods`` are the sections the built-in method classes declare,
+`telapa.continual.builtin`); plug-in sections join when their method is registered.
 """
 
-from telapa.continual import registry as _registry  # noqa: F401  (builds MethodsConfig)
 from telapa.continual.curriculum import (
     Curriculum,
     TaskSpec,

@@ -29,17 +29,10 @@ import jax.numpy as jnp
 import optax
 import pandas as pd
 from flax import struct
-from pydantic import BaseModel
+from pydantic import BaseModel, NonNegativeFloat, PositiveInt
 
-from telapa.config import NetworkConfig
+from telapa.config import NetworkConfig, StrictModel, UnitInterval
 from telapa.continual.curriculum import Visit
-from telapa.continual.preset import (
-    EWCConfig,
-    L2InitConfig,
-    RunConfig,
-    ScratchReuseConfig,
-    ShrinkPerturbConfig,
-)
 from telapa.io import PhaseTimer
 from telapa.rl.agent import Agent
 from telapa.rl.evaluate import EvalResult
@@ -77,8 +70,11 @@ class Method:
     """Finetune: one PPO instance across the sequence, optimizer state kept.
 
     A new method is one subclass with its ``name`` (and ``section`` and ``settings_model``,
-    if it has settings), listed in `telapa.continual.registry.BUILTIN_METHODS`, or a
-    plug-in (`telapa.plugins`)."""
+    if it has settings, declared beside it), listed in
+    `telapa.continual.builtin.BUILTIN_METHODS`, or a plug-in (`telapa.plugins`). A run
+    makes it as ``Method(settings, key=key, eval_episodes=n)``
+    (`telapa.continual.registry.make_method`): its own settings section only, its
+    randomness, and the episodes of each evaluation it will observe."""
 
     name: ClassVar[str] = "finetune"
     section: ClassVar[str | None] = None
@@ -100,11 +96,21 @@ class Method:
     """Whether `observe` reads the evaluations' per-step features (else the runner's
     chunk evaluations keep none: they would be the largest transfer of a chunk)."""
 
-    def __init__(self, config: RunConfig, *, key: jax.Array | None = None):
-        self.config = config
-        self.settings: Any = None if self.section is None else config.methods.section(
-            self.section)
-        """This method's settings, ``config.methods.<section>`` (None without a section)."""
+    def __init__(self, settings: Any = None, *, key: jax.Array | None = None,
+                 eval_episodes: int = 50):
+        if hasattr(settings, "methods") and hasattr(settings, "eval_episodes"):
+            # a plug-in written for the former signature, ``Method(config, *, key)``,
+            # passes the whole run config on to its base (`make_method` warned)
+            settings, eval_episodes = (
+                None if self.section is None else settings.methods.section(self.section),
+                settings.eval_episodes)
+        if settings is None and self.settings_model is not None:
+            settings = self.settings_model()
+        self.settings: Any = settings
+        """This method's settings: its section of the run preset, ``methods.<section>``,
+        validated by ``settings_model`` (None without a section)."""
+        self.eval_episodes = eval_episodes
+        """Episodes of each evaluation the method observes (the run's ``eval_episodes``)."""
         self.key = jax.random.key(0) if key is None else key
         """The method's own randomness, drawn from the run seed by the runner (TeLAPA: the
         initial trajectory encoder)."""
@@ -201,6 +207,13 @@ class Scratch(Method):
         return state.replace(params=params, opt_state=ctx.fresh_optimizer(params))
 
 
+class ScratchReuseConfig(StrictModel):
+    """Scratch-Reuse's bank (``methods.scratch_reuse``)."""
+
+    keep: Literal["first", "latest"] = "first"
+    """Which policy of a task the bank keeps: its first visit's (the paper) or the latest."""
+
+
 class ScratchReuse(Scratch):
     """Scratch on first visits; the stored policy of the task on revisits, and at the end.
 
@@ -213,8 +226,8 @@ class ScratchReuse(Scratch):
     section = "scratch_reuse"
     settings_model = ScratchReuseConfig
 
-    def __init__(self, config: RunConfig, *, key: jax.Array | None = None):
-        super().__init__(config, key=key)
+    def __init__(self, settings: Any = None, **kwargs: Any):
+        super().__init__(settings, **kwargs)
         self.keep = self.settings.keep
         self.bank: dict[str, Params] = {}
 
@@ -287,8 +300,8 @@ class QuadraticPenalty(FinetuneReset):
 
     penalty = staticmethod(quadratic_penalty)
 
-    def __init__(self, config: RunConfig, *, key: jax.Array | None = None):
-        super().__init__(config, key=key)
+    def __init__(self, settings: Any = None, **kwargs: Any):
+        super().__init__(settings, **kwargs)
         self._data: QuadraticData | None = None
 
     @property
@@ -323,6 +336,12 @@ class QuadraticPenalty(FinetuneReset):
         return {"anchor": params, "weight": self.initial_weight(params)}
 
 
+class L2InitConfig(StrictModel):
+    """L2 Init (Kumar et al. 2023): ``lam * ||theta - theta_0||^2``."""
+
+    lam: NonNegativeFloat = 1e-3
+
+
 class L2Init(QuadraticPenalty):
     """Transfer-style init with ``lam * ||theta - theta_0||^2`` (Kumar et al. 2023),
     theta_0 the run's initial parameters: `QuadraticPenalty` with ``c = lam`` and ``u_i =
@@ -338,6 +357,15 @@ class L2Init(QuadraticPenalty):
 
     def initial_weight(self, params: Params) -> Params:
         return jax.tree.map(lambda p: jnp.ones((), p.dtype), params)
+
+
+class EWCConfig(StrictModel):
+    """Online EWC (Kirkpatrick et al. 2017; Schwarz et al. 2018), paper App. B grid."""
+
+    lam: NonNegativeFloat = 10.0
+    decay: UnitInterval = 0.8
+    fisher_steps: PositiveInt = 2048
+    """Env steps of the finished task's policy used to estimate the diagonal Fisher."""
 
 
 class EWC(QuadraticPenalty):
@@ -380,6 +408,13 @@ class DFF(Finetune):
 
     def network(self, network: NetworkConfig) -> NetworkConfig:
         return network.model_copy(update={"activation": "dff"})
+
+
+class ShrinkPerturbConfig(StrictModel):
+    """Shrink & Perturb (Ash & Adams 2020): ``theta <- alpha theta + noise * N(0, I)``."""
+
+    alpha: UnitInterval = 0.99
+    noise: NonNegativeFloat = 1e-3
 
 
 class ShrinkPerturb(FinetuneReset):

@@ -8,13 +8,12 @@ path) and change part of it (`telapa.overrides.read_layered`).
 
 ``methods.<section>`` holds a method's settings. Every method with settings declares on
 its class its ``section`` and the pydantic model that validates it (``settings_model``).
-The built-in methods' sections are the fields of `MethodsConfig`, which
-`telapa.continual.registry` builds from its built-in classes (`install_methods`: the
-package imports the registry, so `RunConfig` is complete wherever a preset is read); a
-plug-in method (`telapa.plugins`) adds its section when it is registered
-(`register_section`, called by `telapa.continual.registry.register_method`), so
-``methods.<its section>.KEY`` works in presets, ``--set`` and sweep grids like a built-in
-key.
+The built-in methods' sections are the fields of `MethodsConfig`, built here from the
+built-in classes (`telapa.continual.builtin`) when this module is defined, so `RunConfig`
+is complete wherever it is imported, with no other import first; a plug-in method
+(`telapa.plugins`) adds its section when it is registered (`register_section`, called by
+`telapa.continual.registry.register_method`), so ``methods.<its section>.KEY`` works in
+presets, ``--set`` and sweep grids like a built-in key.
 """
 
 from __future__ import annotations
@@ -22,16 +21,14 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     ModelWrapValidatorHandler,
-    NonNegativeFloat,
     PositiveFloat,
-    PositiveInt,
     ValidationError,
     create_model,
     field_validator,
@@ -53,7 +50,7 @@ from telapa.config import (
     resolve_named,
     validate,
 )
-from telapa.latent.config import LatentConfig
+from telapa.continual.builtin import BUILTIN_METHODS
 from telapa.overrides import merge, read_layered, set_dotted
 from telapa.plugins import (
     METHODS_GROUP,
@@ -62,44 +59,8 @@ from telapa.plugins import (
     import_env_module,
     load_entry_point,
 )
-from telapa.qd.config import QDConfig
 
 RUN_PRESET_DIR = CONFIG_DIR / "runs"
-
-
-class EWCConfig(StrictModel):
-    """Online EWC (Kirkpatrick et al. 2017; Schwarz et al. 2018), paper App. B grid."""
-
-    lam: NonNegativeFloat = 10.0
-    decay: UnitInterval = 0.8
-    fisher_steps: PositiveInt = 2048
-    """Env steps of the finished task's policy used to estimate the diagonal Fisher."""
-
-
-class L2InitConfig(StrictModel):
-    """L2 Init (Kumar et al. 2023): ``lam * ||theta - theta_0||^2``."""
-
-    lam: NonNegativeFloat = 1e-3
-
-
-class ShrinkPerturbConfig(StrictModel):
-    """Shrink & Perturb (Ash & Adams 2020): ``theta <- alpha theta + noise * N(0, I)``."""
-
-    alpha: UnitInterval = 0.99
-    noise: NonNegativeFloat = 1e-3
-
-
-class ScratchReuseConfig(StrictModel):
-    keep: Literal["first", "latest"] = "first"
-    """Which policy of a task the bank keeps: its first visit's (the paper) or the latest."""
-
-
-class TeLAPAConfig(StrictModel):
-    """TeLAPA: archives, illumination and transfer (`telapa.qd`), latent space
-    (`telapa.latent`); paper App. D-E and DESIGN.md defaults."""
-
-    qd: QDConfig = Field(default_factory=QDConfig)
-    latent: LatentConfig = Field(default_factory=LatentConfig)
 
 
 _PLUGIN_SECTIONS: dict[str, tuple[type[BaseModel], str]] = {}
@@ -294,19 +255,10 @@ def methods_config(methods: Iterable[Any]) -> type[MethodsConfigBase]:
         **fields)
 
 
-def install_methods(methods: Iterable[Any]) -> type[MethodsConfigBase]:
-    """Makes `MethodsConfig` the model `methods_config` builds from the built-in method
-    classes ``methods`` and completes `RunConfig` with it (until then its ``methods``
-    field has no type); returns it. `telapa.continual.registry` calls it once, with its
-    built-in methods, when it is imported (the package ``telapa.continual`` imports it).
-    A second call is a RuntimeError: every config holds the one `MethodsConfig`."""
-    global MethodsConfig
-    if "MethodsConfig" in globals():
-        raise RuntimeError("MethodsConfig is already built (install_methods is called once, "
-                           "by telapa.continual.registry)")
-    MethodsConfig = methods_config(methods)
-    RunConfig.model_rebuild()
-    return MethodsConfig
+MethodsConfig: type[MethodsConfigBase] = methods_config(BUILTIN_METHODS.values())
+"""``methods.*`` of a run preset: a field per section the built-in methods declare (each
+validated by its class's ``settings_model``, `telapa.continual.builtin`), and the
+plug-in sections (`register_section`)."""
 
 
 class RunConfig(StrictModel):
@@ -329,8 +281,7 @@ class RunConfig(StrictModel):
     intrinsic_beta: PositiveFloat | None = None
     """Episodic count bonus beta_int for training (paper eq. intrinsic_reward); None: off."""
     methods: MethodsConfig = Field(default_factory=lambda: MethodsConfig())
-    """The methods' settings sections; `MethodsConfig` is built from the built-in method
-    classes (`install_methods`)."""
+    """The methods' settings sections (`MethodsConfig`)."""
 
     @field_validator("train", mode="before")
     @classmethod

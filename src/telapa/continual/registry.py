@@ -2,9 +2,9 @@
 each method's declared settings section (`Method.section`, validated by its
 `Method.settings_model`).
 
-The built-in methods are listed here, and their sections make `MethodsConfig` (built
-here, as this module is imported: `telapa.continual.preset.install_methods`), so a new
-built-in method is its class and its entry in `BUILTIN_METHODS`. A plug-in method
+The built-in methods are `telapa.continual.builtin.BUILTIN_METHODS` (their sections are
+the fields of `telapa.continual.preset.MethodsConfig`), so a new built-in method is its
+class, its settings model beside it and its entry there. A plug-in method
 (`telapa.plugins`) is a `Method` subclass that an installed package names under the
 ``telapa.methods`` entry point (loaded the first time its name is asked for, or when
 every name is listed), or that a module given to ``--import`` passes to
@@ -15,45 +15,22 @@ section with another model, is an error naming both.
 
 from __future__ import annotations
 
+import inspect
 import re
+import warnings
 
 import jax
 
 from telapa.config import close_matches
-from telapa.continual.methods import (
-    DFF,
-    EWC,
-    Finetune,
-    FinetuneReset,
-    L2Init,
-    Method,
-    Scratch,
-    ScratchReuse,
-    ShrinkPerturb,
-)
+from telapa.continual.builtin import BUILTIN_METHODS
+from telapa.continual.methods import Method
 from telapa.continual.preset import (
-    MethodsConfigBase,
+    MethodsConfig,
     RunConfig,
     builtin_section,
-    install_methods,
     register_section,
 )
-from telapa.continual.telapa.method import TeLAPA, TeLAPAFresh, TeLAPAStatic
 from telapa.plugins import METHODS_GROUP, PluginError, entry_points, load_entry_point
-
-BUILTIN_METHODS: dict[str, type[Method]] = {
-    m.name: m
-    for m in (
-        TeLAPA, TeLAPAStatic, TeLAPAFresh, Scratch, Finetune, FinetuneReset, EWC, L2Init,
-        DFF, ShrinkPerturb, ScratchReuse,
-    )
-}
-"""The methods telapa ships. Their order is that of the sections of `MethodsConfig` (and
-so of ``methods:`` in every ``config.yaml``)."""
-
-MethodsConfig: type[MethodsConfigBase] = install_methods(BUILTIN_METHODS.values())
-"""``methods.*`` of a run preset: a field per section the built-in methods declare (their
-``settings_model``), and the plug-in sections (`register_method`)."""
 
 METHODS: dict[str, type[Method]] = dict(BUILTIN_METHODS)
 """Every method known so far: the built-ins and the plug-ins registered (an entry point
@@ -147,9 +124,26 @@ def method_section(name: str) -> str | None:
 
 
 def make_method(name: str, config: RunConfig, *, key: jax.Array | None = None) -> Method:
-    """The method registered as ``name`` (see `find_method`), with its own randomness
-    ``key`` (the runner derives it from the run seed)."""
-    return find_method(name)(config, key=key)
+    """The method registered as ``name`` (see `find_method`) for a run of ``config``: made
+    with its own settings section only (``config.methods.<section>``), its randomness
+    ``key`` (the runner derives it from the run seed) and the run's ``eval_episodes``. A
+    plug-in whose ``__init__`` still takes the whole run config (``(config, *, key)``,
+    the former signature) is given it, with a DeprecationWarning."""
+    cls = find_method(name)
+    if _takes_run_config(cls):
+        warnings.warn(f"method {name!r}: __init__(config, *, key) takes the whole run config; "
+                      "take (settings, **kwargs) and pass them to Method.__init__ (it gets "
+                      "its own section, key and eval_episodes)", DeprecationWarning,
+                      stacklevel=2)
+        return cls(config, key=key)
+    settings = None if cls.section is None else config.methods.section(cls.section)
+    return cls(settings, key=key, eval_episodes=config.eval_episodes)
+
+
+def _takes_run_config(cls: type[Method]) -> bool:
+    """Whether ``cls.__init__`` has the former signature: a first parameter ``config``."""
+    params = list(inspect.signature(cls.__init__).parameters)
+    return len(params) > 1 and params[1] == "config"
 
 
 def bind_method(config: RunConfig, name: str) -> RunConfig:

@@ -19,7 +19,6 @@ from pydantic import NonNegativeFloat
 
 from telapa.config import StrictModel
 from telapa.continual.methods import Finetune
-from telapa.continual.preset import RunConfig
 
 
 class FinetuneL2Config(StrictModel):
@@ -41,9 +40,9 @@ class FinetuneL2(Finetune):
     section = "finetune_l2"
     settings_model = FinetuneL2Config
 
-    def __init__(self, config: RunConfig, *, key: jax.Array | None = None):
-        super().__init__(config, key=key)
-        lam = self.settings.lam  # config.methods.finetune_l2, validated by FinetuneL2Config
+    def __init__(self, settings: FinetuneL2Config | None = None, **kwargs: Any):
+        super().__init__(settings, **kwargs)  # key, eval_episodes
+        lam = self.settings.lam  # methods.finetune_l2 of the run, validated by FinetuneL2Config
         self.penalty = lambda params, data: lam * squared_norm(params)
 
 

@@ -25,10 +25,11 @@ from typing import Any, Literal
 import jax
 import numpy as np
 import pandas as pd
+from pydantic import Field
 
+from telapa.config import StrictModel
 from telapa.continual.curriculum import Visit
 from telapa.continual.methods import Method, TaskContext
-from telapa.continual.preset import RunConfig, TeLAPAConfig
 from telapa.continual.telapa.banks import EpisodeBanks, bank_seq, store
 from telapa.continual.telapa.embedding import EmbeddingState
 from telapa.continual.telapa.illumination import (
@@ -42,7 +43,9 @@ from telapa.continual.telapa.maintenance import (
     fit_initial_normalizer,
 )
 from telapa.continual.telapa.transfer import OriginRequest, TransferChoice
+from telapa.latent.config import LatentConfig
 from telapa.qd.archive import Archive, init_archive
+from telapa.qd.config import QDConfig
 from telapa.qd.export import archive_frame
 from telapa.qd.lineage import lineage_from_visits, lineage_words
 from telapa.qd.selection import union
@@ -60,6 +63,14 @@ MAX_VISITS = 64
 """Lineage bitmasks hold this many visits (two words)."""
 
 
+class TeLAPAConfig(StrictModel):
+    """TeLAPA: archives, illumination and transfer (`telapa.qd`), latent space
+    (`telapa.latent`); paper App. D-E and DESIGN.md defaults."""
+
+    qd: QDConfig = Field(default_factory=QDConfig)
+    latent: LatentConfig = Field(default_factory=LatentConfig)
+
+
 class TeLAPA(Method):
     name = "telapa"
     section = "telapa"
@@ -69,13 +80,13 @@ class TeLAPA(Method):
     fresh_start = False
     """Whether FewShotSelectElite's pool holds a freshly initialised network too."""
 
-    def __init__(self, config: RunConfig, *, key: jax.Array | None = None):
-        super().__init__(config, key=key)
+    def __init__(self, settings: TeLAPAConfig | None = None, **kwargs: Any):
+        super().__init__(settings, **kwargs)
         latent = self.settings.latent
         self.embedding = EmbeddingState.create(self.key, latent)
         """E_0: a random encoder drawn from the run seed (TeLAPA-Static keeps it)."""
         self.banks = EpisodeBanks.create(
-            float16_codec(latent.feature_dim), episodes=min(BANK_EPISODES, config.eval_episodes),
+            float16_codec(latent.feature_dim), episodes=min(BANK_EPISODES, self.eval_episodes),
             t_max=latent.t_max,
         )
         self.archives: dict[str, Archive] = {}
