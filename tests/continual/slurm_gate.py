@@ -18,8 +18,8 @@ from telapa.io import stop
 _commit = ContinualRun.commit_phase
 
 
-def _gated(self, clock):
-    _commit(self, clock)
+def _gated(self, state, clock):
+    _commit(self, state, clock)
     gate = Path(os.environ["SLURM_GATE"])
     if not (gate / "hold").exists() or getattr(self, "_gate_passed", False):
         return
