@@ -33,6 +33,30 @@ SCOPES = {None: (("results/table1",), "out/table1-report"),
 (``fresh``: TeLAPA-Fresh beside the five methods' eight seeds; ``orders``: the reverse and
 scrambled curricula at the paper's budget)."""
 
+INTRINSIC_METHODS = ("scratch", "scratch-reuse", "finetune", "telapa")
+"""The methods of the intrinsic-reward study whose bonus cells are in (all three seeds):
+the doc's tables are of these cells and their bonus-free partners only, so a cell that
+the running study commits later leaves them true until they are regenerated with it."""
+BONUS_FREE = {"scratch": "results/table1-paper", "scratch-reuse": "results/table1-paper",
+              "finetune": "results/table1-paper", "telapa": "results/table1-paper",
+              "telapa-fresh": "results/table1-paper-fresh"}
+"""Where each method's bonus-free partners (the same seeds) are."""
+INTRINSIC = (tuple(f"results/intrinsic-reward-paper/cells/primary-{m}-s[0-2]"
+                   for m in INTRINSIC_METHODS)
+             + tuple(f"{BONUS_FREE[m]}/cells/primary-{m}-s[0-2]" for m in INTRINSIC_METHODS))
+SCOPES["intrinsic"] = (INTRINSIC, "out/intrinsic-reward-paper-report")
+TAU_FROM = {"intrinsic": ("results/table1-paper", "results/table1-paper-seeds5-7")}
+"""Scopes scored against another study's Scratch runs (``telapa report --tau-from``)."""
+
+
+def _runs(pattern: str) -> list[Path]:
+    """The run directories of ``pattern``: a sweep directory's cells, or the run
+    directories a glob of them names (in name order)."""
+    cells = sweep_cells_dirs(ROOT / pattern)
+    if cells is not None:
+        return cells
+    return sorted(ROOT.glob(pattern))
+
 
 @pytest.mark.parametrize("scope", list(SCOPES), ids=lambda s: s or "study")
 def test_the_documents_tables_are_the_reports_of_the_committed_results(scope):
@@ -43,11 +67,13 @@ def test_the_documents_tables_are_the_reports_of_the_committed_results(scope):
         pytest.skip(f"docs/reproduction.md shows no {scope} blocks yet")
     cells = []
     for results_dir in results_dirs:
-        found = sweep_cells_dirs(ROOT / results_dir)
+        found = _runs(results_dir)
         assert found, f"{results_dir} holds no exported study cells"
         cells += found
     records = load_records(cells)
-    results = score(records)
+    bar = TAU_FROM.get(scope)
+    results = score(records, tau_from=None if bar is None else load_records(
+        [cell for folder in bar for cell in _runs(folder)]))
     tables = {t.id: t.to_markdown() for r in results.values()
               for t in curriculum_tables(r, prefix=slug(r.curriculum))}
     if any(id_ not in tables for id_ in shown):  # archive analyses: only when shown
@@ -62,6 +88,8 @@ def test_the_documents_tables_are_the_reports_of_the_committed_results(scope):
     else:
         assert any(id_.endswith("-main") for id_ in shown), f"no main table of {scope}"
     flag = "" if scope is None else f" --doc-scope {scope}"
+    if bar is not None:
+        flag += f" --tau-from {' '.join(bar)}"
     assert stale_tables(text, tables, scope) == [], (
         f"docs/reproduction.md is out of date with {' and '.join(results_dirs)}: run "
         f"`telapa report {' '.join(results_dirs)} --out {report_dir} "
