@@ -17,6 +17,7 @@ from telapa.envs.minigrid import all_tasks
 from telapa.envs.minigrid.family import MiniGridFamily
 from telapa.envs.minigrid.features import minigrid_codec
 from telapa.envs.mujoco import SKETCH_DIM, MujocoFamily
+from telapa.envs.mujoco.v5 import MJX_IDS
 from telapa.envs.registry import FAMILIES, GENERIC, families, register_family
 from telapa.plugins import PluginError
 from telapa.qd.trajectories import float16_codec
@@ -28,17 +29,17 @@ def test_every_id_has_one_family_and_the_ports_are_the_minigrid_familys():
     assert family_of("BabyAI-GoToLocal-v0").name == "minigrid"  # Farama only, no port
     assert family_of("Hopper-v5").name == "mujoco"
     assert family_of("CartPole-v1") is GENERIC
-    assert jax_env_ids() == sorted(all_tasks())
-    assert [f.name for f in FAMILIES if f.jax_ids()] == ["minigrid"]
+    assert jax_env_ids() == sorted([*all_tasks(), *MJX_IDS])  # MuJoCo's on MJX
+    assert [f.name for f in FAMILIES if f.jax_ids()] == ["minigrid", "mujoco"]
 
 
 def test_jax_backend_makes_the_families_ports_and_names_the_alternatives():
     env = make("MiniGrid-DoorKey-5x5-v0", observe_mission=False)
     assert env.task is all_tasks()["MiniGrid-DoorKey-5x5-v0"] and "mission" not in \
         env.spec.observation
-    for bad in ("Hopper-v5", "MiniGrid-Nope-v0"):
+    for bad in ("Ant-v5", "MiniGrid-Nope-v0"):  # Ant: not ported to MJX
         with pytest.raises(ValueError, match=f"unknown env id '{bad}' for backend 'jax'; "
-                                             "available: MiniGrid-BlockedUnlockPickup-v0"):
+                                             "available: HalfCheetah-v5, Hopper-v5, MiniGrid-"):
             make(bad)
         with pytest.raises(ValueError, match="any gymnasium id runs with backend"):
             check_env_id(bad, "jax")
@@ -71,7 +72,8 @@ feature_dim)."""
 def test_the_built_in_families_write_only_what_differs_from_the_base():
     assert all(isinstance(f, EnvFamily) for f in (*FAMILIES, GENERIC))
     assert not set(DEFAULTS) & set(vars(GenericFamily))  # the base's defaults, all of them
-    assert set(DEFAULTS) & set(vars(MujocoFamily)) == {"check_options", "competence"}
+    assert set(DEFAULTS) & set(vars(MujocoFamily)) == {"check_options", "competence",
+                                                       "jax_ids", "make_jax"}
     assert set(DEFAULTS) & set(vars(MiniGridFamily)) == {
         "check_options", "jax_ids", "make_jax", "codec", "train_preset", "run_preset",
         "count_bonus"}
@@ -79,11 +81,12 @@ def test_the_built_in_families_write_only_what_differs_from_the_base():
     cartpole = make("CartPole-v1", "gymnasium", num_envs=1).spec
     hopper = dataclasses.replace(cartpole, env_id="Hopper-v5", feature_dim=SKETCH_DIM)
     for family, spec in ((GENERIC, cartpole), (MujocoFamily(), hopper)):
-        assert (family.jax_ids(), family.train_preset, family.run_preset,
-                family.count_bonus) == ((), "mujoco", "mujoco-quick", False)
+        assert (family.train_preset, family.run_preset, family.count_bonus) == (
+            "mujoco", "mujoco-quick", False)
         assert family.codec(spec) == float16_codec(spec.feature_dim)
-        with pytest.raises(ValueError, match=f"{spec.env_id} has no JAX port"):
-            family.make_jax(spec.env_id, {})
+    assert GENERIC.jax_ids() == () and MujocoFamily().jax_ids() == MJX_IDS
+    with pytest.raises(ValueError, match="CartPole-v1 has no JAX port"):
+        GENERIC.make_jax("CartPole-v1", {})
     assert GENERIC.competence("CartPole-v1") == SuccessRate()
     assert GENERIC.check_options("CartPole-v1", {"anything": 1}) is None  # gymnasium's
     assert MujocoFamily().competence("Hopper-v5") == NormalizedReturn(3000.0)

@@ -22,8 +22,11 @@ On both:
 * trajectories stored as float16; PPO preset ``configs/ppo/mujoco.yaml``;
 * frames: `telapa.envs.mujoco.render` (headless OpenGL, EGL or OSMesa).
 
-A JAX physics backend (MJX) of the same ids would be a third ``make`` path of this
-family with the same sketch and competence.
+On the ``jax`` backend, ``HalfCheetah-v5``, ``Hopper-v5`` and ``Walker2d-v5`` are MJX
+ports (`telapa.envs.mujoco.mjx_env`: the native backend's equations in ``jax.numpy``,
+float32; task options ``friction`` and ``max_episode_steps``), the device path: one
+compiled program per visit with its seeds vmapped, for accelerators (on a CPU the native
+backend is faster).
 """
 
 from __future__ import annotations
@@ -34,9 +37,10 @@ import gymnasium
 
 from telapa.envs.family import Competence, EnvFamily, NormalizedReturn
 from telapa.envs.mujoco.friction import FrictionScale
-from telapa.envs.mujoco.v5 import NATIVE_IDS, check_native_options
+from telapa.envs.mujoco.v5 import MJX_IDS, NATIVE_IDS, check_native_options
 
 if TYPE_CHECKING:
+    from telapa.envs.base import JaxEnv
     from telapa.envs.host import HostVectorEnv
 from telapa.envs.mujoco.sketch import SKETCH_DIM, MujocoSketch, sketch
 
@@ -111,6 +115,14 @@ class MujocoFamily(EnvFamily):
         env = FrictionScale(env, friction)
         return MujocoSketch(env, reference_return=reference_return(env_id),
                             time_limit=int(time_limit))
+
+    def jax_ids(self) -> tuple[str, ...]:
+        return MJX_IDS
+
+    def make_jax(self, env_id: str, options: dict[str, Any]) -> JaxEnv:
+        from telapa.envs.mujoco.mjx_env import make_mjx  # imports mujoco and MJX
+
+        return make_mjx(env_id, options, reference_return=reference_return(env_id))
 
     def native_ids(self) -> tuple[str, ...]:
         return NATIVE_IDS

@@ -19,6 +19,10 @@ from gymnasium.envs.registration import load_env_creator
 NATIVE_IDS = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5")
 """The ids the native backend steps."""
 
+MJX_IDS = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5")
+"""The ids with an MJX port on the ``jax`` backend (`telapa.envs.mujoco.mjx_env`; Ant
+reads ``cfrc_ext``, which MJX's step does not fill)."""
+
 OPTIONS = ("friction", "max_episode_steps")
 """The task options the native backend takes (the gymnasium backend takes any keyword of
 ``gymnasium.make``)."""
@@ -50,4 +54,4 @@ def check_native_options(env_id: str, options: dict[str, Any]) -> None:
                          f"{limit!r}")
 
 
-__all__ = ["NATIVE_IDS", "OPTIONS", "check_native_options", "defaults"]
+__all__ = ["MJX_IDS", "NATIVE_IDS", "OPTIONS", "check_native_options", "defaults"]

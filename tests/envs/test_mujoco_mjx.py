@@ -1,0 +1,109 @@
+"""The MuJoCo family's MJX ports (`telapa.envs.mujoco.mjx_env`) against the native
+backend, which is bit-identical to gymnasium (tests/envs/test_mujoco_native.py): from
+one state and one action sequence both agree to float32 precision over a short horizon,
+for every ported id and friction scales 0.5, 1 and 2 (the scale a parameter of the state:
+one compiled step per id); the sketch is the numpy sketch's; resets draw gymnasium's
+distributions; ``make`` gives them on the ``jax`` backend and refuses Ant in one line."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import stats
+
+from telapa.envs import make
+from telapa.envs.mujoco import reference_return
+from telapa.envs.mujoco.mjx_env import MJXEnv, sketch_jax
+from telapa.envs.mujoco.native import NativeVectorEnv
+from telapa.envs.mujoco.sketch import sketch
+from telapa.envs.mujoco.v5 import MJX_IDS
+
+STEPS = 8
+SCALES = (0.5, 1.0, 2.0)
+
+
+def test_the_jax_sketch_is_the_numpy_sketch():
+    rng = np.random.default_rng(0)
+    for n, m in ((17, 6), (11, 3)):
+        for _ in range(20):
+            args = dict(obs=rng.normal(size=n), prev_obs=rng.normal(size=n),
+                        action=rng.uniform(-1, 1, m), prev_action=rng.uniform(-1, 1, m),
+                        reward=float(rng.normal()), episode_return=float(rng.normal() * 50),
+                        t=int(rng.integers(0, 1000)))
+            want = sketch(**args, time_limit=1000, reference_return=3000.0)
+            got = sketch_jax(**{k: jnp.asarray(v, jnp.float32) for k, v in args.items()},
+                             time_limit=1000, reference_return=3000.0)
+            np.testing.assert_allclose(np.asarray(got), want, rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("env_id", MJX_IDS)
+def test_mjx_follows_the_native_backend_from_one_state(env_id):
+    env = make(env_id, "jax")
+    assert isinstance(env, MJXEnv) and env.spec.env_id == env_id
+    start = jax.jit(env.start)
+    step = jax.jit(env.step)
+    rng = np.random.default_rng(1)
+    for scale in SCALES:
+        native = NativeVectorEnv(env_id, num_envs=1, seed=7, friction=scale,
+                                 reference_return=reference_return(env_id))
+        _, first = native.reset(None)
+        state, obs = start(jnp.asarray(native._qpos[0], jnp.float32),
+                           jnp.asarray(native._qvel[0], jnp.float32), scale)
+        np.testing.assert_allclose(np.asarray(obs["obs"]), first["obs"][0], atol=1e-6)
+        for t in range(STEPS):
+            action = rng.uniform(-1, 1, (1, env.spec.action_dim)).astype(np.float32)
+            want, reward, terminated, truncated, features = native.advance(
+                np.arange(1), action)
+            state, obs, got_reward, got_term, got_trunc, info = step(state, action[0])
+            where = f"{env_id}, friction {scale}, step {t}"
+            np.testing.assert_allclose(np.asarray(obs["obs"]), want[0], rtol=1e-3, atol=2e-3,
+                                       err_msg=where)
+            np.testing.assert_allclose(float(got_reward), reward[0], rtol=1e-3, atol=2e-3,
+                                       err_msg=where)
+            assert (bool(got_term), bool(got_trunc)) == (terminated[0], truncated[0]), where
+            np.testing.assert_allclose(np.asarray(info["features"]), features[0],
+                                       rtol=1e-2, atol=1e-2, err_msg=where)
+    # the friction is the state's: from one state and actions, two scales part ways
+    action = jnp.full(env.spec.action_dim, 0.7, jnp.float32)
+    ends = []
+    for scale in (0.5, 2.0):
+        state, _ = start(env._qpos0, env._qvel0, scale)
+        for _ in range(30):
+            state, *_ = step(state, action)
+        ends.append(np.asarray(state.data.qpos))
+    assert np.abs(ends[1] - ends[0]).max() > 1e-2, ends
+
+
+def test_resets_draw_gymnasiums_distributions():
+    """HalfCheetah: qpos0 + U(-c, c), qvel0 + c N(0, 1); Hopper: U(-c, c) for both
+    (Kolmogorov-Smirnov against the native backend's draws, 400 resets each)."""
+    for env_id, velocity in (("HalfCheetah-v5", "normal"), ("Hopper-v5", "uniform")):
+        env = make(env_id, "jax")
+        states, _ = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.key(0), 400))
+        native = NativeVectorEnv(env_id, num_envs=400, seed=0, friction=1.0,
+                                 reference_return=reference_return(env_id))
+        native.reset(None)
+        qvel = np.asarray(states.data.qvel)[:, 0] - np.asarray(env._qvel0)[0]
+        qpos = np.asarray(states.data.qpos)[:, 0] - np.asarray(env._qpos0)[0]
+        c = env.kw["reset_noise_scale"]
+        assert np.abs(qpos).max() <= c
+        assert stats.ks_2samp(qpos, native._qpos[:, 0] - np.asarray(env._qpos0)[0]
+                              ).pvalue > 0.01
+        assert stats.ks_2samp(qvel, native._qvel[:, 0] - np.asarray(env._qvel0)[0]
+                              ).pvalue > 0.01
+        if velocity == "uniform":
+            assert np.abs(qvel).max() <= c
+        else:
+            assert np.abs(qvel).max() > c  # a normal's tails
+
+
+def test_make_refuses_what_mjx_does_not_port_in_one_line():
+    with pytest.raises(ValueError, match="unknown env id 'Ant-v5' for backend 'jax'"):
+        make("Ant-v5", "jax")
+    with pytest.raises(ValueError, match=r"option\(s\) num_envs not supported by backend "
+                                         "'jax'"):
+        make("Hopper-v5", "jax", num_envs=4)
+    with pytest.raises(ValueError, match="friction scale must be a finite number > 0"):
+        make("Hopper-v5", "jax", friction=-1.0)
