@@ -3,7 +3,7 @@ backend, which is bit-identical to gymnasium (tests/envs/test_mujoco_native.py):
 one state and one action sequence both agree to float32 precision over a short horizon,
 for every ported id and friction scales 0.5, 1 and 2 (the scale a parameter of the state:
 one compiled step per id); the sketch is the numpy sketch's; resets draw gymnasium's
-distributions; ``make`` gives them on the ``jax`` backend and refuses Ant in one line."""
+distributions; a fixed policy earns the same returns on both; ``make`` gives them on the ``jax`` backend and refuses Ant in one line."""
 
 from __future__ import annotations
 
@@ -107,3 +107,58 @@ def test_make_refuses_what_mjx_does_not_port_in_one_line():
         make("Hopper-v5", "jax", num_envs=4)
     with pytest.raises(ValueError, match="friction scale must be a finite number > 0"):
         make("Hopper-v5", "jax", friction=-1.0)
+
+
+def test_a_fixed_policy_earns_the_same_returns_on_both_backends():
+    """A fixed linear policy a = tanh(W o), 256 Hopper episodes of at most 50 steps on
+    each backend (falls end them): the returns' distributions agree (Kolmogorov-Smirnov
+    and Welch's t, p > 0.01), as do the episodes' lengths in mean (within 2 steps)."""
+    episodes, horizon = 256, 50
+    env = make("Hopper-v5", "jax", max_episode_steps=horizon)
+    weights = np.random.default_rng(3).normal(scale=0.3,
+                                              size=(env.spec.action_dim, 11))
+
+    def act(obs):
+        return np.tanh(obs @ weights.T).astype(np.float32)
+
+    @jax.jit
+    def mjx_returns(keys):
+        w = jnp.asarray(weights, jnp.float32)
+
+        def episode(key):
+            state, obs = env.reset(key)
+
+            def body(carry, _):
+                state, obs, total, length, done = carry
+                state, obs, reward, terminated, truncated, _ = env.step(
+                    state, jnp.tanh(w @ obs["obs"]))
+                total = total + jnp.where(done, 0.0, reward)
+                length = length + jnp.where(done, 0, 1)
+                return (state, obs, total, length, done | terminated | truncated), None
+
+            init = (state, obs, jnp.float32(0.0), jnp.int32(0), jnp.bool_(False))
+            (_, _, total, length, _), _ = jax.lax.scan(body, init, None, length=horizon)
+            return total, length
+
+        return jax.vmap(episode)(keys)
+
+    mjx_total, mjx_length = (np.asarray(x) for x in mjx_returns(
+        jax.random.split(jax.random.key(0), episodes)))
+    native = NativeVectorEnv("Hopper-v5", num_envs=episodes, seed=0, max_episode_steps=horizon,
+                             reference_return=reference_return("Hopper-v5"))
+    _, obs = native.reset(None)
+    obs = obs["obs"]
+    total, length = np.zeros(episodes), np.zeros(episodes, int)
+    live = np.ones(episodes, bool)
+    for _ in range(horizon):
+        idx = np.flatnonzero(live)
+        if not idx.size:
+            break
+        obs_i, reward, terminated, truncated, _ = native.advance(idx, act(obs[idx]))
+        obs[idx] = obs_i
+        total[idx] += reward
+        length[idx] += 1
+        live[idx] = ~(terminated | truncated)
+    assert stats.ks_2samp(mjx_total, total).pvalue > 0.01
+    assert stats.ttest_ind(mjx_total, total, equal_var=False).pvalue > 0.01
+    assert abs(mjx_length.mean() - length.mean()) < 2
