@@ -3,7 +3,8 @@ backend, which is bit-identical to gymnasium (tests/envs/test_mujoco_native.py):
 one state and one action sequence both agree to float32 precision over a short horizon,
 for every ported id and friction scales 0.5, 1 and 2 (the scale a parameter of the state:
 one compiled step per id); the sketch is the numpy sketch's; resets draw gymnasium's
-distributions; a fixed policy earns the same returns on both; ``make`` gives them on the ``jax`` backend and refuses Ant in one line."""
+distributions; a fixed policy earns the same returns on both; ``make`` gives them on the
+``jax`` backend and refuses Ant in one line."""
 
 from __future__ import annotations
 
