@@ -1,12 +1,16 @@
 """The GPU study of issue 25 in one device call (`benchmarks/gpu_study.sh` runs it there).
 
-Two stages inside a time budget (``--budget-s``, default 480 s of the call's 9 minutes):
+Three stages inside a time budget (``--budget-s``, default 480 s of the call's 9 minutes):
 
 1. ``finetune``: the visit program of Finetune on the study preset (one 73,728-step chunk
    of 36 PPO iterations and its 50-episode evaluation, DoorKey-8x8) at S = 1, 8, 64, 256
    seeds (`benchmarks/visit_program.py --new-only --phases chunk`): aggregate PPO env
    steps/s, time per iteration, compile time, peak device memory;
-2. ``cells``: Table 1 study cells (``telapa run --curriculum primary --preset study
+2. ``mujoco``: the same for HalfCheetah-v5 on MJX (`telapa.envs.mujoco.mjx_env`) with the
+   MuJoCo paper preset (`configs/runs/mujoco.yaml`: 8 envs x 2048 steps, 10 epochs; one
+   chunk of ``eval_every`` PPO steps and its evaluation) at S = 1, 8, 64 seeds
+   (``--mujoco-sizes``), rows of stage ``mujoco``;
+3. ``cells``: Table 1 study cells (``telapa run --curriculum primary --preset study
    --seeds 0-4``), one method after the other (Finetune first, TeLAPA's two last) until
    the budget is spent; a cell stopped by the budget resumes from its checkpoints.
 
@@ -84,29 +88,30 @@ class Study:
 
     # --- stage 1 ----------------------------------------------------------------------
 
-    def finetune(self) -> None:
-        measured = {r["seeds"] for r in self.report["rows"] if r["stage"] == "finetune"}
-        sizes = [s for s in self.args.sizes if s not in measured]
+    def finetune(self, stage: str = "finetune", sizes: list[int] | None = None,
+                 extra: list[str] | None = None) -> None:
+        measured = {r["seeds"] for r in self.report["rows"] if r["stage"] == stage}
+        sizes = [s for s in (sizes or self.args.sizes) if s not in measured]
         if not sizes:
             return
-        out = self.state / f"visit_program-call{self.report['calls']}.json"
+        out = self.state / f"visit_program-{stage}-call{self.report['calls']}.json"
         cmd = [sys.executable, str(ROOT / "benchmarks" / "visit_program.py"), "--new-only",
                "--phases", "chunk", "--repeats", "1", "--out", str(out),
-               "--sizes", *map(str, sizes)]
+               "--sizes", *map(str, sizes), *(extra or [])]
         if self.args.quick:
             cmd.append("--quick")
         limit = max(self.left() * self.args.finetune_share, 1)
         try:
             subprocess.run(cmd, cwd=ROOT / "benchmarks", timeout=limit, check=True)
         except subprocess.TimeoutExpired:
-            self.note(f"finetune stage stopped at its {limit:.0f} s limit")
+            self.note(f"{stage} stage stopped at its {limit:.0f} s limit")
         except subprocess.CalledProcessError as err:
-            self.note(f"finetune stage failed (exit {err.returncode})")
+            self.note(f"{stage} stage failed (exit {err.returncode})")
         if not out.exists():
             return
         for r in json.loads(out.read_text())["rows"]:
             self.report["rows"].append({
-                "stage": "finetune", "seeds": r["seeds"], "device": self.device,
+                "stage": stage, "seeds": r["seeds"], "device": self.device,
                 "env_steps_per_s": r["ppo_steps_per_s"],
                 "env_steps_per_s_with_eval": r["env_steps_per_s"],
                 "chunk_s": r["s"], "iteration_s": r["iteration_s"],
@@ -115,7 +120,12 @@ class Study:
                 "call": self.report["calls"]})
         self.write()
 
-    # --- stage 2 ----------------------------------------------------------------------
+    def mujoco(self) -> None:
+        """Stage 2: `finetune`'s measurement for HalfCheetah on MJX."""
+        self.finetune(stage="mujoco", sizes=self.args.mujoco_sizes,
+                      extra=["--env", "HalfCheetah-v5", "--preset", "mujoco"])
+
+    # --- stage 3 ----------------------------------------------------------------------
 
     def cells(self) -> None:
         seeds = list(range(self.args.seeds))
@@ -214,17 +224,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--finetune-share", type=float, default=0.45,
                         help="fraction of the budget left that stage 1 may use")
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 8, 64, 256])
+    parser.add_argument("--mujoco-sizes", type=int, nargs="+", default=[1, 8, 64])
     parser.add_argument("--methods", nargs="+", default=CELL_ORDER)
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--curriculum", default="primary")
     parser.add_argument("--preset", default="study")
-    parser.add_argument("--stages", nargs="+", default=["finetune", "cells"],
-                        choices=["finetune", "cells"])
+    parser.add_argument("--stages", nargs="+", default=["finetune", "mujoco", "cells"],
+                        choices=["finetune", "mujoco", "cells"])
     parser.add_argument("--quick", action="store_true",
                         help="CPU smoke run: tiny chunk, smoke curriculum, tiny preset")
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes = [1, 2]
+        args.mujoco_sizes = [1]
         args.curriculum = "smoke"
         args.methods = args.methods[:1]
         args.seeds = 2
@@ -234,6 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if "finetune" in args.stages:
             study.finetune()
+        if "mujoco" in args.stages:
+            study.mujoco()
         if "cells" in args.stages:
             study.cells()
     finally:
