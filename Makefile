@@ -69,16 +69,19 @@ lint: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict --site-dir site
 
-# Benchmarks install the reference implementations (SB3 + torch) on demand.
+# Benchmarks install the reference implementations (SB3 + torch) on demand. The lock pins
+# torch's CPU build (torch==X+cpu), which only PyTorch's own index serves.
+TORCH_INDEX := --extra-index-url https://download.pytorch.org/whl/cpu
+
 bench: $(STAMP)
-	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python \
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python $(TORCH_INDEX) \
 	  -c requirements.lock -e ".[dev,ray,bench]"
 	$(BIN)/python benchmarks/env_throughput.py
 	$(BIN)/python benchmarks/ppo_throughput.py
 
 # The tests that need SB3 and torch (skipped by make test where they are absent).
 test-sb3: $(STAMP)
-	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python \
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python $(TORCH_INDEX) \
 	  -c requirements.lock -e ".[dev,ray,bench]"
 	$(BIN)/python -m pytest tests/envs/test_sb3_adapter.py tests/test_example_scripts.py
 
