@@ -27,8 +27,10 @@ What differs from the native backend: MJX computes in float32 (``mujoco`` in flo
 so trajectories from one state and one action sequence agree to float32 precision over
 short horizons and part where contacts amplify the difference; resets draw from the same
 distributions with JAX's keys, not numpy's generators (episodes match in distribution,
-not one by one). Ant is not ported: its observation and contact cost read ``cfrc_ext``,
-which gymnasium fills with ``mj_rnePostConstraint`` after each step.
+not one by one). Ant is not ported yet: its observation and contact cost read
+``cfrc_ext``, which gymnasium fills with ``mj_rnePostConstraint`` after each step (MJX
+has ``rne_postconstraint``; docs/assumptions.md, "The MJX ports", says what a first try
+measured).
 """
 
 from __future__ import annotations
@@ -103,8 +105,7 @@ class MJXEnv:
                  max_episode_steps: int | None = None, reference_return: float):
         if env_id not in MJX_IDS:
             raise ValueError(f"{env_id} has no MJX port (ported: {', '.join(MJX_IDS)}; "
-                             "Ant reads cfrc_ext, which MJX's step does not fill); run it "
-                             "on backend 'native'")
+                             "Ant is not ported yet); run it on backend 'native'")
         try:
             scale = check_scale(friction)
         except ValueError as err:
