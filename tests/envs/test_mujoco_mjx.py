@@ -108,6 +108,9 @@ def test_make_refuses_what_mjx_does_not_port_in_one_line():
         make("Hopper-v5", "jax", num_envs=4)
     with pytest.raises(ValueError, match="friction scale must be a finite number > 0"):
         make("Hopper-v5", "jax", friction=-1.0)
+    for limit in (0, True, 2.5):  # checked as on native (0 once fell back to 1000)
+        with pytest.raises(ValueError, match="max_episode_steps must be an integer >= 1"):
+            make("Hopper-v5", "jax", max_episode_steps=limit)
 
 
 def test_a_fixed_policy_earns_the_same_returns_on_both_backends():

@@ -51,7 +51,7 @@ from telapa.envs.base import ArraySpec, EnvSpec
 from telapa.envs.gym_backend import scalar_bound
 from telapa.envs.mujoco.friction import check_scale
 from telapa.envs.mujoco.sketch import SKETCH_DIM
-from telapa.envs.mujoco.v5 import MJX_IDS, defaults
+from telapa.envs.mujoco.v5 import MJX_IDS, check_native_options, defaults
 
 with contextlib.redirect_stdout(io.StringIO()):  # it prints that warp (its GPU path) is absent
     from mujoco import mjx
@@ -225,11 +225,9 @@ class MJXEnv:
 
 def make_mjx(env_id: str, options: dict[str, Any], *, reference_return: float) -> MJXEnv:
     """`MJXEnv` of ``env_id`` with the task ``options`` (``friction``,
-    ``max_episode_steps``); a one-line ``ValueError`` names any other."""
-    rest = sorted(set(options) - {"friction", "max_episode_steps"})
-    if rest:
-        raise ValueError(f"{env_id}: option(s) {', '.join(rest)} not supported by backend "
-                         "'jax' (valid: friction, max_episode_steps)")
+    ``max_episode_steps``), checked as the native backend's are
+    (`telapa.envs.mujoco.v5.check_native_options`)."""
+    check_native_options(env_id, options, backend="jax")
     return MJXEnv(env_id, reference_return=reference_return, **options)
 
 

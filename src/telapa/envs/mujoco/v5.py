@@ -37,16 +37,19 @@ def defaults(env_id: str) -> dict[str, Any]:
     return {p.name: p.default for p in params if p.default is not p.empty}
 
 
-def check_native_options(env_id: str, options: dict[str, Any]) -> None:
-    """One-line ``ValueError`` naming what is wrong unless ``env_id`` runs natively with
-    the task ``options`` (friction is checked where the env is made)."""
-    if env_id not in NATIVE_IDS:
-        raise ValueError(f"unknown env id {env_id!r} for backend 'native'; available: "
-                         f"{', '.join(sorted(NATIVE_IDS))}")
+def check_native_options(env_id: str, options: dict[str, Any], *,
+                         backend: str = "native") -> None:
+    """One-line ``ValueError`` naming what is wrong unless ``env_id`` runs on ``backend``
+    (``native``, or ``jax``: the MJX ports, `MJX_IDS`) with the task ``options``
+    (friction is checked where the env is made)."""
+    ids = NATIVE_IDS if backend == "native" else MJX_IDS
+    if env_id not in ids:
+        raise ValueError(f"unknown env id {env_id!r} for backend {backend!r}; available: "
+                         f"{', '.join(sorted(ids))}")
     rest = sorted(set(options) - set(OPTIONS))
     if rest:
         raise ValueError(f"{env_id}: option(s) {', '.join(rest)} not supported by backend "
-                         f"'native' (valid: {', '.join(OPTIONS)}; any gymnasium.make "
+                         f"{backend!r} (valid: {', '.join(OPTIONS)}; any gymnasium.make "
                          "keyword runs on backend 'gymnasium')")
     limit = options.get("max_episode_steps", 1)
     if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 1:
