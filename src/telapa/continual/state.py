@@ -1,9 +1,11 @@
 """A run's state: everything a continual run is at a phase boundary, as one value.
 
-    state = RunState.initial(learner)                  # or a checkpoint's (`load_run`)
-    while state.next_phase < len(phases):
-        state = phases.<kind>(run, state, phase)         # telapa.continual.phases
-        state = state.advanced(...)                      # then its checkpoint saves it
+    run.state = RunState(learner=...)              # or a checkpoint's (`load_run`)
+    while run.state.next_phase < len(phases):      # telapa.continual.driver
+        phase = phases[run.state.next_phase]
+        state = PHASES[phase.kind]([run], phase)[0]  # telapa.continual.phases
+        run.commit_phase(state, clock)             # next_phase + 1, the accounting,
+                                                   # the checkpoint saves run.state
 
 `RunState` is immutable: a phase returns a new one (`dataclasses.replace`), and the
 checkpoint of a phase (`telapa.continual.checkpoints.CheckpointStore.save_run`) saves
