@@ -417,13 +417,14 @@ class ContinualRun:
 
     # --- checkpoints ----------------------------------------------------------------
 
-    def _mid_visit(self) -> bool:
-        return not self.complete and self.phases[self.state.next_phase].kind in ("chunk",
-                                                                               "end")
+    def _mid_visit(self, state: RunState) -> bool:
+        """Whether ``state`` stands inside a visit (its next phase a chunk or the end)."""
+        return (state.next_phase < len(self.phases)
+                and self.phases[state.next_phase].kind in ("chunk", "end"))
 
     def _save_checkpoint(self) -> None:
         state = self.state
-        chunk_done = self._mid_visit() and self.phases[state.next_phase - 1].kind == "chunk"
+        chunk_done = self._mid_visit(state) and self.phases[state.next_phase - 1].kind == "chunk"
         self.dir.checkpoints.save_run(state, phases=len(self.phases),
                                       with_train_state=chunk_done)
         if self.complete:  # a finished run keeps one checkpoint (docs/reliability.md)
@@ -447,13 +448,11 @@ class ContinualRun:
             folder, self.state, phases=len(self.phases),
             method_like=lambda tasks, learner: self.method.state_like(
                 learner.params, tasks, self._agent_for_task))
-        if state.next_phase < len(self.phases):
-            phase = self.phases[state.next_phase]
-            if phase.kind in ("chunk", "end"):
-                visit = self.visits[phase.visit]
-                fresh = self.agent(visit).start(state.learner, self.episodes_key(visit))
-                saved = store.train_state(folder, fresh)
-                state = state.replace(train_state=fresh if saved is None else saved)
+        if self._mid_visit(state):
+            visit = self.visits[self.phases[state.next_phase].visit]
+            fresh = self.agent(visit).start(state.learner, self.episodes_key(visit))
+            saved = store.train_state(folder, fresh)
+            state = state.replace(train_state=fresh if saved is None else saved)
         restore_method(self.method, state.method)
         self.state = state
         self.progress.note(
