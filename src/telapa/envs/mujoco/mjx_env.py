@@ -1,9 +1,9 @@
 """The MuJoCo family on MJX: ``HalfCheetah-v5``, ``Hopper-v5`` and ``Walker2d-v5`` as
 functional `telapa.envs.base.JaxEnv`s (``make(id, backend="jax", friction=F)``), so that
 a MuJoCo visit can be one compiled program with its seeds ``vmap``ped on an accelerator,
-as a MiniGrid visit is. On a CPU the ``native`` backend is faster (issue 53 measured MJX
-at 3,650 env steps/s for 16 vmapped envs against 39,300 for one native env); here MJX is
-tested only (tests/envs/test_mujoco_mjx.py).
+as a MiniGrid visit is. On a CPU the ``native`` backend is the fast one (issue 53's
+measurements); here MJX is tested only (tests/envs/test_mujoco_mjx.py), and its speed
+is the MuJoCo stage of `benchmarks/gpu_study.sh` to measure on an accelerator.
 
 The equations are the native backend's (`telapa.envs.mujoco.native`: gymnasium v5 with
 its default settings, read from the env class), written in ``jax.numpy`` for one env:
