@@ -350,11 +350,9 @@ def main(argv: list[str] | None = None) -> int:
 
         def run_new():
             methods = [make_method("ewc", ewc_config) for _ in range(size)]
-            for m, p in zip(methods, member_params, strict=True):
-                m.initial_penalty(p)
-            for method, start, ctx in zip(methods, starts, ctxs, strict=True):
-                method.end_task(start.ppo, ctx)
-            return [m.state() for m in methods]
+            return [method.end_task(method.init(p), start.ppo, ctx).parts
+                    for method, p, start, ctx
+                    in zip(methods, member_params, starts, ctxs, strict=True)]
 
         def run_old():
             return [legacy_fisher(old, p, fisher_steps, k)

@@ -261,7 +261,7 @@ def load_policy(run: ContinualRun, *, task: str | None = None, visit: str | None
         where = _task_visit(run, task or archive_task)
         return LoadedPolicy(params, run.agent(where), f"{name}: elite {elite}", seed)
     where = _task_visit(run, task)
-    params = run.method.eval_params(where.task, run.state.learner)
+    params = run.method.eval_params(run.state.method, where.task, run.state.learner)
     # the final evaluation's visit of the task (its first) and key
     first, key = next((v, k) for t, v, k in run.final_tasks() if t == where.task)
     return LoadedPolicy(params, run.agent(first), f"{name}: final policy for {where.task}", seed,
@@ -269,10 +269,11 @@ def load_policy(run: ContinualRun, *, task: str | None = None, visit: str | None
 
 
 def _elite(run: ContinualRun, label: str) -> tuple[Params, str]:
-    archives = getattr(run.method, "archives", None)
-    if archives is None:
+    archives_of = getattr(run.method, "archives", None)  # TeLAPA's: its state's archives
+    if archives_of is None:
         raise PlayError(f"{run.dir.path} is a {run.spec.method} run: it keeps no archive "
                         "elites (play its final policy, or a visit's with --visit)")
+    archives = archives_of(run.state.method)
     match = ELITE.fullmatch(label)
     if match is None:
         raise PlayError(f"--elite {label!r}: expected TASK:N with N in ASCII digits 0-9, "

@@ -28,9 +28,13 @@ from telapa.continual.registry import (
     METHOD_SECTIONS,
     METHODS,
     MethodsConfig,
+    check_hooks,
     find_method,
     make_method,
 )
+from telapa.continual.state import MethodState
+from telapa.io import PhaseTimer
+from telapa.plugins import PluginError
 from telapa.rl import Agent
 from telapa.rl.fisher import diagonal_fisher
 from telapa.rl.ppo import PPOState
@@ -63,6 +67,13 @@ def _state(agent, seed: int, method=None) -> PPOState:
     return PPOState(params, agent.optimizer.init(params), penalty)
 
 
+def _start(method, learner: PPOState, ctx: TaskContext, mstate: MethodState | None = None
+           ) -> tuple[PPOState, MethodState]:
+    """``method.start_task`` of one seed (from `init` when no ``mstate``)."""
+    return method.start_task(method.init(learner.params) if mstate is None else mstate,
+                             learner, ctx)
+
+
 def _leaves_equal(a, b) -> bool:
     return all(np.array_equal(x, y) for x, y in
                zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True))
@@ -89,10 +100,10 @@ def test_registry_and_unknown_name():
 def test_finetune_keeps_and_reset_resets_optimizer(agent):
     state = _state(agent, 1)
     state = state.replace(opt_state=_trained_opt_state(agent, state))
-    kept = make_method("finetune", CONFIG).start_task(state, _ctx(agent, _visit(1, "B", 0)))
+    kept, _ = _start(make_method("finetune", CONFIG), state, _ctx(agent, _visit(1, "B", 0)))
     assert kept is state
-    reset = make_method("finetune-reset", CONFIG).start_task(
-        state, _ctx(agent, _visit(1, "B", 0)))
+    reset, _ = _start(make_method("finetune-reset", CONFIG), state,
+                      _ctx(agent, _visit(1, "B", 0)))
     assert _leaves_equal(reset.params, state.params)
     assert _leaves_equal(reset.opt_state, agent.optimizer.init(state.params))
     assert not _leaves_equal(reset.opt_state, state.opt_state)
@@ -100,7 +111,7 @@ def test_finetune_keeps_and_reset_resets_optimizer(agent):
 
 def test_scratch_draws_fresh_parameters_from_the_visit_key(agent):
     state = _state(agent, 1)
-    new = make_method("scratch", CONFIG).start_task(state, _ctx(agent, _visit(2, "A", 1), 5))
+    new, _ = _start(make_method("scratch", CONFIG), state, _ctx(agent, _visit(2, "A", 1), 5))
     assert _leaves_equal(new.params, agent.policy.init(jax.random.key(5)))
 
 
@@ -111,21 +122,24 @@ def test_scratch_reuse_bank(agent, keep):
     config = parse_run_config(data)
     method = make_method("scratch-reuse", config)
     first, second = _state(agent, 1), _state(agent, 2)
-    method.end_task(first, _ctx(agent, _visit(0, "A", 0)))
-    method.end_task(second, _ctx(agent, _visit(2, "A", 1)))
+    empty = method.init(first.params)
+    mstate = method.end_task(empty, first, _ctx(agent, _visit(0, "A", 0)))
+    mstate = method.end_task(mstate, second, _ctx(agent, _visit(2, "A", 1)))
+    assert empty.parts == {"bank": {}} and empty.stored_tasks == ()  # values, not mutated
     stored = first if keep == "first" else second
-    assert _leaves_equal(method.eval_params("A", _state(agent, 3)), stored.params)
+    assert _leaves_equal(method.eval_params(mstate, "A", _state(agent, 3)), stored.params)
     # a revisit starts from the stored policy with a fresh optimizer
     current = _state(agent, 3)
     current = current.replace(opt_state=_trained_opt_state(agent, current))
-    start = method.start_task(current, _ctx(agent, _visit(4, "A", 2)))
+    start, after = _start(method, current, _ctx(agent, _visit(4, "A", 2)), mstate)
+    assert after is mstate
     assert _leaves_equal(start.params, stored.params)
     assert _leaves_equal(start.opt_state, agent.optimizer.init(stored.params))
     # an unseen task starts from scratch, and is evaluated with the current policy
-    fresh = method.start_task(current, _ctx(agent, _visit(1, "B", 0), 9))
+    fresh, _ = _start(method, current, _ctx(agent, _visit(1, "B", 0), 9), mstate)
     assert _leaves_equal(fresh.params, agent.policy.init(jax.random.key(9)))
-    assert _leaves_equal(method.eval_params("B", current), current.params)
-    assert method.stored_tasks() == ["A"]
+    assert _leaves_equal(method.eval_params(mstate, "B", current), current.params)
+    assert mstate.stored_tasks == ("A",)
 
 
 def test_quadratic_penalty_and_its_gradient_by_hand():
@@ -187,13 +201,14 @@ def test_ewc_penalty_and_online_fisher(agent, monkeypatch):
 
     monkeypatch.setattr("telapa.continual.methods.diagonal_fisher", fake_fisher)
     next_value = next(fishers)
-    method.end_task(state, _ctx(agent, _visit(0, "A", 0)))
+    mstate = method.end_task(method.init(state.params), state, _ctx(agent, _visit(0, "A", 0)))
     later = _state(agent, 2).replace(penalty=state.penalty)
     next_value = next(fishers)
-    method.end_task(later, _ctx(agent, _visit(1, "B", 0)))
-    assert method.extra_env_steps == 24
+    mstate = method.end_task(mstate, later, _ctx(agent, _visit(1, "B", 0)))
+    assert mstate.extra_env_steps == 24
+    assert _leaves_equal(mstate.parts["anchor"], later.params)
     # F = 0.5 * 2 + 3 = 4 everywhere, anchor = the last task's parameters
-    started = method.start_task(later, _ctx(agent, _visit(2, "A", 1)))
+    started, _ = _start(method, later, _ctx(agent, _visit(2, "A", 1)), mstate)
     moved = jax.tree.map(lambda p: p + 0.1, later.params)
     n = sum(p.size for p in jax.tree.leaves(later.params))
     expected = 0.5 * 4.0 * 4.0 * 0.01 * n
@@ -228,8 +243,8 @@ def test_sample_observations_shape(agent):
 def test_shrink_perturb_by_hand(agent):
     method = make_method("shrink-perturb", CONFIG)
     state = _state(agent, 1)
-    assert method.start_task(state, _ctx(agent, _visit(0, "A", 0))).params is state.params
-    out = method.start_task(state, _ctx(agent, _visit(1, "B", 0), seed=4))
+    assert _start(method, state, _ctx(agent, _visit(0, "A", 0)))[0].params is state.params
+    out, _ = _start(method, state, _ctx(agent, _visit(1, "B", 0), seed=4))
     leaves, treedef = jax.tree.flatten(state.params)
     keys = jax.random.split(jax.random.key(4), len(leaves))
     for new, old, k in zip(jax.tree.leaves(out.params), leaves, keys, strict=True):
@@ -259,27 +274,69 @@ def test_dff_changes_the_activation_only():
     assert net.activation == "dff" and net.hidden == TRAIN.network.hidden
 
 
-def test_state_roundtrip_templates(agent):
+def test_parts_templates_have_the_stored_states_structure(agent):
     for name in METHODS:
         if name.startswith("telapa"):
-            continue  # tested with real archives in tests/telapa
+            continue  # tested with real archives in tests/continual/test_telapa_run.py
         method = make_method(name, CONFIG)
         state = _state(agent, 1, method)
-        method.end_task(state, _ctx(agent, _visit(0, "A", 0)))
-        like = method.state_like(state.params, method.stored_tasks(), lambda task: agent)
-        assert jax.tree.structure(like) == jax.tree.structure(method.state()), name
-        fresh = make_method(name, CONFIG)
-        fresh.initial_penalty(state.params)
-        fresh.load_state(method.state())
-        assert _leaves_equal(fresh.state(), method.state())
+        mstate = method.end_task(method.init(state.params), state,
+                                 _ctx(agent, _visit(0, "A", 0)))
+        like = method.parts_like(state.params, list(mstate.stored_tasks), lambda task: agent)
+        assert jax.tree.structure(like) == jax.tree.structure(dict(mstate.parts)), name
     assert isinstance(make_method("ewc", CONFIG), EWC)
 
 
-def _lockstep(methods, hook: str, states, ctxs):
-    """The ``hook`` of every seed through the runner's lockstep (`run_hooks`)."""
-    return run_hooks([partial(getattr(m, hook), s, c)
-                      for m, s, c in zip(methods, states, ctxs, strict=True)],
-                     [m.timer for m in methods])
+def test_a_method_is_fixed_once_made():
+    """A hook that assigns to the method (the former way to keep state) raises, naming
+    the class and the attribute; ``__init__``, a subclass's included, may."""
+    class Counting(type(make_method("finetune", CONFIG))):
+        name = "counting-finetune"
+
+        def __init__(self, settings=None, **kwargs):
+            super().__init__(settings, **kwargs)
+            self.visits = 0
+
+        def end_task(self, mstate, learner, ctx):
+            self.visits += 1
+            return mstate
+
+    method = Counting(None)
+    assert method.visits == 0
+    with pytest.raises(AttributeError, match=r"Counting\.visits: a method is fixed"):
+        method.end_task(MethodState(), None, None)
+    with pytest.raises(AttributeError, match="fixed once made"):
+        make_method("scratch-reuse", CONFIG).bank = {}
+
+
+def test_former_hooks_are_refused_by_name():
+    """A plug-in written for the former hooks (mutating the method, ``state()`` /
+    ``load_state``) is refused before any run, each hook named with its new form."""
+    class Former(type(make_method("finetune", CONFIG))):
+        name = "former"
+
+        def start_task(self, state, ctx):
+            return state
+
+        def state(self):
+            return {}
+
+    with pytest.raises(PluginError, match=r"Former is written for the former hooks.*"
+                       r"start_task\(state, ctx\) should be start_task\(self, mstate, "
+                       r"learner, ctx\).*state\(\) is replaced by init"):
+        check_hooks(Former)
+    for method in BUILTIN_METHODS.values():
+        check_hooks(method)
+
+
+def _lockstep(methods, hook: str, states, ctxs, mstates=None):
+    """The ``hook`` of every seed through the runner's lockstep (`run_hooks`), each from
+    its ``mstates`` entry (`init` of its learner's parameters when None)."""
+    if mstates is None:
+        mstates = [m.init(s.params) for m, s in zip(methods, states, strict=True)]
+    return run_hooks([partial(getattr(m, hook), ms, s, c)
+                      for m, ms, s, c in zip(methods, mstates, states, ctxs, strict=True)],
+                     [PhaseTimer() for _ in methods])
 
 
 @pytest.mark.parametrize("name", ["finetune-reset", "scratch", "shrink-perturb", "ewc",
@@ -296,14 +353,15 @@ def test_hooks_in_lockstep_equal_each_seed_alone_exactly(agent, name):
     visit = _visit(1, "B", 0)
     ctxs = [_ctx(agent, visit, seed=20 + i) for i in range(3)]
     batched, alone = seeds(), seeds()
-    _lockstep(batched[0], "end_task", batched[1], ctxs)
-    for m, s, c in zip(*alone, ctxs, strict=True):
-        m.end_task(s, c)
-    assert _leaves_equal([m.state() for m in alone[0]], [m.state() for m in batched[0]])
-    got = _lockstep(batched[0], "start_task", batched[1], ctxs)
-    expected = [m.start_task(s, c) for m, s, c in zip(*alone, ctxs, strict=True)]
-    assert _leaves_equal(expected, got)
-    assert [m.extra_env_steps for m in batched[0]] == [m.extra_env_steps for m in alone[0]]
+    ended = _lockstep(batched[0], "end_task", batched[1], ctxs)
+    expected_end = [m.end_task(m.init(s.params), s, c)
+                    for m, s, c in zip(*alone, ctxs, strict=True)]
+    assert _leaves_equal([dict(m.parts) for m in expected_end], [dict(m.parts) for m in ended])
+    assert [m.extra_env_steps for m in ended] == [m.extra_env_steps for m in expected_end]
+    got = _lockstep(batched[0], "start_task", batched[1], ctxs, ended)
+    expected = [m.start_task(ms, s, c)
+                for m, ms, s, c in zip(*alone[:1], expected_end, alone[1], ctxs, strict=True)]
+    assert _leaves_equal([learner for learner, _ in expected], [learner for learner, _ in got])
 
 
 def test_a_subclass_overriding_start_task_does_the_same_in_a_batch(agent):
@@ -313,15 +371,15 @@ def test_a_subclass_overriding_start_task_does_the_same_in_a_batch(agent):
     class Halved(type(make_method("finetune-reset", CONFIG))):
         calls = 0
 
-        def start_task(self, state, ctx):
+        def start_task(self, mstate, learner, ctx):
             type(self).calls += 1
-            state = super().start_task(state, ctx)
-            return state.replace(params=jax.tree.map(lambda p: p / 2, state.params))
+            learner, mstate = super().start_task(mstate, learner, ctx)
+            return learner.replace(params=jax.tree.map(lambda p: p / 2, learner.params)), mstate
 
-    methods = [Halved(CONFIG) for _ in range(3)]
+    methods = [Halved(None) for _ in range(3)]
     states = [_state(agent, seed) for seed in range(3)]
     ctxs = [_ctx(agent, _visit(1, "B", 0), seed=s) for s in range(3)]
-    got = _lockstep(methods, "start_task", states, ctxs)
+    got = [learner for learner, _ in _lockstep(methods, "start_task", states, ctxs)]
     assert Halved.calls == 3
     for state, started in zip(states, got, strict=True):
         assert _leaves_equal(jax.tree.map(lambda p: p / 2, state.params), started.params)
@@ -336,20 +394,22 @@ def test_scratch_reuse_batch_starts_as_each_seed_alone(agent):
     def run(batched: bool) -> list[list[PPOState]]:
         methods = [make_method("scratch-reuse", CONFIG) for _ in range(2)]
         states = [_state(agent, seed) for seed in range(2)]
+        mstates = [m.init(s.params) for m, s in zip(methods, states, strict=True)]
         starts = []
         for visit in visits:
             ctxs = [_ctx(agent, visit, seed=10 * visit.index + s) for s in range(2)]
             if batched:
-                states = _lockstep(methods, "start_task", states, ctxs)
+                started = _lockstep(methods, "start_task", states, ctxs, mstates)
             else:
-                states = [m.start_task(s, c) for m, s, c in
-                          zip(methods, states, ctxs, strict=True)]
+                started = [m.start_task(ms, s, c) for m, ms, s, c in
+                           zip(methods, mstates, states, ctxs, strict=True)]
+            states, mstates = [s for s, _ in started], [ms for _, ms in started]
             # "training": every seed moves its parameters before the visit ends
             states = [s.replace(params=jax.tree.map(lambda p, i=i: p + 0.1 * (i + 1),
                                                     s.params))
                       for i, s in enumerate(states)]
-            for m, s, c in zip(methods, states, ctxs, strict=True):
-                m.end_task(s, c)
+            mstates = [m.end_task(ms, s, c) for m, ms, s, c
+                       in zip(methods, mstates, states, ctxs, strict=True)]
             starts.append(states)
         return starts
 
@@ -388,13 +448,14 @@ def test_telapa_fresh_offers_scratchs_network_and_starts_from_it(agent, monkeypa
                         lambda *a, fresh=None, **k: [choice(f) for f in (fresh or [None, None])])
     visit = _visit(1, "B", 0)
     methods = [make_method(name, CONFIG, key=jax.random.key(s)) for s in (0, 1)]
-    for m in methods:
-        m.archives = {"A": object()}  # selection is replaced: any library will do
     ctxs = [_ctx(agent, visit, seed=7), _ctx(agent, visit, seed=8)]
     states = [_state(agent, 3, methods[0]), _state(agent, 4, methods[1])]
-    (alone,) = _lockstep(methods[:1], "start_task", states[:1], ctxs[:1])
-    together = _lockstep(methods, "start_task", states, ctxs)
-    scratch = [make_method("scratch", CONFIG).start_task(s, c).params
+    # an archive of A (selection is replaced: any library will do)
+    mstates = [m.init(s.params).storing("A").with_parts(**{"archive-0": object()})
+               for m, s in zip(methods, states, strict=True)]
+    (alone,) = _lockstep(methods[:1], "start_task", states[:1], ctxs[:1], mstates[:1])
+    together = _lockstep(methods, "start_task", states, ctxs, mstates)
+    scratch = [_start(make_method("scratch", CONFIG), s, c)[0].params
                for s, c in zip(states, ctxs, strict=True)]
     if name == "telapa":
         assert offered == [None, None, None]
@@ -402,11 +463,12 @@ def test_telapa_fresh_offers_scratchs_network_and_starts_from_it(agent, monkeypa
     assert len(offered) == 3
     for fresh, expected in zip(offered, [scratch[0], *scratch], strict=True):
         assert _leaves_equal(fresh, expected)
-    for started, method, expected in [(alone, methods[0], scratch[0]),
-                                      (together[1], methods[1], scratch[1])]:
+    for (started, mstate), expected in [(alone, scratch[0]), (together[1], scratch[1])]:
         assert _leaves_equal(started.params, expected)
         assert _leaves_equal(started.opt_state, agent.optimizer.init(expected))
-        assert int(method._origin["id"]) == -1 and not np.any(method._origin["lineage"])
-        transfer = [e for e in method.log if e["event"] == "transfer"][-1]
+        origin = mstate.parts["origin"]
+        assert int(origin["id"]) == -1 and not np.any(origin["lineage"])
+        assert mstate.extra_env_steps == 5
+        transfer = [e for e in mstate.log if e["event"] == "transfer"][-1]
         assert (transfer["origin"], transfer["index"], transfer["elite_id"]) == \
             ("fresh", None, -1)

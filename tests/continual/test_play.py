@@ -73,7 +73,7 @@ def test_a_visit_and_an_elite_are_played_from_what_the_run_keeps(telapa_run, qui
     label = f"B:{int(first['elite_id']) & 0xFFFFFF}"
     elite = load_policy(telapa_run, elite=label)
     assert elite.agent.spec.env_id == "MiniGrid-DoorKey-5x5-v0"
-    archive = telapa_run.method.archives["B"]
+    archive = telapa_run.method.archives(telapa_run.state.method)["B"]
     slot = int(np.flatnonzero(np.asarray(archive.elites.elite_id) == first["elite_id"])[0])
     np.testing.assert_array_equal(_flat(elite.params), np.asarray(archive.elites.params[slot]))
     for kwargs, message in [({"visit": "Z"}, "no visit 'Z'; its visits: A, B, A', B'"),

@@ -290,8 +290,9 @@ def test_methods_see_every_evaluation(tmp_path, monkeypatch):
     class Recording(Finetune):
         name = "recording"
 
-        def observe(self, visit, kind, result):
+        def observe(self, mstate, visit, kind, result):
             seen.append((visit.tag, kind, len(result.returns)))
+            return mstate
 
     monkeypatch.setitem(METHODS, "recording", Recording)
     ContinualRun.start(_spec("recording"), tmp_path / "r").run()

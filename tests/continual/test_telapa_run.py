@@ -185,7 +185,7 @@ def test_telapa_encoder_is_drawn_from_the_run_seed(tmp_path):
         spec = RunSpec(load_curriculum("smoke"), "telapa-static", seed, load_run_config(TINY),
                        "tiny")
         run = ContinualRun(spec, RunDir(tmp_path / name))
-        return jax.tree.leaves(run.method.embedding.encoder)
+        return jax.tree.leaves(run.state.method.parts["embedding"].encoder)
 
     one, again, two = encoder(1, "a"), encoder(1, "b"), encoder(2, "c")
     assert all(np.array_equal(x, y) for x, y in zip(one, again, strict=True))
@@ -237,18 +237,18 @@ def test_a_seed_batch_probes_its_seeds_together_as_each_alone(telapa_run, tmp_pa
     path, _ = telapa_run
     log = json.loads((path / "method_log.json").read_text())
     keys = ("updated", "version", "bank_sets")
-    assert [{k: e[k] for k in keys} for e in both.runs[0].method.log
+    assert [{k: e[k] for k in keys} for e in both.runs[0].state.method.log
             if e["event"] == "maintenance"] == [{k: e[k] for k in keys} for e in log
                                                if e["event"] == "maintenance"
                                                and e["visit"] == 0]
     keys = ("archive_size", "d_min", "gate", "env_steps")
-    illuminated = [{k: e[k] for k in keys} for e in both.runs[0].method.log
+    illuminated = [{k: e[k] for k in keys} for e in both.runs[0].state.method.log
                    if e["event"] == "illumination"]
     assert illuminated == [{k: e[k] for k in keys} for e in log
                            if e["event"] == "illumination" and e["visit"] == 0]
     alone = [e for e in json.loads((path / "method_log.json").read_text())
              if e["event"] == "transfer" and e["visit"] == 1]
-    together = [e for e in both.runs[0].method.log if e["event"] == "transfer"]
+    together = [e for e in both.runs[0].state.method.log if e["event"] == "transfer"]
     keys = ("elite_id", "index", "env_steps")
     assert [{k: e[k] for k in keys} for e in together] == [{k: e[k] for k in keys}
                                                           for e in alone]

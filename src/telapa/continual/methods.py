@@ -1,20 +1,25 @@
 """Continual-learning methods as small objects with hooks (paper Sec. 4, App. B).
 
 The continual loop (`telapa.continual.runner`) carries one `PPOState` (parameters,
-optimizer state, regulariser data) across task visits and calls, per visit,
+optimizer state, regulariser data) across task visits, and the method's state, a
+`MethodState` value (policy bank, Fisher, anchors, TeLAPA's archives), beside it. Hooks
+are functions of those values that return the next ones; a method object holds only its
+settings and key and never changes:
 
-    state = method.start_task(state, ctx)   # choose the initialisation
+    mstate = method.init(params)                               # the run's start
+    learner, mstate = method.start_task(mstate, learner, ctx)  # choose the initialisation
+    mstate = method.observe(mstate, visit, kind, result)       # every evaluation
     ... PPO training with ``method.penalty`` added to the loss ...
-    method.end_task(state, ctx)             # store, estimate, snapshot
+    mstate = method.end_task(mstate, learner, ctx)             # store, estimate, snapshot
 
-and at the end evaluates ``method.eval_params(task, state)`` on every task. Hooks are
-written for one seed: a batch of seeds (``telapa run --seeds``) runs every seed's hook in
-lockstep (`telapa.continual.lockstep`), and a hook with a step that has a batched form
-(TeLAPA's probes, illumination and maintenance) yields that step as a request, which the
-lockstep answers for all seeds at once. A method's
-persistent state (policy bank, Fisher, anchors) is a pytree returned by ``state()`` and
-reloaded by ``load_state``; its size is the "stored method state" of the paper's compute
-table. TeLAPA plugs in through the same hooks.
+and at the end evaluates ``method.eval_params(mstate, task, learner)`` on every task.
+Hooks are written for one seed: a batch of seeds (``telapa run --seeds``) runs every
+seed's hook in lockstep (`telapa.continual.lockstep`), and a hook with a step that has a
+batched form (TeLAPA's probes, illumination and maintenance) yields that step as a
+request, which the lockstep answers for all seeds at once. A checkpoint saves the
+`MethodState` as it is (its parts' sizes are the "stored method state" of the paper's
+compute table) and reads it back into `parts_like`'s structure. TeLAPA plugs in through
+the same hooks.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from pydantic import BaseModel, NonNegativeFloat, PositiveInt
 
 from telapa.config import NetworkConfig, StrictModel, UnitInterval
 from telapa.continual.curriculum import Visit
-from telapa.io import PhaseTimer
+from telapa.continual.state import MethodState
 from telapa.rl.agent import Agent
 from telapa.rl.evaluate import EvalResult
 from telapa.rl.fisher import diagonal_fisher
@@ -66,7 +71,17 @@ class TaskContext:
         return self.agent.optimizer.init(params)
 
 
-class Method:
+class _Fixed(type):
+    """Methods' metaclass: an object is fixed (`Method.__setattr__`) once the outermost
+    ``__init__`` of its class has returned."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        method = super().__call__(*args, **kwargs)
+        object.__setattr__(method, "_made", True)
+        return method
+
+
+class Method(metaclass=_Fixed):
     """Finetune: one PPO instance across the sequence, optimizer state kept.
 
     A new method is one subclass with its ``name`` (and ``section`` and ``settings_model``,
@@ -74,7 +89,9 @@ class Method:
     `telapa.continual.builtin.BUILTIN_METHODS`, or a plug-in (`telapa.plugins`). A run
     makes it as ``Method(settings, key=key, eval_episodes=n)``
     (`telapa.continual.registry.make_method`): its own settings section only, its
-    randomness, and the episodes of each evaluation it will observe."""
+    randomness, and the episodes of each evaluation it will observe. What changes during
+    a run is the method's `MethodState`, which every hook takes and returns; the object
+    is fixed once made (a hook that assigns to ``self`` raises `AttributeError`)."""
 
     name: ClassVar[str] = "finetune"
     section: ClassVar[str | None] = None
@@ -114,13 +131,13 @@ class Method:
         self.key = jax.random.key(0) if key is None else key
         """The method's own randomness, drawn from the run seed by the runner (TeLAPA: the
         initial trajectory encoder)."""
-        self.extra_env_steps = 0
-        """Env steps the method spent outside the common PPO budget (paper App. G)."""
-        self.timer = PhaseTimer()
-        """The method's own phases (e.g. TeLAPA's illumination, probes, maintenance)."""
-        self.log: list[dict[str, Any]] = []
-        """JSON records of the method's decisions (e.g. TeLAPA's transfers), saved with
-        every checkpoint and as ``method_log.json``."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self.__dict__.get("_made", False):
+            raise AttributeError(
+                f"{type(self).__name__}.{name}: a method is fixed once made; its hooks "
+                "return the next MethodState instead of assigning to the method")
+        object.__setattr__(self, name, value)
 
     def network(self, network: NetworkConfig) -> NetworkConfig:
         """The network this method trains (DFF changes the activation)."""
@@ -133,46 +150,45 @@ class Method:
         """``PPOState.penalty`` at the start of the run (fixes its structure)."""
         return None
 
-    def start_task(self, state: PPOState, ctx: TaskContext) -> PPOState:
-        """The visit's initial PPO state, from the state the last visit ended with. May be
-        a generator that yields lockstep requests (`telapa.continual.lockstep`)."""
-        if self.reset_optimizer:
-            return state.replace(opt_state=ctx.fresh_optimizer(state.params))
-        return state
+    def init(self, params: Params) -> MethodState:
+        """The method's state at the start of the run (``params``: the run's initial
+        policy): nothing stored, no decision logged."""
+        return MethodState()
 
-    def observe(
-        self, visit: Visit, kind: Literal["pre", "train", "post"], result: EvalResult
-    ) -> None:
+    def start_task(self, mstate: MethodState, learner: PPOState, ctx: TaskContext
+                   ) -> tuple[PPOState, MethodState]:
+        """The visit's initial PPO state, from the one the last visit ended with, and the
+        method's next state. May be a generator that yields lockstep requests
+        (`telapa.continual.lockstep`) and returns them."""
+        if self.reset_optimizer:
+            learner = learner.replace(opt_state=ctx.fresh_optimizer(learner.params))
+        return learner, mstate
+
+    def observe(self, mstate: MethodState, visit: Visit,
+                kind: Literal["pre", "train", "post"], result: EvalResult) -> MethodState:
         """Sees every evaluation of a visit: before training, periodic, and the last one
         (TeLAPA stores these episode sets in its anchor and replay banks)."""
+        return mstate
 
-    def end_task(self, state: PPOState, ctx: TaskContext) -> None:
-        """Called after a visit's post-evaluation. May be a generator that yields lockstep
-        requests (`telapa.continual.lockstep`)."""
+    def end_task(self, mstate: MethodState, learner: PPOState, ctx: TaskContext
+                 ) -> MethodState:
+        """The method's state after a visit (called after its post-evaluation). May be a
+        generator that yields lockstep requests (`telapa.continual.lockstep`)."""
+        return mstate
 
-    def eval_params(self, task: str, state: PPOState) -> Params:
+    def eval_params(self, mstate: MethodState, task: str, learner: PPOState) -> Params:
         """The policy evaluated on ``task`` at the end of the sequence."""
-        return state.params
+        return learner.params
 
-    # Persistent method state, for checkpoints and the compute table: named parts, each
-    # a pytree replaced (not mutated) when it changes, so unchanged parts are not rewritten.
-    def state(self) -> dict[str, Any]:
-        return {}
-
-    def load_state(self, tree: dict[str, Any]) -> None:
-        """Inverse of `state` (``tree`` has the structure `state_like` gives)."""
-
-    def state_like(
+    def parts_like(
         self, params: Params, tasks: list[str], agent_for: Callable[[str], Agent]
     ) -> dict[str, Any]:
-        """A template of `state` after ``tasks`` were stored (for loading checkpoints);
-        ``agent_for(task)`` gives the agent of a task's env."""
-        return {}
+        """The structure of the state's ``parts`` once ``tasks`` were stored (a
+        checkpoint's parts are read into it); ``agent_for(task)`` gives the agent of a
+        task's env. By default the parts of `init`, which storing does not change."""
+        return dict(self.init(params).parts)
 
-    def stored_tasks(self) -> list[str]:
-        return []
-
-    def tables(self) -> dict[str, pd.DataFrame]:
+    def tables(self, mstate: MethodState) -> dict[str, pd.DataFrame]:
         """Method tables written beside the run's own (``NAME.csv``) at every checkpoint,
         e.g. TeLAPA's ``elites``: what reports and ``telapa inspect`` read."""
         return {}
@@ -202,9 +218,10 @@ class Scratch(Method):
     name = "scratch"
     competence_reference = True
 
-    def start_task(self, state: PPOState, ctx: TaskContext) -> PPOState:
+    def start_task(self, mstate: MethodState, learner: PPOState, ctx: TaskContext
+                   ) -> tuple[PPOState, MethodState]:
         params = ctx.init_params(ctx.key)
-        return state.replace(params=params, opt_state=ctx.fresh_optimizer(params))
+        return learner.replace(params=params, opt_state=ctx.fresh_optimizer(params)), mstate
 
 
 class ScratchReuseConfig(StrictModel):
@@ -226,37 +243,30 @@ class ScratchReuse(Scratch):
     section = "scratch_reuse"
     settings_model = ScratchReuseConfig
 
-    def __init__(self, settings: Any = None, **kwargs: Any):
-        super().__init__(settings, **kwargs)
-        self.keep = self.settings.keep
-        self.bank: dict[str, Params] = {}
+    def init(self, params: Params) -> MethodState:
+        return MethodState(parts={"bank": {}})
 
-    def start_task(self, state: PPOState, ctx: TaskContext) -> PPOState:
-        stored = self.bank.get(ctx.visit.task)
+    def start_task(self, mstate: MethodState, learner: PPOState, ctx: TaskContext
+                   ) -> tuple[PPOState, MethodState]:
+        stored = mstate.parts["bank"].get(ctx.visit.task)
         if stored is None:
-            return super().start_task(state, ctx)
-        return state.replace(params=stored, opt_state=ctx.fresh_optimizer(stored))
+            return super().start_task(mstate, learner, ctx)
+        return learner.replace(params=stored, opt_state=ctx.fresh_optimizer(stored)), mstate
 
-    def end_task(self, state: PPOState, ctx: TaskContext) -> None:
-        if self.keep == "latest" or ctx.visit.task not in self.bank:
-            self.bank[ctx.visit.task] = state.params
+    def end_task(self, mstate: MethodState, learner: PPOState, ctx: TaskContext
+                 ) -> MethodState:
+        bank, task = mstate.parts["bank"], ctx.visit.task
+        if self.settings.keep == "first" and task in bank:
+            return mstate
+        return mstate.with_parts(bank={**bank, task: learner.params}).storing(task)
 
-    def eval_params(self, task: str, state: PPOState) -> Params:
-        return self.bank.get(task, state.params)
+    def eval_params(self, mstate: MethodState, task: str, learner: PPOState) -> Params:
+        return mstate.parts["bank"].get(task, learner.params)
 
-    def state(self) -> dict[str, Any]:
-        return {"bank": dict(self.bank)}
-
-    def load_state(self, tree: dict[str, Any]) -> None:
-        self.bank = dict(tree["bank"])
-
-    def state_like(
+    def parts_like(
         self, params: Params, tasks: list[str], agent_for: Callable[[str], Agent]
     ) -> dict[str, Any]:
         return {"bank": {task: params for task in tasks}}
-
-    def stored_tasks(self) -> list[str]:
-        return list(self.bank)
 
 
 @struct.dataclass
@@ -300,10 +310,6 @@ class QuadraticPenalty(FinetuneReset):
 
     penalty = staticmethod(quadratic_penalty)
 
-    def __init__(self, settings: Any = None, **kwargs: Any):
-        super().__init__(settings, **kwargs)
-        self._data: QuadraticData | None = None
-
     @property
     def scale(self) -> float:
         """``c``."""
@@ -317,23 +323,20 @@ class QuadraticPenalty(FinetuneReset):
         return QuadraticData(anchor=anchor, weight=weight,
                              scale=jnp.asarray(self.scale, jnp.float32))
 
+    def _data(self, mstate: MethodState) -> QuadraticData:
+        """The penalty's data of ``mstate`` (its parts ``anchor`` and ``weight``)."""
+        return self._with(mstate.parts["anchor"], mstate.parts["weight"])
+
     def initial_penalty(self, params: Params) -> QuadraticData:
-        self._data = self._with(params, self.initial_weight(params))
-        return self._data
+        return self._with(params, self.initial_weight(params))
 
-    def start_task(self, state: PPOState, ctx: TaskContext) -> PPOState:
-        return super().start_task(state, ctx).replace(penalty=self._data)
+    def init(self, params: Params) -> MethodState:
+        return MethodState(parts={"anchor": params, "weight": self.initial_weight(params)})
 
-    def state(self) -> dict[str, Any]:
-        return {"anchor": self._data.anchor, "weight": self._data.weight}
-
-    def load_state(self, tree: dict[str, Any]) -> None:
-        self._data = self._with(tree["anchor"], tree["weight"])
-
-    def state_like(
-        self, params: Params, tasks: list[str], agent_for: Callable[[str], Agent]
-    ) -> dict[str, Any]:
-        return {"anchor": params, "weight": self.initial_weight(params)}
+    def start_task(self, mstate: MethodState, learner: PPOState, ctx: TaskContext
+                   ) -> tuple[PPOState, MethodState]:
+        learner, mstate = super().start_task(mstate, learner, ctx)
+        return learner.replace(penalty=self._data(mstate)), mstate
 
 
 class L2InitConfig(StrictModel):
@@ -394,11 +397,12 @@ class EWC(QuadraticPenalty):
         return agent.program(("ewc-accumulate", decay), lambda: jax.jit(
             partial(accumulate_quadratic, decay=decay)))
 
-    def end_task(self, state: PPOState, ctx: TaskContext) -> None:
+    def end_task(self, mstate: MethodState, learner: PPOState, ctx: TaskContext
+                 ) -> MethodState:
         steps = self.settings.fisher_steps
-        fisher = diagonal_fisher(ctx.agent, state.params, steps, ctx.key)
-        self._data = self._accumulate(ctx.agent)(self._data, state.params, fisher)
-        self.extra_env_steps += steps
+        fisher = diagonal_fisher(ctx.agent, learner.params, steps, ctx.key)
+        data = self._accumulate(ctx.agent)(self._data(mstate), learner.params, fisher)
+        return mstate.with_parts(anchor=data.anchor, weight=data.weight).spent(steps)
 
 
 class DFF(Finetune):
@@ -425,16 +429,17 @@ class ShrinkPerturb(FinetuneReset):
     section = "shrink_perturb"
     settings_model = ShrinkPerturbConfig
 
-    def start_task(self, state: PPOState, ctx: TaskContext) -> PPOState:
-        state = super().start_task(state, ctx)
+    def start_task(self, mstate: MethodState, learner: PPOState, ctx: TaskContext
+                   ) -> tuple[PPOState, MethodState]:
+        learner, mstate = super().start_task(mstate, learner, ctx)
         if ctx.visit.index == 0:
-            return state
+            return learner, mstate
         settings = self.settings
-        leaves, treedef = jax.tree.flatten(state.params)
+        leaves, treedef = jax.tree.flatten(learner.params)
         keys = jax.random.split(ctx.key, len(leaves))
         shrunk = [
             settings.alpha * p + settings.noise * jax.random.normal(k, p.shape, p.dtype)
             for p, k in zip(leaves, keys, strict=True)
         ]
         params = jax.tree.unflatten(treedef, shrunk)
-        return state.replace(params=params, opt_state=ctx.fresh_optimizer(params))
+        return learner.replace(params=params, opt_state=ctx.fresh_optimizer(params)), mstate

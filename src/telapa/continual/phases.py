@@ -18,8 +18,8 @@ Evaluations are one population evaluation (`Agent.evaluate_batch`). ``size`` pad
 runs to the batch's size (copies of the first, results discarded), so that a batch whose
 seeds lag after a resume runs the programs it has compiled. The elapsed time is shared
 equally among the runs' timers. What a phase reads of a run is `PhaseRun`
-(`telapa.continual.runner.ContinualRun` is one); besides its state, only the method's
-hooks change anything (the method object, until its hooks return its state).
+(`telapa.continual.runner.ContinualRun` is one); what changes is its state only (the
+method's hooks take and return the state's `MethodState`).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from telapa.continual.spec import Phase, RunSpec
 from telapa.continual.state import RunState
 from telapa.continual.tracking import RunTracker
 from telapa.continual.trainlog import TRAIN_COLUMNS, visit_start
+from telapa.io import PhaseTimer
 from telapa.rl.agent import Agent, Metrics, TrainState, stack_states, unstack_states
 from telapa.rl.evaluate import EvalResult
 
@@ -101,17 +102,18 @@ def start_visit(runs: list[PhaseRun], phase: Phase, size: int | None = None
     for run in runs:
         run.progress.visit(visit, run.spec.budget(visit), 0)
     start = time.perf_counter()
-    learners = run_hooks(
-        [partial(run.method.start_task, run.state.learner,
-                 run.context(visit, agent, "start")) for run in runs],
-        [run.method.timer for run in runs])
+    timers = [PhaseTimer() for _ in runs]
+    started = run_hooks(
+        [partial(run.method.start_task, run.state.method, run.state.learner,
+                 run.context(visit, agent, "start")) for run in runs], timers)
     states = _share([run.state for run in runs], "method", start)
-    states = [state.replace(learner=learner,
+    states = [state.replace(learner=learner, method=mstate.timed(timer.totals),
                             train_state=agent.start(learner, run.episodes_key(visit)),
                             train_rows=())
-              for run, state, learner in zip(runs, states, learners, strict=True)]
-    for run, learner in zip(runs, learners, strict=True):
-        run.dir.save_policy(visit.index, learner.params, "start")
+              for run, state, (learner, mstate), timer
+              in zip(runs, states, started, timers, strict=True)]
+    for run, state in zip(runs, states, strict=True):
+        run.dir.save_policy(visit.index, state.learner.params, "start")
     start = time.perf_counter()
     results = _evaluate(agent, [state.learner.params for state in states],
                         lead.spec.config.eval_episodes,
@@ -184,10 +186,12 @@ def end_visit(runs: list[PhaseRun], phase: Phase, size: int | None = None
     visit = lead.visits[phase.visit]
     agent = lead.agent(visit)
     start = time.perf_counter()
-    run_hooks([partial(run.method.end_task, run.state.learner,
-                       run.context(visit, agent, "end")) for run in runs],
-              [run.method.timer for run in runs])
-    states = _share([run.state for run in runs], "method", start)
+    timers = [PhaseTimer() for _ in runs]
+    ended = run_hooks([partial(run.method.end_task, run.state.method, run.state.learner,
+                               run.context(visit, agent, "end")) for run in runs], timers)
+    states = [state.replace(method=mstate.timed(timer.totals)) for state, mstate, timer
+              in zip(_share([run.state for run in runs], "method", start), ended, timers,
+                     strict=True)]
     for run, state in zip(runs, states, strict=True):
         train = pd.DataFrame([dict(row) for row in state.train_rows])
         run.dir.write_visit_train(visit.index, visit.tag, train)
@@ -206,7 +210,7 @@ def final_evaluation(runs: list[PhaseRun], phase: Phase, size: int | None = None
     for i, (task, visit, _) in enumerate(lead.final_tasks()):
         results = _evaluate(
             lead.agent(visit),
-            [run.method.eval_params(task, state.learner)
+            [run.method.eval_params(state.method, task, state.learner)
              for run, state in zip(runs, states, strict=True)],
             lead.spec.config.final_eval_episodes, [run.final_tasks()[i][2] for run in runs],
             size, features=False)

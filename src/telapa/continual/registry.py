@@ -77,6 +77,7 @@ def register_method(method: type[Method]) -> type[Method]:
     if known is not None and known is not method:
         raise PluginError(f"two methods are named {name!r}: {_qualname(known)} and "
                           f"{_qualname(method)}")
+    check_hooks(method)
     section, model = method.section, method.settings_model
     if section is not None:
         builtin = builtin_section(section)
@@ -88,6 +89,45 @@ def register_method(method: type[Method]) -> type[Method]:
                               "(a pydantic model of its settings)")
     METHODS[name] = method
     return method
+
+
+HOOKS = {
+    "start_task": "start_task(self, mstate, learner, ctx) -> (learner, mstate)",
+    "observe": "observe(self, mstate, visit, kind, result) -> mstate",
+    "end_task": "end_task(self, mstate, learner, ctx) -> mstate",
+    "eval_params": "eval_params(self, mstate, task, learner) -> params",
+    "tables": "tables(self, mstate) -> dict of DataFrames",
+}
+"""Each hook a method may override, with its signature (`Method`)."""
+
+FORMER_STATE = {"state": "init(self, params) -> MethodState",
+                "load_state": "nothing: the checkpoint saves the MethodState itself",
+                "state_like": "parts_like(self, params, tasks, agent_for) -> parts",
+                "stored_tasks": "MethodState.storing(task)"}
+"""The former persistent-state methods, each with what replaces it."""
+
+
+def check_hooks(method: type[Method]) -> None:
+    """`PluginError` naming every hook of ``method`` written for the former API (hooks
+    that changed the method object): one taking fewer positional arguments than its
+    `HOOKS` signature, or a former state method (`FORMER_STATE`)."""
+    problems = []
+    for hook, signature in HOOKS.items():
+        params = [p for p in inspect.signature(getattr(method, hook)).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        expected = signature.split(")")[0].count(",") + 1
+        if len(params) < expected:
+            problems.append(f"{hook}({', '.join(p.name for p in params[1:])}) should be "
+                            f"{signature}")
+    for old, replacement in FORMER_STATE.items():
+        if any(old in vars(cls) for cls in method.__mro__ if cls is not object):
+            problems.append(f"{old}() is replaced by {replacement}")
+    if problems:
+        raise PluginError(
+            f"method class {_qualname(method)} is written for the former hooks: a method's "
+            "hooks now take its state (a MethodState) and return the next one, and the "
+            "method object never changes (docs/extending.md, 'Your own method'): "
+            + "; ".join(problems))
 
 
 def find_method(name: str) -> type[Method]:
@@ -156,5 +196,6 @@ def bind_method(config: RunConfig, name: str) -> RunConfig:
     return config.model_copy(update={"methods": config.methods.with_section(section)})
 
 
-__all__ = ["BUILTIN_METHODS", "METHODS", "METHOD_SECTIONS", "MethodsConfig", "bind_method",
-           "find_method", "make_method", "method_names", "method_section", "register_method"]
+__all__ = ["BUILTIN_METHODS", "HOOKS", "METHODS", "METHOD_SECTIONS", "MethodsConfig",
+           "bind_method", "check_hooks", "find_method", "make_method", "method_names",
+           "method_section", "register_method"]

@@ -42,9 +42,9 @@ from telapa.continual.registry import make_method
 from telapa.continual.rundir import RunDir, RunDirError
 from telapa.continual.runtables import records_tables
 from telapa.continual.spec import Phase, RunSpec, resolve_spec
-from telapa.continual.state import MethodState, RunState
+from telapa.continual.state import RunState
 from telapa.continual.tracking import RunTracker, Tracking
-from telapa.io import CheckpointError, PhaseTimer, dir_size_bytes, tree_nbytes
+from telapa.io import CheckpointError, dir_size_bytes, tree_nbytes
 from telapa.io.stop import raise_pending
 from telapa.metrics import best_sr, competence_targets, run_metrics
 from telapa.metrics.rates import as_exact
@@ -94,7 +94,7 @@ class ContinualRun:
         first = self.agent(self.visits[0])
         params = first.policy.init(self._init_key)
         learner = first.fresh_ppo(params, self.method.initial_penalty(params))
-        self.state = RunState(learner=learner, method=method_state(self.method))
+        self.state = RunState(learner=learner, method=self.method.init(params))
         """The run at its last phase boundary (`telapa.continual.state`)."""
         self.tracker = RunTracker()
         """Live curves (`telapa.continual.tracking`): TensorBoard in the run directory and
@@ -140,7 +140,7 @@ class ContinualRun:
         except BaseException:
             self.dir.unlock()
             raise
-        self._tracked_events = len(self.method.log)
+        self._tracked_events = len(self.state.method.log)
 
     @classmethod
     def resume(cls, path: str | Path, progress: Progress | None = None, *,
@@ -250,20 +250,20 @@ class ContinualRun:
 
     def commit_phase(self, state: RunState, clock: Clock) -> None:
         """Takes ``state``, the run after its current phase, as the run's: the phase
-        marked done, the method's state and the clock's reading (``clock()``: the run's
+        marked done, the clock's reading (``clock()``: the run's
         wall seconds and peak memory so far, `telapa.continual.driver`) taken in, the
         phase logged to the trackers and its checkpoint committed."""
         phase = self.phases[state.next_phase]
         wall_s, peak = clock()
         state = state.replace(next_phase=state.next_phase + 1, wall_s=wall_s,
-                              peak_rss=max(state.peak_rss, peak),
-                              method=method_state(self.method))
+                              peak_rss=max(state.peak_rss, peak))
         # the phase is logged before its checkpoint: a resume from that checkpoint logs
         # again exactly what was logged after it (`RunTracker.mark`)
         method_times = {f"method/{k}": v for k, v in state.method.timer.items()}
         self.tracker.phase({**state.timer, **method_times},
-                           self.method.log[self._tracked_events:], state.global_step)
-        self._tracked_events = len(self.method.log)
+                           [dict(e) for e in state.method.log[self._tracked_events:]],
+                           state.global_step)
+        self._tracked_events = len(state.method.log)
         self.tracker.flush()
         if not self._checkpointable(phase):
             self.state = state
@@ -299,7 +299,7 @@ class ContinualRun:
     def record_start(self, state: RunState, visit: Visit, result: EvalResult) -> RunState:
         """``state`` with the visit's pre-evaluation taken in: `observe`, the visit's
         record, its curve point."""
-        self.method.observe(visit, "pre", result)
+        state = state.replace(method=self.method.observe(state.method, visit, "pre", result))
         records = state.records.add("visits", {
             "visit": visit.index, "tag": visit.tag, "task": visit.task,
             "env_id": visit.env_id, "cycle": visit.cycle, "budget": self.spec.budget(visit),
@@ -347,7 +347,8 @@ class ContinualRun:
         state = state.replace(train_state=trained, learner=trained.ppo,
                               global_step=global_step, train_rows=state.train_rows + rows)
         state = self._add_curve_point(state, visit, steps, result)
-        self.method.observe(visit, "post" if steps >= budget else "train", result)
+        state = state.replace(method=self.method.observe(
+            state.method, visit, "post" if steps >= budget else "train", result))
         return state.replace(records=state.records.update_visit(
             post_sr=result.sr, post_return=result.mean_return, train_steps=steps,
             end_global_step=global_step, post_successes=result.successes,
@@ -435,44 +436,28 @@ class ContinualRun:
     def _write_records(self) -> None:
         """The run's tables and method log as of its last phase (after each checkpoint,
         and when it finishes)."""
-        self.dir.write_tables({**self.tables(), **self.method.tables()})
-        self.dir.write_method_log(self.method.log)
+        self.dir.write_tables({**self.tables(), **self.method.tables(self.state.method)})
+        self.dir.write_method_log([dict(event) for event in self.state.method.log])
 
     def restore_checkpoint(self, folder: Path) -> None:
         """Makes this run (as made from its spec) the one the checkpoint ``folder`` holds:
         its `RunState` (`CheckpointStore.load_run`; mid-visit, with the visit's
-        `TrainState`) and its method's state. `RunDirError` and `CheckpointError` name
+        `TrainState`). `RunDirError` and `CheckpointError` name
         what does not match; the run is unchanged then."""
         store = self.dir.checkpoints
         state = store.load_run(
             folder, self.state, phases=len(self.phases),
-            method_like=lambda tasks, learner: self.method.state_like(
+            method_like=lambda tasks, learner: self.method.parts_like(
                 learner.params, tasks, self._agent_for_task))
         if self._mid_visit(state):
             visit = self.visits[self.phases[state.next_phase].visit]
             fresh = self.agent(visit).start(state.learner, self.episodes_key(visit))
             saved = store.train_state(folder, fresh)
             state = state.replace(train_state=fresh if saved is None else saved)
-        restore_method(self.method, state.method)
         self.state = state
         self.progress.note(
             f"resumed at {self.phases[state.next_phase].describe(self.visits)}"
             if not self.complete else "run already complete")
 
 
-def method_state(method: Method) -> MethodState:
-    """What ``method`` is now, as a value (`MethodState`)."""
-    return MethodState(parts=method.state(), stored_tasks=tuple(method.stored_tasks()),
-                       log=tuple(method.log), extra_env_steps=int(method.extra_env_steps),
-                       timer=dict(method.timer.totals))
-
-
-def restore_method(method: Method, state: MethodState) -> None:
-    """Makes ``method`` what ``state`` says it was (a checkpoint's, `method_state`)."""
-    method.load_state(dict(state.parts))
-    method.extra_env_steps = state.extra_env_steps
-    method.log = [dict(event) for event in state.log]
-    method.timer = PhaseTimer.from_totals(state.timer)
-
-
-__all__ = ["ContinualRun", "Progress", "RunError", "RunState", "method_state", "restore_method"]
+__all__ = ["ContinualRun", "Progress", "RunError", "RunState"]

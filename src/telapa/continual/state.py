@@ -71,16 +71,49 @@ class Records:
 
 @dataclass(frozen=True)
 class MethodState:
-    """A method's state at a phase boundary: its named parts (`Method.state`: pytrees,
-    each replaced, not mutated, when it changes), the tasks it stored, its decisions
-    (``log``, JSON records), the env steps it spent outside the PPO budget and the
-    seconds of its own phases."""
+    """A method's state: the value its hooks take and return
+    (`telapa.continual.methods.Method`; the method object itself holds only its
+    settings and key). Its named ``parts`` are pytrees (a bank, a Fisher, an anchor,
+    TeLAPA's archives), each replaced, never mutated, when it changes, so a checkpoint
+    rewrites only what changed and their size is the "stored method state" of the
+    paper's compute table; ``stored_tasks`` are the tasks it stored, in the order it
+    first stored them; ``log`` its decisions (JSON records); ``extra_env_steps`` the env
+    steps it spent outside the PPO budget (paper App. G); ``timer`` the seconds of its
+    own phases."""
 
     parts: Mapping[str, Any] = field(default_factory=dict)
     stored_tasks: tuple[str, ...] = ()
     log: tuple[Mapping[str, Any], ...] = ()
     extra_env_steps: int = 0
     timer: Mapping[str, float] = field(default_factory=dict)
+
+    def replace(self, **changes: Any) -> MethodState:
+        return dataclasses.replace(self, **changes)
+
+    def with_parts(self, **parts: Any) -> MethodState:
+        """This state with the named ``parts`` set (the others kept)."""
+        return self.replace(parts={**self.parts, **parts})
+
+    def storing(self, task: str) -> MethodState:
+        """This state with ``task`` among its stored tasks (appended if new)."""
+        if task in self.stored_tasks:
+            return self
+        return self.replace(stored_tasks=(*self.stored_tasks, task))
+
+    def logged(self, event: Mapping[str, Any]) -> MethodState:
+        """This state with ``event`` appended to its log."""
+        return self.replace(log=(*self.log, dict(event)))
+
+    def spent(self, env_steps: int) -> MethodState:
+        """This state with ``env_steps`` more spent outside the PPO budget."""
+        return self.replace(extra_env_steps=self.extra_env_steps + int(env_steps))
+
+    def timed(self, times: Mapping[str, float]) -> MethodState:
+        """This state with the seconds of ``times`` (phase -> seconds) added."""
+        timer = dict(self.timer)
+        for phase, seconds in times.items():
+            timer[phase] = timer.get(phase, 0.0) + seconds
+        return self.replace(timer=timer)
 
 
 @dataclass(frozen=True)

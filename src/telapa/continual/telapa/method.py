@@ -30,6 +30,7 @@ from pydantic import Field
 from telapa.config import StrictModel
 from telapa.continual.curriculum import Visit
 from telapa.continual.methods import Method, TaskContext
+from telapa.continual.state import MethodState
 from telapa.continual.telapa.banks import EpisodeBanks, bank_seq, store
 from telapa.continual.telapa.embedding import EmbeddingState
 from telapa.continual.telapa.illumination import (
@@ -43,6 +44,7 @@ from telapa.continual.telapa.maintenance import (
     fit_initial_normalizer,
 )
 from telapa.continual.telapa.transfer import OriginRequest, TransferChoice
+from telapa.io import PhaseTimer
 from telapa.latent.config import LatentConfig
 from telapa.qd.archive import Archive, init_archive
 from telapa.qd.config import QDConfig
@@ -72,6 +74,12 @@ class TeLAPAConfig(StrictModel):
 
 
 class TeLAPA(Method):
+    """TeLAPA (module docstring). Its state's parts: one archive per stored task
+    (``archive-<tag>``, the tag the task's index among ``stored_tasks``, the base tag of
+    Algorithm TeLAPA), the latent space ``embedding`` (E_t and N_t), the episode
+    ``banks`` and the ``origin`` of the visit's PPO start (the elite's id and lineage
+    bitmask)."""
+
     name = "telapa"
     section = "telapa"
     settings_model = TeLAPAConfig
@@ -82,40 +90,40 @@ class TeLAPA(Method):
 
     def __init__(self, settings: TeLAPAConfig | None = None, **kwargs: Any):
         super().__init__(settings, **kwargs)
-        latent = self.settings.latent
-        self.embedding = EmbeddingState.create(self.key, latent)
-        """E_0: a random encoder drawn from the run seed (TeLAPA-Static keeps it)."""
-        self.banks = EpisodeBanks.create(
-            float16_codec(latent.feature_dim), episodes=min(BANK_EPISODES, self.eval_episodes),
-            t_max=latent.t_max,
-        )
-        self.archives: dict[str, Archive] = {}
-        self.tags: list[str] = []
-        """Archive tag index -> task (base tag of Algorithm TeLAPA)."""
         self.words = lineage_words(MAX_VISITS)
-        self._origin = self._no_origin()
-        """The elite this visit's PPO started from: its id and lineage bitmask."""
+
+    def init(self, params: Params) -> MethodState:
+        """No archive; E_0, a random encoder drawn from the method's key (TeLAPA-Static
+        keeps it); empty banks; no origin."""
+        latent = self.settings.latent
+        banks = EpisodeBanks.create(
+            float16_codec(latent.feature_dim), episodes=min(BANK_EPISODES, self.eval_episodes),
+            t_max=latent.t_max)
+        return MethodState(parts={"embedding": EmbeddingState.create(self.key, latent),
+                                  "banks": banks, "origin": self._no_origin()})
 
     def _no_origin(self) -> dict[str, np.ndarray]:
         return {"id": np.int32(-1), "lineage": lineage_from_visits((), self.words)}
 
-    def _tag(self, task: str) -> int:
-        if task not in self.tags:
-            self.tags.append(task)
-        return self.tags.index(task)
+    @staticmethod
+    def archives(mstate: MethodState) -> dict[str, Archive]:
+        """The archive of each stored task, in the order the tasks were stored."""
+        return {task: mstate.parts[f"archive-{tag}"]
+                for tag, task in enumerate(mstate.stored_tasks)}
 
-    def start_task(self, state: PPOState, ctx: TaskContext):
+    def start_task(self, mstate: MethodState, learner: PPOState, ctx: TaskContext):
         """FewShotSelectElite over the archives (a lockstep `OriginRequest`: a batch's
-        seeds probe as one batch), or scratch's ``state`` before the first archive."""
+        seeds probe as one batch), or scratch's ``learner`` before the first archive."""
         self._check_visit(ctx)
         choice = None
-        if self.archives:
+        archives = self.archives(mstate)
+        if archives:
             choice = yield OriginRequest(
-                ctx.agent, list(self.archives.values()), self.settings.qd.transfer,
+                ctx.agent, list(archives.values()), self.settings.qd.transfer,
                 key=ctx.key, rollout_key=self._probe_rollout_key(ctx),
-                penalty=state.penalty, fresh=self._fresh(ctx),
+                penalty=learner.penalty, fresh=self._fresh(ctx),
                 progress=ctx.report("probes"))
-        return self._start_from(state, ctx, choice)
+        return self._start_from(mstate, learner, ctx, choice)
 
     @classmethod
     def _fresh(cls, ctx: TaskContext) -> Params | None:
@@ -132,119 +140,113 @@ class TeLAPA(Method):
         if ctx.visit.index >= MAX_VISITS:
             raise ValueError(f"TeLAPA lineage records hold {MAX_VISITS} visits")
 
-    def _start_from(self, state: PPOState, ctx: TaskContext,
-                    choice: TransferChoice | None) -> PPOState:
-        """The visit's start: the chosen elite's archived weights (scratch's ``state``
+    def _start_from(self, mstate: MethodState, learner: PPOState, ctx: TaskContext,
+                    choice: TransferChoice | None) -> tuple[PPOState, MethodState]:
+        """The visit's start: the chosen elite's archived weights (scratch's ``learner``
         params without a choice) with a fresh optimizer; the origin and the transfer
         record."""
-        params = state.params
-        self._origin = self._no_origin()
+        params = learner.params
+        origin = self._no_origin()
         if choice is not None:
-            self.extra_env_steps += choice.env_steps
             params = choice.params
             if choice.origin == "elite":
-                self._origin = {"id": np.int32(choice.elite_id),
-                                "lineage": lineage_from_visits(choice.lineage, self.words)}
-            self.log.append({"event": "transfer", **choice.record(), "visit": ctx.visit.index,
-                             "visit_tag": ctx.visit.tag})
-        return state.replace(params=params, opt_state=ctx.fresh_optimizer(params))
+                origin = {"id": np.int32(choice.elite_id),
+                          "lineage": lineage_from_visits(choice.lineage, self.words)}
+            mstate = mstate.spent(choice.env_steps).logged(
+                {"event": "transfer", **choice.record(), "visit": ctx.visit.index,
+                 "visit_tag": ctx.visit.tag})
+        learner = learner.replace(params=params, opt_state=ctx.fresh_optimizer(params))
+        return learner, mstate.with_parts(origin=origin)
 
-    def observe(
-        self, visit: Visit, kind: Literal["pre", "train", "post"], result: EvalResult
-    ) -> None:
-        if self.maintain_latent or not self.embedding.has_normalizer:
-            self.banks = store(
-                self.banks, result.features, result.lengths, result.sr, visit.index,
-                anchor_threshold=self.settings.latent.anchor_sr_threshold,
-            )
+    def observe(self, mstate: MethodState, visit: Visit,
+                kind: Literal["pre", "train", "post"], result: EvalResult) -> MethodState:
+        if not (self.maintain_latent or not mstate.parts["embedding"].has_normalizer):
+            return mstate
+        return mstate.with_parts(banks=store(
+            mstate.parts["banks"], result.features, result.lengths, result.sr, visit.index,
+            anchor_threshold=self.settings.latent.anchor_sr_threshold))
 
-    def end_task(self, state: PPOState, ctx: TaskContext):
+    def end_task(self, mstate: MethodState, learner: PPOState, ctx: TaskContext):
         """N_0 before the first archive, BuildArchive or RefreshArchive (a lockstep
         request: a batch's seeds illuminate together, `illuminate_seeds`), then
         BoundaryMaintenance (TeLAPA only; a lockstep `MaintenanceRequest`)."""
-        illumination, maintenance_key = self._before_illumination(ctx)
-        with self.timer.phase("illumination"):
-            run = Illumination(ctx.agent, state.params, **illumination)
+        timer = PhaseTimer()
+        mstate, illumination, maintenance_key = self._before_illumination(mstate, ctx, timer)
+        with timer.phase("illumination"):
+            run = Illumination(ctx.agent, learner.params, **illumination)
         archive, log = yield run
-        self._keep_archive(ctx, archive, log)
+        mstate = self._keep_archive(mstate, ctx, archive, log)
         if self.maintain_latent:
             maintained = yield MaintenanceRequest(
-                self.embedding, self.banks, self.archives, self.settings.latent,
-                key=maintenance_key, progress=ctx.report("maintenance"))
-            self._maintained(ctx, *maintained)
+                mstate.parts["embedding"], mstate.parts["banks"], self.archives(mstate),
+                self.settings.latent, key=maintenance_key, progress=ctx.report("maintenance"))
+            mstate = self._maintained(mstate, ctx, *maintained)
+        return mstate.timed(timer.totals)
 
-    def _before_illumination(self, ctx: TaskContext) -> tuple[dict[str, Any], jax.Array]:
+    def _before_illumination(self, mstate: MethodState, ctx: TaskContext, timer: PhaseTimer
+                             ) -> tuple[MethodState, dict[str, Any], jax.Array]:
         """N_0 before the first archive; the keyword arguments of this task end's
         `Illumination` (BuildArchive or RefreshArchive, with the injection pool) and the
         maintenance key."""
         qd, latent = self.settings.qd, self.settings.latent
         task = ctx.visit.task
         illumination_key, maintenance_key, normalizer_key = jax.random.split(ctx.key, 3)
-        if not self.embedding.has_normalizer:
+        embedding, banks = mstate.parts["embedding"], mstate.parts["banks"]
+        if not embedding.has_normalizer:
             # the first archive's units: N_0 fit on this task's evaluations (both variants)
-            with self.timer.phase("maintenance"):
-                self.embedding = fit_initial_normalizer(
-                    self.embedding, self.banks, config=latent, key=normalizer_key
-                )
-            self.log.append({"event": "normalizer", "visit": ctx.visit.index,
-                             "normalizer_id": self.embedding.normalizer_id,
-                             "bank_sets": len(bank_seq(self.banks))})
-        others = [a for t, a in self.archives.items() if t != task]
+            with timer.phase("maintenance"):
+                embedding = fit_initial_normalizer(embedding, banks, config=latent,
+                                                   key=normalizer_key)
+            mstate = mstate.with_parts(embedding=embedding).logged(
+                {"event": "normalizer", "visit": ctx.visit.index,
+                 "normalizer_id": embedding.normalizer_id, "bank_sets": len(bank_seq(banks))})
+        archives = self.archives(mstate)
+        others = [a for t, a in archives.items() if t != task]
         pool = union(others) if qd.injection.p_inj > 0 and others else None
+        mstate = mstate.storing(task)
+        origin = mstate.parts["origin"]
         illumination = dict(
-            visit=ctx.visit.index, tag=self._tag(task), embedding=self.embedding,
+            visit=ctx.visit.index, tag=mstate.stored_tasks.index(task), embedding=embedding,
             latent_config=latent, qd_config=qd, key=illumination_key,
             iterations=qd.illumination.iterations, batch_size=qd.illumination.batch_size,
-            initial_archive=self.archives.get(task), parent_id=int(self._origin["id"]),
-            lineage=self._origin["lineage"], pool=pool, progress=ctx.report("illumination"),
+            initial_archive=archives.get(task), parent_id=int(origin["id"]),
+            lineage=origin["lineage"], pool=pool, progress=ctx.report("illumination"),
         )
-        return illumination, maintenance_key
+        return mstate, illumination, maintenance_key
 
-    def _keep_archive(self, ctx: TaskContext, archive: Archive, log: IlluminationLog) -> None:
+    def _keep_archive(self, mstate: MethodState, ctx: TaskContext, archive: Archive,
+                      log: IlluminationLog) -> MethodState:
         """The task's new archive and the illumination's record."""
-        self.archives[ctx.visit.task] = archive
-        self.extra_env_steps += log.env_steps
-        self.log.append({"event": "illumination", "visit": ctx.visit.index,
-                         "visit_tag": ctx.visit.tag, "archive_size": int(archive.size),
-                         "d_min": float(archive.d_min), "gate": log.gate,
-                         "env_steps": log.env_steps, "wall_s": log.wall_s,
-                         **log.counts()})
+        tag = mstate.stored_tasks.index(ctx.visit.task)
+        return mstate.with_parts(**{f"archive-{tag}": archive}).spent(log.env_steps).logged(
+            {"event": "illumination", "visit": ctx.visit.index, "visit_tag": ctx.visit.tag,
+             "archive_size": int(archive.size), "d_min": float(archive.d_min),
+             "gate": log.gate, "env_steps": log.env_steps, "wall_s": log.wall_s,
+             **log.counts()})
 
-    def _maintained(self, ctx: TaskContext, embedding: EmbeddingState,
-                    archives: dict[str, Archive], log: MaintenanceLog) -> None:
+    @staticmethod
+    def _maintained(mstate: MethodState, ctx: TaskContext, embedding: EmbeddingState,
+                    archives: dict[str, Archive], log: MaintenanceLog) -> MethodState:
         """Takes BoundaryMaintenance's E_t and archives, and its record."""
-        self.embedding, self.archives = embedding, archives
-        self.log.append({"event": "maintenance", "visit": ctx.visit.index,
-                         "updated": log.updated, "version": log.version,
-                         "normalizer_id": log.normalizer_id, "bank_sets": log.bank_sets})
+        tags = {task: tag for tag, task in enumerate(mstate.stored_tasks)}
+        return mstate.with_parts(
+            embedding=embedding, **{f"archive-{tags[t]}": a for t, a in archives.items()}
+        ).logged({"event": "maintenance", "visit": ctx.visit.index, "updated": log.updated,
+                  "version": log.version, "normalizer_id": log.normalizer_id,
+                  "bank_sets": log.bank_sets})
 
-    # --- persistent state ---------------------------------------------------------------
+    # --- checkpoints and tables ----------------------------------------------------------
 
-    def state(self) -> dict[str, Any]:
-        archives = {f"archive-{self.tags.index(t)}": a for t, a in self.archives.items()}
-        return {**archives, "embedding": self.embedding, "banks": self.banks,
-                "origin": self._origin}
-
-    def load_state(self, tree: dict[str, Any]) -> None:
-        self.archives = {t: tree[f"archive-{i}"] for i, t in enumerate(self.tags)}
-        self.embedding, self.banks = tree["embedding"], tree["banks"]
-        self._origin = {k: np.asarray(v) for k, v in tree["origin"].items()}
-
-    def stored_tasks(self) -> list[str]:
-        return list(self.tags)
-
-    def tables(self) -> dict[str, pd.DataFrame]:
-        frames = [archive_frame(a, task=t) for t, a in self.archives.items()]
+    def tables(self, mstate: MethodState) -> dict[str, pd.DataFrame]:
+        frames = [archive_frame(a, task=t) for t, a in self.archives(mstate).items()]
         return {"elites": pd.concat(frames, ignore_index=True)} if frames else {}
 
-    def state_like(
+    def parts_like(
         self, params: Params, tasks: list[str], agent_for: Callable[[str], Agent]
     ) -> dict[str, Any]:
-        self.tags = list(tasks)
         archives = {f"archive-{i}": self._archive_like(params, agent_for(task), i)
                     for i, task in enumerate(tasks)}
-        return {**archives, "embedding": self.embedding, "banks": self.banks,
-                "origin": self._no_origin()}
+        return {**archives, **self.init(params).parts}
 
     def _archive_like(self, params: Params, agent: Agent, tag: int) -> Archive:
         qd, latent = self.settings.qd, self.settings.latent
