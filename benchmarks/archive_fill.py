@@ -33,12 +33,12 @@ import time
 import jax
 import numpy as np
 
+from telapa.continual.methods.telapa.banks import EpisodeBanks, store
+from telapa.continual.methods.telapa.embedding import EmbeddingState
+from telapa.continual.methods.telapa.illumination import illuminate
+from telapa.continual.methods.telapa.maintenance import fit_initial_normalizer
+from telapa.continual.methods.telapa.method import BANK_EPISODES
 from telapa.continual.preset import load_run_config
-from telapa.continual.telapa.banks import EpisodeBanks, store
-from telapa.continual.telapa.embedding import EmbeddingState
-from telapa.continual.telapa.illumination import illuminate
-from telapa.continual.telapa.maintenance import fit_initial_normalizer
-from telapa.continual.telapa.method import BANK_EPISODES
 from telapa.qd import InsertStatus, float16_codec
 from telapa.rl import PPOTrainer
 

@@ -187,7 +187,7 @@ def bench_candidates(candidates: int, env_id: str, trainer=None, backend: str = 
         return {**result, "name": result["name"] + "-jitact"}
     import jax
 
-    from telapa.continual.telapa.illumination import evaluate_population
+    from telapa.continual.methods.telapa.illumination import evaluate_population
     from telapa.rl import PPOTrainer
     from telapa.rl.networks import flatten_params
 

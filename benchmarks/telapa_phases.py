@@ -43,12 +43,16 @@ import jax
 import jax.numpy as jnp
 from env_throughput import FULL, QUICK, farama_throughput, machine_info
 
+from telapa.continual.methods.telapa.banks import EpisodeBanks, fit_episodes, store
+from telapa.continual.methods.telapa.embedding import EmbeddingState
+from telapa.continual.methods.telapa.illumination import (
+    PopulationEval,
+    evaluate_population,
+    illuminate,
+)
+from telapa.continual.methods.telapa.maintenance import fit_initial_normalizer, maintain
+from telapa.continual.methods.telapa.transfer import select_transfer_origin
 from telapa.continual.preset import load_run_config
-from telapa.continual.telapa.banks import EpisodeBanks, fit_episodes, store
-from telapa.continual.telapa.embedding import EmbeddingState
-from telapa.continual.telapa.illumination import PopulationEval, evaluate_population, illuminate
-from telapa.continual.telapa.maintenance import fit_initial_normalizer, maintain
-from telapa.continual.telapa.transfer import select_transfer_origin
 from telapa.io import MemoryMonitor, write_json_atomic
 from telapa.qd import float16_codec
 from telapa.qd.archive import Archive

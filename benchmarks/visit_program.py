@@ -73,12 +73,12 @@ from batch_training import train_batch
 from machine import cpu_model
 
 from telapa.continual.methods import TaskContext
+from telapa.continual.methods.telapa.banks import EpisodeBanks, store
+from telapa.continual.methods.telapa.embedding import EmbeddingState
+from telapa.continual.methods.telapa.illumination import Illumination, illuminate, illuminate_seeds
+from telapa.continual.methods.telapa.maintenance import maintain, maintain_seeds
 from telapa.continual.preset import load_run_config
 from telapa.continual.registry import make_method
-from telapa.continual.telapa.banks import EpisodeBanks, store
-from telapa.continual.telapa.embedding import EmbeddingState
-from telapa.continual.telapa.illumination import Illumination, illuminate, illuminate_seeds
-from telapa.continual.telapa.maintenance import maintain, maintain_seeds
 from telapa.envs.base import AutoReset, AutoResetState
 from telapa.jaxcache import ENV_VAR, enable_persistent_cache
 from telapa.qd.trajectories import float16_codec

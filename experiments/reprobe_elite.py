@@ -22,8 +22,8 @@ import time
 import jax
 import numpy as np
 
+from telapa.continual.methods.telapa.transfer import probe
 from telapa.continual.runner import ContinualRun
-from telapa.continual.telapa.transfer import probe
 from telapa.rl.agent import episodes_key
 from telapa.rl.networks import flatten_params
 

@@ -38,3 +38,21 @@ def test_run_presets_are_complete_without_importing_the_registry():
 def test_the_gaussian_entropy_constant_is_log_2_pi_e_in_float32():
     # 1 + log(2 pi) = 1 + 1.8378770664093453, rounded to float32 as jnp.log gave it
     assert _LOG_2PI_E == float(np.float32(2.8378770664093453)) == 2.837877035140991
+
+
+def test_the_former_telapa_package_path_imports_the_moved_modules_with_a_warning():
+    """TeLAPA moved to ``telapa.continual.methods.telapa``; a plug-in importing it by the
+    former path (``telapa.continual.telapa.method``) gets the same classes, warned."""
+    code = """
+import warnings
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    from telapa.continual.telapa.method import TeLAPA
+    from telapa.continual.telapa import transfer
+import telapa.continual.methods.telapa.method as moved
+import telapa.continual.methods.telapa.transfer as moved_transfer
+assert TeLAPA is moved.TeLAPA and transfer is moved_transfer
+assert [str(w.message) for w in caught if w.category is DeprecationWarning] == [
+    "telapa.continual.telapa moved to telapa.continual.methods.telapa; import it from there"]
+"""
+    subprocess.run([sys.executable, "-c", code], check=True)

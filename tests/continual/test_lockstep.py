@@ -120,9 +120,9 @@ def test_an_error_in_a_hook_stops_the_batch():
 
 
 def test_the_request_kinds_of_telapa_are_requests():
-    from telapa.continual.telapa.illumination import Illumination
-    from telapa.continual.telapa.maintenance import MaintenanceRequest
-    from telapa.continual.telapa.transfer import OriginRequest
+    from telapa.continual.methods.telapa.illumination import Illumination
+    from telapa.continual.methods.telapa.maintenance import MaintenanceRequest
+    from telapa.continual.methods.telapa.transfer import OriginRequest
 
     for kind, phase in [(OriginRequest, "few_shot"), (Illumination, "illumination"),
                         (MaintenanceRequest, "maintenance")]:

@@ -199,7 +199,7 @@ def test_ewc_penalty_and_online_fisher(agent, monkeypatch):
         assert steps == 12
         return jax.tree.map(lambda p: jnp.full_like(p, next_value), params)
 
-    monkeypatch.setattr("telapa.continual.methods.diagonal_fisher", fake_fisher)
+    monkeypatch.setattr("telapa.continual.methods.baselines.diagonal_fisher", fake_fisher)
     next_value = next(fishers)
     mstate = method.end_task(method.init(state.params), state, _ctx(agent, _visit(0, "A", 0)))
     later = _state(agent, 2).replace(penalty=state.penalty)
@@ -429,8 +429,8 @@ def test_telapa_fresh_offers_scratchs_network_and_starts_from_it(agent, monkeypa
     """TeLAPA-Fresh passes FewShotSelectElite the network Scratch starts the visit from
     (TeLAPA passes none), one seed or a batch of two; a fresh choice starts the visit
     from it with a fresh optimizer, no origin elite and the transfer record's origin."""
-    from telapa.continual.telapa import transfer
-    from telapa.continual.telapa.transfer import ProbeOutcome, TransferChoice
+    from telapa.continual.methods.telapa import transfer
+    from telapa.continual.methods.telapa.transfer import ProbeOutcome, TransferChoice
 
     offered = []
 

@@ -134,7 +134,7 @@ def test_telapa_static_with_cross_archive_injection(telapa_run, tmp_path, monkey
     the other tasks' archives as its injection pool. Its first archive lives in the same
     units as TeLAPA's: both fit N_0 on the first task's evaluations before illuminating."""
     pools = []
-    from telapa.continual.telapa import method as telapa_method
+    from telapa.continual.methods.telapa import method as telapa_method
 
     real = telapa_method.Illumination
 
@@ -201,7 +201,7 @@ def test_a_seed_batch_probes_its_seeds_together_as_each_alone(telapa_run, tmp_pa
     together; and seed 1's illumination, maintenance and transfer records are the ones
     its separate run made."""
     from telapa.continual.batch import SeedBatch
-    from telapa.continual.telapa import illumination, maintenance, transfer
+    from telapa.continual.methods.telapa import illumination, maintenance, transfer
 
     batched, lockstep, maintained = [], [], []
     real = transfer.select_transfer_origins

@@ -26,7 +26,7 @@ POLICY = Policy.create(ENV.spec, NetworkConfig(hidden=(8,)))
 E, MAX_STEPS, B = 12, 24, 3  # 40-step episodes are truncated at 24
 KEYS = jax.random.split(jax.random.key(0), B)
 # a loop, not a vmap: a vmapped orthogonal init is a batched QR, which can deadlock XLA's
-# CPU thread pool (src/telapa/continual/methods.py, `_seed_inits`)
+# CPU thread pool
 PARAMS = jax.lax.map(POLICY.init, jax.random.split(jax.random.key(1), B))
 
 

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from telapa.config import EvalConfig, NetworkConfig, PPOConfig, TrainConfig
-from telapa.continual.telapa import illumination as illumination_module
-from telapa.continual.telapa.embedding import EmbeddingState, describe
-from telapa.continual.telapa.illumination import (
+from telapa.continual.methods.telapa import illumination as illumination_module
+from telapa.continual.methods.telapa.embedding import EmbeddingState, describe
+from telapa.continual.methods.telapa.illumination import (
     Illumination,
     evaluate_population,
     illuminate,

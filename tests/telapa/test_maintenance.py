@@ -9,10 +9,16 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from telapa.continual.telapa import maintenance as maintenance_module
-from telapa.continual.telapa.banks import EpisodeBanks, bank_seq, fit_episodes, store, to_bank
-from telapa.continual.telapa.embedding import EmbeddingState, describe
-from telapa.continual.telapa.maintenance import (
+from telapa.continual.methods.telapa import maintenance as maintenance_module
+from telapa.continual.methods.telapa.banks import (
+    EpisodeBanks,
+    bank_seq,
+    fit_episodes,
+    store,
+    to_bank,
+)
+from telapa.continual.methods.telapa.embedding import EmbeddingState, describe
+from telapa.continual.methods.telapa.maintenance import (
     DESCRIBE_CHUNK,
     fit_initial_normalizer,
     maintain,

@@ -15,7 +15,7 @@ import pytest
 from rl.toy_envs import Corridor
 
 from telapa.config import EvalConfig, PPOConfig, TrainConfig
-from telapa.continual.telapa.transfer import (
+from telapa.continual.methods.telapa.transfer import (
     ProbeOutcome,
     _choose,
     _gather,

@@ -1,5 +1,5 @@
 """The methods telapa ships, each a class with its settings model beside it
-(`telapa.continual.methods`, `telapa.continual.telapa.method`). Their order is that of
+(`telapa.continual.methods`, `telapa.continual.methods.telapa.method`). Their order is that of
 the sections of `telapa.continual.preset.MethodsConfig`, which is built from them when
 the preset module is defined (and so of ``methods:`` in every ``config.yaml``); the
 registry (`telapa.continual.registry`) adds the plug-ins."""
@@ -17,7 +17,7 @@ from telapa.continual.methods import (
     ScratchReuse,
     ShrinkPerturb,
 )
-from telapa.continual.telapa.method import TeLAPA, TeLAPAFresh, TeLAPAStatic
+from telapa.continual.methods.telapa.method import TeLAPA, TeLAPAFresh, TeLAPAStatic
 
 BUILTIN_METHODS: dict[str, type[Method]] = {
     m.name: m

@@ -130,8 +130,8 @@ def estimate(curriculum: Curriculum, method: str, config: RunConfig, *,
              seeds: int = 1) -> list[Part]:
     """The parts of the memory a run of ``method`` on ``curriculum`` with ``config``
     needs (the module docstring), for ``seeds`` seeds in one process."""
+    from telapa.continual.methods.telapa.method import TeLAPA
     from telapa.continual.registry import find_method
-    from telapa.continual.telapa.method import TeLAPA
 
     shapes = task_shapes(curriculum, config)
     cls = find_method(method)

@@ -12,9 +12,9 @@ from typing import Any
 
 import pandas as pd
 
+from telapa.continual.methods.telapa.method import TeLAPA
 from telapa.continual.registry import METHODS, find_method
 from telapa.continual.rundir import RunDir, RunDirError
-from telapa.continual.telapa.method import TeLAPA
 from telapa.plugins import PluginError
 from telapa.qd.archive import split_elite_id
 from telapa.qd.export import parse_lineage

@@ -17,7 +17,7 @@ from telapa.rl.networks import Params
 class EmbeddingState:
     """Encoder parameters, normalizer and version. `create` gives the identity normalizer
     ("no normalizer" in Algorithm TeLAPA); TeLAPA fits N_0 before its first illumination
-    (`telapa.continual.telapa.maintenance.fit_initial_normalizer`)."""
+    (`telapa.continual.methods.telapa.maintenance.fit_initial_normalizer`)."""
 
     encoder: Params
     normalizer: Normalizer

@@ -1,5 +1,5 @@
 """The online latent-space maintenance of TeLAPA (the episode banks it trains on are
-`telapa.continual.telapa.banks`).
+`telapa.continual.methods.telapa.banks`).
 
 Paper: Algorithm "TeLAPA" (steps 2 "Elite Storage" / "Final Storage" and 4 "Online Latent
 Space Maintenance"), App. "Learned trajectory embedding under drift": Algorithm "Online
@@ -40,14 +40,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from telapa.continual.telapa.banks import (
+from telapa.continual.methods.telapa.banks import (
     EpisodeBanks,
     bank_seq,
     decode_rows,
     fit_episodes,
     to_bank,
 )
-from telapa.continual.telapa.embedding import EmbeddingState, describe
+from telapa.continual.methods.telapa.embedding import EmbeddingState, describe
 from telapa.latent import (
     Bank,
     LatentConfig,

@@ -40,7 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from telapa.continual.telapa.embedding import EmbeddingState, describe
+from telapa.continual.methods.telapa.embedding import EmbeddingState, describe
 from telapa.latent import LatentConfig, pad_or_truncate
 from telapa.qd.archive import (
     Archive,

@@ -13,7 +13,7 @@
 
 TeLAPA-Static keeps E_0 and N_0 and skips maintenance (paper Sec. 4 (ix)). TeLAPA-Fresh
 (beyond the paper) adds the network Scratch would start the visit from to every few-shot
-pool and starts from it when no probe ends with a success (`telapa.continual.telapa.
+pool and starts from it when no probe ends with a success (`telapa.continual.methods.telapa.
 transfer`, "A fresh start").
 """
 
@@ -29,21 +29,21 @@ from pydantic import Field
 
 from telapa.config import StrictModel
 from telapa.continual.curriculum import Visit
-from telapa.continual.methods import Method, TaskContext
-from telapa.continual.state import MethodState
-from telapa.continual.telapa.banks import EpisodeBanks, bank_seq, store
-from telapa.continual.telapa.embedding import EmbeddingState
-from telapa.continual.telapa.illumination import (
+from telapa.continual.methods.base import Method, TaskContext
+from telapa.continual.methods.telapa.banks import EpisodeBanks, bank_seq, store
+from telapa.continual.methods.telapa.embedding import EmbeddingState
+from telapa.continual.methods.telapa.illumination import (
     Illumination,
     IlluminationLog,
     trajectory_codec,
 )
-from telapa.continual.telapa.maintenance import (
+from telapa.continual.methods.telapa.maintenance import (
     MaintenanceLog,
     MaintenanceRequest,
     fit_initial_normalizer,
 )
-from telapa.continual.telapa.transfer import OriginRequest, TransferChoice
+from telapa.continual.methods.telapa.transfer import OriginRequest, TransferChoice
+from telapa.continual.state import MethodState
 from telapa.io import PhaseTimer
 from telapa.latent.config import LatentConfig
 from telapa.qd.archive import Archive, init_archive
