@@ -126,7 +126,8 @@ def run_clips(path: str | Path, *, prefix: str) -> list[ReportFigure]:
 
 
 def _archive_tasks(run) -> dict[int, str]:
-    archives = getattr(run.method, "archives", {}) or {}
+    archives_of = getattr(run.method, "archives", None)  # TeLAPA's: its state's archives
+    archives = archives_of(run.state.method) if archives_of is not None else {}
     return {int(a.tag): task for task, a in archives.items()}
 
 

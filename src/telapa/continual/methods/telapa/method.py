@@ -173,8 +173,8 @@ class TeLAPA(Method):
         timer = PhaseTimer()
         mstate, illumination, maintenance_key = self._before_illumination(mstate, ctx, timer)
         with timer.phase("illumination"):
-            run = Illumination(ctx.agent, learner.params, **illumination)
-        archive, log = yield run
+            request = Illumination(ctx.agent, learner.params, **illumination)
+        archive, log = yield request
         mstate = self._keep_archive(mstate, ctx, archive, log)
         if self.maintain_latent:
             maintained = yield MaintenanceRequest(
