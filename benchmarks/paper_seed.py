@@ -18,6 +18,12 @@ several invocations reports the time one uninterrupted run takes.
     python benchmarks/paper_seed.py --method telapa --curriculum tests/continual/... \\
         --preset tests/continual/tiny_run.yaml --runs /tmp/x --json /tmp/x.json  # smoke
 
+``--threads N`` caps the run's CPU threads as a sweep worker's are (`thread_env`): two
+invocations with ``--threads 1`` side by side time seeds as a two-worker study runs
+them (the MuJoCo study: ``--workers 2 --threads 1``). Each invocation writes its own
+entry of the JSON (read again just before it is replaced, so side-by-side runs keep
+each other's).
+
 The JSON (``--json``, default ``benchmarks/results/paper_seed.json``) holds one entry per
 method; an entry of an unfinished seed says how far it got (``visits_done``) and
 projects its total from the finished visits (``projected_wall_s``, labelled as such).
@@ -38,6 +44,8 @@ import pandas as pd
 from env_throughput import machine_info
 
 from telapa.continual.rundir import RunDir
+from telapa.continual.sweep.jobs import thread_env
+from telapa.io import write_json_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -90,7 +98,8 @@ def run_segment(run: Path, args: argparse.Namespace, hours: float | None) -> int
     accounting = run / "accounting.json"
     deadline = time.monotonic() + hours * 3600 if hours else None
     with open(log_path, "a") as stream:
-        proc = subprocess.Popen(cmd, stdout=stream, stderr=stream, cwd=ROOT)
+        env = {**os.environ, **(thread_env(args.threads) if args.threads else {})}
+        proc = subprocess.Popen(cmd, stdout=stream, stderr=stream, cwd=ROOT, env=env)
         mark = None
         while proc.poll() is None:
             time.sleep(POLL_S)
@@ -169,9 +178,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="write the JSON from the run directory without running")
     parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" /
                         "paper_seed.json")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="cap the run's CPU threads as a sweep worker's (default: all)")
     args = parser.parse_args(argv)
     if args.hours is not None and args.hours <= 0:
         parser.error(f"--hours must be positive, got {args.hours}")
+    if args.threads is not None and args.threads < 1:
+        parser.error(f"--threads must be at least 1, got {args.threads}")
 
     run = run_dir_of(args.runs, args.method, args.seed, args.preset)
     if not args.report_only and not is_complete(run):
@@ -190,9 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     report["machine"] = machine_info()
     report["runs"][f"{args.method}-s{args.seed}"] = {
         **entry, "preset": args.preset, "curriculum": args.curriculum, "seed": args.seed,
-        "cpu_threads": os.cpu_count()}
+        "cpu_threads": args.threads or os.cpu_count()}
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(report, indent=1) + "\n")
+    write_json_atomic(args.json, report)
     state = "complete" if entry["complete"] else f"{entry['visits_done']}/{entry['visits']} visits"
     log(f"{args.method}: {state}, {entry['wall_s'] / 3600:.2f} h, peak "
         f"{entry['peak_rss_GB']:.2f} GB -> {args.json}")

@@ -69,7 +69,7 @@ def test_paper_seed_stops_at_a_checkpoint_and_resumes(tmp_path: Path) -> None:
     out = tmp_path / "paper_seed.json"
     cmd = [sys.executable, str(BENCHMARKS / "paper_seed.py"), "--method", "scratch",
            "--curriculum", str(ONE_TASK), "--preset", str(TINY), "--runs", str(tmp_path),
-           "--json", str(out)]
+           "--json", str(out), "--threads", "1"]
     subprocess.run([*cmd, "--hours", "0.0002"], check=True, timeout=600)
     first = json.loads(out.read_text())["runs"]["scratch-s0"]
     assert not first["complete"] and first["visits_done"] < first["visits"] == 2
@@ -81,6 +81,7 @@ def test_paper_seed_stops_at_a_checkpoint_and_resumes(tmp_path: Path) -> None:
     assert entry["wall_s"] > first["wall_s"] and entry["peak_rss_GB"] > 0
     assert {"train", "eval", "checkpoint"} <= set(entry["phase_s"])
     assert report["paper"]["telapa_wall_h"] == 20.07 and report["machine"]["logical_cores"] >= 1
+    assert entry["cpu_threads"] == 1  # --threads: capped as a one-thread sweep worker is
 
 
 def test_seed_batch_quick(tmp_path: Path) -> None:
