@@ -59,6 +59,19 @@ PAPER = {
 }
 """The paper's compute table (wall hours of one seed and TeLAPA's three extra phases)."""
 
+NO_PAPER = {"source": "none: the paper's compute table (App. G) is of its MiniGrid runs",
+            "telapa_phase_h": {}}
+"""The reference of a seed of another env family (the MuJoCo curricula)."""
+
+
+def paper_reference(curriculum: str) -> dict:
+    """`PAPER` for a MiniGrid curriculum, else `NO_PAPER`."""
+    from telapa.continual.curriculum import load_curriculum
+    from telapa.envs.registry import family_of
+
+    first = load_curriculum(curriculum).visits()[0]
+    return PAPER if family_of(first.env_id).name == "minigrid" else NO_PAPER
+
 
 def log(text: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
@@ -198,8 +211,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     entry = summarise(run, args.method)
     report = (json.loads(args.json.read_text()) if args.json.exists()
-              else {"benchmark": "paper_seed", "paper": PAPER, "runs": {}})
-    report["paper"] = PAPER
+              else {"benchmark": "paper_seed", "runs": {}})
+    report["paper"] = paper_reference(args.curriculum)
     report["machine"] = machine_info()
     report["runs"][f"{args.method}-s{args.seed}"] = {
         **entry, "preset": args.preset, "curriculum": args.curriculum, "seed": args.seed,
