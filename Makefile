@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup browser gl slurm demo test test-sb3 lint docs bench clean
+.PHONY: setup browser gl slurm sb3 demo test test-sb3 lint docs bench clean
 
 # uv (pinned in requirements.lock) installs the locked packages in seconds, where pip took
 # 1-2 minutes of every fresh `make test`; pip stays in the environment for the tests that
@@ -58,8 +58,27 @@ SLURM_PKGS := slurm-wlm munge
 slurm:
 	$(call apt_need,$(SLURM_PKGS),the Slurm tests)
 
-test: $(STAMP) browser gl slurm
-	$(BIN)/python -m pytest -n 2 --dist loadfile --durations=40
+# Stable-Baselines3 and torch (the `bench` extra): the reference of the benchmarks and of
+# the SB3 adapter's tests, installed on top of the set-up by `make test` and `make bench`
+# (17 s from a local wheel). The lock pins torch's CPU build (torch==X+cpu), which PyPI does
+# not serve: it comes from the wheel folders pip is configured with (PIP_FIND_LINKS, or
+# find-links in pip's configuration) where one holds it, else from PyTorch's own index.
+WHEEL_DIRS  := $(sort $(PIP_FIND_LINKS) $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
+TORCH_WHEEL := $(firstword $(foreach d,$(WHEEL_DIRS),$(wildcard $(d)/torch-*+cpu-*.whl)))
+TORCH_SOURCE := $(if $(TORCH_WHEEL),--find-links $(dir $(TORCH_WHEEL)),--extra-index-url https://download.pytorch.org/whl/cpu)
+SB3_STAMP   := $(VENV)/.installed-sb3
+
+$(SB3_STAMP): $(STAMP)
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python $(TORCH_SOURCE) \
+	  -c requirements.lock -e ".[dev,ray,slurm,tracking,docs,bench]" \
+	  || { echo "error: could not install the bench extra (SB3, $$(grep '^torch==' requirements.lock)) with $(TORCH_SOURCE): torch's CPU build is on PyTorch's index or in a local wheel folder (PIP_FIND_LINKS)" >&2; exit 1; }
+	touch $(SB3_STAMP)
+
+sb3: $(SB3_STAMP)
+
+# TELAPA_REQUIRE: the SB3 tests run, never skip (tests/conftest.py).
+test: $(STAMP) $(SB3_STAMP) browser gl slurm
+	TELAPA_REQUIRE=stable_baselines3,torch $(BIN)/python -m pytest -n 2 --dist loadfile --durations=40
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
@@ -69,20 +88,12 @@ lint: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict --site-dir site
 
-# Benchmarks install the reference implementations (SB3 + torch) on demand. The lock pins
-# torch's CPU build (torch==X+cpu), which only PyTorch's own index serves.
-TORCH_INDEX := --extra-index-url https://download.pytorch.org/whl/cpu
-
-bench: $(STAMP)
-	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python $(TORCH_INDEX) \
-	  -c requirements.lock -e ".[dev,ray,bench]"
+bench: $(SB3_STAMP)
 	$(BIN)/python benchmarks/env_throughput.py
 	$(BIN)/python benchmarks/ppo_throughput.py
 
-# The tests that need SB3 and torch (skipped by make test where they are absent).
-test-sb3: $(STAMP)
-	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python $(TORCH_INDEX) \
-	  -c requirements.lock -e ".[dev,ray,bench]"
+# Only the tests that need SB3 and torch.
+test-sb3: $(SB3_STAMP)
 	$(BIN)/python -m pytest tests/envs/test_sb3_adapter.py tests/test_example_scripts.py
 
 clean:

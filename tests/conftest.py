@@ -34,7 +34,25 @@ episode: tests compare runs of the suite with each other, never with numbers a d
 process made."""
 
 
+REQUIRE_ENV = "TELAPA_REQUIRE"
+"""Comma-separated optional modules a session must have (``make test`` sets
+``TELAPA_REQUIRE=stable_baselines3,torch``): their tests then run instead of skipping, and a
+missing one stops the session at its start, naming it."""
+
+
+def _require_optional_modules() -> None:
+    import importlib.util
+
+    wanted = [m for m in os.environ.get(REQUIRE_ENV, "").split(",") if m.strip()]
+    missing = [m.strip() for m in wanted if importlib.util.find_spec(m.strip()) is None]
+    if missing:
+        raise pytest.UsageError(
+            f"{REQUIRE_ENV}={os.environ[REQUIRE_ENV]} asks for {', '.join(missing)}, which "
+            "this environment lacks: `make sb3` installs the bench extra (SB3, torch)")
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    _require_optional_modules()
     # In the environment, so that every worker and every subprocess a test starts has
     # them (before JAX makes its backend, which reads XLA_FLAGS once).
     os.environ.setdefault("TELAPA_FSYNC", "off")  # telapa.io.atomic: durability, untested
