@@ -214,6 +214,37 @@ def test_evaluate_batch_is_one_batch_equal_to_per_set_and_gymnasium_evaluation(a
     np.testing.assert_array_equal(lean[2].returns, batch[2].returns)
 
 
+def test_feature_steps_keep_the_first_steps_and_skip_the_sketch_after_them(agent, monkeypatch):
+    """``feature_steps=k`` (illumination's T_max) keeps the first k steps' features of the
+    full evaluation bit for bit, with the same returns and lengths, and the env computes
+    the sketch for those k steps only (it was 27% of a candidate's evaluation); the env's
+    sketch setting is restored afterwards."""
+    import telapa.envs.mujoco.native as native
+
+    sets = [agent.policy.init(jax.random.key(s)) for s in range(2)]
+    stacked = jax.tree.map(lambda *x: np.stack(x), *sets)
+    keys = jax.random.split(jax.random.key(3), 2)
+    full = agent.evaluate_batch(stacked, 3, keys)
+    rows = []
+    real = native.sketch_batch
+    monkeypatch.setattr(native, "sketch_batch", lambda **kw: rows.append(len(kw["obs"]))
+                        or real(**kw))
+    short = agent.evaluate_batch(stacked, 3, keys, feature_steps=12)
+    for a, b in zip(full, short, strict=True):
+        np.testing.assert_array_equal(a.returns, b.returns)
+        np.testing.assert_array_equal(a.lengths, b.lengths)
+        assert b.features.shape == (3, 12, SKETCH_DIM)
+        np.testing.assert_array_equal(a.features[:, :12], b.features)
+    lengths = np.concatenate([r.lengths for r in full])  # 6 envs
+    assert len(rows) == 12 and sum(rows) == np.minimum(lengths, 12).sum()
+    assert lengths.max() > 12  # the full evaluation sketched more
+    assert agent._eval_envs[6].sketch
+    longer = agent.evaluate_batch(stacked, 3, keys, feature_steps=500)  # > the time limit
+    np.testing.assert_array_equal(longer[1].features, full[1].features)
+    with pytest.raises(ValueError, match="feature_steps must be an integer >= 1"):
+        agent.evaluate_batch(stacked, 3, keys, feature_steps=0)
+
+
 def test_telapa_imports_without_mujoco_until_a_native_env_is_made():
     """The GPU image of benchmarks/gpu_study.sh has gymnasium but no mujoco: the family
     lists its native ids without importing mujoco (`telapa.envs.mujoco.v5`)."""

@@ -95,3 +95,21 @@ def test_release_frees_the_compiled_code_and_changes_no_result():
     assert agent.live_programs == 1
     np.testing.assert_array_equal(again.returns, before.returns)
     np.testing.assert_array_equal(again.lengths, before.lengths)
+
+
+@pytest.mark.parametrize("backend", ["jax", "gymnasium"])
+def test_feature_steps_keep_the_first_steps_of_a_batch_evaluation(backend):
+    """``evaluate_batch(..., feature_steps=k)`` on the jax and gymnasium backends: the
+    first k steps' features of the full evaluation, the same returns and lengths (the
+    native backend's, which also skips the sketch: tests/envs/test_mujoco_native.py)."""
+    agent = Agent("MiniGrid-Empty-5x5-v0", CONFIG, backend=backend)
+    params = agent.init_ppo(jax.random.key(0)).params
+    stacked = stack_states([params] * 2)
+    keys = jax.random.split(jax.random.key(5), 2)
+    full = agent.evaluate_batch(stacked, 2, keys)
+    short = agent.evaluate_batch(stacked, 2, keys, feature_steps=7)
+    for a, b in zip(full, short, strict=True):
+        np.testing.assert_array_equal(a.returns, b.returns)
+        np.testing.assert_array_equal(a.lengths, b.lengths)
+        assert a.features.shape[1] > 7 and b.features.shape[1] == 7
+        np.testing.assert_array_equal(a.features[:, :7], b.features)

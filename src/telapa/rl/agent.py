@@ -37,6 +37,7 @@ keeps is in one cache, `Agent.program`, keyed by the program's name and shapes.
 from __future__ import annotations
 
 import abc
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -377,16 +378,23 @@ class Agent(abc.ABC):
         keys: jax.Array,
         *,
         features: bool = True,
+        feature_steps: int | None = None,
     ) -> list[EvalResult]:
         """`evaluate` of S stacked parameter sets (leading axis S), set i with
         ``keys[i]``, on fresh episodes in the config's policy mode and the env's time
         limit: on jax one population evaluation (`make_population_evaluator`, whose
-        results do not depend on S) and one `fetch`, without ``features`` keeping no
-        per-step features; on native one batch of S * E host envs
-        (`telapa.rl.evaluate.evaluate_native`); on gymnasium one `evaluate` after the
-        other."""
-        return [self.evaluate(jax.tree.map(lambda x, i=i: x[i], params), episodes, key)
-                for i, key in enumerate(keys)]
+        results do not depend on S) and one `fetch`; on native one batch of S * E host
+        envs (`telapa.rl.evaluate.evaluate_native`); on gymnasium one `evaluate` after the
+        other. Without ``features`` the results keep no per-step features; with
+        ``feature_steps`` only those of the first ``feature_steps`` steps (what a caller
+        truncates to anyway, e.g. the embedder's T_max: a host env then skips the sketch
+        of later steps). Returns and lengths do not depend on either."""
+        results = [self.evaluate(jax.tree.map(lambda x, i=i: x[i], params), episodes, key)
+                   for i, key in enumerate(keys)]
+        keep = 0 if not features else feature_steps
+        if keep is None:
+            return results
+        return [dataclasses.replace(r, features=r.features[..., :keep, :]) for r in results]
 
     def _fetch(self, tree: Any) -> Any:
         """`fetch` (looked up at call time: tests replace it)."""

@@ -370,6 +370,7 @@ def evaluate_native(
     competence: Competence,
     *,
     features: bool = True,
+    feature_steps: int | None = None,
     host: HostSetActions | None = None,
 ) -> list[EvalResult]:
     """S stacked parameter sets (leading axis S), ``episodes`` (E) episodes each, as ONE
@@ -388,7 +389,9 @@ def evaluate_native(
     come from it instead (``act`` is not used): the same draws, all T steps' at once,
     around the mean in numpy (`telapa.rl.host_policy.HostActions`), so the actions are
     the jitted act's to float32 rounding. Without ``features`` the results keep no
-    per-step features (0 steps)."""
+    per-step features (0 steps); with ``feature_steps`` those of the first
+    ``feature_steps`` steps, and the env computes no sketch after them (its running
+    inputs are kept, so returns and lengths are the same)."""
     size = int(len(keys))
     n = size * episodes
     if env.num_envs != n:
@@ -402,23 +405,30 @@ def evaluate_native(
         np.arange(episodes), size)).astype(np.float32)
     returns, lengths = np.zeros(n), np.zeros(n, np.int32)
     horizon = max(max_steps, env.spec.max_steps) if features else 0
+    if feature_steps is not None:
+        horizon = min(horizon, _positive("feature_steps", feature_steps))
+    sketching = env.sketch
     steps = np.zeros((n, horizon, env.spec.feature_dim), np.float32)
     running = np.ones(n, bool)
     actions = _set_actions(act, host, params, split[:, 1])
     t = 0
-    while running.any():
-        action = actions({"obs": obs.reshape(size, episodes, -1)}, t).reshape(n, -1)
-        t += 1
-        idx = every[running]
-        next_obs, reward, terminated, truncated, feats = env.advance(idx, action[idx])
-        obs[idx] = next_obs
-        returns[idx] += reward
-        if features:
-            steps[idx, lengths[idx]] = feats
-        lengths[idx] += 1
-        running[idx[terminated | truncated]] = False
+    try:
+        while running.any():
+            action = actions({"obs": obs.reshape(size, episodes, -1)}, t).reshape(n, -1)
+            env.sketch = sketching and t < horizon  # every running episode is at step t
+            t += 1
+            idx = every[running]
+            next_obs, reward, terminated, truncated, feats = env.advance(idx, action[idx])
+            obs[idx] = next_obs
+            returns[idx] += reward
+            if t <= horizon:
+                steps[idx, lengths[idx]] = feats
+            lengths[idx] += 1
+            running[idx[terminated | truncated]] = False
+    finally:
+        env.sketch = sketching
     if features:
-        steps = steps[:, :max(max_steps, int(lengths.max()))]
+        steps = steps[:, :min(horizon, max(max_steps, int(lengths.max())))]
     shape = (size, episodes)
     returns, lengths = returns.astype(np.float32).reshape(shape), lengths.reshape(shape)
     steps = steps.reshape(*shape, *steps.shape[1:])

@@ -186,17 +186,19 @@ class NativeAgent(GymAgent, backend="native"):
         return self._evaluate_sets(one, episodes, key[None], deterministic, max_steps)[0]
 
     def evaluate_batch(self, params: Params, episodes: int, keys: jax.Array, *,
-                       features: bool = True) -> list[EvalResult]:
+                       features: bool = True, feature_steps: int | None = None
+                       ) -> list[EvalResult]:
         """`Agent.evaluate_batch` as ONE batch of S * E native envs (`evaluate_native`):
         set i equals ``evaluate(params_i, episodes, keys[i])`` (the same seeds and action
-        keys; up to XLA's numerics of the policy vmapped over S sets)."""
+        keys; up to XLA's numerics of the policy vmapped over S sets); the sketch is
+        computed only for the ``feature_steps`` kept."""
         return self._evaluate_sets(params, episodes, jnp.asarray(keys),
                                    self.config.eval.deterministic, self.spec.max_steps,
-                                   features)
+                                   features, feature_steps)
 
     def _evaluate_sets(self, params: Params, episodes: int, keys: jax.Array,
-                       deterministic: bool, max_steps: int, features: bool = True
-                       ) -> list[EvalResult]:
+                       deterministic: bool, max_steps: int, features: bool = True,
+                       feature_steps: int | None = None) -> list[EvalResult]:
         n = len(keys) * episodes
         env = self._eval_envs.get(n)
         if env is None:
@@ -207,7 +209,8 @@ class NativeAgent(GymAgent, backend="native"):
             act = self.program(("act-sets", deterministic),
                                lambda: jax.jit(jax.vmap(make_act(self.policy, deterministic))))
             return evaluate_native(env, act, params, episodes, keys, max_steps,
-                                   self.competence, features=features)
+                                   self.competence, features=features,
+                                   feature_steps=feature_steps)
         # the mean in numpy, the noise of every step drawn up front (`HostActions`)
         noise = None if deterministic else self._eval_noise(
             len(keys), episodes, max(max_steps, env.spec.max_steps))
@@ -217,7 +220,7 @@ class NativeAgent(GymAgent, backend="native"):
                                None if noise is None else np.asarray(noise(act_keys)))
 
         return evaluate_native(env, None, params, episodes, keys, max_steps, self.competence,
-                               features=features, host=host)
+                               features=features, feature_steps=feature_steps, host=host)
 
     def _eval_noise(self, sets: int, episodes: int, steps: int) -> Callable:
         """The jitted `make_eval_noise` of S sets x E episodes x T steps."""

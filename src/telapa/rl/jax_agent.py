@@ -140,16 +140,19 @@ class JaxAgent(Agent, backend="jax"):
         keys: jax.Array,
         *,
         features: bool = True,
+        feature_steps: int | None = None,
     ) -> list[EvalResult]:
         """`Agent.evaluate_batch`: one population evaluation of the S parameter sets
         (`make_population_evaluator`) and one `fetch`."""
         deterministic = self.config.eval.deterministic
         max_steps = self._time_limit()
+        keep = 1 if not features else (None if feature_steps is None
+                                        else min(int(feature_steps), max_steps))
 
         def build() -> Callable:
             population = make_population_evaluator(
                 self.env, self.policy, episodes, max_steps, deterministic,
-                feature_steps=None if features else 1)
+                feature_steps=keep)
 
             def evaluate(params: Params, keys: jax.Array):
                 returns, lengths, feats = population(params, keys)
@@ -157,7 +160,7 @@ class JaxAgent(Agent, backend="jax"):
 
             return jax.jit(evaluate)
 
-        run = self.program(("evaluate-batch", episodes, deterministic, features), build)
+        run = self.program(("evaluate-batch", episodes, deterministic, features, keep), build)
         returns, lengths, feats = self._fetch(run(params, keys))
         return [EvalResult(returns[i], lengths[i], feats[i], self.competence)
                 for i in range(len(returns))]

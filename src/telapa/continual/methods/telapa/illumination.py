@@ -162,7 +162,7 @@ def evaluate_populations(
     else:  # host backends: Agent.evaluate_batch (native: one batch of envs)
         flat = flats[0] if len(flats) == 1 else jnp.concatenate(flats)
         results = agent.evaluate_batch(jax.vmap(unravel)(flat), episodes,
-                                       jnp.concatenate(member_keys))
+                                       jnp.concatenate(member_keys), feature_steps=t_max)
         returns = jnp.asarray(np.stack([r.returns for r in results]), jnp.float32)
         lengths = jnp.asarray(np.stack([r.lengths for r in results]), jnp.int32)
         features = jnp.stack(
