@@ -472,3 +472,19 @@ def test_telapa_fresh_offers_scratchs_network_and_starts_from_it(agent, monkeypa
         transfer = [e for e in mstate.log if e["event"] == "transfer"][-1]
         assert (transfer["origin"], transfer["index"], transfer["elite_id"]) == \
             ("fresh", None, -1)
+
+
+def test_method_and_run_states_add_phase_times_the_same_way():
+    """``timed(phase, s)`` and ``timed_all({phase: s})`` on both state values add seconds
+    phase by phase and leave the original unchanged (states are values)."""
+    from telapa.continual.state import RunState
+
+    first = MethodState(timer={"illumination": 1.5})
+    later = first.timed("illumination", 0.25).timed_all({"maintenance": 2.0,
+                                                         "illumination": 1.0})
+    assert later.timer == {"illumination": 2.75, "maintenance": 2.0}
+    assert first.timer == {"illumination": 1.5}
+    run = RunState(learner=None, timer={"train": 3.0})
+    assert run.timed("train", 1.0).timed_all({"eval": 0.5}).timer == {"train": 4.0,
+                                                                        "eval": 0.5}
+    assert run.timer == {"train": 3.0}

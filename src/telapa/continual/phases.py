@@ -107,7 +107,7 @@ def start_visit(runs: list[PhaseRun], phase: Phase, size: int | None = None
         [partial(run.method.start_task, run.state.method, run.state.learner,
                  run.context(visit, agent, "start")) for run in runs], timers)
     states = _share([run.state for run in runs], "method", start)
-    states = [state.replace(learner=learner, method=mstate.timed(timer.totals),
+    states = [state.replace(learner=learner, method=mstate.timed_all(timer.totals),
                             train_state=agent.start(learner, run.episodes_key(visit)),
                             train_rows=())
               for run, state, (learner, mstate), timer
@@ -189,7 +189,7 @@ def end_visit(runs: list[PhaseRun], phase: Phase, size: int | None = None
     timers = [PhaseTimer() for _ in runs]
     ended = run_hooks([partial(run.method.end_task, run.state.method, run.state.learner,
                                run.context(visit, agent, "end")) for run in runs], timers)
-    states = [state.replace(method=mstate.timed(timer.totals)) for state, mstate, timer
+    states = [state.replace(method=mstate.timed_all(timer.totals)) for state, mstate, timer
               in zip(_share([run.state for run in runs], "method", start), ended, timers,
                      strict=True)]
     for run, state in zip(runs, states, strict=True):

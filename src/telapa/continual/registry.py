@@ -18,6 +18,7 @@ from __future__ import annotations
 import inspect
 import re
 import warnings
+from collections.abc import Callable
 
 import jax
 
@@ -107,15 +108,20 @@ FORMER_STATE = {"state": "init(self, params) -> MethodState",
 """The former persistent-state methods, each with what replaces it."""
 
 
+def _positional(function: Callable) -> list[inspect.Parameter]:
+    """The positional parameters of ``function`` (``self`` first)."""
+    return [p for p in inspect.signature(function).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
 def check_hooks(method: type[Method]) -> None:
     """`PluginError` naming every hook of ``method`` written for the former API (hooks
     that changed the method object): one taking fewer positional arguments than its
     `HOOKS` signature, or a former state method (`FORMER_STATE`)."""
     problems = []
     for hook, signature in HOOKS.items():
-        params = [p for p in inspect.signature(getattr(method, hook)).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        expected = signature.split(")")[0].count(",") + 1
+        params = _positional(getattr(method, hook))
+        expected = len(_positional(getattr(Method, hook)))
         if len(params) < expected:
             problems.append(f"{hook}({', '.join(p.name for p in params[1:])}) should be "
                             f"{signature}")

@@ -108,12 +108,14 @@ class MethodState:
         """This state with ``env_steps`` more spent outside the PPO budget."""
         return self.replace(extra_env_steps=self.extra_env_steps + int(env_steps))
 
-    def timed(self, times: Mapping[str, float]) -> MethodState:
-        """This state with the seconds of ``times`` (phase -> seconds) added."""
-        timer = dict(self.timer)
-        for phase, seconds in times.items():
-            timer[phase] = timer.get(phase, 0.0) + seconds
-        return self.replace(timer=timer)
+    def timed(self, phase: str, seconds: float) -> MethodState:
+        """This state with ``seconds`` more in the phase ``phase`` (as `RunState.timed`)."""
+        return self.timed_all({phase: seconds})
+
+    def timed_all(self, times: Mapping[str, float]) -> MethodState:
+        """This state with the seconds of ``times`` (phase -> seconds, e.g. a
+        `PhaseTimer`'s totals) added."""
+        return self.replace(timer=_add_times(self.timer, times))
 
 
 @dataclass(frozen=True)
@@ -138,8 +140,19 @@ class RunState:
 
     def timed(self, phase: str, seconds: float) -> RunState:
         """This state with ``seconds`` more in the run phase ``phase``."""
-        return self.replace(timer={**self.timer,
-                                   phase: self.timer.get(phase, 0.0) + seconds})
+        return self.timed_all({phase: seconds})
+
+    def timed_all(self, times: Mapping[str, float]) -> RunState:
+        """This state with the seconds of ``times`` (phase -> seconds) added."""
+        return self.replace(timer=_add_times(self.timer, times))
+
+
+def _add_times(timer: Mapping[str, float], times: Mapping[str, float]) -> dict[str, float]:
+    """``timer`` with the seconds of ``times`` added phase by phase."""
+    out = dict(timer)
+    for phase, seconds in times.items():
+        out[phase] = out.get(phase, 0.0) + seconds
+    return out
 
 
 __all__ = ["MethodState", "Records", "RunState"]

@@ -181,7 +181,7 @@ class TeLAPA(Method):
                 mstate.parts["embedding"], mstate.parts["banks"], self.archives(mstate),
                 self.settings.latent, key=maintenance_key, progress=ctx.report("maintenance"))
             mstate = self._maintained(mstate, ctx, *maintained)
-        return mstate.timed(timer.totals)
+        return mstate.timed_all(timer.totals)
 
     def _before_illumination(self, mstate: MethodState, ctx: TaskContext, timer: PhaseTimer
                              ) -> tuple[MethodState, dict[str, Any], jax.Array]:
