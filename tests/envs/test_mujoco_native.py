@@ -7,6 +7,8 @@ per-set one and the gymnasium backend's."""
 
 from __future__ import annotations
 
+import os
+
 import jax
 import numpy as np
 import pytest
@@ -71,6 +73,52 @@ def test_native_steps_bit_identically_to_the_gymnasium_backend(env_id):
     assert ends["truncated"] > 0  # the time limit was reached (and autoreset) ...
     if env_id != "HalfCheetah-v5":  # ... and, where the env can, a fall was
         assert ends["terminated"] > 0
+
+
+@pytest.mark.parametrize("env_id", ["Hopper-v5", "Ant-v5"])
+def test_threads_do_not_change_a_step(env_id):
+    """The batch stepped by 3 threads (chunks of 4, 4 and 4 envs; Ant with its
+    post-constraint forces) equals it stepped by one, bit for bit, over 40 steps through
+    episode ends, with envs of three friction scales and a subset stepped by `advance`;
+    a bad thread count is one clear line, and the default follows TELAPA_THREADS."""
+    frictions = [0.5, 1.0, 1.5] * 4
+    one, three = (NativeVectorEnv(env_id, num_envs=12, seed=4, friction=frictions,
+                                  max_episode_steps=LIMIT, threads=t,
+                                  reference_return=reference_return(env_id))
+                  for t in (1, 3))
+    assert (one.threads, three.threads) == (1, 3)
+    one.reset(jax.random.key(2))
+    three.reset(jax.random.key(2))
+    rng = np.random.default_rng(1)
+    for t in range(40):
+        a = rng.uniform(-1, 1, (12, one.spec.action_dim)).astype(np.float32)
+        out_1, out_3 = one.step(None, a)[1:], three.step(None, a)[1:]
+        np.testing.assert_array_equal(out_1[0]["obs"], out_3[0]["obs"])
+        for x, y in zip(out_1[1:4], out_3[1:4], strict=True):
+            np.testing.assert_array_equal(x, y)
+        np.testing.assert_array_equal(out_1[4]["features"], out_3[4]["features"])
+        if t % 10 == 0:  # a subset of envs, as evaluation steps its running episodes
+            idx = np.array([0, 2, 3, 5, 8, 9, 10, 11])  # two threads of 4
+            for x, y in zip(one.advance(idx, a[idx]), three.advance(idx, a[idx]),
+                            strict=True):
+                np.testing.assert_array_equal(x, y)
+    with pytest.raises(ValueError, match=rf"{env_id}: threads must be an integer >= 1, "
+                                         r"got 0"):
+        NativeVectorEnv(env_id, num_envs=4, threads=0, reference_return=1.0)
+
+
+def test_the_default_thread_count(monkeypatch):
+    from telapa.envs.mujoco.native import physics_threads
+
+    monkeypatch.setenv("TELAPA_THREADS", "1")
+    assert physics_threads(None, 64) == 1
+    monkeypatch.setenv("TELAPA_THREADS", "4")
+    assert physics_threads(None, 64) == 4
+    assert physics_threads(None, 9) == 2  # at least four envs per thread
+    assert physics_threads(None, 7) == 1
+    assert physics_threads(None, 1) == 1
+    monkeypatch.delenv("TELAPA_THREADS")
+    assert physics_threads(None, 64) == len(os.sched_getaffinity(0))
 
 
 def test_friction_per_env_uses_one_model_per_scale():
@@ -256,3 +304,29 @@ def test_telapa_imports_without_mujoco_until_a_native_env_is_made():
             "from telapa.envs import native_env_ids\n"
             "assert 'Hopper-v5' in native_env_ids()\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
+
+
+@pytest.mark.filterwarnings(r"ignore:os.fork\(\) was called:RuntimeWarning")
+def test_a_forked_child_steps_with_threads_of_its_own():
+    """Helper threads do not survive a fork: a child that steps a threaded batch makes
+    its own (it would wait forever on the parent's)."""
+    import multiprocessing
+
+    env = NativeVectorEnv("HalfCheetah-v5", num_envs=8, threads=2, reference_return=1.0)
+    env.reset(jax.random.key(0))
+    env.step(None, np.zeros((8, 6), np.float32))  # the parent's helpers exist now
+
+    def child(queue):
+        env.step(None, np.zeros((8, 6), np.float32))
+        queue.put(float(env._qpos.sum()))
+
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=child, args=(queue,))
+    proc.start()
+    try:
+        proc.join(timeout=30)
+        assert proc.exitcode == 0, "the forked child did not finish stepping"
+    finally:
+        proc.kill()
+    assert np.isfinite(queue.get(timeout=5))

@@ -21,6 +21,10 @@ The envs are stepped by a Python loop over their ``MjData``: measured on 2 cores
 loop runs 30k steps/s with 8 envs, where ``mujoco.rollout`` (2 threads) gives 7.8k at
 8 envs per call and 54k only at 64; rollout also returns no ``cfrc_ext`` and copies the
 full physics state in and out of every call, and our batches (PPO's 8 envs) are small.
+With ``threads`` > 1 the batch is cut into that many contiguous chunks, stepped at once
+by the calling thread and persistent helper threads (``mj_step`` releases the GIL). Each env
+is stepped by the same C calls on its own ``MjData`` whichever thread runs it, so the
+results do not depend on ``threads`` (tested bit for bit).
 
 Reset (gymnasium's ``reset_model``, c the env's ``reset_noise_scale``): ``mj_resetData``,
 then qpos = qpos0 + U(-c, c)^nq and qvel = c N(0, 1)^nv (HalfCheetah, Ant) or U(-c, c)^nv
@@ -58,8 +62,11 @@ and truncated = (t + 1 >= T) at the time limit T (1000 by registration).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import gymnasium
@@ -94,17 +101,93 @@ class _Env:
         return 2 if self.name == "Ant" else 1
 
 
+MIN_ENVS_PER_THREAD = 4
+"""A thread steps at least this many envs: below it the hand-off costs more than the
+physics it moves (a HalfCheetah step is ~30 us). `advance` of HalfCheetahs (no sketch)
+on the 2-core CPU, 1 thread against 2: 5 envs 18.0k against 14.5k env steps/s, 8 envs
+26.1k against 28.3k, 16 envs 27.7k against 31.6k, 40 envs 24.6k against 39.4k (one
+run, 2026-12-04, the study paused; with a `concurrent.futures` pool instead of
+`_Helpers` 2 threads were slower at 8 envs, 24.2k against 25.7k)."""
+
+
+def physics_threads(threads: int | None, num_envs: int) -> int:
+    """Threads that step a batch of ``num_envs``: ``threads``, or by default the
+    ``TELAPA_THREADS`` a sweep worker sets (`telapa.continual.sweep.jobs.thread_env`),
+    else the cores this process may run on; at most one per `MIN_ENVS_PER_THREAD` envs."""
+    if threads is None:
+        threads = int(os.environ.get("TELAPA_THREADS") or len(os.sched_getaffinity(0)))
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+        raise ValueError(f"threads must be an integer >= 1, got {threads!r}")
+    return max(1, min(int(threads), num_envs // MIN_ENVS_PER_THREAD))
+
+
+class _Helpers:
+    """Persistent helper threads that run one task each per call, handed over with two
+    semaphores per thread (a `concurrent.futures` pool's queue and futures cost more
+    than 4 HalfCheetah steps per hand-off: 2 threads were slower than one at 8 envs)."""
+
+    def __init__(self, count: int):
+        self._go = [threading.Semaphore(0) for _ in range(count)]
+        self._done = [threading.Semaphore(0) for _ in range(count)]
+        self._tasks: list[Callable[[], None] | None] = [None] * count
+        self._errors: list[BaseException | None] = [None] * count
+        self._lock = threading.Lock()
+        for k in range(count):
+            threading.Thread(target=self._serve, args=(k,), daemon=True,
+                             name=f"telapa-mujoco-{k}").start()
+
+    def _serve(self, k: int) -> None:
+        while True:
+            self._go[k].acquire()
+            try:
+                self._tasks[k]()
+            except BaseException as err:  # re-raised in the caller's thread
+                self._errors[k] = err
+            self._done[k].release()
+
+    def run(self, tasks: Sequence[Callable[[], None]]) -> None:
+        """Runs ``tasks[0]`` here and the others on helper threads, returning when all
+        are done; the first error of a helper is raised here."""
+        with self._lock:  # one batch at a time per set of helpers
+            helpers = range(len(tasks) - 1)
+            for k in helpers:
+                self._tasks[k], self._errors[k] = tasks[k + 1], None
+                self._go[k].release()
+            try:
+                tasks[0]()
+            finally:
+                for k in helpers:
+                    self._done[k].acquire()
+            for k in helpers:
+                if self._errors[k] is not None:
+                    raise self._errors[k]
+
+
+_HELPERS: dict[int, _Helpers] = {}
+os.register_at_fork(after_in_child=_HELPERS.clear)  # a forked child has no helper threads
+
+
+def _helpers(count: int) -> _Helpers:
+    """The process's ``count`` physics helper threads (made once, shared)."""
+    if count not in _HELPERS:
+        _HELPERS[count] = _Helpers(count)
+    return _HELPERS[count]
+
+
 class NativeVectorEnv(HostVectorEnv):
     """``num_envs`` envs of ``env_id`` (module docstring). ``friction``: one scale s, or
     one per env; ``max_episode_steps``: the time limit T (default: the registration's);
-    ``reference_return``: R* of the sketch. Made by `telapa.envs.registry.make`
-    (``make(env_id, "native", num_envs=N, seed=S, friction=F)``)."""
+    ``reference_return``: R* of the sketch; ``threads``: the threads that step a batch
+    (`physics_threads`; the results do not depend on it). Made by
+    `telapa.envs.registry.make` (``make(env_id, "native", num_envs=N, seed=S,
+    friction=F)``)."""
 
     backend = "native"
 
     def __init__(self, env_id: str, *, num_envs: int = 8, seed: int = 0,
                  friction: float | Sequence[float] = 1.0,
-                 max_episode_steps: int | None = None, reference_return: float):
+                 max_episode_steps: int | None = None, reference_return: float,
+                 threads: int | None = None):
         check_native_options(env_id, {} if max_episode_steps is None
                              else {"max_episode_steps": max_episode_steps})
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) \
@@ -118,6 +201,11 @@ class NativeVectorEnv(HostVectorEnv):
         except ValueError as err:
             raise ValueError(f"{env_id}: {err}") from None
         self.num_envs, self.seed = int(num_envs), int(seed)
+        try:
+            self.threads = physics_threads(threads, self.num_envs)
+        except ValueError as err:
+            raise ValueError(f"{env_id}: {err}") from None
+        """Threads stepping a full batch (`physics_threads`)."""
         self.env = env = _Env.of(env_id)
         self.friction = np.array(scales)
         """(N,) the friction scale of each env."""
@@ -217,14 +305,14 @@ class NativeVectorEnv(HostVectorEnv):
         end; None when `sketch` is off), reward float32."""
         self.check_actions(action, len(idx))
         x_before = self._x[idx]
-        post = self.env.name == "Ant"
-        for j, i in enumerate(idx.tolist()):
-            model, data = self.models[i], self.datas[i]
-            data.ctrl[:] = action[j]
-            mujoco.mj_step(model, data, nstep=self.frame_skip)
-            if post:
-                mujoco.mj_rnePostConstraint(model, data)
-            self._read(i, data)
+        rows = list(enumerate(idx.tolist()))
+        chunks = physics_threads(self.threads, len(rows))
+        if chunks == 1:
+            self._physics(rows, action)
+        else:
+            bounds = np.linspace(0, len(rows), chunks + 1).astype(int)
+            _helpers(chunks - 1).run([partial(self._physics, rows[a:b], action)
+                                      for a, b in zip(bounds[:-1], bounds[1:], strict=True)])
         obs = self._observe(idx)
         reward, healthy = self._reward(idx, (self._x[idx] - x_before) / self.dt, action)
         t = self._t[idx]
@@ -240,6 +328,18 @@ class NativeVectorEnv(HostVectorEnv):
             else np.zeros(len(idx), bool)
         truncated = t + 1 >= self.time_limit
         return obs, reward.astype(np.float32), terminated, truncated, features
+
+    def _physics(self, rows: list[tuple[int, int]], action: np.ndarray) -> None:
+        """Steps env i with ``action[j]`` for each ``(j, i)`` of ``rows`` (one thread's
+        chunk; chunks share no env)."""
+        post = self.env.name == "Ant"
+        for j, i in rows:
+            model, data = self.models[i], self.datas[i]
+            data.ctrl[:] = action[j]
+            mujoco.mj_step(model, data, nstep=self.frame_skip)
+            if post:
+                mujoco.mj_rnePostConstraint(model, data)
+            self._read(i, data)
 
     # --- the env's equations (module docstring) --------------------------------------
 
@@ -297,4 +397,4 @@ class NativeVectorEnv(HostVectorEnv):
         return rewards - ctrl, healthy
 
 
-__all__ = ["NativeVectorEnv"]
+__all__ = ["MIN_ENVS_PER_THREAD", "NativeVectorEnv", "physics_threads"]
