@@ -33,10 +33,9 @@ SCOPES = {None: (("results/table1",), "out/table1-report"),
 (``fresh``: TeLAPA-Fresh beside the five methods' eight seeds; ``orders``: the reverse and
 scrambled curricula at the paper's budget)."""
 
-INTRINSIC_METHODS = ("scratch", "scratch-reuse", "finetune", "telapa")
-"""The methods of the intrinsic-reward study whose bonus cells are in (all three seeds):
-the doc's tables are of these cells and their bonus-free partners only, so a cell that
-the running study commits later leaves them true until they are regenerated with it."""
+INTRINSIC_METHODS = ("scratch", "scratch-reuse", "finetune", "telapa", "telapa-fresh")
+"""The methods of the intrinsic-reward study (all three seeds of each): the doc's tables
+are of these cells and their bonus-free partners."""
 BONUS_FREE = {"scratch": "results/table1-paper", "scratch-reuse": "results/table1-paper",
               "finetune": "results/table1-paper", "telapa": "results/table1-paper",
               "telapa-fresh": "results/table1-paper-fresh"}
