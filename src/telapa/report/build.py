@@ -53,6 +53,7 @@ from telapa.report.compute import compute_table, runtime_table
 from telapa.report.curves import learning_curves, profile_figure
 from telapa.report.document import Document, Section, to_html, to_markdown
 from telapa.report.figures import ReportFigure, render
+from telapa.report.injection import injection_table
 from telapa.report.mujoco import mujoco_results, mujoco_table
 from telapa.report.results import CurriculumResults, RunRecord, score
 from telapa.report.scores import main_table, revisit_table
@@ -151,7 +152,8 @@ def code_note(records: Iterable[RunRecord]) -> str:
 def curriculum_tables(result: CurriculumResults, *, prefix: str,
                       resample: Resample = "runs") -> list[ReportTable]:
     """A curriculum's tables: main, revisit, and with revisits the aggregates, profile and
-    improvement tables, compute and, with TeLAPA runs, runtime, the paper's claims checked,
+    improvement tables, compute and, with TeLAPA runs, runtime (and with injected parents
+    the injection counts), the paper's claims checked,
     their comparisons and the pair claims seed by seed (and TeLAPA-Fresh's, with its
     runs); ids start with ``prefix``
     (the report uses the curriculum's `slug`); ``resample`` as in `build_document`."""
@@ -160,6 +162,7 @@ def curriculum_tables(result: CurriculumResults, *, prefix: str,
               profile_table(result, prefix=prefix, resample=resample),
               improvement_table(result, prefix=prefix, resample=resample),
               compute_table(result, prefix=prefix), runtime_table(result, prefix=prefix),
+              injection_table(result, prefix=prefix),
               claims_table(result, prefix=prefix), comparisons_table(result, prefix=prefix),
               pair_seeds_table(result, prefix=prefix),
               claims_table(result, prefix=prefix, fresh=True),

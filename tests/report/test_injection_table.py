@@ -1,0 +1,74 @@
+"""The elite-injection table (`telapa.report.injection`): counts summed from the runs'
+illumination events, rates as ratios of those counts, computed by hand below."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from telapa.report.injection import injection_counts, injection_table
+from telapa.report.results import score
+
+from .records import record
+
+
+def _run(tmp_path, method, seed, events, p_inj=0.5):
+    path = tmp_path / f"{method}-{seed}-{p_inj}"
+    path.mkdir()
+    (path / "method_log.json").write_text(json.dumps(events))
+    settings = {"methods.telapa.qd.injection.p_inj": json.dumps(p_inj)}
+    return dataclasses.replace(record(method, seed, [[0.0, 0.5, 1.0]] * 3), path=path,
+                               settings=settings)
+
+
+def _illumination(visit, candidates, accepted, injected, injected_accepted):
+    return {"event": "illumination", "visit": visit, "candidates": candidates,
+            "accepted": accepted, "injected": injected,
+            "injected_accepted": injected_accepted, "wall_s": 1.0}
+
+
+def test_counts_and_rates_by_hand(tmp_path):
+    # seed 0: visit 0 has no pool; visit 1 proposes 20 injected of 100, 3 of them kept,
+    # 30 kept in all. seed 1: 10 injected of 50, 0 kept, 12 kept in all.
+    runs = {"telapa": [
+        _run(tmp_path, "telapa", 0, [_illumination(0, 100, 40, 0, 0),
+                                     {"event": "transfer", "visit": 1},
+                                     _illumination(1, 100, 30, 20, 3)]),
+        _run(tmp_path, "telapa", 1, [_illumination(1, 50, 12, 10, 0)])],
+        "finetune": [_run(tmp_path, "finetune", 0, [])]}
+    counts = injection_counts(runs)
+    assert list(counts.index) == ["telapa"]  # finetune injected nothing: no row
+    row = counts.loc["telapa"]
+    assert (row["runs"], row["candidates"], row["accepted"], row["injected"],
+            row["injected_accepted"]) == (2, 250, 82, 30, 3)
+    assert row["injected_share"] == 30 / 250
+    assert row["injected_yield"] == 3 / 30           # A_I / I
+    assert row["own_yield"] == (82 - 3) / (250 - 30)  # (A - A_I) / (C - I)
+
+
+def test_no_table_without_injected_parents_and_nan_for_empty_ratios(tmp_path):
+    plain = {"telapa": [_run(tmp_path, "telapa", 0, [_illumination(0, 10, 4, 0, 0)])]}
+    assert injection_counts(plain).empty
+    # without p_inj > 0 the log is not read (a synthetic record has none)
+    off = {"telapa": [_run(tmp_path, "telapa", 0, [_illumination(1, 10, 4, 3, 1)], 0.0)]}
+    assert injection_counts(off).empty
+    result = score([r for rs in plain.values() for r in rs])["toy"]
+    assert injection_table(result, prefix="toy") is None
+    only = {"telapa": [_run(tmp_path, "telapa", 1, [_illumination(1, 5, 2, 5, 2)])]}
+    row = injection_counts(only).loc["telapa"]
+    assert row["injected_yield"] == pytest.approx(0.4) and np.isnan(row["own_yield"])
+
+
+def test_the_report_shows_the_table_when_runs_injected(tmp_path):
+    runs = [_run(tmp_path, "telapa", s, [_illumination(1, 40, 10, 8, 1 + s)])
+            for s in range(2)]
+    result = score(runs)["toy"]
+    table = injection_table(result, prefix="toy")
+    assert table is not None and table.id == "toy-injection"
+    cells = table.cells()
+    assert cells.loc["telapa", "injected parents"] == "16"
+    assert cells.loc["telapa", "elites from injected parents"] == "3"
+    assert cells.loc["telapa", "elites per injected parent"].startswith("0.188")  # 3/16
