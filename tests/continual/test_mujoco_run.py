@@ -129,7 +129,12 @@ def test_report_has_the_papers_mujoco_table_and_return_curves(telapa_run, tmp_pa
     # one seed: the cell is that run's metric (tau from the set: no scratch -> tau_min)
     assert telapa["mean_sr"] == pytest.approx(metrics["mean_sr"])
     assert telapa["bwt"] == pytest.approx(metrics["bwt"])
-    assert [c.label for c in table.columns] == ["runs", "Mean SR~ ↑", "BWT ↑", "TR ↑"]
+    assert [c.label for c in table.columns] == [
+        "runs", "Mean SR~ ↑", "Mean SR~ (paper)", "BWT ↑", "BWT (paper)", "TR ↑", "TR (paper)"]
+    # beside ours, the paper's Hopper values (its friction table) of the same method
+    assert (telapa["mean_sr_paper"], telapa["bwt_paper"], telapa["tr_paper"]) == (
+        0.629, -0.179, 0.740)
+    assert values.loc["Hopper-v5 (hopper-tiny) · finetune", "tr_paper"] == 0.394
     doc = build_document(records, {})
     assert doc.sections[0].id == "mujoco" and doc.sections[0].tables[0].id == "mujoco-friction"
     figures = {f.id for f in doc.figures()}
