@@ -330,3 +330,24 @@ def test_a_forked_child_steps_with_threads_of_its_own():
     finally:
         proc.kill()
     assert np.isfinite(queue.get(timeout=5))
+
+
+def test_mujoco_model_warnings_become_python_warnings(capfd):
+    """Loading gymnasium's v5 models prints MuJoCo's 'settotalmass is deprecated' on
+    stderr at every load (a line per visit and friction scale in a study's log); the
+    native env turns it into a Python RuntimeWarning instead, and leaves a handler the
+    user installed in charge."""
+    import mujoco
+
+    with pytest.warns(RuntimeWarning, match="MuJoCo: compiler attribute 'settotalmass'"):
+        NativeVectorEnv("HalfCheetah-v5", num_envs=2, friction=[0.5, 1.0],
+                        reference_return=1.0)
+    assert "settotalmass" not in capfd.readouterr().err
+    assert mujoco.get_mju_user_warning() is None  # the handler was only for the load
+    seen = []
+    mujoco.set_mju_user_warning(seen.append)
+    try:
+        NativeVectorEnv("HalfCheetah-v5", num_envs=1, reference_return=1.0)
+    finally:
+        mujoco.set_mju_user_warning(None)
+    assert any("settotalmass" in m for m in seen)

@@ -50,6 +50,7 @@ from gymnasium.envs.mujoco.mujoco_env import expand_model_path
 from telapa.envs.base import ArraySpec, EnvSpec
 from telapa.envs.gym_backend import scalar_bound
 from telapa.envs.mujoco.friction import check_scale
+from telapa.envs.mujoco.native import model_warnings
 from telapa.envs.mujoco.sketch import SKETCH_DIM
 from telapa.envs.mujoco.v5 import MJX_IDS, check_native_options, defaults
 
@@ -112,7 +113,8 @@ class MJXEnv:
             raise ValueError(f"{env_id}: {err}") from None
         self.name = env_id.split("-v")[0]
         self.kw = kw = defaults(env_id)
-        model = mujoco.MjModel.from_xml_path(expand_model_path(kw["xml_file"]))
+        with model_warnings():
+            model = mujoco.MjModel.from_xml_path(expand_model_path(kw["xml_file"]))
         data = mujoco.MjData(model)
         self.friction = scale
         """The friction scale s of `reset`'s episodes."""

@@ -62,9 +62,11 @@ and truncated = (t + 1 >= T) at the time limit T (1000 by registration).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -119,6 +121,27 @@ def physics_threads(threads: int | None, num_envs: int) -> int:
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
         raise ValueError(f"threads must be an integer >= 1, got {threads!r}")
     return max(1, min(int(threads), num_envs // MIN_ENVS_PER_THREAD))
+
+
+@contextlib.contextmanager
+def model_warnings() -> Iterator[None]:
+    """MuJoCo's warnings while models load as Python `RuntimeWarning`s (shown once per
+    message by Python's default filter) instead of a line on stderr at every load: a
+    model of gymnasium's v5 XML files prints that ``settotalmass`` is deprecated, and a
+    sweep loads one per visit and friction scale (some 1,600 lines in a study's log).
+    Leaves a handler the user installed (`mujoco.set_mju_user_warning`) alone."""
+    if mujoco.get_mju_user_warning() is not None:
+        yield
+        return
+    mujoco.set_mju_user_warning(_warn)
+    try:
+        yield
+    finally:
+        mujoco.set_mju_user_warning(None)
+
+
+def _warn(message: str) -> None:
+    warnings.warn(f"MuJoCo: {message.strip()}", RuntimeWarning, stacklevel=2)
 
 
 class _Helpers:
@@ -211,9 +234,10 @@ class NativeVectorEnv(HostVectorEnv):
         """(N,) the friction scale of each env."""
         xml = expand_model_path(env.kw["xml_file"])
         models: dict[float, mujoco.MjModel] = {}
-        for s in dict.fromkeys(scales):
-            models[s] = mujoco.MjModel.from_xml_path(xml)
-            scale_sliding_friction(models[s], s)
+        with model_warnings():
+            for s in dict.fromkeys(scales):
+                models[s] = mujoco.MjModel.from_xml_path(xml)
+                scale_sliding_friction(models[s], s)
         self.models = [models[s] for s in scales]
         self.datas = [mujoco.MjData(m) for m in self.models]
         model = self.models[0]
