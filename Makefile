@@ -63,9 +63,10 @@ slurm:
 # (17 s from a local wheel). The lock pins torch's CPU build (torch==X+cpu), which PyPI does
 # not serve: it comes from the wheel folders pip is configured with (PIP_FIND_LINKS, or
 # find-links in pip's configuration) where one holds it, else from PyTorch's own index.
-WHEEL_DIRS  := $(sort $(PIP_FIND_LINKS) $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
-TORCH_WHEEL := $(firstword $(foreach d,$(WHEEL_DIRS),$(wildcard $(d)/torch-*+cpu-*.whl)))
-TORCH_SOURCE := $(if $(TORCH_WHEEL),--find-links $(dir $(TORCH_WHEEL)),--extra-index-url https://download.pytorch.org/whl/cpu)
+# Recursive (=): pip is asked only when the extra is installed, not at every make.
+WHEEL_DIRS   = $(sort $(PIP_FIND_LINKS) $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
+TORCH_WHEEL  = $(firstword $(foreach d,$(WHEEL_DIRS),$(wildcard $(d)/torch-*+cpu-*.whl)))
+TORCH_SOURCE = $(if $(TORCH_WHEEL),--find-links $(dir $(TORCH_WHEEL)),--extra-index-url https://download.pytorch.org/whl/cpu)
 SB3_STAMP   := $(VENV)/.installed-sb3
 
 $(SB3_STAMP): $(STAMP)

@@ -43,8 +43,8 @@ missing one stops the session at its start, naming it."""
 def _require_optional_modules() -> None:
     import importlib.util
 
-    wanted = [m for m in os.environ.get(REQUIRE_ENV, "").split(",") if m.strip()]
-    missing = [m.strip() for m in wanted if importlib.util.find_spec(m.strip()) is None]
+    wanted = [m.strip() for m in os.environ.get(REQUIRE_ENV, "").split(",") if m.strip()]
+    missing = [m for m in wanted if importlib.util.find_spec(m) is None]
     if missing:
         raise pytest.UsageError(
             f"{REQUIRE_ENV}={os.environ[REQUIRE_ENV]} asks for {', '.join(missing)}, which "

@@ -113,3 +113,5 @@ def test_feature_steps_keep_the_first_steps_of_a_batch_evaluation(backend):
         np.testing.assert_array_equal(a.lengths, b.lengths)
         assert a.features.shape[1] > 7 and b.features.shape[1] == 7
         np.testing.assert_array_equal(a.features[:, :7], b.features)
+    with pytest.raises(ValueError, match="feature_steps must be an integer >= 1, got 0"):
+        agent.evaluate_batch(stacked, 2, keys, feature_steps=0)

@@ -53,7 +53,7 @@ from telapa.envs.base import EnvSpec, JaxEnv, Obs
 from telapa.envs.family import Competence
 from telapa.envs.host import HostVectorEnv
 from telapa.envs.registry import family_of
-from telapa.rl.evaluate import EvalResult
+from telapa.rl.evaluate import EvalResult, check_positive
 from telapa.rl.networks import Params
 from telapa.rl.policy import Policy
 from telapa.rl.ppo import Penalty, PPOState, make_learn, make_optimizer
@@ -391,7 +391,8 @@ class Agent(abc.ABC):
         of later steps). Returns and lengths do not depend on either."""
         results = [self.evaluate(jax.tree.map(lambda x, i=i: x[i], params), episodes, key)
                    for i, key in enumerate(keys)]
-        keep = 0 if not features else feature_steps
+        keep = 0 if not features else (None if feature_steps is None
+                                        else check_positive("feature_steps", feature_steps))
         if keep is None:
             return results
         return [dataclasses.replace(r, features=r.features[..., :keep, :]) for r in results]

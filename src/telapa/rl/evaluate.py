@@ -116,8 +116,8 @@ def default_lanes(episodes: int, batch: int = 1, *, platform: str | None = None)
     ``episodes``: every episode starts at once, since there an iteration's launch
     overhead dwarfs the lanes' work (fewer lanes unmeasured). Numbers:
     BENCHMARKS.md, "Evaluation lanes" (the design: docs/performance.md, "Evaluation lanes")."""
-    episodes = _positive("episodes", episodes)
-    batch = _positive("batch", batch)
+    episodes = check_positive("episodes", episodes)
+    batch = check_positive("batch", batch)
     if (platform or jax.default_backend()) != "cpu":
         return episodes
     return min(max(-(-CPU_LANE_TARGET // batch), 2), -(-episodes // 4))
@@ -168,10 +168,10 @@ def make_population_evaluator(
     finished candidate costs masked lanes, not a copy of the carry per step as a ``vmap``
     of a per-candidate ``while_loop`` would. Returns, lengths and feature rows are
     written to the episode's own slot (row t of episode e for t < ``feature_steps``)."""
-    episodes = _positive("episodes", episodes)
-    max_steps = _positive("max_steps", max_steps)
-    keep = max_steps if feature_steps is None else _positive("feature_steps", feature_steps)
-    if lanes is not None and not 1 <= _positive("lanes", lanes) <= episodes:
+    episodes = check_positive("episodes", episodes)
+    max_steps = check_positive("max_steps", max_steps)
+    keep = max_steps if feature_steps is None else check_positive("feature_steps", feature_steps)
+    if lanes is not None and not 1 <= check_positive("lanes", lanes) <= episodes:
         raise ValueError(f"lanes must be at most episodes ({episodes}), got {lanes}")
     reset = jax.vmap(jax.vmap(env.reset))
     step = jax.vmap(jax.vmap(env.step))
@@ -283,7 +283,9 @@ def make_jax_evaluator(
     return evaluate
 
 
-def _positive(name: str, value: int) -> int:
+def check_positive(name: str, value: int) -> int:
+    """``value`` as an int when it is an integer >= 1 (not a bool); a `ValueError` naming
+    ``name`` otherwise."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     return int(value)
@@ -406,7 +408,7 @@ def evaluate_native(
     returns, lengths = np.zeros(n), np.zeros(n, np.int32)
     horizon = max(max_steps, env.spec.max_steps) if features else 0
     if feature_steps is not None:
-        horizon = min(horizon, _positive("feature_steps", feature_steps))
+        horizon = min(horizon, check_positive("feature_steps", feature_steps))
     sketching = env.sketch
     steps = np.zeros((n, horizon, env.spec.feature_dim), np.float32)
     running = np.ones(n, bool)

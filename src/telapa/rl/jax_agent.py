@@ -26,7 +26,12 @@ from telapa.envs import AutoReset, Backend, make
 from telapa.envs.base import JaxEnv, Obs
 from telapa.envs.intrinsic import EpisodicCountBonus
 from telapa.rl.agent import MEMBER_AXIS, Agent, first_steps, shape_key
-from telapa.rl.evaluate import EvalResult, make_jax_evaluator, make_population_evaluator
+from telapa.rl.evaluate import (
+    EvalResult,
+    check_positive,
+    make_jax_evaluator,
+    make_population_evaluator,
+)
 from telapa.rl.networks import Params
 from telapa.rl.ppo import EpisodeTracker, PPOState
 from telapa.rl.rollout import make_jax_rollout
@@ -146,8 +151,8 @@ class JaxAgent(Agent, backend="jax"):
         (`make_population_evaluator`) and one `fetch`."""
         deterministic = self.config.eval.deterministic
         max_steps = self._time_limit()
-        keep = 1 if not features else (None if feature_steps is None
-                                        else min(int(feature_steps), max_steps))
+        keep = 1 if not features else (None if feature_steps is None else min(
+            check_positive("feature_steps", feature_steps), max_steps))
 
         def build() -> Callable:
             population = make_population_evaluator(
