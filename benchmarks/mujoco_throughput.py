@@ -27,6 +27,17 @@ Measured in one run on one machine:
   host rollout before `telapa.rl.host_policy` put the Gaussian mean in numpy), in the
   same rounds.
 
+- the native engine's two knobs (``--stages threads sketch``, on quiet cores): the batch's
+  physics on 1 against 2 threads (``NativeVectorEnv.threads``), as `advance` of 8, 16,
+  40 and 64 HalfCheetahs with zero actions and no sketch (``threads-<k>-<n>``) and as
+  the batched evaluation of 8 mutants x 5 episodes sketching T_max = 256 steps as
+  illumination does (``candidates-threads-<k>``); and the
+  sketch's horizon, one candidate of 5 episodes at a time as illumination evaluates
+  (the paper's batch of one) with the sketch of every step (``sketch-all``) against only
+  the first T_max = 256 steps the embedder reads (``sketch-256``, `Agent.evaluate_batch`'s
+  ``feature_steps``), one thread; each pair alternated over ``--repeats`` rounds (default
+  3 for these stages), medians in ``engine``.
+
 The pair (``sb3``, ``telapa``) is measured ``--repeats`` times, alternating, and the ratio
 uses the medians. From the measured rates the script extrapolates what one visit at
 the paper's budget costs per environment (``visit_cost``): the preset's PPO steps
@@ -41,8 +52,10 @@ episodes last ~20 steps, so per-episode overhead weighs more than in a trained p
 ``benchmarks/results/mujoco_throughput.json``; ``visit_cost_native`` is the same
 extrapolation from the native rates.
 
-    python benchmarks/mujoco_throughput.py           # full (about 10 minutes)
+    python benchmarks/mujoco_throughput.py           # full (about 12 minutes)
     python benchmarks/mujoco_throughput.py --quick   # smoke check (256-step rollouts)
+    python benchmarks/mujoco_throughput.py --stages threads sketch   # the engine's knobs
+                                                     # alone (~2 min), into their own JSON
 """
 
 from __future__ import annotations
@@ -222,6 +235,114 @@ def bench_candidates(candidates: int, env_id: str, trainer=None, backend: str = 
             "mean_episode_length": float(np.mean(lengths))}
 
 
+THREAD_SIZES = (8, 16, 40, 64)
+"""Batch sizes of the threads stage: PPO's 8 envs, 16, illumination's 8 x 5 and 64."""
+
+
+def bench_threads(steps: int, rounds: int, candidates: int) -> list[dict]:
+    """The batch's physics on 1 and 2 threads (module docstring), alternating within each
+    round: `step` of ``THREAD_SIZES`` HalfCheetahs (zero actions, no sketch, as a
+    training env) for about ``steps`` env steps each, and the batched evaluation of
+    ``candidates`` mutants x 5 episodes, sketching the first T_max = 256 steps as
+    illumination does (`evaluate_populations`)."""
+    import jax
+
+    from telapa.envs import make
+    from telapa.rl import PPOTrainer
+    from telapa.rl.networks import flatten_params
+
+    envs = {}
+    for size in THREAD_SIZES:
+        env = envs[size] = make(ENV_ID, "native", num_envs=size, seed=0)
+        env.sketch = False
+        env.reset(0)
+    trainer = PPOTrainer(ENV_ID, CONFIG, key=0, backend="native")
+    flat, unravel = flatten_params(trainer.params)
+    params = jax.vmap(unravel)(
+        flat[None] + jax.random.normal(jax.random.key(1), (candidates, flat.shape[0])) * 0.02)
+    keys = jax.random.split(jax.random.key(2), candidates)
+    agent = trainer.agent
+    agent.evaluate_batch(params, 5, keys)  # compile; makes the batch's eval env
+    results = []
+    for round_ in range(rounds):
+        for threads in (1, 2):
+            for size, env in envs.items():
+                env.threads = threads
+                zeros = np.zeros((size, env.spec.action_dim), np.float32)
+                calls = max(steps // size, 1)
+                start = time.perf_counter()
+                for _ in range(calls):
+                    env.step(None, zeros)
+                elapsed = time.perf_counter() - start
+                results.append({"name": f"threads-{threads}-{size}", "env_id": ENV_ID,
+                                "num_envs": size, "threads": threads, "round": round_,
+                                "steps": calls * size, "steps_per_s": calls * size / elapsed})
+            # the agent's evaluation envs (made once per batch size; private to the agent)
+            for env in agent._eval_envs.values():
+                env.threads = threads
+            start = time.perf_counter()
+            lengths = np.stack([r.lengths for r in agent.evaluate_batch(
+                params, 5, keys, feature_steps=256)])  # illumination's T_max
+            elapsed = time.perf_counter() - start
+            results.append({"name": f"candidates-threads-{threads}", "env_id": ENV_ID,
+                            "num_envs": candidates * 5, "threads": threads,
+                            "round": round_, "steps": int(lengths.sum()),
+                            "steps_per_s": int(lengths.sum()) / elapsed})
+    return results
+
+
+def bench_sketch(candidates: int, rounds: int, t_max: int = 256) -> list[dict]:
+    """One candidate of 5 episodes at a time, ``candidates`` times (illumination's batch
+    of one), on one thread: the sketch of every step (``sketch-all``) against the first
+    ``t_max`` (``sketch-<t_max>``), alternating within each round."""
+    import jax
+
+    from telapa.rl import PPOTrainer
+    from telapa.rl.networks import flatten_params
+
+    trainer = PPOTrainer(ENV_ID, CONFIG, key=0, backend="native")
+    agent = trainer.agent
+    flat, unravel = flatten_params(trainer.params)
+    params = [jax.tree.map(lambda x: x[None], unravel(
+        flat + jax.random.normal(jax.random.key(b), flat.shape) * 0.02))
+        for b in range(candidates)]
+    keys = jax.random.split(jax.random.key(2), candidates)
+    agent.evaluate_batch(params[0], 5, keys[:1])  # compile; makes the eval env
+    for env in agent._eval_envs.values():  # private to the agent: one thread, as a worker
+        env.threads = 1
+    results = []
+    for round_ in range(rounds):
+        for name, steps_kept in (("sketch-all", None), (f"sketch-{t_max}", t_max)):
+            start = time.perf_counter()
+            total = 0
+            for b in range(candidates):
+                (ev,) = agent.evaluate_batch(params[b], 5, keys[b:b + 1],
+                                             feature_steps=steps_kept)
+                total += int(np.sum(ev.lengths))
+            elapsed = time.perf_counter() - start
+            results.append({"name": name, "env_id": ENV_ID, "candidates": candidates,
+                            "episodes": 5, "feature_steps": steps_kept, "round": round_,
+                            "steps": total, "steps_per_s": total / elapsed})
+    return results
+
+
+def engine_summary(results: list[dict]) -> dict:
+    """Medians of the threads and sketch stages, and the ratios of each pair."""
+    rates: dict[str, list[float]] = {}
+    for r in results:
+        rates.setdefault(r["name"], []).append(r["steps_per_s"])
+    med = {name: statistics.median(v) for name, v in rates.items()
+           if name.startswith(("threads-", "candidates-threads-", "sketch-"))}
+    ratios = {}
+    for name, rate in med.items():
+        if name.startswith(("threads-2-", "candidates-threads-2")):
+            one = name.replace("-2", "-1", 1)
+            ratios[f"{name} / {one}"] = rate / med[one]
+        elif name.startswith("sketch-") and name != "sketch-all" and "sketch-all" in med:
+            ratios[f"{name} / sketch-all"] = rate / med["sketch-all"]
+    return {"median_steps_per_s": med, "ratios": ratios}
+
+
 def visit_cost(ppo_rate: float, eval_rate: float) -> dict:
     """Seconds of one paper-budget visit (module docstring), from measured rates."""
     from telapa.continual.preset import load_run_config
@@ -246,6 +367,9 @@ def visit_cost(ppo_rate: float, eval_rate: float) -> dict:
             "scratch_total_s": seconds["ppo"] + seconds["evaluation"]}
 
 
+STAGES = ("ppo", "stepping", "candidates", "threads", "sketch")
+"""The measurements `main` can run (``--stages``), in the order it runs them."""
+
 VERSIONS = ("jax", "jaxlib", "flax", "optax", "gymnasium", "mujoco", "torch",
             "stable-baselines3", "numpy")
 """Packages whose versions the results record."""
@@ -256,14 +380,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="short smoke run")
     parser.add_argument("--repeats", type=int, help="rounds of the reference pair (default 2)")
     parser.add_argument("--skip-sb3", action="store_true", help="no reference run")
+    parser.add_argument("--stages", nargs="+", choices=STAGES, default=list(STAGES),
+                        help="what to measure (default: all); a subset writes "
+                             "mujoco_throughput-<stages>.json unless --out is given")
     parser.add_argument("--out", type=Path, help=f"default: {RESULTS} (--quick: .quick.json)")
     args = parser.parse_args(argv)
-    args.out = args.out or (RESULTS.with_suffix(".quick.json") if args.quick else RESULTS)
+    stages = [s for s in STAGES if s in args.stages]
+    if not args.out:
+        out = RESULTS if stages == list(STAGES) else RESULTS.with_name(
+            f"{RESULTS.stem}-{'-'.join(stages)}.json")
+        args.out = out.with_suffix(".quick.json") if args.quick else out
     if args.quick:
         _quick()
     rollout = SHAPES["num_envs"] * SHAPES["n_steps"]
     ppo_steps = rollout if args.quick else 3 * rollout
     repeats = args.repeats or (1 if args.quick else 2)
+    engine_rounds = args.repeats or (1 if args.quick else 3)
     candidates = 2 if args.quick else 8
     # --quick: the candidates are the PPO run's policy, evaluated on its agent and envs
     # (a second trainer took 2-3 s to build); HalfCheetah's episodes last 1000 steps
@@ -277,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{result['name']:22s} {result.get('env_id', ENV_ID):15s} "
               f"{result['steps']:9d} {result['steps_per_s']:9.0f} steps/s", file=sys.stderr)
 
-    for round_ in range(repeats):
+    for round_ in range(repeats if "ppo" in stages else 0):
         if not args.skip_sb3:
             try:
                 record({**bench_sb3(ppo_steps), "round": round_})
@@ -287,10 +419,16 @@ def main(argv: list[str] | None = None) -> int:
         record({**bench_telapa(ppo_steps, keep=trainers, backend="native"), "round": round_})
         record({**bench_telapa(ppo_steps, backend="native", jitted_act=True),
                 "round": round_})
-    for result in bench_stepping(800 if args.quick else 16_000):
+    for result in bench_stepping(800 if args.quick else 16_000) if "stepping" in stages else ():
+        record(result)
+    for result in bench_threads(800 if args.quick else 16_000, engine_rounds,
+                                candidates) if "threads" in stages else ():
+        record(result)
+    for result in bench_sketch(1 if args.quick else 10, engine_rounds) \
+            if "sketch" in stages else ():
         record(result)
     eval_rates, ppo_rates, native_eval, native_ppo = {}, {}, {}, {}
-    for env_id in ((ENV_ID,) if args.quick else ENVS):
+    for env_id in ((ENV_ID,) if args.quick else ENVS) if "candidates" in stages else ():
         kept = trainers or {}
         result = bench_candidates(candidates, env_id, kept.get((env_id, "gymnasium")))
         record(result)
@@ -301,7 +439,8 @@ def main(argv: list[str] | None = None) -> int:
         native_eval[env_id] = result["steps_per_s"]
         record(bench_candidates(candidates, env_id, native, "native", one_by_one=True))
         record(bench_candidates(candidates, env_id, native, "native", jitted_act=True))
-        if env_id != ENV_ID:  # one PPO iteration on each other env (physics costs differ)
+        # one PPO iteration on each other env (physics costs differ)
+        if env_id != ENV_ID and "ppo" in stages:
             ppo = {**bench_telapa(rollout, env_id), "name": "telapa-env"}
             record(ppo)
             ppo_rates[env_id] = ppo["steps_per_s"]
@@ -314,35 +453,42 @@ def main(argv: list[str] | None = None) -> int:
                for name in ("sb3", "telapa", "telapa-native", "telapa-native-jitact")
                if any(r["name"] == name for r in results)}
     sb3 = medians.get("sb3")
-    ppo_rate = medians["telapa"]
-    ppo_rates[ENV_ID] = ppo_rate
-    native_ppo[ENV_ID] = medians["telapa-native"]
+    ppo_rate = medians.get("telapa")
+    if ppo_rate:
+        ppo_rates[ENV_ID] = ppo_rate
+        native_ppo[ENV_ID] = medians["telapa-native"]
     report = {
         "benchmark": "mujoco_throughput",
         "env": ENV_ID,
         "quick": args.quick,
+        "stages": stages,
         "machine": machine_info(),
         "versions": package_versions(VERSIONS),
         "repeats": repeats,
         "summary": {name: {"median_steps_per_s": rate,
                            "ratio_vs_sb3": rate / sb3 if sb3 else None}
                     for name, rate in medians.items()},
+        # the extrapolation needs both rates of an env: PPO and candidate evaluation
         "visit_cost": {env_id: {**visit_cost(ppo_rates[env_id], rate),
                                 "ppo_steps_per_s": ppo_rates[env_id],
                                 "eval_steps_per_s": rate}
-                       for env_id, rate in eval_rates.items()},
+                       for env_id, rate in eval_rates.items() if env_id in ppo_rates},
         "visit_cost_native": {env_id: {**visit_cost(native_ppo[env_id], rate),
                                        "ppo_steps_per_s": native_ppo[env_id],
                                        "eval_steps_per_s": rate}
-                              for env_id, rate in native_eval.items()},
+                              for env_id, rate in native_eval.items() if env_id in native_ppo},
+        "engine": engine_summary(results),
         "results": results,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
-    if sb3:
+    if sb3 and ppo_rate:
         print(f"telapa: {ppo_rate / sb3:.2f}x SB3 (median)", file=sys.stderr)
-    print(f"telapa native: {medians['telapa-native'] / ppo_rate:.2f}x telapa gymnasium "
-          "(median)", file=sys.stderr)
+    if ppo_rate:
+        print(f"telapa native: {medians['telapa-native'] / ppo_rate:.2f}x telapa gymnasium "
+              "(median)", file=sys.stderr)
+    for pair, ratio in report["engine"]["ratios"].items():
+        print(f"{pair}: {ratio:.2f}x (medians)", file=sys.stderr)
     for backend, costs in (("gymnasium", report["visit_cost"]),
                            ("native", report["visit_cost_native"])):
         for env_id, cost in costs.items():

@@ -56,6 +56,17 @@ def test_mujoco_throughput_quick(tmp_path: Path) -> None:
     assert cost["total_s"] == sum(cost["seconds"].values())
     native = report["visit_cost_native"]["HalfCheetah-v5"]
     assert native["env_steps"] == cost["env_steps"] and native["total_s"] > 0
+    # the engine's knobs: 1 against 2 threads, the sketch of every step against T_max's
+    sizes = (8, 16, 40, 64)
+    assert {f"threads-{k}-{n}" for k in (1, 2) for n in sizes} \
+        | {"candidates-threads-1", "candidates-threads-2", "sketch-all", "sketch-256"} <= names
+    runs = {r["name"]: r for r in report["results"]}
+    # the same episodes whatever the threads or the sketch's horizon
+    assert runs["candidates-threads-1"]["steps"] == runs["candidates-threads-2"]["steps"]
+    assert runs["sketch-all"]["steps"] == runs["sketch-256"]["steps"] == 5 * 1000
+    assert set(report["engine"]["ratios"]) == (
+        {f"threads-2-{n} / threads-1-{n}" for n in sizes}
+        | {"candidates-threads-2 / candidates-threads-1", "sketch-256 / sketch-all"})
 
 
 def test_paper_seed_stops_at_a_checkpoint_and_resumes(tmp_path: Path) -> None:
