@@ -63,7 +63,7 @@ def host_mean(policy: Policy) -> MeanFn | None:
     depth, act = len(net.hidden), _ACTIVATIONS[net.activation]
 
     def dense(x: np.ndarray, layer: dict[str, np.ndarray]) -> np.ndarray:
-        return x @ layer["kernel"] + np.expand_dims(layer["bias"], -2)
+        return x @ layer["kernel"] + layer["bias"][..., None, :]
 
     def mean(params: Any, obs: dict[str, np.ndarray]) -> np.ndarray:
         p = params["params"]

@@ -334,9 +334,9 @@ class NativeVectorEnv(HostVectorEnv):
         if chunks == 1:
             self._physics(rows, action)
         else:
-            bounds = np.linspace(0, len(rows), chunks + 1).astype(int)
+            cuts = [len(rows) * k // chunks for k in range(chunks + 1)]  # near-equal chunks
             _helpers(chunks - 1).run([partial(self._physics, rows[a:b], action)
-                                      for a, b in zip(bounds[:-1], bounds[1:], strict=True)])
+                                      for a, b in zip(cuts[:-1], cuts[1:], strict=True)])
         obs = self._observe(idx)
         reward, healthy = self._reward(idx, (self._x[idx] - x_before) / self.dt, action)
         t = self._t[idx]
