@@ -351,3 +351,13 @@ def test_mujoco_model_warnings_become_python_warnings(capfd):
     finally:
         mujoco.set_mju_user_warning(None)
     assert any("settotalmass" in m for m in seen)
+
+
+def test_gymnasium_backend_model_warnings_become_python_warnings(capfd):
+    """The gymnasium backend's envs load the same v5 models through gymnasium.make; their
+    'settotalmass' line becomes the same Python warning, not a stderr line per env."""
+    from telapa.envs import make
+
+    with pytest.warns(RuntimeWarning, match="MuJoCo: compiler attribute 'settotalmass'"):
+        make("HalfCheetah-v5", "gymnasium", num_envs=2, seed=0).close()
+    assert "settotalmass" not in capfd.readouterr().err

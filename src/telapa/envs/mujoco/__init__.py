@@ -79,6 +79,16 @@ def reference_return(env_id: str) -> float:
     )
 
 
+def _gymnasium_make(env_id: str, options: dict[str, Any]) -> gymnasium.Env:
+    """``gymnasium.make(env_id, **options)`` with MuJoCo's model-load warnings as Python
+    warnings (`telapa.envs.mujoco.native.model_warnings`), as the native backend loads
+    its models, instead of a stderr line at every env made."""
+    from telapa.envs.mujoco.native import model_warnings  # imports mujoco, as make does
+
+    with model_warnings():
+        return gymnasium.make(env_id, **options)
+
+
 class MujocoFamily(EnvFamily):
     """See the module docstring; no JAX ports, float16 trajectories, the ``mujoco``
     presets and no count bonus are `EnvFamily`'s defaults."""
@@ -98,7 +108,7 @@ class MujocoFamily(EnvFamily):
         rest = {k: v for k, v in options.items() if k != "friction"}
         if rest:  # gymnasium.make's keywords: make one env now to name a bad one early
             try:
-                gymnasium.make(env_id, **rest).close()
+                _gymnasium_make(env_id, rest).close()
             except TypeError as err:
                 raise ValueError(f"{env_id}: bad option(s) {', '.join(rest)} "
                                  f"(valid: friction and gymnasium.make's keywords): {err}"
@@ -107,7 +117,7 @@ class MujocoFamily(EnvFamily):
     def make_single(self, env_id: str, options: dict[str, Any]) -> gymnasium.Env:
         options = dict(options)
         friction = options.pop("friction", 1.0)
-        env = gymnasium.make(env_id, **options)
+        env = _gymnasium_make(env_id, options)
         time_limit = env.spec.max_episode_steps if env.spec else None
         if not time_limit:
             raise ValueError(f"{env_id}: the MuJoCo sketch needs a time limit "
