@@ -1,0 +1,51 @@
+"""The long-experiment scripts run each sweep the way its design fixes it: every
+``pinned-sweep.sh NAME [options]`` of a chain names a committed sweep, with the options
+its sweep file's header gives ("Run it with ...")."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAINS = ("appendix-studies.sh", "paper-studies.sh")
+
+
+def _commands(text: str, comment: bool) -> list[list[str]]:
+    """``pinned-sweep.sh`` calls in ``text`` (continued lines joined; in ``#`` comment
+    lines when ``comment``), each as ``[NAME, *options]``."""
+    lines = [line.lstrip("# ") if comment else line for line in text.splitlines()
+             if line.lstrip().startswith("#") == comment]
+    joined = re.sub(r"\\\n\s*", " ", "\n".join(lines))
+    return [shlex.split(m.group(1))
+            for m in re.finditer(r"pinned-sweep\.sh\"? ([A-Za-z0-9-][^\n]*)", joined)]
+
+
+def _sweep_file(name: str) -> Path:
+    path = ROOT / "configs" / "sweeps" / f"{name}.yaml"
+    return path if path.exists() else ROOT / "experiments" / name / "sweep.yaml"
+
+
+@pytest.mark.parametrize("chain", CHAINS)
+def test_chains_run_each_sweep_as_its_header_says(chain: str) -> None:
+    calls = _commands((ROOT / "experiments" / chain).read_text(), comment=False)
+    assert calls, f"{chain} runs no pinned sweep"
+    for name, *options in calls:
+        sweep = _sweep_file(name)
+        assert sweep.exists(), f"{chain}: no sweep file for {name}"
+        header = _commands(sweep.read_text(), comment=True)
+        if header:  # the sweep's own "Run it with" line
+            assert [name, *options] in header, (chain, name, options, header)
+
+
+def test_appendix_chain_order() -> None:
+    """MuJoCo first (it is running), then injection without and with the bonus, then the
+    long curriculum (the order docs/reproduction.md gives)."""
+    calls = _commands((ROOT / "experiments" / "appendix-studies.sh").read_text(),
+                      comment=False)
+    assert [c[0] for c in calls] == ["mujoco-paper", "elite-injection-paper",
+                                     "elite-injection-intrinsic-paper",
+                                     "long-curriculum-paper"]
