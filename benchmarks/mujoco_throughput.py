@@ -173,16 +173,21 @@ def bench_stepping(steps: int, env_id: str = ENV_ID) -> list[dict]:
     for size in (n, 64):
         native = make(env_id, "native", num_envs=size, seed=0)
         native.reset(0)
-        native_zeros = np.zeros((size, native.spec.action_dim), np.float32)
-        native_calls = max(steps // size, 1)
-        start = time.perf_counter()
-        for _ in range(native_calls):
-            native.step(None, native_zeros)
-        elapsed = time.perf_counter() - start
         results.append({"name": f"native-{size}", "env_id": env_id, "num_envs": size,
-                        "steps": native_calls * size,
-                        "steps_per_s": native_calls * size / elapsed})
+                        **_step_zeros(native, steps)})
     return results
+
+
+def _step_zeros(env, steps: int) -> dict:
+    """``steps`` (rounded down to whole batches, at least one) env steps of the host
+    vector env ``env`` with zero actions: ``{"steps", "steps_per_s"}``."""
+    zeros = np.zeros((env.num_envs, env.spec.action_dim), np.float32)
+    calls = max(steps // env.num_envs, 1)
+    start = time.perf_counter()
+    for _ in range(calls):
+        env.step(None, zeros)
+    elapsed = time.perf_counter() - start
+    return {"steps": calls * env.num_envs, "steps_per_s": calls * env.num_envs / elapsed}
 
 
 def bench_candidates(candidates: int, env_id: str, trainer=None, backend: str = "gymnasium",
@@ -268,15 +273,9 @@ def bench_threads(steps: int, rounds: int, candidates: int) -> list[dict]:
         for threads in (1, 2):
             for size, env in envs.items():
                 env.threads = threads
-                zeros = np.zeros((size, env.spec.action_dim), np.float32)
-                calls = max(steps // size, 1)
-                start = time.perf_counter()
-                for _ in range(calls):
-                    env.step(None, zeros)
-                elapsed = time.perf_counter() - start
                 results.append({"name": f"threads-{threads}-{size}", "env_id": ENV_ID,
                                 "num_envs": size, "threads": threads, "round": round_,
-                                "steps": calls * size, "steps_per_s": calls * size / elapsed})
+                                **_step_zeros(env, steps)})
             # the agent's evaluation envs (made once per batch size; private to the agent)
             for env in agent._eval_envs.values():
                 env.threads = threads
