@@ -137,8 +137,12 @@ def test_report_has_the_papers_mujoco_table_and_return_curves(telapa_run, tmp_pa
     assert values.loc["Hopper-v5 (hopper-tiny) · finetune", "tr_paper"] == 0.394
     doc = build_document(records, {})
     assert doc.sections[0].id == "mujoco" and doc.sections[0].tables[0].id == "mujoco-friction"
-    figures = {f.id for f in doc.figures()}
-    assert {"hopper-tiny-curves", "hopper-tiny-return-curves"} <= figures
+    figures = {f.id: f for f in doc.figures()}
+    assert {"hopper-tiny-curves", "hopper-tiny-return-curves"} <= set(figures)
+    # the curves show SR~, and say so (not "success rate": a MuJoCo episode has none)
+    for name in ("hopper-tiny-curves", "hopper-tiny-profile"):
+        assert "SR~ (normalized return)" in figures[name].caption
+        assert "success rate" not in figures[name].caption
 
 
 def test_play_writes_an_mp4_of_a_mujoco_policy(telapa_run, tmp_path, capsys):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from telapa.report.curves import curve_bands, curve_figure, visit_spans
+from telapa.report.curves import curve_bands, curve_figure, learning_curves, visit_spans
 from telapa.report.figures import render
 
 from .records import BUDGET, record
@@ -74,3 +74,10 @@ def test_rendered_tick_labels_carry_no_additive_offset():
     assert formatter.get_offset() != ""  # what matplotlib would label
     render(fig, figure_id="flat", title="flat")
     assert formatter.get_useOffset() is False
+
+
+def test_the_curves_name_the_competence_they_show():
+    runs = {"finetune": [record("finetune", s, SEEDS[s]) for s in SEEDS]}
+    assert learning_curves(runs, title="toy").axes[0].get_ylabel() == "success rate"
+    fig = learning_curves(runs, title="toy", ylabel="SR~ (normalized return)")
+    assert fig.axes[0].get_ylabel() == "SR~ (normalized return)"

@@ -54,7 +54,7 @@ from telapa.report.curves import learning_curves, profile_figure
 from telapa.report.document import Document, Section, to_html, to_markdown
 from telapa.report.figures import ReportFigure, render
 from telapa.report.injection import injection_table
-from telapa.report.mujoco import mujoco_results, mujoco_table
+from telapa.report.mujoco import competence_name, mujoco_results, mujoco_table
 from telapa.report.results import CurriculumResults, RunRecord, score
 from telapa.report.scores import main_table, revisit_table
 from telapa.report.tables import ReportTable, frame_table
@@ -185,21 +185,25 @@ def _curriculum_section(
                              code_note(r for rs in result.runs.values() for r in rs)])
     section.tables = curriculum_tables(result, prefix=prefix, resample=resample)
 
+    score = competence_name(result)  # success rate, or MuJoCo's SR~
+
     def curves() -> None:
-        fig = learning_curves(result.runs, title=f"{result.curriculum}: success rate")
+        fig = learning_curves(result.runs, title=f"{result.curriculum}: {score}",
+                              ylabel=score)
         section.figures.append(render(
             fig, figure_id=f"{prefix}-curves", title="Learning curves",
-            caption="Mean success rate over seeds (shaded: 95% CI) across the whole "
+            caption=f"Mean {score} over seeds (shaded: 95% CI) across the whole "
                     "curriculum; dotted lines mark task boundaries, top labels the visits "
                     "(primes: revisits).",
         ))
 
     def profile() -> None:
-        fig = profile_figure(result, title=f"{result.curriculum}: revisit success rates")
+        fig = profile_figure(result, title=f"{result.curriculum}: revisit {score}",
+                             score=score)
         if fig is not None:
             section.figures.append(render(
                 fig, figure_id=f"{prefix}-profile", title="Performance profile",
-                caption="Fraction of runs whose success rate after a revisit is above tau, "
+                caption=f"Fraction of runs whose {score} after a revisit is above tau, "
                         "averaged over the revisits (rliable's performance profile); "
                         "shaded: 95% percentile bootstrap band over runs.",
             ))

@@ -88,20 +88,22 @@ def curve_figure(bands: pd.DataFrame, spans: pd.DataFrame, *, title: str,
 
 
 def learning_curves(runs: Mapping[str, Sequence[RunRecord]], *, title: str,
-                    returns: bool = False) -> Figure:
-    """`curve_figure` of every method's runs of one curriculum: success rate, or with
-    ``returns`` the mean evaluation return (MuJoCo's curves in return units)."""
+                    returns: bool = False, ylabel: str = "success rate") -> Figure:
+    """`curve_figure` of every method's runs of one curriculum: the recorded competence
+    ``sr`` (named ``ylabel``: a success rate, or MuJoCo's SR~), or with ``returns`` the
+    mean evaluation return (MuJoCo's curves in return units)."""
     records = [r for rs in runs.values() for r in rs]
     if returns:
         return curve_figure(curve_bands(runs, "mean_return"), visit_spans(records),
                             title=title, ylabel="mean evaluation return", unit_range=False)
-    return curve_figure(curve_bands(runs), visit_spans(records), title=title)
+    return curve_figure(curve_bands(runs), visit_spans(records), title=title, ylabel=ylabel)
 
 
-def profile_figure(result: CurriculumResults, *, title: str,
+def profile_figure(result: CurriculumResults, *, title: str, score: str = "success rate",
                    n_resamples: int = BOOTSTRAP_RESAMPLES) -> Figure | None:
     """The performance profile of every method over tau in [0, 1] (shaded: the 95%
-    percentile bootstrap band over runs); None without revisits."""
+    percentile bootstrap band over runs); ``score`` names the competence on the x axis;
+    None without revisits."""
     scores = scored_revisits(result)
     if not scores:
         return None
@@ -116,7 +118,7 @@ def profile_figure(result: CurriculumResults, *, title: str,
                         lw=0)
     ax.set_xlim(0, 1)
     ax.set_ylim(-0.03, 1.03)
-    ax.set_xlabel("success rate after the revisit, tau")
+    ax.set_xlabel(f"{score} after the revisit, tau")
     ax.set_ylabel("fraction of runs with score > tau")
     ax.set_title(title, loc="left")
     ax.grid(alpha=0.25)

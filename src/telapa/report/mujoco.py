@@ -53,6 +53,12 @@ def environment(result: CurriculumResults) -> str | None:
     return env_id if family_of(env_id).name == "mujoco" else None
 
 
+def competence_name(result: CurriculumResults) -> str:
+    """What a curriculum's ``sr`` is, for figure labels: ``"SR~ (normalized return)"``
+    on one MuJoCo env, else ``"success rate"``."""
+    return "SR~ (normalized return)" if environment(result) is not None else "success rate"
+
+
 def mujoco_results(results: Mapping[str, CurriculumResults]) -> dict[str, CurriculumResults]:
     """Curriculum name -> results, for the curricula on one MuJoCo env."""
     return {name: r for name, r in results.items() if environment(r) is not None}
