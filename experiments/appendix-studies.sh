@@ -5,13 +5,27 @@
 #   (setsid nohup experiments/appendix-studies.sh >/dev/null 2>&1 &)
 # Each is a pinned sweep (experiments/pinned-sweep.sh) with its own pin
 # (results/NAME.commit), taken at the commit main is on when that study starts: run this
-# again to resume; finished studies are skipped in seconds. A study that stops (killed,
-# failed after its retries) stops the chain. The options are those each study's design
-# fixes (its sweep file's header).
-set -euo pipefail
+# again to resume; finished studies are skipped in seconds. A study stopped by a signal
+# (the session's end, a kill) stops the chain; one whose cells failed after their retries
+# does not: the chain goes on to the next study (so the cores stay busy) and exits with
+# that failure at its end, and running it again tries the failed cells again. The options
+# are those each study's design fixes (its sweep file's header). Logs to
+# runs/appendix-studies.log (each study to runs/NAME.log).
+set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-"$HERE/pinned-sweep.sh" mujoco-paper --workers 2 --threads 1 --retries 2
-"$HERE/pinned-sweep.sh" elite-injection-paper --seeds-per-batch 1 --retries 2
-"$HERE/pinned-sweep.sh" elite-injection-intrinsic-paper --seeds-per-batch 1 --retries 2
-"$HERE/pinned-sweep.sh" long-curriculum-paper --seeds-per-batch 3 \
+LOG=$(dirname "$HERE")/runs/appendix-studies.log
+mkdir -p "$(dirname "$LOG")"
+failed=0
+study() {  # study COMMAND...: runs one pinned sweep and applies the rule above
+  "$@"
+  local status=$?
+  echo "$(date -u +%FT%TZ) $2: exit $status" >>"$LOG"
+  if [ "$status" -ge 128 ]; then exit "$status"; fi
+  if [ "$status" -ne 0 ]; then failed=$status; fi
+}
+study "$HERE/pinned-sweep.sh" mujoco-paper --workers 2 --threads 1 --retries 2
+study "$HERE/pinned-sweep.sh" elite-injection-paper --seeds-per-batch 1 --retries 2
+study "$HERE/pinned-sweep.sh" elite-injection-intrinsic-paper --seeds-per-batch 1 --retries 2
+study "$HERE/pinned-sweep.sh" long-curriculum-paper --seeds-per-batch 3 \
   --seeds-per-batch telapa=1 --seeds-per-batch telapa-fresh=1 --retries 2
+exit "$failed"

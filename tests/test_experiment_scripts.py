@@ -49,3 +49,38 @@ def test_appendix_chain_order() -> None:
     assert [c[0] for c in calls] == ["mujoco-paper", "elite-injection-paper",
                                      "elite-injection-intrinsic-paper",
                                      "long-curriculum-paper"]
+
+
+def _run_chain(tmp_path: Path, statuses: dict[str, int]) -> tuple[int, list[str]]:
+    """Runs a copy of appendix-studies.sh whose pinned-sweep.sh records each study it
+    is asked for and exits with ``statuses[name]`` (default 0); returns the chain's exit
+    status and the studies run, in order."""
+    import os
+    import subprocess
+
+    experiments = tmp_path / "experiments"
+    experiments.mkdir()
+    chain = experiments / "appendix-studies.sh"
+    chain.write_text((ROOT / "experiments" / "appendix-studies.sh").read_text())
+    fake = experiments / "pinned-sweep.sh"
+    cases = "".join(f"  {name}) exit {code};;\n" for name, code in statuses.items())
+    fake.write_text(f'#!/usr/bin/env bash\necho "$1" >> "{tmp_path}/called"\n'
+                    f'case "$1" in\n{cases}esac\nexit 0\n')
+    for script in (chain, fake):
+        script.chmod(0o755)
+    done = subprocess.run([str(chain)], env={**os.environ}, timeout=30)
+    called = (tmp_path / "called").read_text().split()
+    return done.returncode, called
+
+
+def test_a_study_with_failed_cells_does_not_stop_the_chain(tmp_path: Path) -> None:
+    status, called = _run_chain(tmp_path, {"mujoco-paper": 2})
+    assert called == ["mujoco-paper", "elite-injection-paper",
+                      "elite-injection-intrinsic-paper", "long-curriculum-paper"]
+    assert status == 2  # the failure is still the chain's outcome
+    assert "mujoco-paper: exit 2" in (tmp_path / "runs" / "appendix-studies.log").read_text()
+
+
+def test_a_study_stopped_by_a_signal_stops_the_chain(tmp_path: Path) -> None:
+    status, called = _run_chain(tmp_path, {"elite-injection-paper": 143})
+    assert called == ["mujoco-paper", "elite-injection-paper"] and status == 143
