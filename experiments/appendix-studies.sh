@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The paper's appendix studies still to run, one after another in the background
 # (docs/reproduction.md: the MuJoCo friction-shift appendix, then cross-archive elite
-# injection without and with the count bonus, then the long curriculum):
+# injection without and with the count bonus, then the long curriculum, then the MuJoCo
+# study's seeds 5-7 where the pace allows):
 #   (setsid nohup experiments/appendix-studies.sh >/dev/null 2>&1 &)
 # Each is a pinned sweep (experiments/pinned-sweep.sh) with its own pin
 # (results/NAME.commit), taken at the commit main is on when that study starts: run this
@@ -28,4 +29,5 @@ study "$HERE/pinned-sweep.sh" elite-injection-paper --seeds-per-batch 1 --retrie
 study "$HERE/pinned-sweep.sh" elite-injection-intrinsic-paper --seeds-per-batch 1 --retries 2
 study "$HERE/pinned-sweep.sh" long-curriculum-paper --seeds-per-batch 3 \
   --seeds-per-batch telapa=1 --seeds-per-batch telapa-fresh=1 --retries 2
+study "$HERE/pinned-sweep.sh" mujoco-paper-seeds5-7 --workers 2 --threads 1 --retries 2
 exit "$failed"

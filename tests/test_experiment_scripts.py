@@ -43,12 +43,12 @@ def test_chains_run_each_sweep_as_its_header_says(chain: str) -> None:
 
 def test_appendix_chain_order() -> None:
     """MuJoCo first (it is running), then injection without and with the bonus, then the
-    long curriculum (the order docs/reproduction.md gives)."""
+    long curriculum (the order docs/reproduction.md gives), then MuJoCo's seeds 5-7."""
     calls = _commands((ROOT / "experiments" / "appendix-studies.sh").read_text(),
                       comment=False)
     assert [c[0] for c in calls] == ["mujoco-paper", "elite-injection-paper",
                                      "elite-injection-intrinsic-paper",
-                                     "long-curriculum-paper"]
+                                     "long-curriculum-paper", "mujoco-paper-seeds5-7"]
 
 
 def _run_chain(tmp_path: Path, statuses: dict[str, int]) -> tuple[int, list[str]]:
@@ -76,7 +76,8 @@ def _run_chain(tmp_path: Path, statuses: dict[str, int]) -> tuple[int, list[str]
 def test_a_study_with_failed_cells_does_not_stop_the_chain(tmp_path: Path) -> None:
     status, called = _run_chain(tmp_path, {"mujoco-paper": 2})
     assert called == ["mujoco-paper", "elite-injection-paper",
-                      "elite-injection-intrinsic-paper", "long-curriculum-paper"]
+                      "elite-injection-intrinsic-paper", "long-curriculum-paper",
+                      "mujoco-paper-seeds5-7"]
     assert status == 2  # the failure is still the chain's outcome
     assert "mujoco-paper: exit 2" in (tmp_path / "runs" / "appendix-studies.log").read_text()
 
