@@ -12,6 +12,9 @@
 # that failure at its end, and running it again tries the failed cells again. The options
 # are those each study's design fixes (its sweep file's header). Logs to
 # runs/appendix-studies.log (each study to runs/NAME.log).
+# The body is one brace group that bash reads whole before running it, so editing this
+# file while a chain runs cannot change what the running chain does next.
+{
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 LOG=$(dirname "$HERE")/runs/appendix-studies.log
@@ -31,3 +34,4 @@ study "$HERE/pinned-sweep.sh" long-curriculum-paper --seeds-per-batch 3 \
   --seeds-per-batch telapa=1 --seeds-per-batch telapa-fresh=1 --retries 2
 study "$HERE/pinned-sweep.sh" mujoco-paper-seeds5-7 --workers 2 --threads 1 --retries 2
 exit "$failed"
+}

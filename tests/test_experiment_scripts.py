@@ -85,3 +85,38 @@ def test_a_study_with_failed_cells_does_not_stop_the_chain(tmp_path: Path) -> No
 def test_a_study_stopped_by_a_signal_stops_the_chain(tmp_path: Path) -> None:
     status, called = _run_chain(tmp_path, {"elite-injection-paper": 143})
     assert called == ["mujoco-paper", "elite-injection-paper"] and status == 143
+
+
+def test_editing_the_chain_while_it_runs_does_not_change_the_running_chain(tmp_path: Path
+                                                                           ) -> None:
+    """Bash reads a script as it runs it; the chain is one brace group, read whole before
+    it starts, so a commit that rewrites the file mid-study leaves the running chain as
+    it was."""
+    import subprocess
+    import time
+
+    experiments = tmp_path / "experiments"
+    experiments.mkdir()
+    chain = experiments / "appendix-studies.sh"
+    chain.write_text((ROOT / "experiments" / "appendix-studies.sh").read_text())
+    go = tmp_path / "go"
+    fake = experiments / "pinned-sweep.sh"
+    fake.write_text(f'#!/usr/bin/env bash\necho "$1" >> "{tmp_path}/called"\n'
+                    f'[ "$1" != mujoco-paper ] || while [ ! -e "{go}" ]; do sleep 0.05; done\n')
+    for script in (chain, fake):
+        script.chmod(0o755)
+    proc = subprocess.Popen([str(chain)])
+    try:
+        deadline = time.monotonic() + 20
+        while not (tmp_path / "called").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        # the first study is running: rewrite the file in place, as a checkout would
+        garbage = f"echo edited >> {tmp_path}/called; exit 99\n"
+        chain.write_text("#!/usr/bin/env bash\n" + garbage * 50)
+        go.touch()
+        assert proc.wait(timeout=20) == 0
+    finally:
+        proc.kill()
+    assert (tmp_path / "called").read_text().split() == [
+        "mujoco-paper", "elite-injection-paper", "elite-injection-intrinsic-paper",
+        "long-curriculum-paper", "mujoco-paper-seeds5-7"]
