@@ -175,6 +175,30 @@ def test_failures_are_recorded_and_retried(tmp_path):
     assert flaky.calls.count("smoke-ewc-s0") == 3
 
 
+class LostReportBackend(FlakyBackend):
+    """Runs each cell to a complete run, then its worker dies before it can report: the
+    outcome the sweep gets is the death."""
+
+    def run(self, sweep_dir, jobs):
+        for name, _ in super().run(sweep_dir, jobs):
+            yield name, {"ok": False, "error": "worker process died: killed by SIGKILL"}
+
+
+def test_a_complete_run_whose_worker_died_before_reporting_is_done(tmp_path):
+    """A worker killed between its cell's last write and its report: the run is
+    complete, so the cell is done (one attempt, no error), not retried (which would run a
+    complete run again)."""
+    sweep = load_sweep(_write(tmp_path, BASE))
+    out = tmp_path / "out"
+    lost, events = LostReportBackend(failures=0), []
+    counts = run_sweep(sweep, out, lost, retries=2, on_event=events.append)
+    assert counts["done"] == 2 and counts["failed"] == 0
+    assert lost.calls == ["smoke-ewc-s0", "smoke-ewc-s1"]  # each ran once
+    status = read_status(out, "smoke-ewc-s0")
+    assert status["state"] == "done" and status["attempts"] == 1 and not status.get("errors")
+    assert sum(e == "done smoke-ewc-s0" for e in events) == 1
+
+
 class KilledBackend(FlakyBackend):
     """Finishes the first cell, then the sweep process is killed (Ctrl-C)."""
 

@@ -95,6 +95,12 @@ def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
             for name, result in backend.run(out, jobs):
                 status = read_status(out, name)
                 ran = status.get("started_try") == token
+                if not result.get("ok") and cell_state(out, name)[0] == "done":
+                    # its run ended complete and the worker died before reporting it
+                    # (killed in that gap): done, not a failure to try again
+                    on_event(f"{name}: its run is complete although its worker reported "
+                             f"{result.get('error')!r}; counted done")
+                    result = {"ok": True}
                 started |= ran
                 if not result.get("ok") and not ran:  # e.g. its worker died with another cell
                     unstarted.append((name, result))
