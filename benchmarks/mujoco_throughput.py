@@ -28,8 +28,9 @@ Measured in one run on one machine:
   same rounds.
 
 - the native engine's two knobs (``--stages threads sketch``, on quiet cores): the batch's
-  physics on 1 against 2 threads (``NativeVectorEnv.threads``), as `advance` of 8, 16,
-  40 and 64 HalfCheetahs with zero actions and no sketch (``threads-<k>-<n>``) and as
+  physics on 1 against 2 threads (``NativeVectorEnv.threads``), as `step` of 8, 16, 40
+  and 64 HalfCheetahs with zero actions and no sketch, as a training env
+  (``threads-<k>-<n>``), and as
   the batched evaluation of 8 mutants x 5 episodes sketching T_max = 256 steps as
   illumination does (``candidates-threads-<k>``); and the
   sketch's horizon, one candidate of 5 episodes at a time as illumination evaluates
@@ -190,6 +191,18 @@ def _step_zeros(env, steps: int) -> dict:
     return {"steps": calls * env.num_envs, "steps_per_s": calls * env.num_envs / elapsed}
 
 
+def _mutants(trainer, candidates: int):
+    """``(population (candidates, P), unravel)``: the trainer's flat policy plus
+    N(0, 0.02^2) noise per candidate (illumination's sigma0), seeded."""
+    import jax
+
+    from telapa.rl.networks import flatten_params
+
+    flat, unravel = flatten_params(trainer.params)
+    noise = jax.random.normal(jax.random.key(1), (candidates, flat.shape[0])) * 0.02
+    return flat[None] + noise, unravel
+
+
 def bench_candidates(candidates: int, env_id: str, trainer=None, backend: str = "gymnasium",
                      one_by_one: bool = False, jitted_act: bool = False) -> dict:
     """Illumination's candidate evaluation: ``candidates`` mutants x 5 episodes of the
@@ -207,13 +220,10 @@ def bench_candidates(candidates: int, env_id: str, trainer=None, backend: str = 
 
     from telapa.continual.methods.telapa.illumination import evaluate_population
     from telapa.rl import PPOTrainer
-    from telapa.rl.networks import flatten_params
 
     if trainer is None:
         trainer = PPOTrainer(env_id, CONFIG, key=0, backend=backend)
-    flat, unravel = flatten_params(trainer.params)
-    noise = jax.random.normal(jax.random.key(1), (candidates, flat.shape[0])) * 0.02
-    population = flat[None] + noise
+    population, unravel = _mutants(trainer, candidates)
     if backend == "gymnasium":  # compile (the policy's shapes are the eval env's)
         evaluate_population(trainer.agent, population[:1], unravel, episodes=1,
                             key=jax.random.key(0))
@@ -254,7 +264,6 @@ def bench_threads(steps: int, rounds: int, candidates: int) -> list[dict]:
 
     from telapa.envs import make
     from telapa.rl import PPOTrainer
-    from telapa.rl.networks import flatten_params
 
     envs = {}
     for size in THREAD_SIZES:
@@ -262,9 +271,8 @@ def bench_threads(steps: int, rounds: int, candidates: int) -> list[dict]:
         env.sketch = False
         env.reset(0)
     trainer = PPOTrainer(ENV_ID, CONFIG, key=0, backend="native")
-    flat, unravel = flatten_params(trainer.params)
-    params = jax.vmap(unravel)(
-        flat[None] + jax.random.normal(jax.random.key(1), (candidates, flat.shape[0])) * 0.02)
+    population, unravel = _mutants(trainer, candidates)
+    params = jax.vmap(unravel)(population)
     keys = jax.random.split(jax.random.key(2), candidates)
     agent = trainer.agent
     agent.evaluate_batch(params, 5, keys)  # compile; makes the batch's eval env
@@ -297,14 +305,11 @@ def bench_sketch(candidates: int, rounds: int, t_max: int = 256) -> list[dict]:
     import jax
 
     from telapa.rl import PPOTrainer
-    from telapa.rl.networks import flatten_params
 
     trainer = PPOTrainer(ENV_ID, CONFIG, key=0, backend="native")
     agent = trainer.agent
-    flat, unravel = flatten_params(trainer.params)
-    params = [jax.tree.map(lambda x: x[None], unravel(
-        flat + jax.random.normal(jax.random.key(b), flat.shape) * 0.02))
-        for b in range(candidates)]
+    population, unravel = _mutants(trainer, candidates)
+    params = [jax.vmap(unravel)(population[b:b + 1]) for b in range(candidates)]
     keys = jax.random.split(jax.random.key(2), candidates)
     agent.evaluate_batch(params[0], 5, keys[:1])  # compile; makes the eval env
     for env in agent._eval_envs.values():  # private to the agent: one thread, as a worker
