@@ -41,43 +41,51 @@ def test_chains_run_each_sweep_as_its_header_says(chain: str) -> None:
             assert [name, *options] in header, (chain, name, options, header)
 
 
+APPENDIX_ORDER = ["mujoco-paper", "elite-injection-paper", "elite-injection-intrinsic-paper",
+                  "long-curriculum-paper", "mujoco-paper-seeds5-7"]
+"""MuJoCo first (it is running), then injection without and with the bonus, then the
+long curriculum (the order docs/reproduction.md gives), then MuJoCo's seeds 5-7."""
+
+
 def test_appendix_chain_order() -> None:
-    """MuJoCo first (it is running), then injection without and with the bonus, then the
-    long curriculum (the order docs/reproduction.md gives), then MuJoCo's seeds 5-7."""
     calls = _commands((ROOT / "experiments" / "appendix-studies.sh").read_text(),
                       comment=False)
-    assert [c[0] for c in calls] == ["mujoco-paper", "elite-injection-paper",
-                                     "elite-injection-intrinsic-paper",
-                                     "long-curriculum-paper", "mujoco-paper-seeds5-7"]
+    assert [c[0] for c in calls] == APPENDIX_ORDER
 
 
-def _run_chain(tmp_path: Path, statuses: dict[str, int]) -> tuple[int, list[str]]:
-    """Runs a copy of appendix-studies.sh whose pinned-sweep.sh records each study it
-    is asked for and exits with ``statuses[name]`` (default 0); returns the chain's exit
-    status and the studies run, in order."""
-    import os
-    import subprocess
-
+def _chain_copy(tmp_path: Path, fake_body: str) -> Path:
+    """A copy of appendix-studies.sh under ``tmp_path/experiments``, beside a fake
+    pinned-sweep.sh that appends its study's name to ``tmp_path/called`` and then runs
+    ``fake_body`` (bash, the study's name in ``$1``)."""
     experiments = tmp_path / "experiments"
     experiments.mkdir()
     chain = experiments / "appendix-studies.sh"
     chain.write_text((ROOT / "experiments" / "appendix-studies.sh").read_text())
     fake = experiments / "pinned-sweep.sh"
-    cases = "".join(f"  {name}) exit {code};;\n" for name, code in statuses.items())
-    fake.write_text(f'#!/usr/bin/env bash\necho "$1" >> "{tmp_path}/called"\n'
-                    f'case "$1" in\n{cases}esac\nexit 0\n')
+    fake.write_text(f'#!/usr/bin/env bash\necho "$1" >> "{tmp_path}/called"\n{fake_body}')
     for script in (chain, fake):
         script.chmod(0o755)
-    done = subprocess.run([str(chain)], env={**os.environ}, timeout=30)
-    called = (tmp_path / "called").read_text().split()
-    return done.returncode, called
+    return chain
+
+
+def _called(tmp_path: Path) -> list[str]:
+    return (tmp_path / "called").read_text().split()
+
+
+def _run_chain(tmp_path: Path, statuses: dict[str, int]) -> tuple[int, list[str]]:
+    """Runs a copy of the chain whose pinned-sweep.sh exits with ``statuses[name]``
+    (default 0); returns the chain's exit status and the studies run, in order."""
+    import subprocess
+
+    cases = "".join(f"  {name}) exit {code};;\n" for name, code in statuses.items())
+    chain = _chain_copy(tmp_path, f'case "$1" in\n{cases}esac\nexit 0\n')
+    done = subprocess.run([str(chain)], timeout=30)
+    return done.returncode, _called(tmp_path)
 
 
 def test_a_study_with_failed_cells_does_not_stop_the_chain(tmp_path: Path) -> None:
     status, called = _run_chain(tmp_path, {"mujoco-paper": 2})
-    assert called == ["mujoco-paper", "elite-injection-paper",
-                      "elite-injection-intrinsic-paper", "long-curriculum-paper",
-                      "mujoco-paper-seeds5-7"]
+    assert called == APPENDIX_ORDER
     assert status == 2  # the failure is still the chain's outcome
     assert "mujoco-paper: exit 2" in (tmp_path / "runs" / "appendix-studies.log").read_text()
 
@@ -95,16 +103,9 @@ def test_editing_the_chain_while_it_runs_does_not_change_the_running_chain(tmp_p
     import subprocess
     import time
 
-    experiments = tmp_path / "experiments"
-    experiments.mkdir()
-    chain = experiments / "appendix-studies.sh"
-    chain.write_text((ROOT / "experiments" / "appendix-studies.sh").read_text())
     go = tmp_path / "go"
-    fake = experiments / "pinned-sweep.sh"
-    fake.write_text(f'#!/usr/bin/env bash\necho "$1" >> "{tmp_path}/called"\n'
-                    f'[ "$1" != mujoco-paper ] || while [ ! -e "{go}" ]; do sleep 0.05; done\n')
-    for script in (chain, fake):
-        script.chmod(0o755)
+    chain = _chain_copy(
+        tmp_path, f'[ "$1" != mujoco-paper ] || while [ ! -e "{go}" ]; do sleep 0.05; done\n')
     proc = subprocess.Popen([str(chain)])
     try:
         deadline = time.monotonic() + 20
@@ -117,6 +118,4 @@ def test_editing_the_chain_while_it_runs_does_not_change_the_running_chain(tmp_p
         assert proc.wait(timeout=20) == 0
     finally:
         proc.kill()
-    assert (tmp_path / "called").read_text().split() == [
-        "mujoco-paper", "elite-injection-paper", "elite-injection-intrinsic-paper",
-        "long-curriculum-paper", "mujoco-paper-seeds5-7"]
+    assert _called(tmp_path) == APPENDIX_ORDER
