@@ -92,6 +92,7 @@ def bench_sb3(steps: int) -> dict:
     import gymnasium as gym
     import torch
     from stable_baselines3 import PPO
+    from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     env = DummyVecEnv([lambda: gym.make(ENV_ID)] * SHAPES["num_envs"])
@@ -99,6 +100,7 @@ def bench_sb3(steps: int) -> dict:
         "MlpPolicy", env, n_steps=SHAPES["n_steps"], batch_size=SHAPES["batch_size"],
         n_epochs=SHAPES["epochs"], learning_rate=3e-4, seed=0, device="cpu", verbose=0,
     )
+    model.set_logger(Logger(folder=None, output_formats=[]))  # no tempdir/SB3-<date>
     start = time.perf_counter()
     model.learn(total_timesteps=steps)
     train_s = time.perf_counter() - start

@@ -65,6 +65,7 @@ def bench_sb3(steps: int) -> dict:
     import torch
     from minigrid.wrappers import ImgObsWrapper
     from stable_baselines3 import PPO
+    from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     def make_env():
@@ -75,6 +76,7 @@ def bench_sb3(steps: int) -> dict:
         "MlpPolicy", env, n_steps=SB3_SHAPES["n_steps"], batch_size=SB3_SHAPES["batch_size"],
         n_epochs=SB3_SHAPES["epochs"], seed=0, device="cpu", verbose=0,
     )
+    model.set_logger(Logger(folder=None, output_formats=[]))  # no tempdir/SB3-<date>
     start = time.perf_counter()
     model.learn(total_timesteps=steps)
     train_s = time.perf_counter() - start

@@ -77,6 +77,7 @@ def sb3_ppo(env_id: str, settings: Settings, ours: bool, seed: int = 0) -> dict:
     from minigrid.wrappers import ImgObsWrapper
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.logger import Logger
 
     from telapa.envs.sb3 import make_sb3_vec_env
 
@@ -88,6 +89,7 @@ def sb3_ppo(env_id: str, settings: Settings, ours: bool, seed: int = 0) -> dict:
                             n_envs=settings.ppo_envs, seed=seed)
     model = PPO("MlpPolicy", venv, n_steps=settings.ppo_n_steps, batch_size=256,
                 ent_coef=0.01, seed=seed, device="cpu", verbose=0)
+    model.set_logger(Logger(folder=None, output_formats=[]))  # no tempdir/SB3-<date>
     start = time.perf_counter()
     model.learn(settings.ppo_steps)
     seconds = time.perf_counter() - start

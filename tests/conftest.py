@@ -34,6 +34,10 @@ episode: tests compare runs of the suite with each other, never with numbers a d
 process made."""
 
 
+SB3_LOGDIR = "SB3_LOGDIR"
+"""Where SB3's logger writes (`pytest_configure`), so that the suite leaves nothing in
+the machine's temporary folder."""
+
 REQUIRE_ENV = "TELAPA_REQUIRE"
 """Comma-separated optional modules a session must have (``make test`` sets
 ``TELAPA_REQUIRE=stable_baselines3,torch``): their tests then run instead of skipping, and a
@@ -66,6 +70,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if folder is not None:
         os.environ[ENV_VAR] = str(folder)
         enable_persistent_cache(folder)
+    # SB3's logger makes a folder tempdir/SB3-<date> at every `learn` unless told where
+    # (stable_baselines3.common.logger.configure): one folder of the session's instead.
+    os.environ.setdefault(SB3_LOGDIR, str(cache.mkdir("sb3-logs") if cache is not None
+                                          else config.rootpath / ".pytest_cache" / "sb3-logs"))
 
 
 @pytest.fixture(scope="session")

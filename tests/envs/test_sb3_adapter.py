@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib
 import sys
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -68,5 +70,9 @@ def test_ppo_trains_on_the_adapter(sb3):
     venv = make_sb3_vec_env(EMPTY, N_ENVS, seed=0, obs_keys=("image",))
     model = sb3.PPO("MlpPolicy", venv, n_steps=32, batch_size=128, n_epochs=2, seed=0,
                     device="cpu")
+    before = set(Path(tempfile.gettempdir()).glob("SB3-*"))
     model.learn(512)
     assert model.num_timesteps == 512 and len(model.ep_info_buffer) > 0
+    # SB3's logger wrote into the session's folder (tests/conftest.py), not a new
+    # tempdir/SB3-<date> of its own
+    assert set(Path(tempfile.gettempdir()).glob("SB3-*")) == before
