@@ -32,9 +32,10 @@ evaluation's (`ContinualRun.final_tasks`), the episodes' keys are split
 ``final_eval_episodes`` ways and the first K are played, so K = ``final_eval_episodes``
 gives final.csv's successes exactly. They run `CHUNK` at a time. The
 frames are the ports' MiniGrid picture (`telapa.envs.minigrid.render`), drawn one
-episode at a time and only when asked for (``frames``). On the gymnasium backend
-(MuJoCo) episode e resets with seed ``seed + e`` and, with ``frames``, draws its frames
-through MuJoCo's headless renderer (`telapa.envs.mujoco.render`); the gymnasium
+episode at a time and only when asked for (``frames``). On the host backends
+(MuJoCo's native and gymnasium) episode e resets with seed ``seed + e`` and, with
+``frames``, draws its frames through MuJoCo's headless renderer
+(`telapa.envs.mujoco.render`); the host backends'
 evaluation (vector env copies sharing one action key stream) is not replayed. With a
 seed (default, where nothing is replayed: the run's) the key is
 ``jax.random.key(seed)``: the same seed, the same episodes and frames. At most
@@ -42,16 +43,15 @@ seed (default, where nothing is replayed: the run's) the key is
 
 `write_video` writes the episodes one after another as a GIF or an MP4 (by the file's
 suffix), each frame with a caption strip: the episode, the step, the return so far and,
-on the last frame, whether the episode succeeded. It takes the episodes as they are
-played (an iterator), so no more than one episode's frames are drawn at once; the MP4
-writer (ffmpeg) streams them, the GIF writer (Pillow) holds every frame at a byte a
-pixel until it writes the file, which `check_video_memory` bounds before any episode is
-played. The video is written to a temporary file beside ``--out``
+on the last frame, the episode's outcome (success or failure; MuJoCo: its SR~). It takes
+the episodes as they are played (an iterator), so no more than one episode's frames are
+drawn at once; the MP4 writer (ffmpeg) streams them, the GIF writer (Pillow) holds every
+frame at a byte a pixel until it writes the file, which `check_video_memory` bounds
+before any episode is played. The video is written to a temporary file beside ``--out``
 (``.NAME.PID.TOKEN.tmp.SUFFIX``) and moved to ``--out`` only when complete, never over a
 file that appeared there meanwhile; a write that fails or is interrupted (Ctrl-C, or
 SIGTERM, which ``telapa play`` raises as an interrupt) removes it, and one left by a
-killed process (SIGKILL) is removed by the next write of the same ``--out``.
-"""
+killed process (SIGKILL) is removed by the next write of the same ``--out``. """
 
 from __future__ import annotations
 
@@ -331,11 +331,12 @@ def iter_episodes(policy: LoadedPolicy, *, episodes: int, seed: int | None = Non
 
 def _check_renderer(agent: Agent) -> None:
     """`PlayError` when frames of ``agent``'s env cannot be drawn: a JAX env that is not
-    a MiniGrid port (MiniGrid ports draw their frames, MuJoCo's gymnasium envs theirs)."""
+    a MiniGrid port (MiniGrid ports draw their frames, MuJoCo's host envs theirs; MuJoCo
+    on MJX has no renderer here)."""
     if agent.backend == "jax" and getattr(agent.env, "task", None) is None:
         raise PlayError(f"{agent.spec.env_id}: no renderer for this JAX env (MiniGrid ports "
-                        "draw their frames; MuJoCo runs on the gymnasium backend); play it "
-                        "without --out")
+                        "draw their frames; MuJoCo draws its frames on the native and gymnasium "
+                        "backends, not on MJX); play it without --out")
 
 
 def check_episodes(episodes: int) -> int:
@@ -445,8 +446,29 @@ def _gym_episodes(env: Any, agent: Agent, params: Params, episodes: int, seed: i
 
 def success(agent: Agent, episode: Episode) -> bool:
     """Whether ``episode`` reached the env family's competence on its own (MiniGrid: a
-    positive return)."""
+    positive return; MuJoCo: a return of at least R*)."""
     return bool(agent.competence(np.asarray([episode.ret])) >= 1.0)
+
+
+def outcome(agent: Agent, episode: Episode) -> str:
+    """One episode's outcome in words: ``success`` or ``failed`` where competence counts
+    successes (`Competence.counts`: MiniGrid), else the episode's own graded competence,
+    ``SR~ c`` with c = `Competence` of its return alone (MuJoCo: clip(R / R*, 0, 1)),
+    since such an episode has no success to count."""
+    if agent.competence.counts:
+        return "success" if success(agent, episode) else "failed"
+    return f"SR~ {float(agent.competence(np.asarray([episode.ret]))):.2f}"
+
+
+def summary(agent: Agent, returns: np.ndarray) -> str:
+    """The competence of a set of episodes: ``SR k/n-as-decimal (k/n successes)`` where it
+    counts, else ``SR~ c (normalized return)`` (`outcome`)."""
+    returns = np.asarray(returns)
+    score = float(agent.competence(returns))
+    k = agent.competence.successes(returns)
+    if k is None:
+        return f"SR~ {score:.3f} (normalized return)"
+    return f"SR {score:.3f} ({k}/{returns.size} successes)"
 
 
 def check_video_path(path: str | Path, *, run: str | Path | None = None) -> Path:
@@ -603,10 +625,10 @@ def _new_file(path: Path) -> Iterator[Path]:
 
 
 def _caption(agent: Agent, n: int, i: int, t: int, episode: Episode) -> str:
-    """Two lines: the episode and step; the return so far (and at the end, success)."""
+    """Two lines: the episode and step; the return so far (and at the end, its `outcome`)."""
     text = f"ep {i + 1}/{n} step {t}\nR {episode.rewards[:t].sum():.2f}"
     if t == episode.length:
-        text += " success" if success(agent, episode) else " failed"
+        text += f" {outcome(agent, episode)}"
     return text
 
 

@@ -168,6 +168,10 @@ def test_play_writes_an_mp4_of_a_mujoco_policy(telapa_run, tmp_path, capsys):
     printed = capsys.readouterr().out
     steps = int(re.search(r"episode 1: return [-0-9.]+, (\d+) steps", printed).group(1))
     assert 1 <= steps <= 64 and "on Hopper-v5" in printed
+    # SR~ of a return, not successes: a MuJoCo episode has none to count
+    assert re.search(r"episode 1: return [-0-9.]+, \d+ steps, SR~ [01]\.\d\d\n", printed)
+    assert re.search(r"\nSR~ [01]\.\d{3} \(normalized return\), mean return", printed)
+    assert "success" not in printed and "failed" not in printed
     frames = iio.imread(out, index=None)
     assert frames.shape[0] == steps + 1 and frames.shape[1] == 480 + CAPTION_PX
     assert frames[:, :480].std() > 0  # not a blank picture

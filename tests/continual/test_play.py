@@ -14,13 +14,17 @@ import pandas as pd
 import pytest
 
 from telapa.cli import main
+from telapa.envs.family import NormalizedReturn, SuccessRate
 from telapa.envs.minigrid.render import render
 from telapa.play import (
     CAPTION_PX,
+    Episode,
     PlayError,
     load_policy,
     open_finished,
+    outcome,
     play,
+    summary,
     write_video,
 )
 from telapa.rl.networks import flatten_params
@@ -29,6 +33,26 @@ from telapa.rl.networks import flatten_params
 @pytest.fixture(scope="module")
 def telapa_run(quick_run):
     return open_finished(quick_run("telapa", 0))
+
+
+def _episode(ret: float) -> Episode:
+    return Episode(None, np.asarray([ret], np.float32))
+
+
+def test_outcomes_count_successes_only_where_competence_is_a_count():
+    """MiniGrid (SR: a positive return succeeds) counts k of n; MuJoCo (SR~ = clip(mean
+    R / R*, 0, 1), R* = 3000) grades each episode and the set, and counts nothing."""
+    from types import SimpleNamespace
+
+    minigrid = SimpleNamespace(competence=SuccessRate())
+    assert [outcome(minigrid, _episode(r)) for r in (0.5, 0.0)] == ["success", "failed"]
+    assert summary(minigrid, np.array([0.5, 0.0, 0.9])) == "SR 0.667 (2/3 successes)"
+    hopper = SimpleNamespace(competence=NormalizedReturn(3000.0))
+    # 150 / 3000 = 0.05; 6000 / 3000 clipped to 1; -30 clipped to 0
+    assert [outcome(hopper, _episode(r)) for r in (150.0, 6000.0, -30.0)] == [
+        "SR~ 0.05", "SR~ 1.00", "SR~ 0.00"]
+    # the mean return (150 + 300 + 6000) / 3 = 2150, 2150 / 3000 = 0.71667
+    assert summary(hopper, np.array([150.0, 300.0, 6000.0])) == "SR~ 0.717 (normalized return)"
 
 
 def _flat(params) -> np.ndarray:

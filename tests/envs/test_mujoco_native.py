@@ -332,7 +332,15 @@ def test_a_forked_child_steps_with_threads_of_its_own():
     assert np.isfinite(queue.get(timeout=5))
 
 
-def test_mujoco_model_warnings_become_python_warnings(capfd):
+@pytest.fixture
+def unshown(monkeypatch):
+    """A process in which no MuJoCo message has been given as a warning yet."""
+    from telapa.envs.mujoco import native
+
+    monkeypatch.setattr(native, "_SHOWN", set())
+
+
+def test_mujoco_model_warnings_become_python_warnings(capfd, unshown):
     """Loading gymnasium's v5 models prints MuJoCo's 'settotalmass is deprecated' on
     stderr at every load (a line per visit and friction scale in a study's log); the
     native env turns it into a Python RuntimeWarning instead, and leaves a handler the
@@ -353,7 +361,22 @@ def test_mujoco_model_warnings_become_python_warnings(capfd):
     assert any("settotalmass" in m for m in seen)
 
 
-def test_gymnasium_backend_model_warnings_become_python_warnings(capfd):
+def test_a_model_warning_is_given_once_per_process(unshown):
+    """Each `warnings.catch_warnings` clears what Python's filter has shown, so a run on
+    two frictions showed the 'settotalmass' warning at every visit; it is given once."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        for scale in (0.5, 2.0, 0.5):
+            NativeVectorEnv("HalfCheetah-v5", num_envs=1, friction=[scale],
+                            reference_return=1.0)
+            with warnings.catch_warnings():  # as JAX enters them, between the visits
+                pass
+    assert sum("settotalmass" in str(w.message) for w in caught) == 1
+
+
+def test_gymnasium_backend_model_warnings_become_python_warnings(capfd, unshown):
     """The gymnasium backend's envs load the same v5 models through gymnasium.make; their
     'settotalmass' line becomes the same Python warning, not a stderr line per env."""
     from telapa.envs import make

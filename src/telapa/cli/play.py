@@ -7,9 +7,10 @@ Plays K episodes (at most `MAX_EPISODES`) of the run's final policy for task T (
 the last visit's task; Scratch-Reuse's stored network of T), of the policy visit N ended
 with (``--visit 3`` or ``--visit "B'"``), or of an archive elite as `telapa inspect`
 lists it (``--elite B:0``), on the env of T, and prints each episode's return and length
-and the episodes' SR (successes of episodes). With ``--out`` it also writes them as a
-GIF or an MP4, each frame captioned with the episode, the step, the return so far and
-whether it succeeded (`telapa.play`); without it no frame is drawn. Actions
+and the episodes' SR (successes of episodes; on MuJoCo, SR~ of their returns). With
+``--out`` it also writes them as a GIF or an MP4, each frame captioned with the episode,
+the step, the return so far and its outcome (`telapa.play`); without it no frame is
+drawn. Actions
 are sampled or greedy as in the run's evaluations unless ``--greedy`` or ``--sampled``
 says otherwise.
 
@@ -19,7 +20,7 @@ count): with the default K, all ``final_eval_episodes`` of them, so the SR print
 final.csv's k/n for T; with ``--out`` the default K is 3, the evaluation's first 3
 episodes. A visit's policy or an elite, and any policy given ``--seed S``, play K
 (default 3) episodes of seed S (default: the run's seed); the same seed gives the same
-episodes. On the gymnasium backend (MuJoCo) the evaluation ran vector env copies that
+episodes. On the host backends (MuJoCo) the evaluation ran vector env copies that
 share one action key stream, which play does not replay: its episodes are seed S's.
 
 It only reads the run (no lock, no file written in it). What is wrong is named before
@@ -53,7 +54,8 @@ def _cmd_play(ns: argparse.Namespace) -> None:
         iter_episodes,
         load_policy,
         open_finished,
-        success,
+        outcome,
+        summary,
         write_video,
     )
 
@@ -103,13 +105,10 @@ def _cmd_play(ns: argparse.Namespace) -> None:
     console.print(f"{policy.label} on {policy.agent.spec.env_id} ({source})", markup=False,
                   soft_wrap=True)
     for i, episode in enumerate(episodes, start=1):
-        mark = "success" if success(policy.agent, episode) else "failed"
         console.print(f"  episode {i}: return {episode.ret:.3f}, {episode.length} steps, "
-                      f"{mark}", markup=False, soft_wrap=True)
+                      f"{outcome(policy.agent, episode)}", markup=False, soft_wrap=True)
     returns = np.asarray([e.ret for e in episodes])
-    wins = sum(success(policy.agent, e) for e in episodes)
-    console.print(f"SR {float(policy.agent.competence(returns)):.3f} ({wins}/{len(episodes)} "
-                  "successes), mean return "
+    console.print(f"{summary(policy.agent, returns)}, mean return "
                   f"{returns.mean():.3f} over {len(episodes)} episodes"
                   + (f" -> {written}" if written else ""), markup=False, soft_wrap=True)
 

@@ -125,8 +125,8 @@ def physics_threads(threads: int | None, num_envs: int) -> int:
 
 @contextlib.contextmanager
 def model_warnings() -> Iterator[None]:
-    """MuJoCo's warnings while models load as Python `RuntimeWarning`s (shown once per
-    message by Python's default filter) instead of a line on stderr at every load: a
+    """MuJoCo's warnings while models load as Python `RuntimeWarning`s, each message once
+    per process (`_warn`), instead of a line on stderr at every load: a
     model of gymnasium's v5 XML files prints that ``settotalmass`` is deprecated, and a
     sweep loads one per visit and friction scale (some 1,600 lines in a study's log).
     Leaves a handler the user installed (`mujoco.set_mju_user_warning`) alone."""
@@ -140,8 +140,18 @@ def model_warnings() -> Iterator[None]:
         mujoco.set_mju_user_warning(None)
 
 
+_SHOWN: set[str] = set()
+"""MuJoCo's messages already given as warnings in this process (`_warn`)."""
+
+
 def _warn(message: str) -> None:
-    warnings.warn(f"MuJoCo: {message.strip()}", RuntimeWarning, stacklevel=2)
+    """One Python warning per message per process. Python's own once-per-location rule
+    is not enough: every ``warnings.catch_warnings`` (JAX and others enter them) clears
+    what was shown, and a curriculum on two frictions showed the line at every visit."""
+    message = f"MuJoCo: {message.strip()}"
+    if message not in _SHOWN:
+        _SHOWN.add(message)
+        warnings.warn(message, RuntimeWarning, stacklevel=2)
 
 
 class _Helpers:
