@@ -143,6 +143,16 @@ def test_report_has_the_papers_mujoco_table_and_return_curves(telapa_run, tmp_pa
     for name in ("hopper-tiny-curves", "hopper-tiny-profile"):
         assert "SR~ (normalized return)" in figures[name].caption
         assert "success rate" not in figures[name].caption
+    # and so do the curriculum's tables, in their titles, captions and headers
+    section = next(s for s in doc.sections if s.id == "hopper-tiny")
+    labels = {t.id: [c.label for c in t.columns] for t in section.tables}
+    for t in section.tables:
+        assert "success rate" not in " ".join([t.title, t.caption, *labels[t.id]]), t.id
+    assert labels["hopper-tiny-main"][1] == "Mean SR~ ↑"
+    assert labels["hopper-tiny-aggregates"][1:] == ["mean SR~", "IQM SR~"]
+    assert labels["hopper-tiny-profile"][0] == "SR~ > 0"
+    titles = {t.id: t.title for t in section.tables}
+    assert titles["hopper-tiny-revisits"] == "Revisit mean SR~"
 
 
 def test_play_writes_an_mp4_of_a_mujoco_policy(telapa_run, tmp_path, capsys):

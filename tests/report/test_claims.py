@@ -154,6 +154,11 @@ def test_claims_and_comparisons_tables_only_with_telapa():
     # Mean SR, TTT, Coverage, TR claims each compare TeLAPA with Finetune
     assert tests.values["against"].tolist() == ["finetune"] * 4
     assert tests.values["p claimed better"].iloc[0] == pytest.approx(1 / 4)  # 2 seeds
+    # one seed each: every claim is not measurable, and no empty comparisons table is
+    # drawn (it was a header-less '|  |' in Markdown)
+    single = _result(telapa=_srs(0.9), finetune=_srs(0.1))
+    assert set(claims_table(single, prefix="toy").values["verdict"]) == {"not measurable"}
+    assert comparisons_table(single, prefix="toy") is None
 
 
 

@@ -27,6 +27,7 @@ from telapa.metrics.aggregates import (
     probability_of_improvement_interval,
 )
 from telapa.metrics.stats import BOOTSTRAP_RESAMPLES, Resample, aggregate, bootstrap_interval
+from telapa.report.mujoco import score_name
 from telapa.report.results import CurriculumResults
 from telapa.report.tables import Column, ReportTable
 
@@ -83,15 +84,17 @@ def aggregates_table(result: CurriculumResults, *, prefix: str,
                         f"{statistic}_hi": hi})
         rows[method] = row
     values = pd.DataFrame.from_dict(rows, orient="index").rename_axis("method")
+    score = score_name(result)
     return ReportTable(
-        f"{prefix}-aggregates", "Aggregate revisit success rate (rliable)",
-        "Over every run's success rate after every revisit (runs x revisits scores): the "
-        "mean (the main table's Mean SR) and the interquartile mean (IQM: the mean of the "
-        "middle 50% of the scores, robust to a few outlying runs), each with its 95% "
-        f"percentile bootstrap interval ({n_resamples} resamples of {_resampled(resample)}).",
+        f"{prefix}-aggregates", f"Aggregate revisit {score.noun} (rliable)",
+        f"Over every run's {score.noun} after every revisit (runs x revisits scores): the "
+        f"mean (the main table's Mean {score.symbol}) and the interquartile mean (IQM: the "
+        "mean of the middle 50% of the scores, robust to a few outlying runs), each with its "
+        f"95% percentile bootstrap interval ({n_resamples} resamples of "
+        f"{_resampled(resample)}).",
         values, (Column("scores", "scores", ci=False, digits=0),
-                 Column("mean", "mean SR", "higher", ci=False, interval=True),
-                 Column("iqm", "IQM SR", "higher", ci=False, interval=True)))
+                 Column("mean", f"mean {score.symbol}", "higher", ci=False, interval=True),
+                 Column("iqm", f"IQM {score.symbol}", "higher", ci=False, interval=True)))
 
 
 def profile_table(result: CurriculumResults, *, prefix: str,
@@ -115,14 +118,15 @@ def profile_table(result: CurriculumResults, *, prefix: str,
             row.update({key: float(p), f"{key}_lo": float(a), f"{key}_hi": float(b)})
         rows[method] = row
     values = pd.DataFrame.from_dict(rows, orient="index").rename_axis("method")
+    score = score_name(result)
     return ReportTable(
-        f"{prefix}-profile", "Performance profile of the revisit success rates",
-        "Fraction of runs whose success rate after a revisit is above tau, averaged over "
+        f"{prefix}-profile", f"Performance profile of the revisit {score.plural}",
+        f"Fraction of runs whose {score.noun} after a revisit is above tau, averaged over "
         "the revisits (rliable's performance profile), with its 95% percentile bootstrap "
         f"interval over {'runs' if resample == 'runs' else 'runs per revisit'}; the figure "
         "draws it for every tau.",
-        values, tuple(Column(k, f"SR > {tau:g}", "higher", ci=False, digits=2, interval=True)
-                      for k, tau in zip(keys, taus, strict=True)))
+        values, tuple(Column(k, f"{score.symbol} > {tau:g}", "higher", ci=False, digits=2,
+                             interval=True) for k, tau in zip(keys, taus, strict=True)))
 
 
 def improvement_table(result: CurriculumResults, *, prefix: str,

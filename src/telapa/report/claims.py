@@ -335,7 +335,8 @@ def claims_table(result: CurriculumResults, *, prefix: str, alpha: float = 0.05,
 def comparisons_table(result: CurriculumResults, *, prefix: str, alpha: float = 0.05,
                       fresh: bool = False) -> ReportTable | None:
     """Every comparison behind `claims_table`: one row per claim and other method, with
-    its test, both means, both one-sided p-values and the Holm-adjusted reverse one."""
+    its test, both means, both one-sided p-values and the Holm-adjusted reverse one; None
+    when no claim could be tested (no TeLAPA runs, or no comparison measurable)."""
     claims = _claim_set(result, fresh)
     if claims is None:
         return None
@@ -347,6 +348,8 @@ def comparisons_table(result: CurriculumResults, *, prefix: str, alpha: float = 
                          "claimed method": c.mean_a, "other": c.mean_b,
                          "p claimed better": c.p, "p other better": c.p_reverse,
                          "p other better (Holm)": done.holm_reverse[other]})
+    if not rows:  # every claim not measurable: `claims_table` says so, nothing to show
+        return None
     return frame_table(
         f"{prefix}-{'fresh-' if fresh else ''}claim-tests", "The comparisons behind the claims",
         "One row per claim and method compared: the test used, the means over the seeds "
