@@ -51,8 +51,11 @@ def test_train_json_and_run_dir(tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--env", "MiniGrid-DoorKey-9x9-v0"],
+        (["--env", "MiniGrid-DoorKey-9x9-v0", "--backend", "jax"],
          "unknown env id 'MiniGrid-DoorKey-9x9-v0' for backend 'jax'"),
+        # no port, no native batch: the default is gymnasium, which has Farama's ids
+        (["--env", "MiniGrid-DoorKey-9x9-v0"],
+         "for backend 'gymnasium'; did you mean MiniGrid-DoorKey-8x8-v0"),
         (["--env", "CartPol-v1", "--backend", "gymnasium"], "did you mean CartPole-v1"),
     ],
 )
@@ -63,6 +66,31 @@ def test_unknown_env_fails_before_work(tmp_path, capsys, argv, message):
     assert exit_.value.code == 2
     assert message in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_the_default_backend_is_the_envs_fastest_here():
+    from telapa.envs.registry import default_backend
+
+    assert default_backend("MiniGrid-DoorKey-8x8-v0") == "jax"  # a port, no native batch
+    assert default_backend("MiniGrid-DoorKey-8x8-v0", platform="gpu") == "jax"
+    # MuJoCo: the native batch on a CPU, MJX on an accelerator where it is ported
+    assert default_backend("Hopper-v5", platform="cpu") == "native"
+    assert default_backend("Hopper-v5", platform="gpu") == "jax"
+    assert default_backend("Ant-v5", platform="gpu") == "native"  # no MJX port
+    assert default_backend("CartPole-v1") == "gymnasium"
+
+
+def test_train_without_backend_steps_mujoco_natively_on_a_cpu(tmp_path, capsys):
+    """`telapa train --env Hopper-v5` ran MJX on the CPU (some 600 env steps/s against
+    the native batch's 15k) once the MJX ports existed: the default is the native one."""
+    out = tmp_path / "run"
+    assert main(["train", "--env", "Hopper-v5", "--steps", "64", "--out", str(out), "--json",
+                 "--set", "ppo.num_envs=2", "--set", "ppo.n_steps=32",
+                 "--set", "ppo.batch_size=32", "--set", "ppo.epochs=1",
+                 "--set", "eval.episodes=1"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["backend"] == "native" and summary["steps"] == 64
+    assert json.loads((out / "run.json").read_text())["backend"] == "native"
 
 
 def test_bad_config_fails_before_work(tmp_path, capsys):

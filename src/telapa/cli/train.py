@@ -3,6 +3,10 @@
     telapa train --env ID --steps N [--seed S] [--backend jax|gymnasium|native] [--config FILE]
                  [--set KEY=VALUE ...] [--import MODULE ...] [--out DIR] [--json]
 
+Without ``--backend`` the env runs on its fastest backend here
+(`telapa.envs.registry.default_backend`): MiniGrid on ``jax``, MuJoCo on ``native`` on a
+CPU and on ``jax`` (MJX) on an accelerator, any other gymnasium id on ``gymnasium``.
+
 ``--set ppo.lr=1e-3`` (repeatable) changes one setting of the config (`telapa.overrides`).
 ``--env`` takes any id of the registry, ``module:Id`` included; ``--import MODULE``
 (repeatable) imports the user's module first (`telapa.plugins`).
@@ -37,7 +41,7 @@ from telapa.cli.common import (
 )
 from telapa.config import ConfigError, TrainConfig, dump_config, load_config
 from telapa.continual.rundir import TB_DIR, RunDirError, claim_new_dir, write_manifest
-from telapa.envs.registry import BACKENDS, default_config
+from telapa.envs.registry import BACKENDS, default_backend, default_config
 from telapa.io import write_text_atomic
 from telapa.overrides import override, parse_sets
 
@@ -66,7 +70,7 @@ def train_run(
     env_id: str,
     steps: int,
     seed: int = 0,
-    backend: str = "jax",
+    backend: str | None = None,
     config_path: str | None = None,
     out: str | None = None,
     console: Console | None = None,
@@ -75,11 +79,17 @@ def train_run(
 ) -> dict[str, Any]:
     """Validates, trains, evaluates and writes a run directory; returns the summary.
     ``sets``: ``--set KEY=VALUE`` items applied over the config (`telapa.overrides`);
-    ``imports``: the ``--import`` modules (already imported), recorded in ``run.json``."""
+    ``imports``: the ``--import`` modules (already imported), recorded in ``run.json``;
+    ``backend`` None: the env's fastest here (`telapa.envs.registry.default_backend`)."""
     import pandas as pd
     from tensorboardX import SummaryWriter
 
     start = time.perf_counter()
+    if backend is None:
+        try:
+            backend = default_backend(env_id)
+        except ValueError as err:
+            raise CLIError(str(err)) from None
     check_env_id(env_id, backend)
     try:
         overrides = parse_sets(sets or [])
@@ -183,9 +193,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--steps", required=True, type=env_steps,
                        help="env steps (at most 1e10)")
     train.add_argument("--seed", type=seed_int, default=0, help="0 <= S < 2^32")
-    train.add_argument("--backend", choices=list(BACKENDS), default="jax",
+    train.add_argument("--backend", choices=list(BACKENDS), default=None,
                        help="jax (compiled envs), gymnasium (host, any gymnasium id) or "
-                            "native (host MuJoCo batch)")
+                            "native (host MuJoCo batch); default: the env's fastest here "
+                            "(MiniGrid jax; MuJoCo native on a CPU, jax (MJX) on an "
+                            "accelerator; other ids gymnasium)")
     train.add_argument("--config", help="YAML config (default: configs/ppo preset)")
     add_set_option(train, example="ppo.lr=1e-3")
     add_import_option(train)

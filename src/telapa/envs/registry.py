@@ -24,6 +24,7 @@ from functools import partial
 from typing import Any
 
 import gymnasium
+import jax
 
 from telapa.config import (
     CONFIG_DIR,
@@ -169,6 +170,20 @@ BACKENDS: tuple[str, ...] = ("jax", "gymnasium", "native")
 """The backends (`telapa.envs.base.Backend`)."""
 
 
+def default_backend(env_id: str, *, platform: str | None = None) -> Backend:
+    """The fastest backend that has ``env_id`` on ``platform`` (default: JAX's,
+    `jax.default_backend`): ``native`` where the id has a native batch and either no port
+    or only a CPU to run the port on (MuJoCo on a CPU: the native batch steps some 25x
+    faster than MJX there, BENCHMARKS.md), else ``jax`` where it has a port (MiniGrid;
+    MuJoCo on an accelerator), else ``gymnasium``. ``module:Id`` imports the module."""
+    name = import_env_module(env_id)
+    on_cpu = (platform or jax.default_backend()) == "cpu"
+    ported = name in jax_env_ids()
+    if name in native_env_ids() and (on_cpu or not ported):
+        return "native"
+    return "jax" if ported else "gymnasium"
+
+
 def _unknown_backend(backend: str) -> ValueError:
     return ValueError(f"unknown backend {backend!r}; expected one of "
                       f"{', '.join(map(repr, BACKENDS))}")
@@ -302,5 +317,5 @@ def make(env_id: str, backend: Backend = "jax", **options: Any):
 
 
 __all__ = ["BACKENDS", "FAMILIES", "GENERIC", "check_env_id", "check_time_limit",
-           "common_family", "default_config", "families", "family_of", "jax_env_ids",
-           "make", "native_env_ids", "plugin_families", "register_family"]
+           "common_family", "default_backend", "default_config", "families", "family_of",
+           "jax_env_ids", "make", "native_env_ids", "plugin_families", "register_family"]
