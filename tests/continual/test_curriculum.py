@@ -206,6 +206,23 @@ def test_unknown_name_lists_available():
         load_curriculum("nope")
 
 
+def test_a_curriculum_without_backend_takes_its_tasks_backend_the_same_everywhere():
+    """MuJoCo tasks ran on the jax backend, MJX, by default once the MJX ports existed
+    (some 25x slower than the native batch on a CPU): the default is the tasks'."""
+    def backend(*ids: str, **extra) -> str:
+        tasks = {f"T{i}": env_id for i, env_id in enumerate(ids)}
+        return parse_curriculum({"name": "d", "tasks": tasks, "order": list(tasks),
+                                 **extra}).backend
+
+    assert backend("HalfCheetah-v5", "Hopper-v5") == "native"
+    assert backend("Ant-v5") == "native"
+    assert backend("MiniGrid-Empty-5x5-v0", "MiniGrid-DoorKey-5x5-v0") == "jax"
+    assert backend("CartPole-v1") == "gymnasium"
+    assert backend("Hopper-v5", backend="jax") == "jax"  # MJX when asked for
+    with pytest.raises(ConfigError, match="task 'T0'.*did you mean CartPole-v1"):
+        backend("CartPol-v1")
+
+
 def test_gymnasium_backend():
     data = {"name": "g", "backend": "gymnasium", "tasks": {"A": "CartPole-v1"}, "order": ["A"]}
     cur = parse_curriculum(data)

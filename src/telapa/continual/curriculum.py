@@ -5,7 +5,8 @@ The paper's curricula ship as ``configs/curricula/<name>.yaml`` (``primary``, ``
 by name, ``load_curriculum(path)`` loads any YAML file. A user curriculum::
 
     name: my-ladder
-    backend: jax               # or gymnasium (any registered gymnasium id) or native
+    backend: jax               # or gymnasium (any registered gymnasium id) or native;
+                               # omitted: MiniGrid jax, MuJoCo native, others gymnasium
     tasks:
       A: MiniGrid-Empty-5x5-v0 # a plain id ...
       B:                       # ... or a task spec
@@ -66,7 +67,13 @@ from telapa.config import (
 )
 from telapa.envs.base import Backend
 from telapa.envs.family import Competence, NormalizedReturn, ReturnAtLeast
-from telapa.envs.registry import check_env_id, check_time_limit, family_of, make
+from telapa.envs.registry import (
+    check_env_id,
+    check_time_limit,
+    default_backend,
+    family_of,
+    make,
+)
 from telapa.plugins import import_env_module
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,99}")
@@ -189,6 +196,10 @@ class Curriculum(StrictModel):
 
     name: str
     backend: Backend = "jax"
+    """Where the tasks' envs run; omitted: the backend their ids share by
+    `telapa.envs.registry.default_backend` on a CPU, the same on every machine (MiniGrid
+    ``jax``, MuJoCo ``native``, other gymnasium ids ``gymnasium``; MJX is asked for with
+    ``backend: jax``), else ``jax``. A run records it in its ``curriculum.yaml``."""
     tasks: dict[str, TaskSpec]
     order: list[str]
     cycles: Annotated[int, Field(gt=0, le=MAX_CYCLES)] = 1
@@ -197,6 +208,23 @@ class Curriculum(StrictModel):
     steps_per_visit: EnvSteps | None = None
     """Env steps per visit of the tasks without ``steps`` (at most `MAX_ENV_STEPS`)."""
     description: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_backend(cls, data: Any) -> Any:
+        """``backend`` when the file gives none (see the field)."""
+        if not (isinstance(data, dict) and "backend" not in data
+                and isinstance(data.get("tasks"), dict) and data["tasks"]):
+            return data
+        ids = [spec.get("env_id") if isinstance(spec, dict) else spec
+               for spec in data["tasks"].values()]
+        if not all(isinstance(i, str) for i in ids):
+            return data  # the tasks' own validation names what is wrong
+        try:
+            backends = {default_backend(i, platform="cpu") for i in ids}
+        except ValueError:
+            return data  # an id whose module does not import: named by the tasks' check
+        return {**data, "backend": backends.pop()} if len(backends) == 1 else data
 
     @field_validator("name")
     @classmethod
