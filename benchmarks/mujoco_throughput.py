@@ -27,6 +27,12 @@ Measured in one run on one machine:
   host rollout before `telapa.rl.host_policy` put the Gaussian mean in numpy), in the
   same rounds.
 
+- ``--stages vector``: ``gymnasium.make_vec`` of gymnasium's env (``SyncVectorEnv``)
+  against ``telapa/<Id>`` (`telapa.envs.mujoco.gym_vector`: the native batch behind
+  gymnasium's vector interface, identical step for step) at 8 and 64 envs of
+  HalfCheetah and Hopper, random actions, alternated over ``--repeats`` rounds (default
+  3), medians in ``vector``.
+
 - the native engine's two knobs (``--stages threads sketch``, on quiet cores): the batch's
   physics on 1 against 2 threads (``NativeVectorEnv.threads``), as `step` of 8, 16, 40
   and 64 HalfCheetahs with zero actions and no sketch, as a training env
@@ -178,6 +184,40 @@ def bench_stepping(steps: int, env_id: str = ENV_ID) -> list[dict]:
         native.reset(0)
         results.append({"name": f"native-{size}", "env_id": env_id, "num_envs": size,
                         **_step_zeros(native, steps)})
+    return results
+
+
+def bench_vector(steps: int, rounds: int) -> list[dict]:
+    """``gymnasium.make_vec`` of gymnasium's own env (``SyncVectorEnv``) against telapa's
+    ``telapa/<Id>`` (the native batch behind gymnasium's interface,
+    `telapa.envs.mujoco.gym_vector`) at 8 and 64 envs, random actions drawn beforehand,
+    NEXT_STEP autoreset in both; each pair alternated over ``rounds``."""
+    import gymnasium
+
+    import telapa.envs  # noqa: F401  (registers telapa/<Id>)
+
+    results = []
+    for env_id in ("HalfCheetah-v5", "Hopper-v5"):
+        for n in (8, 64):
+            calls = max(steps // n, 1)
+            for round_ in range(rounds):
+                for name, make in (
+                        ("vector-gymnasium", lambda e=env_id, n=n: gymnasium.make_vec(
+                            e, num_envs=n, vectorization_mode="sync")),
+                        ("vector-telapa", lambda e=env_id, n=n: gymnasium.make_vec(
+                            f"telapa/{e}", num_envs=n))):
+                    envs = make()
+                    actions = np.random.default_rng(0).uniform(
+                        -1, 1, (64, *envs.action_space.shape)).astype(np.float32)
+                    envs.reset(seed=0)
+                    start = time.perf_counter()
+                    for k in range(calls):
+                        envs.step(actions[k % 64])
+                    elapsed = time.perf_counter() - start
+                    envs.close()
+                    results.append({"name": f"{name}-{n}", "env_id": env_id, "num_envs": n,
+                                    "round": round_, "steps": calls * n,
+                                    "steps_per_s": calls * n / elapsed})
     return results
 
 
@@ -349,6 +389,22 @@ def engine_summary(results: list[dict]) -> dict:
     return {"median_steps_per_s": med, "ratios": ratios}
 
 
+def vector_summary(results: list[dict]) -> dict:
+    """Medians of the vector stage per env and size, and telapa's over gymnasium's."""
+    rates: dict[tuple[str, str], list[float]] = {}
+    for r in results:
+        if r["name"].startswith("vector-"):
+            rates.setdefault((r["env_id"], r["name"]), []).append(r["steps_per_s"])
+    out: dict[str, dict] = {}
+    for (env_id, name), v in rates.items():
+        out.setdefault(env_id, {})[name] = statistics.median(v)
+    for per_env in out.values():
+        for name in [k for k in per_env if k.startswith("vector-telapa-")]:
+            n = name.rsplit("-", 1)[1]
+            per_env[f"ratio-{n}"] = per_env[name] / per_env[f"vector-gymnasium-{n}"]
+    return out
+
+
 def visit_cost(ppo_rate: float, eval_rate: float) -> dict:
     """Seconds of one paper-budget visit (module docstring), from measured rates."""
     from telapa.continual.preset import load_run_config
@@ -373,7 +429,7 @@ def visit_cost(ppo_rate: float, eval_rate: float) -> dict:
             "scratch_total_s": seconds["ppo"] + seconds["evaluation"]}
 
 
-STAGES = ("ppo", "stepping", "candidates", "threads", "sketch")
+STAGES = ("ppo", "stepping", "candidates", "threads", "sketch", "vector")
 """The measurements `main` can run (``--stages``), in the order it runs them."""
 
 VERSIONS = ("jax", "jaxlib", "flax", "optax", "gymnasium", "mujoco", "torch",
@@ -433,6 +489,9 @@ def main(argv: list[str] | None = None) -> int:
     for result in bench_sketch(1 if args.quick else 10, engine_rounds) \
             if "sketch" in stages else ():
         record(result)
+    for result in bench_vector(800 if args.quick else 16_000, engine_rounds) \
+            if "vector" in stages else ():
+        record(result)
     eval_rates, ppo_rates, native_eval, native_ppo = {}, {}, {}, {}
     for env_id in ((ENV_ID,) if args.quick else ENVS) if "candidates" in stages else ():
         kept = trainers or {}
@@ -484,6 +543,7 @@ def main(argv: list[str] | None = None) -> int:
                                        "eval_steps_per_s": rate}
                               for env_id, rate in native_eval.items() if env_id in native_ppo},
         "engine": engine_summary(results),
+        "vector": vector_summary(results),
         "results": results,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -495,6 +555,10 @@ def main(argv: list[str] | None = None) -> int:
               "(median)", file=sys.stderr)
     for pair, ratio in report["engine"]["ratios"].items():
         print(f"{pair}: {ratio:.2f}x (medians)", file=sys.stderr)
+    for env_id, per_env in report["vector"].items():
+        for key in sorted(k for k in per_env if k.startswith("ratio-")):
+            print(f"{env_id} make_vec telapa/ over gymnasium's, {key[6:]} envs: "
+                  f"{per_env[key]:.2f}x (medians)", file=sys.stderr)
     for backend, costs in (("gymnasium", report["visit_cost"]),
                            ("native", report["visit_cost_native"])):
         for env_id, cost in costs.items():

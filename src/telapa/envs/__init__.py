@@ -8,7 +8,8 @@ path for MiniGrid and MuJoCo); ``make(env_id, backend="native", num_envs=N)`` a 
 numpy batch (the path for MuJoCo). Both host envs are `telapa.envs.host.HostVectorEnv`.
 All go through the env families of `telapa.envs.registry`. Importing this package
 registers every port with gymnasium as ``telapa/<Id>`` (`telapa.envs.gym_vector`:
-``gymnasium.make`` / ``make_vec``).
+``gymnasium.make`` / ``make_vec``), and so the native MuJoCo batch
+(`telapa.envs.mujoco.gym_vector`: ``make_vec("telapa/HalfCheetah-v5")``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from telapa.envs.base import (
     Obs,
 )
 from telapa.envs.gym_vector import register_envs
+from telapa.envs.mujoco.gym_vector import register_envs as register_mujoco_envs
 from telapa.envs.registry import (
     check_env_id,
     default_config,
@@ -33,6 +35,7 @@ from telapa.envs.registry import (
 )
 
 register_envs()  # gymnasium ids telapa/<Id> of every port (telapa.envs.gym_vector)
+register_mujoco_envs()  # and of the native MuJoCo batch (telapa.envs.mujoco.gym_vector)
 
 __all__ = [
     "ArraySpec",

@@ -332,12 +332,16 @@ class NativeVectorEnv(HostVectorEnv):
         self._obs[idx] = self._observe(idx)
         return self._obs[idx]
 
-    def advance(self, idx: np.ndarray, action: np.ndarray):
+    def advance(self, idx: np.ndarray, action: np.ndarray, *, check: bool = True,
+                reward_dtype: type = np.float32):
         """One step of envs ``idx`` with ``action`` (len(idx), m), without any reset;
         returns their ``(obs, reward, terminated, truncated, features)``: obs (float64)
         and features as the gymnasium backend's (the step's own, also at an episode's
-        end; None when `sketch` is off), reward float32."""
-        self.check_actions(action, len(idx))
+        end; None when `sketch` is off), reward in ``reward_dtype`` (float64: gymnasium's
+        own). ``check=False`` takes any action, as gymnasium's env does (MuJoCo clamps
+        ``ctrl`` to the actuators' range; the control cost reads the action as given)."""
+        if check:
+            self.check_actions(action, len(idx))
         x_before = self._x[idx]
         rows = list(enumerate(idx.tolist()))
         chunks = physics_threads(self.threads, len(rows))
@@ -361,7 +365,7 @@ class NativeVectorEnv(HostVectorEnv):
         terminated = ~healthy if self.env.kw.get("terminate_when_unhealthy") \
             else np.zeros(len(idx), bool)
         truncated = t + 1 >= self.time_limit
-        return obs, reward.astype(np.float32), terminated, truncated, features
+        return obs, reward.astype(reward_dtype), terminated, truncated, features
 
     def _physics(self, rows: list[tuple[int, int]], action: np.ndarray) -> None:
         """Steps env i with ``action[j]`` for each ``(j, i)`` of ``rows`` (one thread's
