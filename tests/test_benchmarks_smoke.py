@@ -67,6 +67,12 @@ def test_mujoco_throughput_quick(tmp_path: Path) -> None:
     assert set(report["engine"]["ratios"]) == (
         {f"threads-2-{n} / threads-1-{n}" for n in sizes}
         | {"candidates-threads-2 / candidates-threads-1", "sketch-256 / sketch-all"})
+    # gymnasium's SyncVectorEnv against make_vec("telapa/<Id>"), per env and batch size
+    vector = report["vector"]
+    assert set(vector) == {"HalfCheetah-v5", "Hopper-v5"}
+    assert {"ratio-8", "ratio-64"} <= set(vector["Hopper-v5"])
+    assert vector["Hopper-v5"]["ratio-8"] == (vector["Hopper-v5"]["vector-telapa-8"]
+                                              / vector["Hopper-v5"]["vector-gymnasium-8"])
 
 
 def test_paper_seed_stops_at_a_checkpoint_and_resumes(tmp_path: Path) -> None:
