@@ -35,6 +35,7 @@ def test_train_json_and_run_dir(tmp_path, capsys):
     assert summary["steps"] == 384  # 300 rounded up to whole 4x32 rollouts
     assert summary["steps_per_s"] > 0 and summary["wall_s"] > summary["compile_s"] > 0
     assert summary["eval_return"] > 0 and summary["eval_sr"] == 1.0  # CartPole: reward 1/step
+    assert summary["eval_sr_name"] == "SR"
 
     resolved = load_config(out / "config.yaml")
     assert resolved.ppo.n_steps == 32 and resolved.ppo.epochs == 1  # the file, then --set
@@ -90,6 +91,7 @@ def test_train_without_backend_steps_mujoco_natively_on_a_cpu(tmp_path, capsys):
                  "--set", "eval.episodes=1"]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["backend"] == "native" and summary["steps"] == 64
+    assert summary["eval_sr_name"] == "SR~"  # a normalized return, not a success rate
     assert json.loads((out / "run.json").read_text())["backend"] == "native"
 
 

@@ -223,6 +223,19 @@ def test_a_curriculum_without_backend_takes_its_tasks_backend_the_same_everywher
         backend("CartPol-v1")
 
 
+def test_the_score_is_named_sr_only_where_it_counts_successes():
+    assert load_curriculum("primary").score_symbol() == "SR"
+    assert load_curriculum("hopper").score_symbol() == "SR~"
+    # a task's own success target decides: a return threshold counts, a range grades
+    data = {"name": "s", "tasks": {"A": {"env_id": "CartPole-v1",
+                                         "success": {"return_at_least": 195}}},
+            "order": ["A"]}
+    assert parse_curriculum(data).score_symbol() == "SR"
+    graded = {"env_id": "CartPole-v1",
+              "success": {"normalized_return": {"low": 0, "high": 500}}}
+    assert parse_curriculum({**data, "tasks": {"A": graded}}).score_symbol() == "SR~"
+
+
 def test_gymnasium_backend():
     data = {"name": "g", "backend": "gymnasium", "tasks": {"A": "CartPole-v1"}, "order": ["A"]}
     cur = parse_curriculum(data)

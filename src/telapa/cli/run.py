@@ -382,7 +382,8 @@ def print_run(run: ContinualRun, console: Console) -> None:
     """The per-visit table and headline metrics of one finished run."""
     visits = run.tables()["visits"]
     table = Table(title=f"{run.spec.method} on {run.spec.curriculum.name} (seed {run.spec.seed})")
-    for column in ("visit", "env", "steps", "pre SR", "post SR"):
+    sr = run.spec.curriculum.score_symbol()  # SR, or MuJoCo's SR~
+    for column in ("visit", "env", "steps", f"pre {sr}", f"post {sr}"):
         table.add_column(column, justify="left" if column == "env" else "right")
     for row in visits.itertuples():
         table.add_row(row.tag, row.env_id, f"{row.train_steps:,}", f"{row.pre_sr:.2f}",
@@ -390,7 +391,7 @@ def print_run(run: ContinualRun, console: Console) -> None:
     console.print(table)
     m = run.metrics()
     console.print(
-        f"Mean SR {m['mean_sr']:.3f}  BWT {m['bwt']:.3f}  (tau from {m['tau_source']}; "
+        f"Mean {sr} {m['mean_sr']:.3f}  BWT {m['bwt']:.3f}  (tau from {m['tau_source']}; "
         f"`telapa metrics` scores runs together)  -> {run.dir.path}"
     )
 

@@ -15,7 +15,8 @@ with ``--config``), ``run.json`` (arguments, ``--set`` overrides and final resul
 ``metrics.csv`` (one row per PPO iteration) and TensorBoard events under ``tb/``. With
 ``--json`` the last line on stdout is one JSON object with ``steps``, ``wall_s``,
 ``compile_s``, ``train_s``, ``steps_per_s`` (training steps per second, compilation
-excluded), ``eval_sr``, ``eval_return`` and ``run_dir``; the progress bar goes to stderr.
+excluded), ``eval_sr`` (named by ``eval_sr_name``: ``SR``, or ``SR~`` where competence is
+a normalized return), ``eval_return`` and ``run_dir``; the progress bar goes to stderr.
 """
 
 from __future__ import annotations
@@ -164,6 +165,7 @@ def train_run(
         "train_s": train_s,
         "steps_per_s": trainer.steps / train_s,
         "eval_sr": result.sr,
+        "eval_sr_name": "SR" if result.competence.counts else "SR~",
         "eval_return": result.mean_return,
         "eval_episodes": len(result.returns),
         "run_dir": str(run_dir),
@@ -181,7 +183,8 @@ def _cmd_train(ns: argparse.Namespace) -> None:
         Console().print(
             f"{summary['env']}: {summary['steps']:,} steps in {summary['train_s']:.1f}s "
             f"({summary['steps_per_s']:,.0f} steps/s, compile {summary['compile_s']:.1f}s); "
-            f"eval SR {summary['eval_sr']:.2f}, return {summary['eval_return']:.3f} "
+            f"eval {summary['eval_sr_name']} {summary['eval_sr']:.2f}, "
+            f"return {summary['eval_return']:.3f} "
             f"over {summary['eval_episodes']} episodes -> {summary['run_dir']}"
         )
 

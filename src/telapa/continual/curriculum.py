@@ -305,6 +305,17 @@ class Curriculum(StrictModel):
                                 competence))
         return visits
 
+    def score_symbol(self) -> str:
+        """``"SR"`` where every task's competence counts successes (`Competence.counts`),
+        else ``"SR~"`` (a graded score: MuJoCo's normalized return), for what the command
+        line prints."""
+        def counts(spec: TaskSpec) -> bool:
+            competence = (spec.success.competence() if spec.success is not None else
+                          family_of(spec.env_id).competence(import_env_module(spec.env_id)))
+            return competence.counts
+
+        return "SR" if all(counts(spec) for spec in self.tasks.values()) else "SR~"
+
     def task_ids(self) -> dict[str, str]:
         """Task tag -> env id, in first-visit order (tasks never visited are left out)."""
         return {tag: self.tasks[tag].env_id for tag in dict.fromkeys(self.order)}
