@@ -316,20 +316,27 @@ class MiniGridVectorEnv(VectorEnv):
         self._state = None
 
 
-def register_envs() -> list[str]:
-    """Registers ``telapa/<Id>`` for every ported ``<Id>`` not yet registered; returns
-    all of them. No ``max_episode_steps``: like Farama's, the envs truncate at their own
-    ``max_steps``."""
+def register_ids(names: list[str] | tuple[str, ...], *, entry_point: str,
+                 vector_entry_point: str) -> list[str]:
+    """Registers ``telapa/<Id>`` for each ``<Id>`` of ``names`` not yet registered, with
+    the two entry points (``"module:name"``, given ``env_id=<Id>``); returns all of them."""
     ids = []
-    for name in sorted(all_tasks()):
+    for name in names:
         env_id = f"{NAMESPACE}/{name}"
         if env_id not in gym.registry:
-            gym.register(env_id, entry_point=f"{__name__}:MiniGridEnv",
-                         vector_entry_point=f"{__name__}:MiniGridVectorEnv",
-                         kwargs={"env_id": name})
+            gym.register(env_id, entry_point=entry_point,
+                         vector_entry_point=vector_entry_point, kwargs={"env_id": name})
         ids.append(env_id)
     return ids
 
 
+def register_envs() -> list[str]:
+    """Registers ``telapa/<Id>`` for every ported ``<Id>`` not yet registered; returns
+    all of them. No ``max_episode_steps``: like Farama's, the envs truncate at their own
+    ``max_steps``."""
+    return register_ids(sorted(all_tasks()), entry_point=f"{__name__}:MiniGridEnv",
+                        vector_entry_point=f"{__name__}:MiniGridVectorEnv")
+
+
 __all__ = ["MiniGridEnv", "MiniGridVectorEnv", "blank_states", "farama_observation_space",
-           "farama_reward", "mission_text", "port", "register_envs"]
+           "farama_reward", "mission_text", "port", "register_envs", "register_ids"]

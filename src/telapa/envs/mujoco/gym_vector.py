@@ -47,11 +47,10 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from telapa.envs.gym_vector import NAMESPACE, register_ids
 from telapa.envs.mujoco import _gymnasium_make, reference_return
 from telapa.envs.mujoco.friction import FrictionScale
 from telapa.envs.mujoco.v5 import NATIVE_IDS
-
-NAMESPACE = "telapa"
 
 
 def gymnasium_id(env_id: str) -> str:
@@ -159,15 +158,7 @@ def register_envs() -> list[str]:
     returns all of them. No ``max_episode_steps``: both envs keep gymnasium's limit of
     ``<Id>`` (``make`` through ``gymnasium.make("<Id>")``, ``make_vec`` in the native
     env), and ``max_episode_steps=`` changes it in either."""
-    ids = []
-    for name in NATIVE_IDS:
-        env_id = f"{NAMESPACE}/{name}"
-        if env_id not in gym.registry:
-            gym.register(env_id, entry_point=f"{__name__}:make_single",
-                         vector_entry_point=f"{__name__}:MujocoVectorEnv",
-                         kwargs={"env_id": name})
-        ids.append(env_id)
-    return ids
-
+    return register_ids(NATIVE_IDS, entry_point=f"{__name__}:make_single",
+                        vector_entry_point=f"{__name__}:MujocoVectorEnv")
 
 __all__ = ["MujocoVectorEnv", "gymnasium_id", "make_single", "register_envs"]
