@@ -58,7 +58,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,6 +74,7 @@ from telapa.continual.memory import GIB, Part, shortfall
 from telapa.continual.rundir import POLICIES_DIR, RunDir, RunDirError
 from telapa.continual.runner import ContinualRun
 from telapa.continual.spec import RunSpec
+from telapa.envs.registry import family_of
 from telapa.io import CheckpointError
 from telapa.io.atomic import fsync, fsync_dir, remove_stale
 from telapa.qd.archive import elite_id_offset
@@ -330,13 +331,19 @@ def iter_episodes(policy: LoadedPolicy, *, episodes: int, seed: int | None = Non
 
 
 def _check_renderer(agent: Agent) -> None:
-    """`PlayError` when frames of ``agent``'s env cannot be drawn: a JAX env that is not
-    a MiniGrid port (MiniGrid ports draw their frames, MuJoCo's host envs theirs; MuJoCo
-    on MJX has no renderer here)."""
-    if agent.backend == "jax" and getattr(agent.env, "task", None) is None:
-        raise PlayError(f"{agent.spec.env_id}: no renderer for this JAX env (MiniGrid ports "
-                        "draw their frames; MuJoCo draws its frames on the native and gymnasium "
-                        "backends, not on MJX); play it without --out")
+    """`PlayError` when frames of ``agent``'s env cannot be drawn: a JAX env that is
+    neither a MiniGrid port (drawn by the port's renderer) nor MuJoCo's MJX port (posed
+    in gymnasium's env and drawn by MuJoCo's renderer, as the host backends are); and,
+    for MuJoCo, `GLBackendError` when no OpenGL backend works."""
+    if agent.backend != "jax" or getattr(agent.env, "task", None) is not None:
+        return
+    if family_of(agent.spec.env_id).name == "mujoco":
+        from telapa.envs.mujoco.render import gl_backend
+
+        gl_backend()
+        return
+    raise PlayError(f"{agent.spec.env_id}: no renderer for this JAX env (MiniGrid ports "
+                    "and MuJoCo draw their frames); play it without --out")
 
 
 def check_episodes(episodes: int) -> int:
@@ -351,38 +358,77 @@ def _play_jax(agent: Agent, params: Params, episodes: int, key: jax.Array,
               deterministic: bool, tile_size: int | None, *, of: int | None = None
               ) -> Iterator[Episode]:
     """The episodes, `CHUNK` at a time (a last chunk filled up with copies of its last
-    episode, which are dropped), each drawn on its own when ``tile_size`` is given.
-    ``of``: the episodes are the first ``episodes`` of an evaluation of ``of`` episodes
-    with ``key`` (their keys split ``of`` ways; default ``episodes``)."""
-    from telapa.envs.minigrid.render import render
-
+    episode, which are dropped), each drawn on its own when ``tile_size`` is given
+    (MiniGrid: the port's picture, ``tile_size`` pixels a cell; MuJoCo on MJX: each
+    step's positions and velocities posed in gymnasium's env of the run's task and drawn
+    by MuJoCo's renderer, `_posed_pictures`). ``of``: the episodes are the first
+    ``episodes`` of an evaluation of ``of`` episodes with ``key`` (their keys split
+    ``of`` ways; default ``episodes``)."""
+    mjx = getattr(agent.env, "task", None) is None  # the MuJoCo family's MJX port
+    draw = tile_size is not None
     reset_key, act_key = jax.random.split(key)
     ways = max(episodes, of or episodes)
     resets = jax.random.split(reset_key, ways)[:episodes]
     acts = jax.random.split(act_key, ways)[:episodes]
     size = min(episodes, CHUNK)
-    rollouts = _rollouts(agent, deterministic, keep_states=tile_size is not None)
-    for first in range(0, episodes, size):
-        picks = np.minimum(np.arange(first, first + size), episodes - 1)
-        states, rewards, lengths = rollouts(params, resets[picks], acts[picks])
-        rewards, lengths = np.asarray(rewards), np.asarray(lengths)
-        for j in range(min(size, episodes - first)):
-            pictures = None
-            if tile_size is not None:  # one episode's states, drawn (all max_steps + 1)
-                one = jax.tree.map(lambda x, j=j: x[j], states)
-                pictures = np.asarray(render(
-                    one, see_through_walls=agent.env.task.see_through_walls,
-                    tile_size=tile_size))[:lengths[j] + 1]
-            yield Episode(pictures, rewards[j, :lengths[j]])
-        del states
+    rollouts = _rollouts(agent, deterministic, keep_states=draw,
+                         kept=(lambda s: (s.data.qpos, s.data.qvel)) if mjx else None)
+    poser = None  # MJX: gymnasium's env of the task, its friction regime included
+    if draw and mjx:
+        from telapa.envs.mujoco.render import make_rendering_env
+
+        poser = make_rendering_env(agent.spec.env_id, agent.env_options)
+        poser.reset(seed=0)  # the render order gymnasium enforces; each pose replaces it
+    try:
+        for first in range(0, episodes, size):
+            picks = np.minimum(np.arange(first, first + size), episodes - 1)
+            states, rewards, lengths = rollouts(params, resets[picks], acts[picks])
+            rewards, lengths = np.asarray(rewards), np.asarray(lengths)
+            for j in range(min(size, episodes - first)):
+                pictures = None
+                if draw:  # one episode's states: its first length + 1 drawn
+                    n = int(lengths[j]) + 1
+                    one = jax.tree.map(lambda x, j=j: x[j], states)
+                    pictures = (_posed_pictures(poser, *(np.asarray(x[:n]) for x in one))
+                                if poser is not None
+                                else _grid_pictures(agent, one, tile_size)[:n])
+                yield Episode(pictures, rewards[j, :lengths[j]])
+            del states
+    finally:
+        if poser is not None:
+            poser.close()
 
 
-def _rollouts(agent: Agent, deterministic: bool, *, keep_states: bool):
+def _grid_pictures(agent: Agent, states: Any, tile_size: int) -> np.ndarray:
+    """A MiniGrid episode's port states (max_steps + 1, ...) as the port's pictures: all
+    of them, one shape for every episode, so the renderer compiles once."""
+    from telapa.envs.minigrid.render import render
+
+    return np.asarray(render(states, see_through_walls=agent.env.task.see_through_walls,
+                             tile_size=tile_size))
+
+
+def _posed_pictures(env: Any, qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
+    """An MJX episode's frames (T + 1, H, W, 3): each step's ``qpos``, ``qvel`` (T + 1, n)
+    set on gymnasium's env of the run's task (``set_state``: ``mj_forward``), then
+    drawn by MuJoCo's renderer."""
+    sim = env.unwrapped
+    frames = []
+    for q, v in zip(qpos, qvel, strict=True):
+        sim.set_state(np.asarray(q, np.float64), np.asarray(v, np.float64))
+        frames.append(env.render())
+    return np.stack(frames)
+
+
+def _rollouts(agent: Agent, deterministic: bool, *, keep_states: bool,
+              kept: Callable[[Any], Any] | None = None):
     """``run(params, reset_keys, act_keys)``: the episodes of those keys (E of each):
-    their states (E, max_steps + 1, ...) when ``keep_states`` (else None), rewards
-    (E, max_steps) and lengths (E,): the evaluator's episodes (module docstring), each
-    held at its last state."""
+    their states (E, max_steps + 1, ...) when ``keep_states`` (else None; ``kept``: only
+    ``kept(state)`` of each, e.g. an MJX state's positions), rewards (E, max_steps) and
+    lengths (E,): the evaluator's episodes (module docstring), each held at its last
+    state."""
     env, policy, max_steps = agent.env, agent.policy, agent.spec.max_steps
+    kept = kept or (lambda state: state)
 
     def episode(params: Params, reset_key: jax.Array, act_key: jax.Array):
         state, obs = env.reset(reset_key)
@@ -395,14 +441,14 @@ def _rollouts(agent: Agent, deterministic: bool, *, keep_states: bool):
             nxt, next_obs, reward, terminated, truncated, _ = env.step(state, action)
             keep = jax.tree.map(lambda old, new: jnp.where(done, old, new), state, nxt)
             ended = done | terminated | truncated | (t + 1 >= max_steps)
-            out = (keep if keep_states else None, jnp.where(done, 0.0, reward), done)
+            out = (kept(keep) if keep_states else None, jnp.where(done, 0.0, reward), done)
             return (keep, next_obs, ended), out
 
         _, (states, rewards, was_done) = jax.lax.scan(
             step, (state, obs, jnp.bool_(False)), jnp.arange(max_steps))
         if keep_states:
             states = jax.tree.map(lambda first, rest: jnp.concatenate([first[None], rest]),
-                                  state, states)
+                                  kept(state), states)
         return states, rewards, jnp.sum(~was_done)
 
     return jax.jit(jax.vmap(episode, in_axes=(None, 0, 0)))

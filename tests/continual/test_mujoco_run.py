@@ -185,3 +185,41 @@ def test_play_writes_an_mp4_of_a_mujoco_policy(telapa_run, tmp_path, capsys):
     frames = iio.imread(out, index=None)
     assert frames.shape[0] == steps + 1 and frames.shape[1] == 480 + CAPTION_PX
     assert frames[:, :480].std() > 0  # not a blank picture
+
+
+def test_an_mjx_episode_is_drawn_by_posing_its_states_in_gymnasiums_env():
+    """`telapa play --out` of a run on MJX (backend jax) poses each step's qpos, qvel in
+    gymnasium's env of the task and draws it (`telapa.play._posed_pictures`): the pose
+    of a reset state is the frame gymnasium draws after that reset, and the frames move
+    with the states. (The MJX rollout that gives the states is the evaluator's; one
+    episode of it compiles for some 50 s on a CPU, so it is not run here.)"""
+    from telapa.envs.mujoco.render import GLBackendError, gl_backend, make_rendering_env
+    from telapa.envs.registry import default_config
+    from telapa.play import _check_renderer, _posed_pictures
+    from telapa.rl.agent import Agent
+
+    try:
+        gl_backend()
+    except GLBackendError as err:
+        pytest.skip(str(err))
+    options = {"friction": 0.5}
+    reference = make_rendering_env("Hopper-v5", options, width=64, height=64)
+    reference.reset(seed=3)
+    sim = reference.unwrapped
+    qpos, qvel, start = [sim.data.qpos.copy()], [sim.data.qvel.copy()], reference.render()
+    for _ in range(6):
+        reference.step(np.full(3, 0.5, np.float32))
+        qpos.append(sim.data.qpos.copy())
+        qvel.append(sim.data.qvel.copy())
+    reference.close()
+    poser = make_rendering_env("Hopper-v5", options, width=64, height=64)
+    poser.reset(seed=0)  # another start: each pose replaces it
+    frames = _posed_pictures(poser, np.array(qpos), np.array(qvel))
+    poser.close()
+    assert frames.shape == (7, 64, 64, 3) and frames.dtype == np.uint8
+    np.testing.assert_array_equal(frames[0], start)
+    assert not np.array_equal(frames[0], frames[-1])
+    # and an MJX agent passes play's renderer check (it was refused before)
+    agent = Agent("Hopper-v5", default_config("Hopper-v5"), backend="jax",
+                  env_options={**options, "max_episode_steps": 8})
+    _check_renderer(agent)
