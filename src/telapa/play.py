@@ -51,7 +51,8 @@ before any episode is played. The video is written to a temporary file beside ``
 (``.NAME.PID.TOKEN.tmp.SUFFIX``) and moved to ``--out`` only when complete, never over a
 file that appeared there meanwhile; a write that fails or is interrupted (Ctrl-C, or
 SIGTERM, which ``telapa play`` raises as an interrupt) removes it, and one left by a
-killed process (SIGKILL) is removed by the next write of the same ``--out``. """
+killed process (SIGKILL) is removed by the next write of the same ``--out``.
+"""
 
 from __future__ import annotations
 
