@@ -84,6 +84,21 @@ def test_markdown_and_csv_hold_the_same_table_with_best_cells_in_bold():
     assert main.best().at["telapa", "TTT (M) ↓"] and not main.best().at["finetune", "TTT (M) ↓"]
 
 
+def test_the_runs_competence_not_their_env_decides_whether_tables_say_sr_or_sr_tilde():
+    # A MiniGrid-like task scored by a graded competence (``success: {normalized_return:
+    # ...}``) reads SR~; a MuJoCo env scored by counted successes (``return_at_least``)
+    # reads SR: as `Curriculum.score_symbol` decides for the command line.
+    srs = [[0.1, 0.5, 0.9], [0.0, 0.3, 0.6], [0.0, 0.1, 1.0]]
+    cases = {"SR~": {"graded": True}, "SR": {"env_id": "HalfCheetah-v5", "graded": False}}
+    for symbol, kwargs in cases.items():
+        result = score([record(m, s, srs, **kwargs) for m in ("scratch", "finetune")
+                        for s in range(2)])["toy"]
+        labels = [c.label for c in main_table(result, prefix="toy").columns]
+        assert f"Mean {symbol} ↑" in labels, labels
+        title = revisit_table(result, prefix="toy").title
+        assert title == f"Revisit mean {symbol}", title
+
+
 def test_plain_frames_show_their_values_and_hide_a_bare_range_index():
     frame = pd.DataFrame({"run": ["s0", "s1"], "flag": [True, False], "y": [0.25, math.nan],
                           "big": [1.5e7, 2.0]})

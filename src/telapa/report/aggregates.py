@@ -27,8 +27,7 @@ from telapa.metrics.aggregates import (
     probability_of_improvement_interval,
 )
 from telapa.metrics.stats import BOOTSTRAP_RESAMPLES, Resample, aggregate, bootstrap_interval
-from telapa.report.mujoco import score_name
-from telapa.report.results import CurriculumResults
+from telapa.report.results import CurriculumResults, score_name
 from telapa.report.tables import Column, ReportTable
 
 PROFILE_TAUS = (0.0, 0.25, 0.5, 0.75, 0.9)

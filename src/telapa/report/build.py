@@ -54,8 +54,8 @@ from telapa.report.curves import learning_curves, profile_figure
 from telapa.report.document import Document, Section, to_html, to_markdown
 from telapa.report.figures import ReportFigure, render
 from telapa.report.injection import injection_table
-from telapa.report.mujoco import competence_name, mujoco_results, mujoco_table
-from telapa.report.results import CurriculumResults, RunRecord, score
+from telapa.report.mujoco import mujoco_results, mujoco_table
+from telapa.report.results import CurriculumResults, RunRecord, competence_name, score
 from telapa.report.scores import main_table, revisit_table
 from telapa.report.tables import ReportTable, frame_table
 
@@ -185,7 +185,7 @@ def _curriculum_section(
                              code_note(r for rs in result.runs.values() for r in rs)])
     section.tables = curriculum_tables(result, prefix=prefix, resample=resample)
 
-    score = competence_name(result)  # success rate, or MuJoCo's SR~
+    score = competence_name(result)  # success rate, or a graded SR~
 
     def curves() -> None:
         fig = learning_curves(result.runs, title=f"{result.curriculum}: {score}",

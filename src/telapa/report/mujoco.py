@@ -11,7 +11,6 @@ family's competence), so Mean SR~, BWT and TR are the ordinary metrics of those 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import pandas as pd
 
@@ -52,33 +51,6 @@ def environment(result: CurriculumResults) -> str | None:
         return None
     (env_id,) = ids
     return env_id if family_of(env_id).name == "mujoco" else None
-
-
-@dataclass(frozen=True)
-class ScoreName:
-    """How tables and figures name a curriculum's ``sr``."""
-
-    symbol: str
-    """In a metric's name: ``Mean SR``, ``IQM SR~``."""
-    noun: str
-    """In words: a figure's axis, a title."""
-    plural: str
-
-
-SUCCESS_RATE = ScoreName("SR", "success rate", "success rates")
-NORMALIZED_RETURN = ScoreName("SR~", "SR~ (normalized return)", "SR~ (normalized returns)")
-
-
-def score_name(result: CurriculumResults) -> ScoreName:
-    """`NORMALIZED_RETURN` for a curriculum on one MuJoCo env (its ``sr`` is SR~ =
-    clip(E[R] / R*, 0, 1), not a share of episodes), else `SUCCESS_RATE`."""
-    return NORMALIZED_RETURN if environment(result) is not None else SUCCESS_RATE
-
-
-def competence_name(result: CurriculumResults) -> str:
-    """What a curriculum's ``sr`` is, for figure labels: ``"SR~ (normalized return)"``
-    on one MuJoCo env, else ``"success rate"`` (`score_name`)."""
-    return score_name(result).noun
 
 
 def mujoco_results(results: Mapping[str, CurriculumResults]) -> dict[str, CurriculumResults]:

@@ -71,6 +71,10 @@ class RunRecord:
     code: tuple[str | None, ...] = ()
     """The code versions its segments ran with (``run.json`` ``code``, `telapa.provenance`);
     ``("unrecorded",)`` for a run made before runs recorded them."""
+    graded: bool = False
+    """Whether its ``sr`` is a graded score, SR~ (some task's competence is no count:
+    `Curriculum.score_symbol`, what the command line printed while it ran), rather than a
+    success rate k / n."""
 
 
 
@@ -104,6 +108,7 @@ def load_run(path: str | Path) -> RunRecord:
         accounting=run_dir.accounting(),
         settings=settings,
         code=tuple(spec.get("code") or (UNRECORDED,)),
+        graded=run_dir.curriculum().score_symbol() == "SR~",
     )
 
 
@@ -257,6 +262,37 @@ class CurriculumResults:
                 row[name], row[f"{name}_ci"] = mean, ci
             rows[method] = row
         return pd.DataFrame.from_dict(rows, orient="index").rename_axis("method")
+
+
+@dataclass(frozen=True)
+class ScoreName:
+    """How tables and figures name a curriculum's ``sr``."""
+
+    symbol: str
+    """In a metric's name: ``Mean SR``, ``IQM SR~``."""
+    noun: str
+    """In words: a figure's axis, a title."""
+    plural: str
+
+
+SUCCESS_RATE = ScoreName("SR", "success rate", "success rates")
+NORMALIZED_RETURN = ScoreName("SR~", "SR~ (normalized return)", "SR~ (normalized returns)")
+
+
+def score_name(result: CurriculumResults) -> ScoreName:
+    """`NORMALIZED_RETURN` for a curriculum whose ``sr`` is graded (SR~ = clip(E[R] / R*,
+    0, 1), not a share of episodes: `RunRecord.graded`, from its tasks' competences, as
+    `Curriculum.score_symbol` decides for the command line), else `SUCCESS_RATE`. So a
+    MuJoCo task scored by ``success: {return_at_least: X}`` reads "success rate", and a
+    MiniGrid task scored by ``success: {normalized_return: ...}`` reads SR~."""
+    graded = any(r.graded for records in result.runs.values() for r in records)
+    return NORMALIZED_RETURN if graded else SUCCESS_RATE
+
+
+def competence_name(result: CurriculumResults) -> str:
+    """What a curriculum's ``sr`` is, for figure labels: ``"SR~ (normalized return)"``
+    for a graded score, else ``"success rate"`` (`score_name`)."""
+    return score_name(result).noun
 
 
 def curriculum_keys(records: Sequence[RunRecord]) -> dict[Path, str]:

@@ -4,8 +4,7 @@ baselines" (methods x metrics, mean ± 95% CI) and Table "Revisit Mean SR"."""
 from __future__ import annotations
 
 from telapa.metrics.summary import EXTRA_METRICS, METRIC_LABELS, SUMMARY_METRICS
-from telapa.report.mujoco import score_name
-from telapa.report.results import CurriculumResults
+from telapa.report.results import CurriculumResults, score_name
 from telapa.report.tables import Column, ReportTable
 
 LOWER_IS_BETTER = frozenset({"ttt"})
