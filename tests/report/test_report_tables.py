@@ -9,6 +9,7 @@ import math
 import pandas as pd
 
 from telapa.metrics import format_cell
+from telapa.report.mujoco import mujoco_results
 from telapa.report.results import score
 from telapa.report.scores import main_table, revisit_table
 from telapa.report.tables import Column, ReportTable, ci_label, frame_table, interval_labels
@@ -97,6 +98,12 @@ def test_the_runs_competence_not_their_env_decides_whether_tables_say_sr_or_sr_t
         assert f"Mean {symbol} ↑" in labels, labels
         title = revisit_table(result, prefix="toy").title
         assert title == f"Revisit mean {symbol}", title
+    # the paper's MuJoCo table compares SR~ only: a counted HalfCheetah curriculum stays out
+    srs_of = {graded: score([record(m, s, srs, env_id="HalfCheetah-v5", graded=graded)
+                             for m in ("scratch", "finetune") for s in range(2)])
+              for graded in (True, False)}
+    assert list(mujoco_results(srs_of[True])) == ["toy"]
+    assert mujoco_results(srs_of[False]) == {}
 
 
 def test_plain_frames_show_their_values_and_hide_a_bare_range_index():

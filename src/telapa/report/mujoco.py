@@ -15,7 +15,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from telapa.envs.registry import family_of
-from telapa.report.results import CurriculumResults
+from telapa.report.results import NORMALIZED_RETURN, CurriculumResults, score_name
 from telapa.report.tables import Column, ReportTable
 
 MUJOCO_METRICS = {"mean_sr": "Mean SR~ ↑", "bwt": "BWT ↑", "tr": "TR ↑"}
@@ -54,8 +54,11 @@ def environment(result: CurriculumResults) -> str | None:
 
 
 def mujoco_results(results: Mapping[str, CurriculumResults]) -> dict[str, CurriculumResults]:
-    """Curriculum name -> results, for the curricula on one MuJoCo env."""
-    return {name: r for name, r in results.items() if environment(r) is not None}
+    """Curriculum name -> results, for the curricula on one MuJoCo env scored by SR~ (the
+    paper's table holds no other score: a task's own ``success: {return_at_least: X}``
+    makes its ``sr`` a success rate, which the paper's values do not compare with)."""
+    return {name: r for name, r in results.items()
+            if environment(r) is not None and score_name(r) == NORMALIZED_RETURN}
 
 
 def mujoco_table(results: Mapping[str, CurriculumResults], *, prefix: str = "mujoco"
