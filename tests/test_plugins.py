@@ -7,6 +7,7 @@ would, are run by tests/test_examples.py."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 
 import jax.numpy as jnp
@@ -139,6 +140,91 @@ def test_a_module_id_that_cannot_be_made_is_one_line_naming_the_id_and_module(pl
         check_env_id("walkmod_c:X-v0", "gymnasium")
 
 
+UNFIT_ENVS = WALK_ENV + '''
+from telapa.envs.generic import GenericFamily
+from telapa.envs.registry import register_family
+
+
+class PerDim(Walk):
+    def __init__(self):
+        super().__init__()
+        self.action_space = spaces.Box(np.array([-1, -2], np.float32),
+                                       np.array([1, 2], np.float32))
+
+
+class Multi(Walk):
+    def __init__(self):
+        super().__init__()
+        self.action_space = spaces.MultiDiscrete([3, 3])
+
+
+class WideFamily(GenericFamily):
+    name = "wide"
+    run_preset = "quick"
+
+    def matches(self, env_id):
+        return env_id == "Wide-v0"
+
+    def feature_dim(self, env_id):
+        return 3  # the generic sketch of a Walk is its observation: 2
+
+
+gymnasium.register("PerDim-v0", entry_point=PerDim)
+gymnasium.register("Multi-v0", entry_point=Multi)
+gymnasium.register("Walk-v0", entry_point=Walk, max_episode_steps=6)
+gymnasium.register("Wide-v0", entry_point=Walk)
+register_family(WideFamily)
+'''
+
+
+def test_an_env_a_run_cannot_use_is_one_line_naming_the_task_before_any_work(
+        plugin_site, tmp_path, capsys):
+    """Whatever makes a task's env unusable (an action space no policy takes, an option
+    its constructor refuses, a family's sketch dimension D that is not its env's) is
+    found when the run's envs are first made (`telapa.continual.memory.task_shapes`),
+    before the run directory exists: one line naming the curriculum, task and env."""
+    write_module(plugin_site, "unfit_envs", UNFIT_ENVS)
+    cases = {
+        ("PerDim-v0", ()): "per-dimension action bounds [-1. -2.] are not supported: "
+                           "telapa's policies take a Discrete action space or a 1-D Box",
+        ("Multi-v0", ()): "unsupported action space MultiDiscrete([3 3])",
+        ("Walk-v0", (("nn", 6),)): "TypeError: Walk.__init__() got an unexpected keyword "
+                                   "argument 'nn'",
+        ("Wide-v0", ()): "Wide-v0: its env family says feature_dim = 3, but its env's "
+                         "info['features'] has shape (2,) per step",
+    }
+    for n, ((env_id, options), message) in enumerate(cases.items()):
+        path = tmp_path / f"c{n}.yaml"
+        path.write_text(yaml.safe_dump({**_gym_curriculum(env_id, options=dict(options)),
+                                        "cycles": 1}))
+        out = tmp_path / f"run{n}"
+        with pytest.raises(SystemExit) as exit_:
+            main(["run", "--import", "unfit_envs", "--curriculum", str(path), "--method",
+                  "finetune", "--preset", "quick", "--out", str(out)])
+        err = capsys.readouterr().err.strip()
+        assert exit_.value.code == 2 and not out.exists(), err
+        assert err.startswith(f"telapa: error: curriculum 'plug' task 'A' ({env_id}"), err
+        assert message in err and "\n" not in err, err
+
+
+def test_a_misnamed_family_entry_point_and_a_nameless_family_are_named_by_their_code(
+        plugin_site):
+    write_module(plugin_site, "ringfam_named", FAMILY.format(name="ring"))
+    install_entry_points(plugin_site, "ring_named_dist", {"telapa.families": {
+        "wrongname": "ringfam_named:RingFamily"}})
+    with pytest.raises(PluginError, match=r"entry point 'wrongname' \(ringfam_named:"
+                                          r"RingFamily in package ring_named_dist\) gives "
+                                          "the family named 'ring'"):
+        family_of("Anything-v0")
+
+    class Nameless:
+        pass
+
+    with pytest.raises(PluginError, match=r"env family [\w.]*test_plugins\.[\w.<>]*Nameless "
+                                          "does not follow"):
+        register_family(Nameless())
+
+
 # --- methods --------------------------------------------------------------------------
 
 def _plug_class(plugin_site, module: str, name: str, section: str):
@@ -180,7 +266,9 @@ def test_a_method_cannot_take_a_built_in_s_name_or_section(plugin_site):
     nameless = type("Nameless", (find_method("finetune"),), {})
     with pytest.raises(PluginError, match="no name of its own"):
         register_method(nameless)
-    with pytest.raises(PluginError, match="unknown method 'nope'; available: telapa"):
+    with pytest.raises(PluginError, match="unknown method 'nope'; available: telapa.*"
+                                          r"\(a plug-in's method is known once its module "
+                                          r"is imported, --import MODULE"):
         find_method("nope")
 
 
@@ -262,7 +350,7 @@ def test_a_plug_in_with_the_former_init_is_given_the_run_config_with_a_warning(p
     register_method(OldInit)
     config = parse_run_config({**QUICK.model_dump(), "eval_episodes": 20,
                                "methods": {"ewc": {"lam": 3.0}}})
-    with pytest.warns(DeprecationWarning, match="takes the whole run config"):
+    with pytest.warns(FutureWarning, match="takes the whole run config"):
         method = make_method("old-init", config)
     assert method.seen is config and method.settings is config.methods.ewc
     assert method.eval_episodes == 20
@@ -464,6 +552,25 @@ def test_a_run_s_missing_import_is_named_by_its_readers(tmp_path):
                                               "imports": ["gone_module_xyz"]}))
     with pytest.raises(Exception, match=f"{out}.*cannot import module 'gone_module_xyz'"):
         RunDir(out).config()
+
+
+def test_metrics_of_a_run_whose_import_is_missing_names_the_module_not_skip_incomplete(
+        quick_run, tmp_path, capsys):
+    """A complete run whose recorded module this process cannot import is not
+    incomplete: ``telapa metrics`` names the module and does not suggest
+    --skip-incomplete, and with --skip-incomplete still says so (it did: "no complete
+    runs")."""
+    run = tmp_path / "run"
+    shutil.copytree(quick_run("finetune", 0), run)
+    manifest = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**manifest, "imports": ["gone_module_xyz"]}))
+    for extra in ([], ["--skip-incomplete"]):
+        with pytest.raises(SystemExit) as exit_:
+            main(["metrics", str(run), *extra])
+        err = capsys.readouterr().err.strip()
+        assert exit_.value.code == 2, err
+        assert "cannot import module 'gone_module_xyz'" in err, err
+        assert "--skip-incomplete" not in err and "no complete runs" not in err, err
 
 
 def test_run_presets_keep_refusing_unknown_sections():

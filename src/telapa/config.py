@@ -208,8 +208,16 @@ def format_validation_errors(err: ValidationError, source: str,
                                  prefix=prefix)
             lines.append(f"unknown key {loc!r} in {source}{hint}")
         else:
-            lines.append(f"invalid value for {loc!r} in {source}: {e['msg']}")
+            lines.append(f"invalid value for {loc!r} in {source}: {_message(e)}")
     return "; ".join(lines)
+
+
+def _message(error: Any) -> str:
+    """A pydantic error's message; a validator's own ``ValueError`` as it wrote it
+    (pydantic prefixes ``"Value error, "``, which reads as noise in one line)."""
+    if error["type"] == "value_error":
+        return str(error["msg"]).removeprefix("Value error, ")
+    return str(error["msg"])
 
 
 def _leaf_types(annotation: Any) -> list[Any]:

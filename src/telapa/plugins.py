@@ -131,6 +131,13 @@ def entry_points(group: str) -> dict[str, importlib.metadata.EntryPoint]:
     return found
 
 
+def entry_point_origin(group: str, name: str) -> str:
+    """Where entry point ``name`` of ``group`` points, and the package that installs it:
+    ``module:Object in package dist-name`` (for messages)."""
+    ep = entry_points(group).get(name)
+    return _origin(ep) if ep is not None else f"no {group} entry point named {name!r}"
+
+
 def _origin(ep: importlib.metadata.EntryPoint) -> str:
     dist = getattr(ep, "dist", None)
     package = f" in package {dist.name}" if dist is not None else ""
@@ -158,6 +165,6 @@ def load_entry_points(group: str) -> dict[str, Any]:
     return {name: load_entry_point(group, name) for name in entry_points(group)}
 
 
-__all__ = ["FAMILIES_GROUP", "METHODS_GROUP", "PluginError", "entry_points",
+__all__ = ["FAMILIES_GROUP", "METHODS_GROUP", "PluginError", "entry_point_origin", "entry_points",
            "import_env_module", "import_module", "import_modules", "imported_modules",
            "load_entry_point", "load_entry_points", "split_env_id"]

@@ -189,6 +189,8 @@ def test_undefined_tag_in_order(tmp_path):
 def test_unknown_env_id_names_tag_id_and_file(tmp_path):
     msg = _error(tmp_path, "name: x\ntasks: {A: MiniGrid-Nope-v0}\norder: [A]\n")
     assert "task 'A'" in msg and "'MiniGrid-Nope-v0'" in msg
+    # the validator's message as written, without pydantic's "Value error, " before it
+    assert "mine.yaml: task 'A': unknown env id 'MiniGrid-Nope-v0'" in msg, msg
 
 
 def test_empty_order(tmp_path):

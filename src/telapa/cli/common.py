@@ -16,7 +16,7 @@ from rich.table import Table
 
 from telapa import envs
 from telapa.config import MAX_ENV_STEPS, ascii_int
-from telapa.continual.rundir import RunDirError
+from telapa.continual.rundir import RunDirError, RunImportError
 from telapa.report.load import load_records
 from telapa.report.results import RunRecord
 from telapa.report.tables import ReportTable
@@ -84,14 +84,18 @@ def add_resample_option(parser: argparse.ArgumentParser) -> None:
                              "stratified bootstrap)")
 
 
-def add_import_option(parser: argparse.ArgumentParser) -> None:
+def add_import_option(parser: argparse.ArgumentParser, *,
+                      brings: str = "gymnasium ids, env families or methods",
+                      recorded: str = "recorded in run.json, imported again by --resume"
+                      ) -> None:
     """``--import MODULE`` (repeatable, into ``ns.imports``): a module imported before
     anything is validated (`telapa.plugins`), e.g. one that registers the user's envs or
-    methods; `telapa.cli.main` imports it."""
+    methods; `telapa.cli.main` imports it. The help says what the module may register
+    for this command (``brings``) and what becomes of its name (``recorded``: only
+    ``run`` has a ``--resume``)."""
     parser.add_argument("--import", dest="imports", action="append", metavar="MODULE",
-                        help="import this module first (it may register gymnasium ids, "
-                             "env families or methods: see 'Extending telapa'); recorded "
-                             "in run.json, imported again by --resume; repeatable")
+                        help=f"import this module first (it may register {brings}: see "
+                             f"'Extending telapa'); {recorded}; repeatable")
 
 
 def import_plugins(modules: Sequence[str] | None) -> tuple[str, ...]:
@@ -228,6 +232,8 @@ def load_runs(paths: Sequence[str], *, skip_incomplete: bool, console: Console
                                                   markup=False, soft_wrap=True),
             track=tracker(console, "loading runs"),
         )
+    except RunImportError as err:  # skipping would not help: the run may be complete
+        raise CLIError(str(err)) from None
     except RunDirError as err:
         raise CLIError(str(err) if skip_incomplete else f"{err} (or pass --skip-incomplete)"
                        ) from None

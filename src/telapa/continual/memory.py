@@ -91,6 +91,27 @@ def machine_memory() -> int:
     return total
 
 
+def _check_features(env) -> None:
+    """One step of a host env: ``ValueError`` unless the sketch it gives,
+    ``info["features"]``, has its family's dimension D (``spec.feature_dim``, what the
+    run's latent space and evaluation buffers are sized by). A family whose
+    ``feature_dim`` disagrees with its ``make_single`` env otherwise fails at the first
+    evaluation, after its run directory is made."""
+    spec = env.spec
+    env.reset()
+    if spec.discrete:
+        action = np.zeros(1, np.int32)
+    else:
+        action = np.full((1, spec.action_dim), (spec.action_low + spec.action_high) / 2,
+                         np.float32)
+    features = env.step(None, action)[-1].get("features")
+    if features is not None and np.shape(features)[-1:] != (spec.feature_dim,):
+        raise ValueError(
+            f"{spec.env_id}: its env family says feature_dim = {spec.feature_dim}, but its "
+            f"env's info['features'] has shape {np.shape(features)[1:]} per step "
+            "(EnvFamily.feature_dim must be the size of the sketch make_single's env gives)")
+
+
 @functools.lru_cache(maxsize=64)
 def _task_shape(env_id: str, backend: str, options: str, network: str) -> TaskShape:
     """`TaskShape` of ``env_id`` with ``options`` (JSON) on ``backend`` under the
@@ -105,6 +126,8 @@ def _task_shape(env_id: str, backend: str, options: str, network: str) -> TaskSh
     env = make(env_id, backend, **json.loads(options), **({"num_envs": 1} if host else {}))
     try:
         spec = env.spec
+        if host:
+            _check_features(env)
     finally:
         if host:
             env.close()
@@ -118,12 +141,29 @@ def _task_shape(env_id: str, backend: str, options: str, network: str) -> TaskSh
 
 
 def task_shapes(curriculum: Curriculum, config: RunConfig) -> list[TaskShape]:
-    """`TaskShape` of each distinct task (env id and options) of ``curriculum``."""
+    """`TaskShape` of each distinct task (env id and options) of ``curriculum``: each env
+    made once on the curriculum's backend, before any work. `ConfigError` in one line,
+    naming the tasks, when one cannot be made or used (its constructor refuses an
+    option, an action space no policy takes, a JAX port that is not its id, a sketch of
+    another size than its family's D): whatever the env's own code raises."""
     network = config.train.network.model_dump_json()
-    tasks = {(t.env_id, json.dumps(t.options, sort_keys=True))
-             for t in curriculum.tasks.values()}
-    return [_task_shape(env_id, curriculum.backend, options, network)
-            for env_id, options in sorted(tasks)]
+    tasks: dict[tuple[str, str], list[str]] = {}
+    for tag, t in curriculum.tasks.items():
+        tasks.setdefault((t.env_id, json.dumps(t.options, sort_keys=True)), []).append(tag)
+    shapes = []
+    for (env_id, options), tags in sorted(tasks.items()):
+        try:
+            shapes.append(_task_shape(env_id, curriculum.backend, options, network))
+        except ConfigError:
+            raise
+        except Exception as err:  # noqa: BLE001 - a plug-in env may raise anything
+            what = f"{err}" if isinstance(err, ValueError) else f"{type(err).__name__}: {err}"
+            given = f" with options {options}" if options != "{}" else ""
+            raise ConfigError(
+                f"curriculum {curriculum.name!r} task{'s' if len(tags) > 1 else ''} "
+                f"{', '.join(map(repr, tags))} ({env_id}{given}, backend "
+                f"{curriculum.backend!r}): {what}") from None
+    return shapes
 
 
 def estimate(curriculum: Curriculum, method: str, config: RunConfig, *,

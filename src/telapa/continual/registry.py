@@ -31,7 +31,13 @@ from telapa.continual.preset import (
     builtin_section,
     register_section,
 )
-from telapa.plugins import METHODS_GROUP, PluginError, entry_points, load_entry_point
+from telapa.plugins import (
+    METHODS_GROUP,
+    PluginError,
+    entry_point_origin,
+    entry_points,
+    load_entry_point,
+)
 
 METHODS: dict[str, type[Method]] = dict(BUILTIN_METHODS)
 """Every method known so far: the built-ins and the plug-ins registered (an entry point
@@ -146,12 +152,14 @@ def find_method(name: str) -> type[Method]:
         loaded = load_entry_point(METHODS_GROUP, name)
         registered = register_method(loaded)
         if registered.name != name:
-            raise PluginError(f"{METHODS_GROUP} entry point {name!r} gives the method named "
-                              f"{registered.name!r}; name the entry point after it")
+            raise PluginError(f"{METHODS_GROUP} entry point {name!r} ("
+                              f"{entry_point_origin(METHODS_GROUP, name)}) gives the method "
+                              f"named {registered.name!r}; name the entry point after it")
         return registered
     names = method_names()
     raise PluginError(f"unknown method {name!r}{close_matches(name, names)}; available: "
-                      f"{', '.join(names)}")
+                      f"{', '.join(names)} (a plug-in's method is known once its module is "
+                      "imported, --import MODULE, or its package installed)")
 
 
 def method_names() -> list[str]:
@@ -174,12 +182,14 @@ def make_method(name: str, config: RunConfig, *, key: jax.Array | None = None) -
     with its own settings section only (``config.methods.<section>``), its randomness
     ``key`` (the runner derives it from the run seed) and the run's ``eval_episodes``. A
     plug-in whose ``__init__`` still takes the whole run config (``(config, *, key)``,
-    the former signature) is given it, with a DeprecationWarning."""
+    the former signature) is given it, with a `FutureWarning` (shown by default: a
+    DeprecationWarning raised here is hidden from whoever runs ``telapa run``, since
+    Python shows those only for code in ``__main__``)."""
     cls = find_method(name)
     if _takes_run_config(cls):
         warnings.warn(f"method {name!r}: __init__(config, *, key) takes the whole run config; "
                       "take (settings, **kwargs) and pass them to Method.__init__ (it gets "
-                      "its own section, key and eval_episodes)", DeprecationWarning,
+                      "its own section, key and eval_episodes)", FutureWarning,
                       stacklevel=2)
         return cls(config, key=key)
     settings = None if cls.section is None else config.methods.section(cls.section)

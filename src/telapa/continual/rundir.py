@@ -59,6 +59,7 @@ from telapa.continual.runformat import (
     RUN_FORMAT,
     RUN_VERSION,
     RunDirError,
+    RunImportError,
 )
 from telapa.continual.runlock import RunLock
 from telapa.continual.runtables import (
@@ -261,7 +262,7 @@ class RunDir:
         try:
             return import_modules(names, source=f"{self.path} (run.json imports)")
         except PluginError as err:
-            raise RunDirError(str(err)) from None
+            raise RunImportError(str(err)) from None
 
     def _import_recorded(self) -> None:
         """`import_plugins` when there is a readable manifest (a missing or damaged one

@@ -27,3 +27,9 @@ MANIFEST = "run.json"
 
 class RunDirError(ValueError):
     """A run directory is missing, foreign, corrupt, locked or already used."""
+
+
+class RunImportError(RunDirError):
+    """A run directory's recorded ``--import`` modules (``run.json`` ``imports``) cannot
+    be imported by this process: the run may well be complete, the reader lacks its
+    code, so readers never skip it as incomplete."""

@@ -43,11 +43,18 @@ def time_limit(env: gymnasium.Env) -> int:
                or getattr(env.unwrapped, "max_steps", 0) or 0)
 
 
+ACTION_SPACES = ("telapa's policies take a Discrete action space or a 1-D Box with one "
+                 "low and one high bound for every dimension (gymnasium.wrappers."
+                 "RescaleAction makes one)")
+"""What a ``ValueError`` about an env's action space tells its author."""
+
+
 def scalar_bound(values: np.ndarray, env_id: str) -> float:
     """The one value of an action space's per-dimension bound ``values``; a
     ``ValueError`` naming ``env_id`` when they differ."""
     if not np.all(values == values.flat[0]):
-        raise ValueError(f"{env_id}: per-dimension action bounds {values} are not supported")
+        raise ValueError(f"{env_id}: per-dimension action bounds {values} are not "
+                         f"supported: {ACTION_SPACES}")
     return float(values.flat[0])
 
 
@@ -98,7 +105,8 @@ class GymVectorEnv(HostVectorEnv):
                 **common,
             )
         else:
-            raise ValueError(f"{env_id}: unsupported action space {act_space}")
+            raise ValueError(f"{env_id}: unsupported action space {act_space}: "
+                             f"{ACTION_SPACES}")
 
     def reset(self, key: Any = None) -> tuple[None, dict[str, np.ndarray]]:
         """Resets all envs: env i with seed ``seed_from(key) + i`` (gymnasium's vector

@@ -43,6 +43,7 @@ from telapa.envs.mujoco import MujocoFamily
 from telapa.plugins import (
     FAMILIES_GROUP,
     PluginError,
+    entry_point_origin,
     import_env_module,
     load_entry_points,
 )
@@ -94,7 +95,7 @@ def register_family(family: EnvFamily | type) -> EnvFamily:
                            "feature_dim", "competence", "codec", "train_preset",
                            "run_preset", "count_bonus") if not hasattr(family, m)]
     if not isinstance(name, str) or not name or missing:
-        raise PluginError(f"env family {family!r} does not follow telapa.envs.family."
+        raise PluginError(f"env family {_qualname(family)} does not follow telapa.envs.family."
                           f"EnvFamily (missing: {', '.join(missing) or 'name'})")
     builtin = {f.name for f in (*FAMILIES, GENERIC)}
     if name in builtin:
@@ -117,8 +118,10 @@ def plugin_families() -> tuple[EnvFamily, ...]:
         for name, family in load_entry_points(FAMILIES_GROUP).items():
             registered = register_family(family)
             if registered.name != name:
-                raise PluginError(f"{FAMILIES_GROUP} entry point {name!r} gives the family "
-                                  f"named {registered.name!r}; name the entry point after it")
+                raise PluginError(f"{FAMILIES_GROUP} entry point {name!r} ("
+                                  f"{entry_point_origin(FAMILIES_GROUP, name)}) gives the "
+                                  f"family named {registered.name!r}; name the entry point "
+                                  "after it")
         _ENTRY_POINTS_LOADED = True
     return tuple(_PLUGINS.values())
 

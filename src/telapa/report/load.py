@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from telapa.continual.rundir import RunDirError
+from telapa.continual.rundir import RunDirError, RunImportError
 from telapa.report.results import RunRecord, load_run
 
 
@@ -25,7 +25,9 @@ def load_records(
     """Loads every complete run in ``paths``.
 
     A missing, foreign or incomplete directory raises `RunDirError` naming it, unless
-    ``skip_incomplete``: then ``on_skip`` gets that message and the run is left out.
+    ``skip_incomplete``: then ``on_skip`` gets that message and the run is left out. A
+    run whose recorded ``--import`` modules this process cannot import raises
+    `RunImportError` either way (it is not incomplete).
     ``track`` wraps the iteration over ``paths`` (a progress bar). Raises `RunDirError`
     when no complete run is left.
     """
@@ -33,6 +35,8 @@ def load_records(
     for path in track(paths):
         try:
             records.append(load_run(path))
+        except RunImportError:  # complete, maybe: this process lacks the run's modules
+            raise
         except (RunDirError, FileNotFoundError, ValueError) as err:
             if not skip_incomplete:
                 raise RunDirError(_named(path, err)) from None
