@@ -28,7 +28,7 @@ def test_train_json_and_run_dir(tmp_path, capsys):
     last = captured.out.strip().splitlines()[-1]
     summary = json.loads(last)
     # stderr is not a terminal: plain progress lines instead of a live bar
-    assert "PPO CartPole-v1 train 300/300 steps" in captured.err
+    assert "PPO CartPole-v1 train 384/384 steps" in captured.err
     assert "\x1b[" not in captured.err
     for field in ("steps", "wall_s", "compile_s", "steps_per_s", "eval_sr", "eval_return"):
         assert isinstance(summary[field], (int, float)), field

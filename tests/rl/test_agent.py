@@ -115,3 +115,17 @@ def test_feature_steps_keep_the_first_steps_of_a_batch_evaluation(backend):
         np.testing.assert_array_equal(a.features[:, :7], b.features)
     with pytest.raises(ValueError, match="feature_steps must be an integer >= 1, got 0"):
         agent.evaluate_batch(stacked, 2, keys, feature_steps=0)
+
+
+def test_the_lr_schedule_spans_the_whole_calls_a_budget_trains():
+    """``total_steps`` is trained in whole calls (``telapa train`` rounds a budget up to
+    them), so ``anneal_lr``'s schedule spans every iteration of them: 9 steps with
+    iterations of 4 envs x 8 steps, 4 iterations a call, train one call, 4 iterations
+    (not ceil(9 / 32) = 1, which left the call's last 3 iterations at lr 0)."""
+    annealed = CONFIG.model_copy(update={"ppo": CONFIG.ppo.model_copy(
+        update={"anneal_lr": True, "iterations_per_call": 4})})
+    assert Agent(Corridor(), annealed, total_steps=9).total_updates == 4
+    assert Agent(Corridor(), annealed, total_steps=128).total_updates == 4  # whole: as is
+    assert Agent(Corridor(), annealed, total_steps=129).total_updates == 8
+    host = Agent("MiniGrid-Empty-5x5-v0", annealed, backend="gymnasium", total_steps=33)
+    assert host.iterations_per_call == 1 and host.total_updates == 2  # one rollout a call

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import time
 from datetime import datetime
 from pathlib import Path
@@ -56,7 +57,7 @@ from telapa.continual.batch import SeedBatch, parse_seeds
 from telapa.continual.curriculum import Visit, load_curriculum
 from telapa.continual.memory import check_memory
 from telapa.continual.preset import load_run_config
-from telapa.continual.progress import PlainProgress
+from telapa.continual.progress import PlainProgress, score_symbol
 from telapa.continual.registry import find_method, method_names
 from telapa.continual.rundir import RunDirError, claim_new_dir
 from telapa.continual.runner import ContinualRun, RunError
@@ -65,6 +66,7 @@ from telapa.continual.tracking import Tracking, TrackingError
 from telapa.envs.registry import common_family
 from telapa.io import CheckpointError
 from telapa.io.stop import Terminate, stop_on_signals
+from telapa.metrics import format_cell
 from telapa.metrics.stats import Resample
 from telapa.overrides import differences, override, parse_sets
 from telapa.report.aggregates import aggregates_table, improvement_table, profile_table
@@ -75,16 +77,18 @@ from telapa.report.tables import ReportTable
 
 
 class RichProgress:
-    """Draws a continual run: one bar per visit with steps/s and the latest eval SR."""
+    """Draws a continual run: one bar per visit with steps/s and the latest eval SR.
+    ``score``: the score's name, ``SR`` or ``SR~`` (as `PlainProgress`)."""
 
-    def __init__(self, console: Console):
+    def __init__(self, console: Console, score: str | None = None):
         self.console = console
+        self.score = score
         self.bars = Progress(
             TextColumn("{task.description}"),
             BarColumn(bar_width=24),
             TextColumn("{task.completed:>11,.0f}/{task.total:,.0f}"),
             TextColumn("{task.fields[rate]:>8,.0f} steps/s"),
-            TextColumn("SR {task.fields[sr]}"),
+            TextColumn("{task.fields[score]} {task.fields[sr]}"),
             TimeRemainingColumn(),
             console=console,
         )
@@ -102,8 +106,8 @@ class RichProgress:
     def visit(self, visit: Visit, budget: int, done: int) -> None:
         if visit.index not in self._tasks:
             self._tasks[visit.index] = self.bars.add_task(
-                f"{visit.tag:<4} {visit.env_id}", total=budget, completed=done, rate=0.0, sr="-"
-            )
+                f"{visit.tag:<4} {visit.env_id}", total=budget, completed=done, rate=0.0, sr="-",
+                score=self.score or score_symbol(visit))
         self._current = visit.index
         self._clock = (time.perf_counter(), done)
 
@@ -123,10 +127,12 @@ class RichProgress:
             self.bars.update(self._tasks[self._current], sr=f"{name} {done}/{total}")
 
 
-def progress_for(console: Console, interval_s: float):
-    """Live bars on a terminal, plain lines every ``interval_s`` seconds otherwise."""
-    return RichProgress(console) if console.is_terminal else PlainProgress(
-        console.file, interval_s)
+def progress_for(console: Console, interval_s: float, score: str | None = None):
+    """Live bars on a terminal, plain lines every ``interval_s`` seconds otherwise;
+    ``score``: the name they give the evaluations (`Curriculum.score_symbol`; None: each
+    visit's task's own)."""
+    return RichProgress(console, score) if console.is_terminal else PlainProgress(
+        console.file, interval_s, score)
 
 
 def _default_out(curriculum: str, method: str, seed: int, stamp: str | None = None) -> Path:
@@ -191,11 +197,13 @@ class Terminated(CLIError):
     status = 143
 
 
-def execute(run_factory, console: Console, out: str | Path, interval_s: float = 30.0):
+def execute(run_factory, console: Console, out: str | Path, interval_s: float = 30.0,
+            score: str | None = None):
     """Creates the run (a `ContinualRun` or a `SeedBatch`) with ``run_factory(progress)``
     and runs it to the end; Ctrl-C or SIGTERM stops it with how to resume ``out`` (its
-    run directories)."""
-    with progress_for(console, interval_s) as progress, stop_on_signals():
+    run directories). ``score``: the curriculum's `Curriculum.score_symbol`, so that the
+    progress lines name the score as the summary table (`print_run`) does."""
+    with progress_for(console, interval_s, score) as progress, stop_on_signals():
         try:
             run = run_factory(progress)
             run.run()
@@ -300,14 +308,16 @@ def _cmd_run(ns: argparse.Namespace) -> None:
         if ns.seeds is not None:
             raise CLIError("--seeds cannot be combined with --resume (each run directory "
                            "keeps its seed)")
+        scores = []
         for path in ns.resume:
             try:
                 stored = RunSpec.stored(path)
             except RunDirError as err:
                 raise CLIError(str(err)) from None
             check_resume_options(ns, stored, path, seed=False)
+            scores.append(stored.curriculum.score_symbol())
         batch = execute(lambda p: SeedBatch.resume(ns.resume, p, tracking=tracking), console,
-                        " ".join(ns.resume), ns.log_interval)
+                        " ".join(ns.resume), ns.log_interval, scores[0])
         for run in batch.runs:
             print_run(run, stdout_console())
         return
@@ -322,7 +332,7 @@ def _cmd_run(ns: argparse.Namespace) -> None:
             raise CLIError(str(err)) from None
         check_resume_options(ns, stored, resume)
         run = execute(lambda p: ContinualRun.resume(resume, p, tracking=tracking), console,
-                      resume, ns.log_interval)
+                      resume, ns.log_interval, stored.curriculum.score_symbol())
     elif ns.seeds is not None:
         _run_seeds(ns, console, tracking)
         return
@@ -339,7 +349,7 @@ def _cmd_run(ns: argparse.Namespace) -> None:
         except RunDirError as err:
             raise CLIError(str(err)) from None
         run = execute(lambda p: ContinualRun.start(spec, out, p, tracking=tracking), console,
-                      out, ns.log_interval)
+                      out, ns.log_interval, spec.curriculum.score_symbol())
     print_run(run, stdout_console())
 
 
@@ -373,7 +383,7 @@ def _run_seeds(ns: argparse.Namespace, console: Console, tracking: Tracking) -> 
             raise CLIError(str(err)) from None
     batch = execute(lambda p: SeedBatch.start(spec, seeds, outs, p, tracking=tracking),
                     console,
-                    " ".join(map(str, outs)), ns.log_interval)
+                    " ".join(map(str, outs)), ns.log_interval, spec.curriculum.score_symbol())
     for run in batch.runs:
         print_run(run, stdout_console())
 
@@ -391,9 +401,17 @@ def print_run(run: ContinualRun, console: Console) -> None:
     console.print(table)
     m = run.metrics()
     console.print(
-        f"Mean {sr} {m['mean_sr']:.3f}  BWT {m['bwt']:.3f}  (tau from {m['tau_source']}; "
+        f"Mean {sr} {metric_text(m['mean_sr'])}  BWT {metric_text(m['bwt'])}  "
+        f"(tau from {m['tau_source']}; "
         f"`telapa metrics` scores runs together)  -> {run.dir.path}"
     )
+
+
+def metric_text(value: float, digits: int = 3) -> str:
+    """A headline metric of one run as `telapa metrics` prints it (`format_cell`, less
+    the CI one run has not): ``n/a`` where it is undefined, e.g. Mean SR and BWT of a
+    curriculum without revisits (``cycles: 1``), rather than ``nan``."""
+    return format_cell(value, math.nan, digits).removesuffix(" ± n/a")
 
 
 def metrics_tables(result: CurriculumResults, *, resample: Resample = "runs") -> list[Table]:

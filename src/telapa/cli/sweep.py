@@ -272,7 +272,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     sweep.add_argument("args", nargs="+", metavar="FILE | status DIR | export DIR DEST")
     sweep.add_argument("--out", help="sweep directory (re-running the command resumes it)")
     add_set_option(sweep)
-    add_import_option(sweep)
+    add_import_option(sweep, recorded="passed to every cell, recorded in each cell's "
+                                      "run.json; give it again when the sweep is run again")
     add_track_options(sweep, "one tracked run per cell")
     sweep.add_argument("--backend", choices=["local", "ray", "slurm"], default="local")
     sweep.add_argument("--address", help="Ray cluster address (default: a local Ray instance)")

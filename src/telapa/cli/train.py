@@ -12,7 +12,11 @@ CPU and on ``jax`` (MJX) on an accelerator, any other gymnasium id on ``gymnasiu
 (repeatable) imports the user's module first (`telapa.plugins`).
 ``train`` writes a run directory: ``config.yaml`` (the resolved `TrainConfig`, loadable
 with ``--config``), ``run.json`` (arguments, ``--set`` overrides and final results),
-``metrics.csv`` (one row per PPO iteration) and TensorBoard events under ``tb/``. With
+``metrics.csv`` (one row per PPO iteration) and TensorBoard events under ``tb/``.
+PPO trains whole iterations (``num_envs x n_steps`` env steps; on the jax backend whole
+calls of ``ppo.iterations_per_call`` of them), so ``--steps`` is rounded up to the next
+whole one: ``train`` says so before training, its progress counts the steps it trains,
+and ``steps`` is the number trained (``requested_steps`` the ``--steps`` given). With
 ``--json`` the last line on stdout is one JSON object with ``steps``, ``wall_s``,
 ``compile_s``, ``train_s``, ``steps_per_s`` (training steps per second, compilation
 excluded), ``eval_sr`` (named by ``eval_sr_name``: ``SR``, or ``SR~`` where competence is
@@ -67,6 +71,27 @@ def _run_dir(out: str | None, env_id: str, backend: str, seed: int) -> Path:
     return Path("runs") / f"{name}-{backend}-s{seed}-{stamp}"
 
 
+def rounded_budget(steps: int, num_envs: int, n_steps: int, iterations_per_call: int = 1
+                   ) -> tuple[int, str | None]:
+    """The env steps PPO trains for a budget of ``steps`` (`Agent.train` trains whole
+    calls of ``iterations_per_call`` iterations of ``num_envs x n_steps`` steps, as a
+    ``telapa run`` budget is whole PPO calls: 1e6 is 983,040 in the ``mujoco`` preset),
+    and a note that says so, None where ``steps`` is already whole. Said once before
+    training: else ``--steps 100`` would silently train 2,048."""
+    call = num_envs * n_steps * iterations_per_call
+    calls = -(-steps // call)
+    trained = calls * call
+    if trained == steps:
+        return trained, None
+    rollout = f"{num_envs} envs x {n_steps} steps"
+    unit = (f"{calls:,} whole PPO iteration{'s' if calls > 1 else ''} of {rollout}"
+            if iterations_per_call == 1 else
+            f"{calls:,} whole PPO call{'s' if calls > 1 else ''} of {iterations_per_call} "
+            f"iterations (ppo.iterations_per_call) of {rollout}")
+    return trained, (f"--steps {steps:,} rounded up to {trained:,} env steps ({unit}): PPO "
+                     "updates after whole rollouts only")
+
+
 def train_run(
     env_id: str,
     steps: int,
@@ -111,6 +136,11 @@ def train_run(
             "overrides": overrides, **({"imports": list(imports)} if imports else {})}
 
     trainer = PPOTrainer(env_id, config, key=seed, backend=backend, total_steps=steps)
+    planned, note = rounded_budget(steps, config.ppo.num_envs, config.ppo.n_steps,
+                                   trainer.agent.iterations_per_call)
+    if note:
+        console.print(note, markup=False, highlight=False, soft_wrap=True)
+    sr_name = "SR" if trainer.agent.competence.counts else "SR~"
     with console.status(f"compiling PPO for {env_id} ({backend})"):
         compile_s = trainer.compile()
 
@@ -121,7 +151,7 @@ def train_run(
         BarColumn(bar_width=20),
         TextColumn("{task.completed:,.0f}/{task.total:,.0f} steps"),
         TextColumn("{task.fields[rate]:,.0f} steps/s"),
-        TextColumn("SR {task.fields[sr]}"),
+        TextColumn(f"{sr_name} {{task.fields[sr]}}"),
         TimeRemainingColumn(),
     )
     train_start = time.perf_counter()
@@ -131,11 +161,12 @@ def train_run(
 
     def on_progress(done: int, metrics: list[dict[str, float]]) -> None:
         elapsed = time.perf_counter() - train_start
-        if plain and (elapsed - last_line[0] >= PLAIN_INTERVAL_S or done >= steps):
+        if plain and (elapsed - last_line[0] >= PLAIN_INTERVAL_S or done >= planned):
             last_line[0] = elapsed
             rate = done / max(elapsed, 1e-9)
-            console.file.write(f"PPO {env_id} train {min(done, steps):,}/{steps:,} steps, "
-                               f"{rate:,.0f} steps/s, ETA {max(steps - done, 0) / rate:.0f}s\n")
+            console.file.write(f"PPO {env_id} train {min(done, planned):,}/{planned:,} steps, "
+                               f"{rate:,.0f} steps/s, "
+                               f"ETA {max(planned - done, 0) / rate:.0f}s\n")
             console.file.flush()
         for m in metrics:
             rows.append({"time_s": elapsed, **m})
@@ -143,11 +174,11 @@ def train_run(
                 if name != "step" and math.isfinite(value):
                     writer.add_scalar(f"train/{name}", value, int(m["step"]))
         sr = metrics[-1]["success_rate"]
-        progress.update(task, completed=min(done, steps), rate=done / elapsed,
+        progress.update(task, completed=min(done, planned), rate=done / elapsed,
                         sr="-" if math.isnan(sr) else f"{sr:.2f}")
 
     with Progress(*columns, console=console, transient=False, disable=plain) as progress:
-        task = progress.add_task(f"PPO {env_id}", total=steps, rate=0.0, sr="-")
+        task = progress.add_task(f"PPO {env_id}", total=planned, rate=0.0, sr="-")
         trainer.train(steps, progress=on_progress)
     train_s = time.perf_counter() - train_start
 
@@ -160,12 +191,13 @@ def train_run(
     summary = {
         **args,
         "steps": trainer.steps,
+        "requested_steps": steps,
         "wall_s": time.perf_counter() - start,
         "compile_s": compile_s,
         "train_s": train_s,
         "steps_per_s": trainer.steps / train_s,
         "eval_sr": result.sr,
-        "eval_sr_name": "SR" if result.competence.counts else "SR~",
+        "eval_sr_name": sr_name,
         "eval_return": result.mean_return,
         "eval_episodes": len(result.returns),
         "run_dir": str(run_dir),
@@ -203,7 +235,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                             "accelerator; other ids gymnasium)")
     train.add_argument("--config", help="YAML config (default: configs/ppo preset)")
     add_set_option(train, example="ppo.lr=1e-3")
-    add_import_option(train)
+    add_import_option(train, brings="gymnasium ids or env families",
+                      recorded="recorded in run.json")
     train.add_argument("--out", help="run directory (default: runs/<env>-<backend>-s<seed>-<time>)")
     train.add_argument("--json", action="store_true", help="print a JSON summary line")
     train.set_defaults(func=_cmd_train)

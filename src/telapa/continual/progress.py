@@ -14,6 +14,9 @@ import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
+from telapa.envs.registry import family_of
+from telapa.plugins import import_env_module
+
 if TYPE_CHECKING:
     from telapa.continual.curriculum import Visit
 
@@ -49,6 +52,16 @@ class SilentProgress:
         pass
 
 
+def score_symbol(visit: Visit) -> str:
+    """``"SR"`` where the visit's task counts successes, ``"SR~"`` where its competence
+    is graded (`Competence.counts` false: a ``success: {normalized_return: ...}`` task,
+    MuJoCo): its own ``success`` or its env family's, as `Curriculum.score_symbol`
+    decides for the whole curriculum. For a sink told no symbol (a sweep cell's log)."""
+    competence = visit.competence or family_of(visit.env_id).competence(
+        import_env_module(visit.env_id))
+    return "SR" if competence.counts else "SR~"
+
+
 def eta_text(seconds: float) -> str:
     """``H:MM:SS``, or ``?`` for an unknown (non-finite or negative) time."""
     if not math.isfinite(seconds) or seconds < 0:
@@ -63,11 +76,16 @@ class PlainProgress:
 
         [12:00:05] visit 1 (B, ...) train 2,048/4,096 steps, 812 steps/s, ETA 0:00:02
         [12:00:09] visit 1 (B) illumination 3/6, ETA 0:00:04
+
+    ``score``: the name of the evaluations' score, ``SR`` or ``SR~``
+    (`Curriculum.score_symbol`, the name the run's summary table gives it, so that the
+    log and the table agree); None: each visit's task's own (`score_symbol`).
     """
 
-    def __init__(self, stream=None, interval_s: float = 30.0):
+    def __init__(self, stream=None, interval_s: float = 30.0, score: str | None = None):
         self.stream = stream if stream is not None else sys.stderr
         self.interval_s = interval_s
+        self.score = score
         self._visit: Visit | None = None
         self._budget = 0
         self._start: tuple[float, int] = (time.perf_counter(), 0)
@@ -112,7 +130,8 @@ class PlainProgress:
 
     def evaluated(self, visit: Visit, step: int, sr: float) -> None:
         if step == 0 or step >= self._budget:
-            self._line(f"{self._where()} eval at step {step:,}: SR {sr:.2f}")
+            score = self.score or score_symbol(visit)
+            self._line(f"{self._where()} eval at step {step:,}: {score} {sr:.2f}")
 
     def note(self, text: str) -> None:
         self._line(text)
@@ -131,4 +150,4 @@ class PlainProgress:
             self._phase = None
 
 
-__all__ = ["PlainProgress", "Progress", "SilentProgress", "eta_text"]
+__all__ = ["PlainProgress", "Progress", "SilentProgress", "eta_text", "score_symbol"]

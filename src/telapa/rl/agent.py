@@ -173,15 +173,20 @@ class Agent(abc.ABC):
         """The env family (`telapa.envs.family`): competence, sketch, trajectory codec."""
         self.competence = competence or self.family.competence(self.spec.env_id)
         self.policy = Policy.create(self.spec, config.network)
-        total_updates = math.ceil(total_steps / ppo.rollout_size) if total_steps else None
-        self.optimizer = make_optimizer(ppo, total_updates)
-        self.penalty = penalty
-        self._learn = make_learn(self.policy, ppo, self.optimizer, penalty,
-                                 competence=self.competence)
         self.iterations_per_call = self._iterations_per_call()
         """PPO iterations of one training call."""
         self.steps_per_call = ppo.rollout_size * self.iterations_per_call
         """Env steps of one training call (`train` trains whole calls)."""
+        self.total_updates = (math.ceil(total_steps / self.steps_per_call)
+                              * self.iterations_per_call if total_steps else None)
+        """PPO iterations the lr schedule (``ppo.anneal_lr``) spans: ``total_steps`` in
+        the whole calls `train` trains for it, so that no iteration of the last call
+        runs at lr 0 (``telapa train --steps 300`` with 4 iterations of 32 steps per
+        call trains 512 steps, and all four iterations are on the schedule)."""
+        self.optimizer = make_optimizer(ppo, self.total_updates)
+        self.penalty = penalty
+        self._learn = make_learn(self.policy, ppo, self.optimizer, penalty,
+                                 competence=self.competence)
 
     @abc.abstractmethod
     def _open(self, env: str | JaxEnv | HostVectorEnv, backend: Backend,
