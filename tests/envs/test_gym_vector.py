@@ -11,6 +11,8 @@ levels' distribution is checked against Farama's separately.
 
 from __future__ import annotations
 
+import re
+
 import gymnasium as gym
 import jax
 import minigrid  # noqa: F401  (registers the Farama ids)
@@ -144,3 +146,183 @@ def test_the_vector_envs_levels_follow_faramas_distribution():
     assert len(results) > 10
     _, counts = np.unique(phrasings, return_counts=True)
     assert len(counts) == 5 and chisquare(counts).pvalue > 1e-3
+
+
+def _equal(got: dict, want: dict, which: np.ndarray) -> None:
+    """The observations of the envs of ``which`` are equal (image, direction, mission)."""
+    for name in ("image", "direction"):
+        assert (got[name][which] == want[name][which]).all(), name
+    assert list(np.asarray(got["mission"])[which]) == list(np.asarray(want["mission"])[which])
+
+
+def test_reset_mask_resets_only_the_masked_envs_as_faramas_sync_vector_env():
+    """``options["reset_mask"]``: the other envs keep their state, mission and pending
+    autoreset, and return their last observation; the masked ones start anew and are no
+    longer due to autoreset. Envs 0 and 1 are truncated at the third step, so the mask
+    [0, 2] meets an ended env (0, whose autoreset it cancels) and leaves one (1, which
+    autoresets at the next step), in lockstep with Farama's ``SyncVectorEnv``."""
+    n = 4
+    envs = gym.make_vec(f"telapa/{DOORKEY}", num_envs=n)
+    farama = gym.make_vec(DOORKEY, num_envs=n, vectorization_mode="sync")
+    obs, _ = farama.reset(seed=0)
+    envs.reset(seed=0)
+    for env in farama.envs[:2]:
+        env.unwrapped.step_count = env.unwrapped.max_steps - 3
+    _load(envs, farama, obs["mission"], None)
+    rng = np.random.default_rng(2)
+    for _ in range(3):
+        actions = rng.choice(len(ACTION_PROBS), size=n, p=ACTION_PROBS)
+        got, *got_rest = envs.step(actions)
+        want, *want_rest = farama.step(actions)
+        _equal(got, want, np.ones(n, bool))
+        assert all((a == b).all() for a, b in zip(got_rest[:3], want_rest[:3], strict=True))
+    assert list(want_rest[2]) == [True, True, False, False]  # truncated
+    last = got
+    mask = np.array([True, False, True, False])
+    options = {"reset_mask": mask}
+    got, info = envs.reset(options=options)
+    want, _ = farama.reset(options={"reset_mask": mask.copy()})
+    assert info == {} and "reset_mask" in options  # the caller's dict is left as it is
+    _equal(got, want, ~mask)  # Farama's last observations ...
+    _equal(got, last, ~mask)  # ... which are ours
+    mine = jax.device_get(envs._state.env_state)
+    assert list(mine.state.step_count[mask]) == [0, 0]  # new episodes
+    assert list(mine.ended) == [False, True, False, False]
+    # Farama's new levels into the masked envs (the port draws its own), ours elsewhere
+    theirs = [from_farama(env) for env in farama.envs]
+    states = [theirs[i] if mask[i] else jax.tree.map(lambda x, i=i: x[i], mine.state)
+              for i in range(n)]
+    missions = [want["mission"][i] if mask[i] else got["mission"][i] for i in range(n)]
+    envs.set_state(jax.tree.map(lambda *x: np.stack(x), *states), missions,
+                   ended=mine.ended)
+    same = np.array([True, False, True, True])  # env 1 autoresets to a level of its own
+    for t in range(4):
+        actions = rng.choice(len(ACTION_PROBS), size=n, p=ACTION_PROBS)
+        got, reward, terminated, truncated, _ = envs.step(actions)
+        want, ref_reward, ref_terminated, ref_truncated, _ = farama.step(actions)
+        assert (reward == ref_reward).all() and (terminated == ref_terminated).all()
+        assert (truncated == ref_truncated).all() and not (terminated | truncated).any()
+        _equal(got, want, same)
+        if t == 0:  # env 1's NEXT_STEP autoreset, in both
+            assert jax.device_get(envs._state.env_state.state.step_count)[1] == 0
+            assert farama.envs[1].unwrapped.step_count == 0
+
+
+@pytest.mark.parametrize("mask", [[True] * 4, np.ones(3, bool), np.ones(4, int),
+                                  np.zeros(4, bool)], ids=["list", "shape", "dtype", "none"])
+def test_a_bad_reset_mask_is_refused_as_sync_vector_env_refuses_it(mask):
+    envs = gym.make_vec(f"telapa/{DOORKEY}", num_envs=4)
+    farama = gym.make_vec(DOORKEY, num_envs=4, vectorization_mode="sync")
+    with pytest.raises(gym.error.ResetNeeded, match=f"{DOORKEY}: call reset"):
+        envs.reset(options={"reset_mask": np.ones(4, bool)})
+    envs.reset(seed=0), farama.reset(seed=0)
+    with pytest.raises((TypeError, ValueError)) as want:
+        farama.reset(options={"reset_mask": mask})
+    with pytest.raises(want.type, match=rf"{DOORKEY}: options\['reset_mask'\] must"):
+        envs.reset(options={"reset_mask": mask})
+
+
+def test_a_masked_reset_starts_what_a_reset_of_every_env_with_its_seed_starts():
+    envs = _vector(DOORKEY)
+    mask = np.arange(N_ENVS) % 3 == 0
+    full, _ = envs.reset(seed=5)
+    envs.reset(seed=9)
+    _equal(envs.reset(seed=5, options={"reset_mask": mask})[0], full, mask)
+    seeds = list(range(20, 20 + N_ENVS))
+    full, _ = envs.reset(seed=seeds)
+    envs.reset(seed=9)
+    _equal(envs.reset(seed=seeds, options={"reset_mask": mask})[0], full, mask)
+
+
+def test_per_env_seeds_start_each_env_as_the_single_env_with_that_seed():
+    """``reset(seed=[...])``, as ``SyncVectorEnv`` takes it: env i starts as
+    ``gym.make("telapa/<Id>").reset(seed=seed[i])`` (a SyncVectorEnv of them here, Fetch's
+    phrasings included); a None entry is not reseeded; the run after it (autoresets
+    included) is reproducible from the seeds."""
+    n, seeds = 4, [4, 11, 7, 0]
+    envs = gym.make_vec(f"telapa/{FETCH}", num_envs=n)
+    singles = gym.make_vec(f"telapa/{FETCH}", num_envs=n, vectorization_mode="sync")
+    got, _ = envs.reset(seed=seeds)
+    want, _ = singles.reset(seed=seeds)
+    _equal(got, want, np.ones(n, bool))
+    again = gym.make_vec(f"telapa/{FETCH}", num_envs=n)
+    _equal(again.reset(seed=np.array(seeds))[0], got, np.ones(n, bool))
+    rng, ends = np.random.default_rng(0), 0
+    for _ in range(60):  # pickups: Fetch's episodes end, and autoreset from the key
+        actions = rng.choice(4, size=n, p=[0.15, 0.15, 0.4, 0.3])
+        got, _, terminated, truncated, _ = envs.step(actions)
+        _equal(again.step(actions)[0], got, np.ones(n, bool))
+        ends += (terminated | truncated).sum()
+    assert ends > 0
+    got, _ = envs.reset(seed=[4, None, 7, None])
+    _equal(got, want, np.array([True, False, True, False]))
+    with pytest.raises(ValueError, match=f"{FETCH}: 3 seeds for 4 envs"):
+        envs.reset(seed=[1, 2, 3])
+    for bad in ([1, 2, "3", 4], [1, 2, -3, 4], [1.5, 2, 3, 4], "1234", 2.5):
+        with pytest.raises(ValueError, match=f"{FETCH}: seed must be an integer >= 0"):
+            envs.reset(seed=bad)
+
+
+def test_actions_not_of_discrete_7_are_refused_as_farama_refuses_them():
+    """Farama's env raises ``ValueError: Unknown action`` where the port would take 7 or
+    -1 as a no-op and truncate 1.7; integers of any dtype, and integral floats, are
+    actions."""
+    n = 4
+    envs = gym.make_vec(f"telapa/{DOORKEY}", num_envs=n)
+    farama = gym.make_vec(DOORKEY, num_envs=n, vectorization_mode="sync")
+    envs.reset(seed=0), farama.reset(seed=0)
+    for bad, shown in [(np.full(n, 7), "action 7"), (np.full(n, -1), "action -1"),
+                       (np.full(n, 1.7), "action 1.7"), (np.array([0, 9, 2, -2]),
+                                                         "actions -2, 9")]:
+        with pytest.raises(ValueError, match="Unknown action"):
+            farama.step(bad)
+        with pytest.raises(ValueError, match=f"{DOORKEY}: unknown {shown}: actions are "
+                                             r"integers 0 to 6 \(Discrete\(7\)\)"):
+            envs.step(bad)
+    with pytest.raises(ValueError, match=rf"{DOORKEY}: expected 4 actions, got .* \(3,\)"):
+        envs.step(np.zeros(3, int))
+    results = []
+    for actions in ([2, 1, 0, 2], np.array([2, 1, 0, 2], np.uint8),
+                    np.array([2, 1, 0, 2], np.int8), np.array([2.0, 1.0, 0.0, 2.0])):
+        envs.reset(seed=0)
+        results.append(envs.step(actions)[0])
+    assert all(_equal(r, results[0], np.ones(n, bool)) is None for r in results)
+    env = gym.make(f"telapa/{DOORKEY}")
+    env.reset(seed=0)
+    for bad in (7, -1, 2.5, np.int64(7), np.nan):
+        with pytest.raises(ValueError, match=f"{DOORKEY}: unknown action"):
+            env.step(bad)
+    env.step(np.int8(2)), env.step(2.0), env.step(np.array(1))
+
+
+@pytest.mark.parametrize("num_envs", ["4", 2.5, True, 0])
+def test_num_envs_of_the_wrong_kind_is_named(num_envs):
+    with pytest.raises(ValueError, match=rf"{DOORKEY}: num_envs must be an integer >= 1, "
+                                         rf"got {re.escape(repr(num_envs))}"):
+        gym.make_vec(f"telapa/{DOORKEY}", num_envs=num_envs)
+
+
+def test_set_state_takes_a_sequence_of_per_env_states():
+    """A list of ``from_farama`` states is stacked (it was taken as is, and the next step
+    failed inside vmap); states of the wrong number or shape are refused, naming the
+    leaf."""
+    n = 4
+    farama = gym.make_vec(DOORKEY, num_envs=n, vectorization_mode="sync")
+    obs, _ = farama.reset(seed=3)
+    per_env = [from_farama(env) for env in farama.envs]
+    envs, stacked = (gym.make_vec(f"telapa/{DOORKEY}", num_envs=n) for _ in range(2))
+    envs.set_state(per_env, obs["mission"])
+    stacked.set_state(jax.tree.map(lambda *x: np.stack(x), *per_env), obs["mission"])
+    for actions in ([2, 1, 2, 0], [0, 2, 2, 1]):
+        got = envs.step(actions)[0]
+        _equal(got, stacked.step(actions)[0], np.ones(n, bool))
+        _equal(got, farama.step(actions)[0], np.ones(n, bool))
+    with pytest.raises(ValueError, match=f"{DOORKEY}: set_state got 3 states for 4 envs"):
+        envs.set_state(per_env[:3], obs["mission"][:3])
+    three = jax.tree.map(lambda *x: np.stack(x), *per_env[:3])
+    with pytest.raises(ValueError, match=rf"{DOORKEY}: set_state: states\.\w+ has shape"):
+        envs.set_state(three, obs["mission"])
+    with pytest.raises(ValueError, match=rf"{DOORKEY}: set_state: states\.\w+ has shape"):
+        envs.set_state(per_env[0], obs["mission"])
+    with pytest.raises(ValueError, match=f"{DOORKEY}: set_state got 3 missions for 4 envs"):
+        envs.set_state(per_env, obs["mission"][:3])

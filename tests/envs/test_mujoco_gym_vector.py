@@ -97,3 +97,39 @@ def test_gymnasiums_episode_statistics_wrapper_reads_it():
             returns.append(total[i])
             total[i] = 0.0
     assert len(returns) >= 2
+
+
+def test_reset_mask_and_per_env_seeds_are_sync_vector_envs():
+    """``options["reset_mask"]`` resets only the masked envs (the others keep their
+    state, generator and pending autoreset, and return their last observation), with
+    seeds in every form ``SyncVectorEnv`` takes (an integer: env i with seed + i; a list
+    with None entries), in lockstep with gymnasium's ``SyncVectorEnv`` through
+    truncations (limit 10) and terminations."""
+    n = 4
+    ours = gym.make_vec("telapa/Hopper-v5", num_envs=n, max_episode_steps=10)
+    ref = gym.make_vec("Hopper-v5", num_envs=n, vectorization_mode="sync",
+                       max_episode_steps=10)
+    np.testing.assert_array_equal(ours.reset(seed=3)[0], ref.reset(seed=3)[0])
+    rng = np.random.default_rng(0)
+    cancelled = kept = 0
+    for t in range(45):
+        if t % 5 == 4:
+            mask = np.array([t % 2 == 0, True, False, t % 3 == 0])
+            seed = (None, 11, [None, 5, None, 9])[t % 3]
+            options, due = {"reset_mask": mask}, ours._ended.copy()
+            cancelled += int((due & mask).any())  # autoresets the mask replaces ...
+            kept += int((due & ~mask).any())  # ... and those it leaves to the next step
+            got, _ = ours.reset(seed=seed, options=options)
+            want, _ = ref.reset(seed=seed, options={"reset_mask": mask.copy()})
+            np.testing.assert_array_equal(got, want, err_msg=f"reset at {t}")
+            assert "reset_mask" in options
+        action = (1.2 * rng.standard_normal((n, 3))).astype(np.float32)
+        for name, a, b in zip(("obs", "reward", "terminated", "truncated"),
+                              ours.step(action)[:4], ref.step(action)[:4], strict=True):
+            np.testing.assert_array_equal(a, b, err_msg=f"step {t}: {name}")
+    assert cancelled and kept, (cancelled, kept)
+    with pytest.raises(TypeError, match=r"Hopper-v5: options\['reset_mask'\] must have "
+                                        "dtype"):
+        ours.reset(options={"reset_mask": np.ones(n, int)})
+    with pytest.raises(ValueError, match="Hopper-v5: seed must be an integer >= 0"):
+        ours.reset(seed=[1, None, "2", 3])

@@ -76,3 +76,79 @@ def test_ppo_trains_on_the_adapter(sb3):
     # SB3's logger wrote into the session's folder (tests/conftest.py), not a new
     # tempdir/SB3-<date> of its own
     assert set(Path(tempfile.gettempdir()).glob("SB3-*")) == before
+
+
+@pytest.mark.parametrize("env_id", ["Hopper-v5", "HalfCheetah-v5"])
+def test_mujoco_ids_step_as_sb3s_dummy_vec_env_of_gymnasiums_env(sb3, env_id):
+    """``make_sb3_vec_env("telapa/<Id>")`` of a MuJoCo id: SB3's ``DummyVecEnv`` of
+    gymnasium's env, seeded alike, step for step and bit for bit (observations, float32
+    rewards, dones, ``terminal_observation`` and ``TimeLimit.truncated``), through
+    terminations and truncations (limit 30), with a fifth of the actions out of range."""
+    import gymnasium as gym
+
+    from telapa.envs.sb3 import make_sb3_vec_env
+
+    n = 3
+    ours = make_sb3_vec_env(f"telapa/{env_id}", n, seed=4, monitor=False,
+                            max_episode_steps=30)
+    ref = sb3.common.vec_env.DummyVecEnv(
+        [lambda: gym.make(env_id, max_episode_steps=30) for _ in range(n)])
+    ref.seed(4)
+    assert ours.observation_space == ref.observation_space
+    assert ours.action_space == ref.action_space
+    got, want = ours.reset(), ref.reset()
+    assert got.dtype == want.dtype and (got == want).all()
+    rng, ends = np.random.default_rng(0), {False: 0, True: 0}
+    for t in range(70):
+        actions = (1.2 * rng.standard_normal((n, *ours.action_space.shape))).astype(np.float32)
+        got, want = ours.step(actions), ref.step(actions)
+        for a, b in zip(got[:3], want[:3], strict=True):
+            assert a.dtype == b.dtype, (t, a.dtype, b.dtype)
+            np.testing.assert_array_equal(a, b, err_msg=f"step {t}")
+        for mine, theirs in zip(got[3], want[3], strict=True):
+            assert mine["TimeLimit.truncated"] == theirs["TimeLimit.truncated"]
+            assert ("terminal_observation" in mine) == ("terminal_observation" in theirs)
+            if "terminal_observation" in mine:
+                np.testing.assert_array_equal(mine["terminal_observation"],
+                                              theirs["terminal_observation"])
+                ends[mine["TimeLimit.truncated"]] += 1
+    assert ends[True] > 0 and (ends[False] > 0 or env_id == "HalfCheetah-v5"), ends
+
+
+def test_ppo_trains_on_a_mujoco_id(sb3):
+    from telapa.envs.sb3 import make_sb3_vec_env
+
+    venv = make_sb3_vec_env("telapa/Hopper-v5", 2, seed=0, friction=0.75)
+    model = sb3.PPO("MlpPolicy", venv, n_steps=64, batch_size=64, n_epochs=2, seed=0,
+                    device="cpu")
+    model.learn(256)
+    assert model.num_timesteps == 256 and len(model.ep_info_buffer) > 0
+
+
+def test_arguments_of_the_wrong_kind_are_named(sb3):
+    """Each names the argument, the id and the value; a string ``obs_keys`` is one key
+    (``"image"`` as ``("image",)``), not its letters."""
+    from telapa.envs.sb3 import make_sb3_vec_env
+
+    name = EMPTY.split("/")[1]
+    for kwargs, message in [
+            ({"num_envs": "2"}, f"{name}: num_envs must be an integer >= 1, got '2'"),
+            ({"num_envs": 2.0}, f"{name}: num_envs must be an integer >= 1, got 2.0"),
+            ({"num_envs": 2, "seed": "0"}, f"{name}: seed must be an integer >= 0 or "
+                                           "None, got '0'"),
+            ({"num_envs": 2, "obs_keys": ("image", "mission")}, f"{name}: obs_keys must "),
+            ({"num_envs": 2, "obs_keys": 3}, f"{name}: obs_keys must .* got 3"),
+            ({"num_envs": 2, "friction": 0.5}, f"{name}: friction: not an option")]:
+        with pytest.raises(ValueError, match=message):
+            make_sb3_vec_env(EMPTY, **kwargs)
+    venv = make_sb3_vec_env(EMPTY, 2, obs_keys="image", monitor=False)
+    assert venv.observation_space.shape == (7, 7, 3) and venv.reset().shape == (2, 7, 7, 3)
+    venv.reset()
+    with pytest.raises(ValueError, match=f"{name}: unknown action 7"):
+        venv.step(np.array([0, 7]))
+    with pytest.raises(ValueError, match="Hopper-v5: num_envs must be an integer >= 1"):
+        make_sb3_vec_env("telapa/Hopper-v5", "2")
+    with pytest.raises(ValueError, match="Hopper-v5: obs_keys selects"):
+        make_sb3_vec_env("telapa/Hopper-v5", 2, obs_keys=("image",))
+    with pytest.raises(Exception, match="no telapa env 'Humanoid-v5'; supported: "):
+        make_sb3_vec_env("telapa/Humanoid-v5", 2)

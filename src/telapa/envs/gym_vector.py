@@ -35,6 +35,7 @@ them, from the env's ``np_random``.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -102,6 +103,92 @@ def farama_reward(success: np.ndarray, step_count: np.ndarray, max_steps: np.nda
     """Farama's ``_reward`` where ``success``, else 0: float64, bit for bit Farama's."""
     with np.errstate(divide="ignore", invalid="ignore"):  # max_steps 0: a reset's dummy
         return np.where(success, 1 - 0.9 * (step_count / max_steps), 0.0)
+
+
+def check_num_envs(env_id: str, num_envs: Any) -> int:
+    """``num_envs`` as an int, or a ValueError naming ``env_id`` and the value: a count,
+    so an integer >= 1, not a bool, a float (``2.0``) or a string (``"2"``), the message
+    of `telapa.envs.mujoco.native.NativeVectorEnv`."""
+    if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) \
+            or num_envs < 1:
+        raise ValueError(f"{env_id}: num_envs must be an integer >= 1, got {num_envs!r}")
+    return int(num_envs)
+
+
+def _is_seed(seed: Any) -> bool:
+    return not isinstance(seed, bool) and isinstance(seed, (int, np.integer)) and seed >= 0
+
+
+def check_seed(env_id: str, seed: Any, num_envs: int) -> int | list[int | None] | None:
+    """``reset(seed=)`` in the forms gymnasium's ``SyncVectorEnv`` takes: None, one
+    integer, or a sequence of ``num_envs`` entries, each an integer or None (env i's own
+    seed; None: that env is not reseeded). Integers are >= 0, as gymnasium's seeding
+    requires; anything else is a ValueError naming ``env_id`` and the value."""
+    if seed is None or _is_seed(seed):
+        return None if seed is None else int(seed)
+    form = ("seed must be an integer >= 0, a sequence of num_envs such integers or None "
+            "entries, or None")
+    if isinstance(seed, (str, bytes)) or not isinstance(seed, (Sequence, np.ndarray)):
+        raise ValueError(f"{env_id}: {form}; got {seed!r}")
+    seeds = list(seed)
+    if len(seeds) != num_envs:
+        raise ValueError(f"{env_id}: {len(seeds)} seeds for {num_envs} envs")
+    bad = [s for s in seeds if s is not None and not _is_seed(s)]
+    if bad:
+        raise ValueError(f"{env_id}: {form}; got the entries {bad!r}")
+    return [None if s is None else int(s) for s in seeds]
+
+
+def reset_mask(env_id: str, options: dict[str, Any] | None, num_envs: int
+               ) -> np.ndarray | None:
+    """``options["reset_mask"]`` (a copy), or None without one. Checked as gymnasium's
+    ``SyncVectorEnv.reset`` checks it, with its exception types (TypeError: not a numpy
+    array, or not ``np.bool_``; ValueError: not of shape ``(num_envs,)``, or no True), the
+    messages naming ``env_id``. Unlike ``SyncVectorEnv``, the caller's ``options`` is
+    left as it is (``SyncVectorEnv`` pops the mask out of it, so reusing the dict resets
+    every env the second time)."""
+    if not options or "reset_mask" not in options:
+        return None
+    mask = options["reset_mask"]
+    name = f"{env_id}: options['reset_mask']"
+    if not isinstance(mask, np.ndarray):
+        raise TypeError(f"{name} must be a numpy array, got {type(mask).__name__}")
+    if mask.shape != (num_envs,):
+        raise ValueError(f"{name} must have shape ({num_envs},), got {mask.shape}")
+    if mask.dtype != np.bool_:
+        raise TypeError(f"{name} must have dtype np.bool_, got {mask.dtype}")
+    if not mask.any():
+        raise ValueError(f"{name} must have at least one True value, got {mask}")
+    return mask.copy()
+
+
+def check_actions(env_id: str, actions: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """``actions`` as int32 of ``shape`` (``()``: one env's), checked on the host before
+    the jitted step, which would take any integer (7 and -1 as a no-op) and truncate a
+    float: a ValueError naming ``env_id``, the bad values and the range where an action
+    is not one of Farama's ``Discrete(7)`` (Farama's env raises ``ValueError: Unknown
+    action``). Integers of any dtype are actions, and floats with an integer value (2.0,
+    as Farama's ``action == Actions.forward`` takes it); booleans, strings and floats such
+    as 1.7 are not. A few numpy operations on the batch: cheap beside the step."""
+    a = np.asarray(actions)
+    size = int(np.prod(shape))
+    if a.size != size:
+        raise ValueError(f"{env_id}: expected {size} action{'s' * (size != 1)}, got an "
+                         f"array of shape {a.shape}")
+    a = a.reshape(shape)
+    if a.dtype.kind not in "iuf":
+        raise ValueError(f"{env_id}: actions are integers 0 to {N_ACTIONS - 1} "
+                         f"(Discrete({N_ACTIONS})), got dtype {a.dtype}: {a!r}")
+    bad = (a < 0) | (a >= N_ACTIONS)
+    if a.dtype.kind == "f":
+        bad |= a != np.floor(a)  # NaN too
+    if bad.any():
+        values = np.unique(a[bad]).tolist()
+        listed = ", ".join(repr(v) for v in values[:8]) + (", ..." if len(values) > 8 else "")
+        raise ValueError(f"{env_id}: unknown action{'s' * (len(values) > 1)} {listed}: "
+                         f"actions are integers 0 to "
+                         f"{N_ACTIONS - 1} (Discrete({N_ACTIONS}))")
+    return a.astype(np.int32)
 
 
 @struct.dataclass
@@ -174,6 +261,28 @@ def _single(env_id: str):
     return jax.jit(port(env_id).reset), jax.jit(port(env_id).step)
 
 
+@functools.cache
+def _observe(env_id: str):
+    """The jitted observation of a batch of port states (the envs a ``reset_mask``
+    leaves: a slot keeps the state its last observation was made of, its final state if
+    its episode ended)."""
+    return jax.jit(jax.vmap(port(env_id).observe))
+
+
+def _where(rows: np.ndarray, new: Any, old: Any) -> Any:
+    """``new`` in the ``rows`` (a bool mask of the leading axis), ``old`` elsewhere, leaf by
+    leaf of two pytrees, as numpy."""
+    return jax.tree.map(
+        lambda a, b: np.where(rows.reshape(-1, *[1] * (np.ndim(a) - 1)), a, b), new, old)
+
+
+def _scatter(rows: np.ndarray, blank: np.ndarray, part: np.ndarray) -> np.ndarray:
+    """A copy of ``blank`` with ``part`` in the ``rows`` (indices of its leading axis)."""
+    out = np.array(blank)
+    out[rows] = part
+    return out
+
+
 def _render(env: MiniGrid, states: State) -> np.ndarray:
     from telapa.envs.minigrid.render import render
 
@@ -219,8 +328,11 @@ class MiniGridEnv(gym.Env):
         self._state, self._mission = state, mission
 
     def step(self, action: Any):
+        """One step; an action that is not one of ``Discrete(7)``'s is a ValueError
+        (`check_actions`), as Farama's env raises."""
         if self._state is None:
             raise gym.error.ResetNeeded("call reset before step")
+        action = check_actions(self.env_id, action, ())
         self._state, obs, _, terminated, truncated, info = self._step(self._state, action)
         reward = farama_reward(bool(info["success"]), int(self._state.step_count),
                                int(self._state.max_steps))
@@ -237,21 +349,20 @@ class MiniGridVectorEnv(VectorEnv):
     ``NEXT_STEP`` autoreset (module docstring). Observations are batched as
     ``gymnasium.vector.SyncVectorEnv`` batches Farama's: ``image`` uint8 ``(n, 7, 7, 3)``,
     ``direction`` int64 ``(n,)``, ``mission`` a tuple of n strings; rewards float64,
-    flags bool, infos ``{}``.
+    flags bool, infos ``{}``. Actions are checked on the host (`check_actions`): one not
+    of ``Discrete(7)`` is a ValueError, as Farama's env raises.
 
-    ``reset(seed=s)`` is a step from slots that all ended (every env resets, drawing from
-    ``PRNGKey(s)``). ``chunks``: `AutoReset`'s chunk sizes, default one size,
-    ``num_envs // 8``, so that the port's generator is compiled once."""
+    ``reset`` (its docstring) takes gymnasium's seeds and ``options["reset_mask"]``.
+    ``chunks``: `AutoReset`'s chunk sizes, default one size, ``num_envs // 8``, so that
+    the port's generator is compiled once."""
 
     metadata = {**METADATA, "autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(self, env_id: str, num_envs: int = 1, *, render_mode: str | None = None,
                  chunks: tuple[int, ...] | None = None):
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         self.env_id = farama_id(env_id)
         self.port = port(env_id)
-        self.num_envs = num_envs
+        self.num_envs = num_envs = check_num_envs(self.env_id, num_envs)
         self.render_mode = _check_render_mode(render_mode)
         self.single_observation_space = farama_observation_space(env_id)
         self.single_action_space = gym.spaces.Discrete(N_ACTIONS)
@@ -272,32 +383,135 @@ class MiniGridVectorEnv(VectorEnv):
             self._missions[i] = mission_text(self.single_observation_space, missions[i],
                                              self.np_random)
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        """A fresh episode in every env, drawn from ``PRNGKey(seed)`` (``seed=None``: a
-        seed drawn from ``np_random``)."""
+    def reset(self, *, seed: int | Sequence[int | None] | None = None,
+              options: dict[str, Any] | None = None):
+        """New episodes, in every env or in those of ``options["reset_mask"]``.
+
+        ``seed``, in gymnasium's forms (`check_seed`):
+
+        - an integer s: the levels are drawn from the one key ``PRNGKey(s)`` of the batch
+          (its `AutoReset` draw, the program of every later autoreset) and ``np_random``
+          is reseeded with s (the missions' phrasings); ``None``: that key from a seed
+          drawn from ``np_random``;
+        - one entry per env: env i starts as ``gymnasium.make("telapa/<Id>")`` does at
+          ``reset(seed=seed[i])`` (its level from the key that ``np_random(seed[i])``
+          draws, then its phrasing from that generator; a None entry draws both from the
+          vector env's ``np_random``). The key of later autoresets is drawn from
+          ``np_random``, reseeded first from the seeds of the envs reset when none is
+          None: such a run is reproducible from its seeds.
+
+        ``options["reset_mask"]`` (checked as ``SyncVectorEnv`` checks it: `reset_mask`)
+        resets only the envs where it is True, as ``SyncVectorEnv`` does: each of them
+        starts what a reset of every env with the same seed would start there, and is no
+        longer due to autoreset; every other env keeps its state, mission and pending
+        autoreset (one whose episode ended at the last step still resets at the next), and
+        its observation is its last one. A mask needs a reset of every env before it.
+        Other options are ignored, as Farama's envs ignore them."""
+        seed = check_seed(self.env_id, seed, self.num_envs)
+        mask = reset_mask(self.env_id, options, self.num_envs)
+        if mask is not None and self._state is None:
+            raise gym.error.ResetNeeded(f"{self.env_id}: call reset() without a reset_mask "
+                                        "before resetting some envs")
+        which = np.ones(self.num_envs, bool) if mask is None else mask
+        if isinstance(seed, list):
+            slots, obs, key = self._seeded_episodes(seed, which)
+        else:
+            slots, obs, key = self._drawn_episodes(seed, which)
+        if mask is not None:  # the other envs as they are
+            old = jax.device_get(self._state.env_state)
+            slots = _where(mask, slots, old)
+            last = jax.device_get(_observe(self.env_id)(old.state))
+            obs = _where(mask, obs, {k: last[k] for k in ("image", "direction")})
+        self._state = AutoResetState(slots, key)
+        self._ended = np.array(slots.ended, bool)
+        return self._obs(obs), {}
+
+    def _drawn_episodes(self, seed: int | None, which: np.ndarray):
+        """Slots, observations and next key of a reset of every env from ``PRNGKey(seed)``
+        (`reset`), a step of the batched program from slots that all ended; the mission
+        strings of the envs of ``which``."""
         if seed is not None:
             self._np_random, self._np_random_seed = gym.utils.seeding.np_random(seed)
         else:
             seed = int(self.np_random.integers(2**31))
-        self._ended[:] = True
-        self._state = AutoResetState(self._ended_slots, jax.random.PRNGKey(seed))
-        obs, *_ = self.step(np.zeros(self.num_envs, np.int32))
-        return obs, {}
+        blank = AutoResetState(self._ended_slots, jax.random.PRNGKey(seed))
+        state, obs, _ = self._jit_step(blank, jnp.zeros(self.num_envs, jnp.int32))
+        obs = jax.device_get({"image": obs["image"], "direction": obs["direction"],
+                              "mission": obs["mission"]})
+        self._new_missions(np.asarray(obs.pop("mission")), which)
+        return jax.device_get(state.env_state), obs, state.key
 
-    def set_state(self, states: State, missions: list[str], *,
+    def _seeded_episodes(self, seeds: list[int | None], which: np.ndarray):
+        """Slots, observations and next key of the envs of ``which`` started from their own
+        ``seeds`` (`reset`) by the single env's jitted reset; the other rows are
+        `blank_states`' (`reset` keeps those envs' own)."""
+        reset_one = _single(self.env_id)[0]
+        rows = np.flatnonzero(which)
+        started = []
+        for i in rows:
+            rng = (self.np_random if seeds[i] is None
+                   else gym.utils.seeding.np_random(seeds[i])[0])
+            state, obs = jax.device_get(reset_one(jax.random.PRNGKey(int(rng.integers(2**31)))))
+            self._missions[i] = mission_text(self.single_observation_space, obs["mission"], rng)
+            started.append((state, {"image": obs["image"], "direction": obs["direction"]}))
+        state, obs = jax.tree.map(lambda *x: np.stack(x), *started)
+        blank = self._ended_slots.state, {
+            "image": np.zeros((self.num_envs, *obs["image"].shape[1:]), np.uint8),
+            "direction": np.zeros(self.num_envs, np.int32)}
+        state, obs = jax.tree.map(lambda b, x: _scatter(rows, b, x), blank, (state, obs))
+        slots = Slot(state, np.zeros(self.num_envs, bool))
+        chosen = [seeds[i] for i in rows]
+        if None not in chosen:
+            self.np_random = np.random.Generator(np.random.PCG64(np.random.SeedSequence(chosen)))
+        return slots, obs, jax.random.PRNGKey(int(self.np_random.integers(2**31)))
+
+    def set_state(self, states: State | Sequence[State], missions: Sequence[str], *,
                   ended: np.ndarray | None = None) -> None:
-        """Continues every env from ``states`` (a batch of port states, e.g. stacked
-        `telapa.envs.minigrid.from_farama` of live Farama envs) with ``missions``; the
-        envs where ``ended`` (default none) reset at the next step."""
-        ended = np.zeros(self.num_envs, bool) if ended is None else np.asarray(ended, bool)
+        """Continues every env from ``states`` with ``missions`` (n strings); the envs
+        where ``ended`` (default none) reset at the next step. ``states``: one port
+        `State` batched over the n envs (every leaf with leading axis n, e.g.
+        ``jax.tree.map(lambda *x: np.stack(x), *per_env)``), or a sequence of n per-env
+        states (e.g. `telapa.envs.minigrid.from_farama` of each of n live Farama envs),
+        stacked here. Shapes are checked against the port's (a mismatch would fail only
+        inside the next jitted step): a ValueError naming the env id and the leaf."""
+        n = self.num_envs
+        if isinstance(states, (list, tuple)):
+            if len(states) != n:
+                raise ValueError(f"{self.env_id}: set_state got {len(states)} states for "
+                                 f"{n} envs")
+            try:
+                states = jax.tree.map(lambda *x: np.stack(x), *states)
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"{self.env_id}: set_state: the {n} states are not port "
+                                 f"States of one shape ({err})") from None
+        want = self._ended_slots.state
+        if jax.tree.structure(states) != jax.tree.structure(want):
+            raise ValueError(f"{self.env_id}: set_state takes a port State batched over the "
+                             f"{n} envs, or a sequence of {n} States; got "
+                             f"{type(states).__name__}")
+        paths = jax.tree_util.tree_flatten_with_path(want)[0]
+        for (path, w), got in zip(paths, jax.tree.leaves(states), strict=True):
+            if np.shape(got) != w.shape:
+                raise ValueError(
+                    f"{self.env_id}: set_state: states{jax.tree_util.keystr(path)} has shape "
+                    f"{np.shape(got)}, expected {w.shape} (one State batched over the {n} "
+                    f"envs, or a sequence of {n} States)")
+        missions = list(missions)
+        if len(missions) != n:
+            raise ValueError(f"{self.env_id}: set_state got {len(missions)} missions for "
+                             f"{n} envs")
+        ended = np.zeros(n, bool) if ended is None else np.asarray(ended, bool)
+        if ended.shape != (n,):
+            raise ValueError(f"{self.env_id}: set_state: ended must have shape ({n},), got "
+                             f"{ended.shape}")
         key = jax.random.PRNGKey(int(self.np_random.integers(2**31)))
         self._state = AutoResetState(Slot(states, jnp.asarray(ended)), key)
-        self._missions, self._ended = list(missions), ended.copy()
+        self._missions, self._ended = missions, ended.copy()
 
     def step(self, actions: Any):
         if self._state is None:
             raise gym.error.ResetNeeded("call reset before step")
-        actions = jnp.asarray(np.asarray(actions, np.int32).reshape(self.num_envs))
+        actions = jnp.asarray(check_actions(self.env_id, actions, (self.num_envs,)))
         self._state, obs, info = self._jit_step(self._state, actions)
         info = jax.device_get(info)
         self._new_missions(np.asarray(obs["mission"]), self._ended)
@@ -338,5 +552,6 @@ def register_envs() -> list[str]:
                         vector_entry_point=f"{__name__}:MiniGridVectorEnv")
 
 
-__all__ = ["MiniGridEnv", "MiniGridVectorEnv", "blank_states", "farama_observation_space",
-           "farama_reward", "mission_text", "port", "register_envs", "register_ids"]
+__all__ = ["MiniGridEnv", "MiniGridVectorEnv", "blank_states", "check_actions",
+           "check_num_envs", "check_seed", "farama_observation_space", "farama_reward",
+           "mission_text", "port", "register_envs", "register_ids", "reset_mask"]

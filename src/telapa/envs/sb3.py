@@ -1,21 +1,35 @@
-"""The JAX MiniGrid ports as a Stable-Baselines3 `VecEnv` (SB3 takes no gymnasium
-``VectorEnv``)::
+"""telapa's MiniGrid ports and native MuJoCo batch as Stable-Baselines3 vector envs
+(`VecEnv`: SB3 takes no gymnasium ``VectorEnv``)::
 
     from stable_baselines3 import PPO
     from telapa.envs.sb3 import make_sb3_vec_env
 
     venv = make_sb3_vec_env("telapa/MiniGrid-DoorKey-8x8-v0", num_envs=16, seed=0)
     PPO("MultiInputPolicy", venv, policy_kwargs=...).learn(100_000)
+    venv = make_sb3_vec_env("telapa/Hopper-v5", num_envs=8, seed=0, friction=0.75)
+    PPO("MlpPolicy", venv).learn(100_000)
 
-`TelapaVecEnv` steps the whole batch as one jitted call of `telapa.envs.base.AutoReset`
-over the port, with SB3's conventions: an env whose episode ends is reset within the
-same step, its returned observation is the new episode's first one, and
+Both follow SB3's conventions (those of its ``DummyVecEnv``): an env whose episode ends
+is reset within the same step, its returned observation is the new episode's first one,
 ``infos[i]["terminal_observation"]`` holds the last one and
-``infos[i]["TimeLimit.truncated"]`` is ``truncated and not terminated``. Rewards are
-float32 (the port's, float32 of Farama's), observations those of Farama's space with
-the ``obs_keys`` kept: ``("image", "direction")`` (default) a ``Dict``, one key that
-space itself (``("image",)`` is Farama's ``ImgObsWrapper``, for ``MlpPolicy``). The
-mission string has no SB3 space and is not observed. SB3 is an optional dependency.
+``infos[i]["TimeLimit.truncated"]`` is ``truncated and not terminated``; rewards are
+float32, as ``DummyVecEnv`` stores them.
+
+`TelapaVecEnv` (the MiniGrid ids) steps the whole batch as one jitted call of
+`telapa.envs.base.AutoReset` over the port. Rewards are the port's (float32 of
+Farama's), observations those of Farama's space with the ``obs_keys`` kept: ``("image",
+"direction")`` (default) a ``Dict``, one key that space itself (``("image",)``, or the
+string ``"image"``, is Farama's ``ImgObsWrapper``, for ``MlpPolicy``). The mission string
+has no SB3 space and is not observed.
+
+`TelapaMujocoVecEnv` (``HalfCheetah-v5``, ``Hopper-v5``, ``Walker2d-v5``, ``Ant-v5``)
+steps the native batch of `telapa.envs.mujoco.gym_vector.MujocoVectorEnv` (its options
+``friction``, ``max_episode_steps``, ``threads``): what SB3's ``DummyVecEnv`` of
+gymnasium's v5 env gives, step for step and bit for bit (float64 ``Box`` observations,
+float32 rewards; tests/envs/test_sb3_adapter.py), except that the infos hold only SB3's
+two keys, not gymnasium's per-step reward terms.
+
+SB3 is an optional dependency.
 """
 
 from __future__ import annotations
@@ -36,8 +50,17 @@ except ImportError as err:  # pragma: no cover - depends on the installation
                       "stable-baselines3") from err
 
 from telapa.envs.base import AutoReset, AutoResetState
-from telapa.envs.gym_vector import blank_states, farama_id, farama_observation_space, port
+from telapa.envs.gym_vector import (
+    blank_states,
+    check_actions,
+    check_num_envs,
+    farama_id,
+    farama_observation_space,
+    port,
+)
 from telapa.envs.minigrid.constants import N_ACTIONS
+from telapa.envs.minigrid.tasks import all_tasks
+from telapa.envs.mujoco.v5 import NATIVE_IDS
 
 OBS_KEYS = ("image", "direction")
 
@@ -56,16 +79,48 @@ def _program(env_id: str, num_envs: int):
     return step, blank_states(auto.env, num_envs)
 
 
-class TelapaVecEnv(VecEnv):
-    """``num_envs`` ports of ``env_id`` as an SB3 `VecEnv` (module docstring)."""
+def _obs_keys(env_id: str, obs_keys: Any) -> tuple[str, ...]:
+    """``obs_keys`` as a tuple of keys of `OBS_KEYS`; a string is one key (``"image"`` as
+    ``("image",)``, not its letters). Else a ValueError naming ``env_id`` and the value."""
+    keys = (obs_keys,) if isinstance(obs_keys, str) else obs_keys
+    if not isinstance(keys, (Sequence, np.ndarray)) or not len(keys) \
+            or not all(isinstance(k, str) and k in OBS_KEYS for k in keys) \
+            or len(set(keys)) != len(keys):
+        raise ValueError(f"{env_id}: obs_keys must be distinct keys of {OBS_KEYS} (a tuple, "
+                         f"or one key as a string; SB3 has no space for the mission "
+                         f"string), got {obs_keys!r}")
+    return tuple(keys)
 
-    def __init__(self, env_id: str, num_envs: int, *, obs_keys: Sequence[str] = OBS_KEYS):
-        unknown = set(obs_keys) - set(OBS_KEYS)
-        if unknown or not obs_keys:
-            raise ValueError(f"obs_keys {tuple(obs_keys)}: choose from {OBS_KEYS} (SB3 has "
-                             "no space for the mission string)")
+
+class _BatchVecEnv(VecEnv):
+    """What SB3 asks of a `VecEnv` that has no per-env objects: one batch answers for
+    every index."""
+
+    def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
+        return [getattr(self, attr_name) for _ in self._get_indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
+        setattr(self, attr_name, value)
+
+    def env_method(self, method_name: str, *args: Any, indices: Any = None, **kwargs: Any
+                   ) -> list[Any]:
+        raise NotImplementedError(f"{type(self).__name__} has no per-env objects to call "
+                                  f"{method_name!r} on")
+
+    def env_is_wrapped(self, wrapper_class: type, indices: Any = None) -> list[bool]:
+        return [False for _ in self._get_indices(indices)]
+
+
+class TelapaVecEnv(_BatchVecEnv):
+    """``num_envs`` ports of ``env_id`` as an SB3 `VecEnv` (module docstring). Actions
+    not of ``Discrete(7)`` are a ValueError
+    (`telapa.envs.gym_vector.check_actions`)."""
+
+    def __init__(self, env_id: str, num_envs: int, *,
+                 obs_keys: Sequence[str] | str = OBS_KEYS):
         self.env_id = farama_id(env_id)
-        self.obs_keys = tuple(obs_keys)
+        num_envs = check_num_envs(self.env_id, num_envs)
+        self.obs_keys = _obs_keys(self.env_id, obs_keys)
         self.render_mode = None
         farama = farama_observation_space(env_id)
         space = (farama[self.obs_keys[0]] if len(self.obs_keys) == 1 else
@@ -92,7 +147,7 @@ class TelapaVecEnv(VecEnv):
         return self.step_wait()[0]
 
     def step_async(self, actions: np.ndarray) -> None:
-        self._actions = np.asarray(actions, np.int32).reshape(self.num_envs)
+        self._actions = check_actions(self.env_id, actions, (self.num_envs,))
 
     def step_wait(self):
         if self._state is None:
@@ -112,29 +167,100 @@ class TelapaVecEnv(VecEnv):
     def close(self) -> None:
         self._state = None
 
-    def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
-        return [getattr(self, attr_name) for _ in self._get_indices(indices)]
 
-    def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
-        setattr(self, attr_name, value)
+class TelapaMujocoVecEnv(_BatchVecEnv):
+    """``num_envs`` native MuJoCo envs of ``env_id`` as an SB3 `VecEnv` (module
+    docstring); ``kwargs``: `telapa.envs.mujoco.gym_vector.MujocoVectorEnv`'s
+    (``friction``, ``max_episode_steps``, ``threads``).
 
-    def env_method(self, method_name: str, *args: Any, indices: Any = None, **kwargs: Any
-                   ) -> list[Any]:
-        raise NotImplementedError(f"{type(self).__name__} has no per-env objects to call "
-                                  f"{method_name!r} on")
+    ``reset`` seeds env i with SB3's ``seed + i`` (`seed`), as ``DummyVecEnv`` passes
+    its seeds to each env's ``reset`` (through `MujocoVectorEnv.reset`); without a seed
+    each env's generator goes on. ``step_wait`` steps every env (any action, as
+    gymnasium's env takes it), then resets those whose episode ended, their generators
+    going on, as ``DummyVecEnv`` resets them."""
 
-    def env_is_wrapped(self, wrapper_class: type, indices: Any = None) -> list[bool]:
-        return [False for _ in self._get_indices(indices)]
+    def __init__(self, env_id: str, num_envs: int, **kwargs: Any):
+        from telapa.envs.mujoco.gym_vector import MujocoVectorEnv  # imports mujoco
+
+        self.gym_env = MujocoVectorEnv(env_id, num_envs, **kwargs)
+        self.native = self.gym_env.native
+        self.env_id = self.gym_env.env_id
+        self.render_mode = None
+        super().__init__(self.gym_env.num_envs, self.gym_env.single_observation_space,
+                         self.gym_env.single_action_space)
+        self._shape = (self.num_envs, *self.action_space.shape)
+        self._actions: np.ndarray | None = None
+        self._started = False
+
+    def reset(self) -> np.ndarray:
+        obs, _ = self.gym_env.reset(seed=list(self._seeds))
+        self._reset_seeds()
+        self._reset_options()
+        self._started = True
+        return obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        actions = np.asarray(actions)
+        if actions.shape != self._shape:
+            raise ValueError(f"{self.env_id}: expected actions of shape {self._shape}, got "
+                             f"{actions.shape}")
+        self._actions = actions
+
+    def step_wait(self):
+        if not self._started:
+            raise RuntimeError("call reset before step")
+        everyone = np.arange(self.num_envs)
+        obs, reward, terminated, truncated, _ = self.native.advance(
+            everyone, self._actions, check=False, reward_dtype=np.float64)
+        dones = terminated | truncated
+        infos: list[dict[str, Any]] = [
+            {"TimeLimit.truncated": bool(t and not d)}  # every step, as DummyVecEnv
+            for t, d in zip(truncated, terminated, strict=True)]
+        ended = np.flatnonzero(dones)
+        for i in ended:
+            infos[i]["terminal_observation"] = obs[i].copy()
+        if ended.size:
+            obs[ended] = self.native.reset_envs(ended)
+        return obs, reward.astype(np.float32), dones, infos
+
+    def close(self) -> None:
+        self.gym_env.close()
+        self._started = False
 
 
 def make_sb3_vec_env(env_id: str, num_envs: int, seed: int | None = None, *,
-                     obs_keys: Sequence[str] = OBS_KEYS, monitor: bool = True) -> VecEnv:
-    """A `TelapaVecEnv` of ``env_id`` (``telapa/<Id>`` or ``<Id>``) seeded with
-    ``seed``, in SB3's ``VecMonitor`` unless ``monitor=False`` (episode returns and
-    lengths in ``infos[i]["episode"]``, as ``make_vec_env``'s ``Monitor`` records them)."""
-    venv: VecEnv = TelapaVecEnv(env_id, num_envs, obs_keys=obs_keys)
+                     obs_keys: Sequence[str] | str | None = None, monitor: bool = True,
+                     **kwargs: Any) -> VecEnv:
+    """An SB3 `VecEnv` of ``env_id`` (``telapa/<Id>`` or ``<Id>``) seeded with ``seed``
+    (an integer >= 0, or None), in SB3's ``VecMonitor`` unless ``monitor=False`` (episode
+    returns and lengths in ``infos[i]["episode"]``, as ``make_vec_env``'s ``Monitor``
+    records them): a `TelapaVecEnv` for a MiniGrid id (``obs_keys``: default
+    `OBS_KEYS`), a `TelapaMujocoVecEnv` for a native MuJoCo id (``kwargs``:
+    ``friction``, ``max_episode_steps``, ``threads``). Arguments of the wrong kind, or
+    for the other family, are a ValueError naming the argument and the id."""
+    name = farama_id(env_id)
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))
+                             or seed < 0):
+        raise ValueError(f"{name}: seed must be an integer >= 0 or None, got {seed!r}")
+    venv: VecEnv
+    if name in NATIVE_IDS:
+        if obs_keys is not None:
+            raise ValueError(f"{name}: obs_keys selects keys of the MiniGrid ids' Dict "
+                             f"observations; {name}'s observation is one Box")
+        venv = TelapaMujocoVecEnv(name, num_envs, **kwargs)
+    elif name in all_tasks():
+        if kwargs:
+            raise ValueError(f"{name}: {', '.join(sorted(kwargs))}: not an option of the "
+                             "MiniGrid ids (friction, max_episode_steps and threads are "
+                             "the MuJoCo ids')")
+        venv = TelapaVecEnv(name, num_envs, obs_keys=OBS_KEYS if obs_keys is None
+                            else obs_keys)
+    else:
+        raise gym.error.Error(f"make_sb3_vec_env: no telapa env {name!r}; supported: the "
+                              f"MiniGrid ports ({', '.join(sorted(all_tasks()))}) and the "
+                              f"native MuJoCo ids ({', '.join(NATIVE_IDS)})")
     venv.seed(seed)
     return VecMonitor(venv) if monitor else venv
 
 
-__all__ = ["OBS_KEYS", "TelapaVecEnv", "make_sb3_vec_env"]
+__all__ = ["OBS_KEYS", "TelapaMujocoVecEnv", "TelapaVecEnv", "make_sb3_vec_env"]

@@ -15,10 +15,12 @@ env with its default arguments), step for step and bit for bit, except for the i
 
 - the spaces are gymnasium's own env's (observation ``Box(-inf, inf, (n,), float64)``,
   action the actuators' ``Box``), batched;
-- ``reset(seed=s)`` seeds env i with ``s + i``, as ``SyncVectorEnv`` does, and draws its
-  reset noise from that generator as gymnasium's ``reset_model``; later resets, and
-  ``reset()`` without a seed, continue each env's generator (fresh entropy before the
-  first seed, as gymnasium's unseeded envs);
+- ``reset(seed=s)`` seeds env i with ``s + i``, as ``SyncVectorEnv`` does (a sequence:
+  ``seed[i]``, None entries not reseeded), and draws its reset noise from that generator
+  as gymnasium's ``reset_model``; later resets, and ``reset()`` without a seed, continue
+  each env's generator (fresh entropy before the first seed, as gymnasium's unseeded
+  envs); ``options={"reset_mask": m}`` resets only the envs of ``m``, as
+  ``SyncVectorEnv`` does (`MujocoVectorEnv.reset`);
 - observations float64, rewards float64 (gymnasium's formulas: the native module), flags
   bool; any action is taken, as gymnasium's env takes it (MuJoCo clamps the control to
   the actuators' range, the control cost reads the action as given);
@@ -47,7 +49,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from telapa.envs.gym_vector import NAMESPACE, register_ids
+from telapa.envs.gym_vector import NAMESPACE, check_seed, register_ids, reset_mask
 from telapa.envs.mujoco import _gymnasium_make, reference_return
 from telapa.envs.mujoco.friction import FrictionScale
 from telapa.envs.mujoco.v5 import NATIVE_IDS
@@ -105,24 +107,46 @@ class MujocoVectorEnv(VectorEnv):
         self._ended: np.ndarray | None = None
         """Envs whose episode ended at the last step (reset at the next); None before
         the first `reset`."""
+        self._obs = np.zeros(self.observation_space.shape)
+        """Each env's last observation (what a ``reset_mask`` returns for the others)."""
 
-    def reset(self, *, seed: int | Sequence[int] | None = None,
+    def reset(self, *, seed: int | Sequence[int | None] | None = None,
               options: dict[str, Any] | None = None):
-        """A new episode in every env: env i seeded with ``seed + i`` (a list: one seed
-        per env); without a seed each env's generator goes on, as ``SyncVectorEnv``'s."""
-        if seed is None:
-            seeds = None
-        elif isinstance(seed, (int, np.integer)):
-            self._np_random, self._np_random_seed = gym.utils.seeding.np_random(int(seed))
-            seeds = int(seed) + np.arange(self.num_envs)
+        """New episodes, in every env or in those of ``options["reset_mask"]``, seeded as
+        ``SyncVectorEnv`` seeds them (`telapa.envs.gym_vector.check_seed`): env i with
+        ``seed + i``, or ``seed[i]`` from a sequence (a None entry, or ``seed=None``: env
+        i's generator goes on).
+
+        ``options["reset_mask"]`` (checked as ``SyncVectorEnv`` checks it:
+        `telapa.envs.gym_vector.reset_mask`) resets only the envs where it is True, which
+        are then no longer due to autoreset; every other env keeps its state, its
+        generator and a pending autoreset (one whose episode ended at the last step still
+        resets at the next), and its observation is its last one, as ``SyncVectorEnv``
+        returns it. A mask needs a reset of every env before it. Other options are
+        ignored."""
+        n = self.num_envs
+        seed = check_seed(self.env_id, seed, n)
+        mask = reset_mask(self.env_id, options, n)
+        if mask is not None and self._ended is None:
+            raise gym.error.ResetNeeded(f"{self.env_id}: call reset() without a reset_mask "
+                                        "before resetting some envs")
+        if isinstance(seed, int):
+            self._np_random, self._np_random_seed = gym.utils.seeding.np_random(seed)
+            seed = [seed + i for i in range(n)]
+        seeds = [None] * n if seed is None else seed
+        idx = np.arange(n) if mask is None else np.flatnonzero(mask)
+        seeded = np.array([i for i in idx if seeds[i] is not None], int)
+        going_on = np.array([i for i in idx if seeds[i] is None], int)
+        if seeded.size:
+            self._obs[seeded] = self.native.reset_envs(
+                seeded, seeds=np.array([seeds[i] for i in seeded]))
+        if going_on.size:
+            self._obs[going_on] = self.native.reset_envs(going_on)
+        if mask is None:
+            self._ended = np.zeros(n, bool)
         else:
-            seeds = np.asarray(seed)
-            if seeds.shape != (self.num_envs,):
-                raise ValueError(f"{self.env_id}: {seeds.size} seeds for {self.num_envs} "
-                                 "envs")
-        obs = self.native.reset_envs(np.arange(self.num_envs), seeds=seeds)
-        self._ended = np.zeros(self.num_envs, bool)
-        return obs.copy(), {}
+            self._ended[idx] = False
+        return self._obs.copy(), {}
 
     def step(self, actions: Any):
         """Steps the envs whose episode goes on, resets those that ended at the last step
@@ -146,6 +170,7 @@ class MujocoVectorEnv(VectorEnv):
                 self.native.advance(live, actions[live], check=False,
                                     reward_dtype=np.float64))
         self._ended = terminated | truncated
+        self._obs[:] = obs
         return obs, reward, terminated, truncated, {}
 
     def close_extras(self, **kwargs: Any) -> None:
