@@ -195,8 +195,8 @@ def test_candidates_are_the_farthest_point_pool(library, selected):
     assert [c.elite_id for c in choice.candidates] == [
         int(pool.elites.elite_id[i]) for i in np.asarray(idx)
     ]
-    assert calls == [(4, 4)]  # one batch
-    assert sequential_calls == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    assert calls == [(0, 4), (4, 4)]  # the start (for the log), then one batch
+    assert sequential_calls == [(0, 4), (1, 4), (2, 4), (3, 4), (4, 4)]
     max_eval = TRANSFER.probe_points * TRANSFER.probe_eval_episodes * Corridor().max_steps
     for c in choice.candidates:
         assert TRANSFER.probe_steps < c.env_steps <= TRANSFER.probe_steps + max_eval
@@ -306,7 +306,7 @@ def test_a_fresh_network_is_probed_like_an_elite(library, selected):
     (plain, _), _ = selected
     fresh = AGENT.policy.init(jax.random.key(200))
     choice, calls = _select(library, config=FRESH_TRANSFER, fresh=fresh)
-    assert calls == [(4, 4)]
+    assert calls == [(0, 4), (4, 4)]
     pooled = plain.candidates[:FRESH_TRANSFER.k_pool]
     assert [c.elite_id for c in choice.candidates] == [c.elite_id for c in pooled]
     assert [(c.sr0, c.sr_final, c.env_steps) for c in choice.candidates] == \

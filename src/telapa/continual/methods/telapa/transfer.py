@@ -74,7 +74,8 @@ from telapa.rl.agent import Agent, TrainState, stack_states
 from telapa.rl.networks import Params, flatten_params
 
 ProgressFn = Callable[[int, int], None]
-"""``progress(done, total)``: called after each candidate probe."""
+"""``progress(done, total)``: called with 0 before the probes, then after each candidate
+probe."""
 
 
 def _probe_start(agent: Agent, params: Params, penalty: Any, rollout_key: jax.Array
@@ -334,7 +335,8 @@ def select_transfer_origin(
     Lines 3-6: one `probe` per candidate with ``config.probe_steps``,
     ``config.probe_points``, ``config.probe_eval_episodes``, the same ``key``,
     ``rollout_key`` and ``penalty``; with ``batch`` on the jax or native backend all of
-    them as one `probe_batch`. ``progress(done, total)`` after each probe (after the batch).
+    them as one `probe_batch`. ``progress(done, total)`` with 0 before the probes and after
+each probe (after the batch).
     Lines 7-9: `probe_summary` (evenly spaced probe times), the epsilon window and
     Score with ``config.w_*`` (`few_shot_select`, ties by the lowest pool position).
     Line 10: the chosen elite's archived row, unflattened into ``agent``'s parameter
@@ -351,6 +353,8 @@ def select_transfer_origin(
                 "rollout_key": rollout_key, "penalty": penalty}
     probed = [*pool.params, *([] if fresh is None else [fresh])]
     rows = len(probed)
+    if progress is not None:  # the phase's start, in the log: a batch of probes is long
+        progress(0, rows)
     if batch and agent.backend in ("jax", "native"):
         curves, costs = probe_batch(agent, probed, **settings)
         if progress is not None:
