@@ -30,7 +30,8 @@ so their SR is ``agent.evaluate(params, K, key).sr``. Without a seed the final p
 replays the run's final evaluation of its task (`LoadedPolicy.replays`): ``key`` is that
 evaluation's (`ContinualRun.final_tasks`), the episodes' keys are split
 ``final_eval_episodes`` ways and the first K are played, so K = ``final_eval_episodes``
-gives final.csv's successes exactly. They run `CHUNK` at a time. The
+gives final.csv's successes exactly (a larger K plays all of them, then K -
+``final_eval_episodes`` more from the same key, `_episode_keys`). They run `CHUNK` at a time. The
 frames are the ports' MiniGrid picture (`telapa.envs.minigrid.render`), drawn one
 episode at a time and only when asked for (``frames``). On the host backends
 (MuJoCo's native and gymnasium) episode e resets with seed ``seed + e`` and, with
@@ -312,7 +313,9 @@ def iter_episodes(policy: LoadedPolicy, *, episodes: int, seed: int | None = Non
     as they are played: the run's evaluation mode unless ``deterministic`` is given;
     MiniGrid frames ``tile_size`` pixels a cell, drawn only with ``frames``. ``seed``
     None: the final evaluation's own episodes where the policy replays them
-    (`LoadedPolicy.replays`: the first ``episodes`` of them), else the run's seed. A count out
+    (`LoadedPolicy.replays`: the first ``episodes`` of them; asked for more than it had,
+    all of them and then as many more from its key, `_episode_keys`), else the run's
+    seed. A count out
     of 1 .. `MAX_EPISODES`, or frames of an env without a renderer, is refused here,
     before any episode is played."""
     check_episodes(episodes)
@@ -355,6 +358,19 @@ def check_episodes(episodes: int) -> int:
     return episodes
 
 
+def _episode_keys(key: jax.Array, episodes: int, of: int) -> jax.Array:
+    """The keys of ``episodes`` episodes, the first ``min(episodes, of)`` of them those of
+    an evaluation of ``of`` episodes (``key`` split ``of`` ways) and the rest, played
+    beyond it, ``key`` split ``episodes`` ways past the first ``of``. With JAX's
+    partitionable threefry (the default) that is ``key`` split ``episodes`` ways; split
+    in two, the evaluation's episodes stay its own under the other threefry too, so that
+    ``telapa play`` may call them the final evaluation's."""
+    keys = jax.random.split(key, of)[:episodes]
+    if episodes <= of:
+        return keys
+    return jnp.concatenate([keys, jax.random.split(key, episodes)[of:]])
+
+
 def _play_jax(agent: Agent, params: Params, episodes: int, key: jax.Array,
               deterministic: bool, tile_size: int | None, *, of: int | None = None
               ) -> Iterator[Episode]:
@@ -368,9 +384,7 @@ def _play_jax(agent: Agent, params: Params, episodes: int, key: jax.Array,
     mjx = getattr(agent.env, "task", None) is None  # the MuJoCo family's MJX port
     draw = tile_size is not None
     reset_key, act_key = jax.random.split(key)
-    ways = max(episodes, of or episodes)
-    resets = jax.random.split(reset_key, ways)[:episodes]
-    acts = jax.random.split(act_key, ways)[:episodes]
+    resets, acts = (_episode_keys(k, episodes, of or episodes) for k in (reset_key, act_key))
     size = min(episodes, CHUNK)
     rollouts = _rollouts(agent, deterministic, keep_states=draw,
                          kept=(lambda s: (s.data.qpos, s.data.qvel)) if mjx else None)

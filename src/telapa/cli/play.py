@@ -18,10 +18,12 @@ Which episodes: without ``--seed``, the final policy (on the jax backend: MiniGr
 replays the run's final evaluation of T, episode for episode (its key and episode
 count): with the default K, all ``final_eval_episodes`` of them, so the SR printed is
 final.csv's k/n for T; with ``--out`` the default K is 3, the evaluation's first 3
-episodes. A visit's policy or an elite, and any policy given ``--seed S``, play K
-(default 3) episodes of seed S (default: the run's seed); the same seed gives the same
-episodes. On the host backends (MuJoCo) the evaluation ran vector env copies that
-share one action key stream, which play does not replay: its episodes are seed S's.
+episodes; a K above ``final_eval_episodes`` plays all of them and then the others from
+the evaluation's key, and the header says which are which. A visit's policy or an
+elite, and any policy given ``--seed S``, play K (default 3) episodes of seed S
+(default: the run's seed); the same seed gives the same episodes. On the host backends
+(MuJoCo) the evaluation ran vector env copies that share one action key stream, which
+play does not replay: its episodes are seed S's.
 
 It only reads the run (no lock, no file written in it). What is wrong is named before
 any episode is played: a run that keeps no policies (a sweep export's cell), an
@@ -97,7 +99,7 @@ def _cmd_play(ns: argparse.Namespace) -> None:
             raise Terminated(f"terminated (SIGTERM) {stopped}") from None
         raise Interrupted(f"interrupted {stopped}") from None
     console = stdout_console()
-    source = (f"the final evaluation's episodes, {count} of {policy.eval_episodes}" if replay
+    source = (_replayed(count, policy.eval_episodes) if replay
               else f"seed {policy.seed if ns.seed is None else ns.seed}")
     if ns.greedy is not None and ns.greedy != policy.agent.config.eval.deterministic:
         source += (f", {'greedy' if ns.greedy else 'sampled'} actions, not the run's "
@@ -111,6 +113,23 @@ def _cmd_play(ns: argparse.Namespace) -> None:
     console.print(f"{summary(policy.agent, returns)}, mean return "
                   f"{returns.mean():.3f} over {len(episodes)} episodes"
                   + (f" -> {written}" if written else ""), markup=False, soft_wrap=True)
+
+
+def _replayed(count: int, evaluated: int) -> str:
+    """What the header says of ``count`` episodes of a final evaluation of ``evaluated``:
+    the first ``count`` of them, or, asked for more, all of them and then the extra ones,
+    played on from the evaluation's key (`telapa.play.iter_episodes`). More are played
+    rather than refused: a researcher who asks for 60 episodes of the final policy wants
+    60, and the evaluation's own stay recognisable as the first ones; the SR line is then
+    over all of them, not final.csv's."""
+    if count <= evaluated:
+        return f"the final evaluation's episodes, {count} of {evaluated}"
+    def span(first: int, last: int) -> str:
+        return f"episode {first}" if first == last else f"episodes {first}-{last}"
+
+    extra = count - evaluated
+    return (f"{span(1, evaluated)}: the final evaluation's, all {evaluated}; "
+            f"{span(evaluated + 1, count)}: {extra} extra, from its key")
 
 
 DEFAULT_EPISODES = 3

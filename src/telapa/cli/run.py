@@ -28,7 +28,9 @@ import argparse
 import dataclasses
 import json
 import math
+import shlex
 import time
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -197,12 +199,14 @@ class Terminated(CLIError):
     status = 143
 
 
-def execute(run_factory, console: Console, out: str | Path, interval_s: float = 30.0,
-            score: str | None = None):
+def execute(run_factory, console: Console, out: str | Path | Sequence[str | Path],
+            interval_s: float = 30.0, score: str | None = None):
     """Creates the run (a `ContinualRun` or a `SeedBatch`) with ``run_factory(progress)``
     and runs it to the end; Ctrl-C or SIGTERM stops it with how to resume ``out`` (its
-    run directories). ``score``: the curriculum's `Curriculum.score_symbol`, so that the
-    progress lines name the score as the summary table (`print_run`) does."""
+    run directory, or a batch's run directories, one path each). ``score``: the
+    curriculum's `Curriculum.score_symbol`, so that the progress lines name the score as
+    the summary table (`print_run`) does."""
+    outs = [out] if isinstance(out, str | Path) else list(out)
     with progress_for(console, interval_s, score) as progress, stop_on_signals():
         try:
             run = run_factory(progress)
@@ -210,19 +214,29 @@ def execute(run_factory, console: Console, out: str | Path, interval_s: float = 
         except (RunDirError, CheckpointError, RunError, ConfigError, TrackingError) as err:
             raise CLIError(str(err)) from None
         except Terminate:
-            raise Terminated(f"terminated (SIGTERM); {_resume_hint(out)}") from None
+            raise Terminated(f"terminated (SIGTERM); {_resume_hint(outs)}") from None
         except KeyboardInterrupt:
-            raise Interrupted(f"interrupted; {_resume_hint(out)}") from None
+            raise Interrupted(f"interrupted; {_resume_hint(outs)}") from None
     return run
 
 
-def _resume_hint(out: str | Path) -> str:
-    """How to go on after a stop: resume ``out``, or, stopped before it was created,
-    start again."""
-    folder = Path(out)
-    if not (folder / "run.json").is_file() and not any(folder.glob("*/run.json")):
-        return f"stopped before {out} was created: nothing to resume, start the run again"
-    return f"{out} keeps its last checkpoint: continue with `telapa run --resume {out}`"
+def _resume_hint(outs: Sequence[str | Path]) -> str:
+    """How to go on after a stop: resume the run directories of ``outs`` that were
+    created (a batch's seeds each have their own, so each path is checked on its own:
+    joined into one string they would name no directory and the hint would wrongly say
+    there is nothing to resume), or, stopped before any was created, start again."""
+    made = [p for p in outs if (Path(p) / "run.json").is_file()]
+    if not made:
+        return (f"stopped before {' '.join(map(str, outs))} was created: nothing to "
+                "resume, start the run again")
+    left = [p for p in outs if p not in made]
+    named = " ".join(map(str, made))
+    hint = (f"{named} {'keeps its' if len(made) == 1 else 'keep their'} last checkpoint: "
+            f"continue with `telapa run --resume {' '.join(shlex.quote(str(p)) for p in made)}`")
+    if left:  # a batch stopped while it created its run directories
+        hint += (f"; {' '.join(map(str, left))} {'was' if len(left) == 1 else 'were'} "
+                 "not created: start those seeds again")
+    return hint
 
 
 RESUME_OPTIONS = ("curriculum", "method", "seed", "preset", "intrinsic_beta", "sets")
@@ -240,8 +254,6 @@ def check_resume_options(ns: argparse.Namespace, stored: RunSpec, path: str,
              if getattr(ns, name) is not None}
     if not given:
         return
-    if ns.out is not None:
-        raise CLIError("--out cannot be combined with --resume (the run stays where it is)")
     wrong = []
     if "method" in given and given["method"] != stored.method:
         wrong.append(f"--method {given['method']} (the run's method is {stored.method})")
@@ -302,6 +314,10 @@ def check_resume_imports(given: list[str] | None, recorded: tuple[str, ...], pat
 
 
 def _cmd_run(ns: argparse.Namespace) -> None:
+    if ns.resume and ns.out is not None:  # a resume never moves a run: it would be ignored
+        raise CLIError(f"--out {ns.out} cannot be combined with --resume "
+                       f"{' '.join(ns.resume)}: a run resumes in its own directory, so leave "
+                       "--out off")
     console = Console(stderr=True)
     tracking = tracking_of(ns)
     if ns.resume and len(ns.resume) > 1:
@@ -317,7 +333,7 @@ def _cmd_run(ns: argparse.Namespace) -> None:
             check_resume_options(ns, stored, path, seed=False)
             scores.append(stored.curriculum.score_symbol())
         batch = execute(lambda p: SeedBatch.resume(ns.resume, p, tracking=tracking), console,
-                        " ".join(ns.resume), ns.log_interval, scores[0])
+                        ns.resume, ns.log_interval, scores[0])
         for run in batch.runs:
             print_run(run, stdout_console())
         return
@@ -382,8 +398,7 @@ def _run_seeds(ns: argparse.Namespace, console: Console, tracking: Tracking) -> 
         except RunDirError as err:
             raise CLIError(str(err)) from None
     batch = execute(lambda p: SeedBatch.start(spec, seeds, outs, p, tracking=tracking),
-                    console,
-                    " ".join(map(str, outs)), ns.log_interval, spec.curriculum.score_symbol())
+                    console, outs, ns.log_interval, spec.curriculum.score_symbol())
     for run in batch.runs:
         print_run(run, stdout_console())
 
@@ -467,6 +482,20 @@ def _records(frame: pd.DataFrame) -> dict[str, dict[str, float]]:
     return {str(k): {str(c): float(v) for c, v in row.items()} for k, row in frame.iterrows()}
 
 
+def log_interval(text: str) -> float:
+    """``--log-interval``: a finite number of seconds > 0. Zero or less would print a
+    progress line at every update, NaN never one (every comparison with it is false),
+    and inf only the last, none of which a cluster job's log asked for."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(
+            f"must be a finite number of seconds > 0, got {text}")
+    return value
+
+
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     run = sub.add_parser("run", help="run one method on a curriculum (resumable)")
     run.add_argument("--curriculum", help="curriculum name in configs/curricula or a YAML file")
@@ -490,7 +519,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                      help="continue a killed run (other options must agree with it); "
                           "several run directories resume as one batch of seeds")
     add_track_options(run, "one tracked run per seed")
-    run.add_argument("--log-interval", type=float, default=30.0, metavar="SECONDS",
+    run.add_argument("--log-interval", type=log_interval, default=30.0, metavar="SECONDS",
                      help="seconds between progress lines when stderr is not a terminal")
     run.set_defaults(func=_cmd_run)
 
