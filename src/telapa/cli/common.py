@@ -17,7 +17,7 @@ from rich.table import Table
 from telapa import envs
 from telapa.config import MAX_ENV_STEPS, ascii_int
 from telapa.continual.rundir import RunDirError, RunImportError
-from telapa.report.load import load_records
+from telapa.report.load import NotARunError, load_records
 from telapa.report.results import RunRecord
 from telapa.report.tables import ReportTable
 
@@ -168,10 +168,22 @@ def check_env_id(env_id: str, backend: str) -> None:
         raise CLIError(str(err)) from None
 
 
+FEWER_RUNS_NOTE = "(n=K): the metric is defined for only K of the row's runs."
+"""The caption's note on `rich_table`'s ``(n=K)`` cells."""
+
+
 def rich_table(table: ReportTable, *, title: str | None = None) -> Table:
     """``table`` as a rich table: the same cells as its Markdown (best cells in bold),
-    numbers right-aligned, its caption below."""
-    shown = Table(title=title or table.title, caption=table.caption or None,
+    numbers right-aligned, its caption below; and, in a table with a ``runs`` column, a
+    metric defined for fewer of a row's runs marked ``(n=K)`` (`runs_used`), as the
+    table's ``runs`` would otherwise be read as every mean's n ("0.000 ± n/a" in a row of
+    2 runs is one seed's value, not two that agree)."""
+    rows = table.rows()
+    counts = [[runs_used(table, col.key, i) for col in table.columns] for i in range(len(rows))]
+    caption = table.caption
+    if any(any(row) for row in counts):
+        caption = f"{caption} {FEWER_RUNS_NOTE}".strip()
+    shown = Table(title=title or table.title, caption=caption or None,
                   caption_justify="left")
     lead = [table.index_label] if table.show_index else []
     numeric = [pd.api.types.is_numeric_dtype(table.values[c.key]) for c in table.columns]
@@ -179,11 +191,25 @@ def rich_table(table: ReportTable, *, title: str | None = None) -> Table:
         shown.add_column(label, no_wrap=True)
     for col, right in zip(table.columns, numeric, strict=True):
         shown.add_column(col.label, justify="right" if right else "left")
-    for label, cells, best in table.rows():
-        styled = [f"[bold]{escape(v)}[/bold]" if b else escape(v)
-                  for v, b in zip(cells, best, strict=True)]
+    for (label, cells, best), row_counts in zip(rows, counts, strict=True):
+        styled = [f"[bold]{escape(v + n)}[/bold]" if b else escape(v + n)
+                  for v, b, n in zip(cells, best, row_counts, strict=True)]
         shown.add_row(*([escape(label)] if table.show_index else []), *styled)
     return shown
+
+
+def runs_used(table: ReportTable, key: str, row: int) -> str:
+    """`` (n=K)`` when the mean of column ``key`` in ``row`` is over K of the row's runs
+    (``key_n`` below ``runs``: the metric is undefined, NaN, for the others), else ""
+    (also for a table without ``runs`` or ``key_n``, and for K = 0: the cell reads
+    n/a)."""
+    values = table.values
+    if "runs" not in values or f"{key}_n" not in values:
+        return ""
+    n, runs = values[f"{key}_n"].iloc[row], values["runs"].iloc[row]
+    if pd.isna(n) or pd.isna(runs) or int(n) in (0, int(runs)):
+        return ""
+    return f" (n={int(n)})"
 
 
 def stdout_console() -> Console:
@@ -196,9 +222,14 @@ T = TypeVar("T")
 
 
 def tracker(console: Console, description: str) -> Callable[[Sequence[T]], Iterable[T]]:
-    """Wraps an iteration in a transient progress bar on ``console``."""
+    """Wraps an iteration in a transient progress bar on ``console``, when it is a
+    terminal; otherwise (a file, a pipe, a test's capture) the bare iteration: rich's
+    `track` then draws nothing but ends with an empty line, which put a blank line before
+    every error of ``telapa metrics`` and three after a ``telapa report``."""
 
     def tracked(items: Sequence[T]) -> Iterable[T]:
+        if not console.is_interactive:
+            return items
         return track(items, description=description, console=console, transient=True)
     return tracked
 
@@ -232,8 +263,8 @@ def load_runs(paths: Sequence[str], *, skip_incomplete: bool, console: Console
                                                   markup=False, soft_wrap=True),
             track=tracker(console, "loading runs"),
         )
-    except RunImportError as err:  # skipping would not help: the run may be complete
-        raise CLIError(str(err)) from None
+    except (RunImportError, NotARunError) as err:  # skipping would not help: the run
+        raise CLIError(str(err)) from None  # may be complete, or there is no run at all
     except RunDirError as err:
         raise CLIError(str(err) if skip_incomplete else f"{err} (or pass --skip-incomplete)"
                        ) from None

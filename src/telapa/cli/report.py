@@ -3,7 +3,7 @@
 
     telapa report RUN_DIR... --out DIR [--skip-incomplete] [--gamma 0.9] [--tau 0.5]
                   [--doc FILE.md [--doc-scope NAME]]
-    telapa inspect RUN_DIR [--task TAG]
+    telapa inspect RUN_DIR|SWEEP_DIR [--task TAG]
 """
 
 from __future__ import annotations
@@ -25,7 +25,12 @@ from telapa.cli.common import (
     tracker,
 )
 from telapa.continual.rundir import RunDirError
-from telapa.report.inspection import Inspection, inspect_run
+from telapa.report.inspection import (
+    Inspection,
+    NoArchivesError,
+    archive_methods,
+    inspect_run,
+)
 
 
 def _unit_interval(text: str) -> float:
@@ -73,7 +78,7 @@ def _cmd_report(ns: argparse.Namespace) -> None:
 
 def _make_report(ns: argparse.Namespace, console: Console) -> None:
     from telapa.report.build import ReportError, build_document, load_archives, write_report
-    from telapa.report.docsync import DocSyncError, sync_document
+    from telapa.report.docsync import DocSyncError, fill, sync_document
 
     records = load_runs(ns.runs, skip_incomplete=ns.skip_incomplete, console=console)
     bar = (None if ns.tau_from is None else
@@ -83,6 +88,10 @@ def _make_report(ns: argparse.Namespace, console: Console) -> None:
         doc = build_document(records, archives, gamma=ns.gamma, tau=ns.tau,
                              track=tracker(console, "plotting"), resample=ns.resample,
                              clips=ns.clips, tau_from=bar)
+        if ns.doc is not None:  # its ids checked against the report before it is written
+            fill(ns.doc.read_text(), tables={t.id: "" for t in doc.tables()},
+                 figures={f.id: "" for f in doc.figures()}, source=str(ns.doc),
+                 scope=ns.doc_scope)
         out = write_report(doc, ns.out, sources=[r.path for r in records])
         filled = sync_document(ns.doc, out, ns.doc_scope) if ns.doc is not None else []
     except (RunDirError, ReportError, DocSyncError, FileNotFoundError, ValueError) as err:
@@ -95,14 +104,36 @@ def _make_report(ns: argparse.Namespace, console: Console) -> None:
 
 
 def _cmd_inspect(ns: argparse.Namespace) -> None:
-    console = stdout_console()
-    for run in expand_sweeps([ns.run]):  # a sweep or a --seeds folder: each of its runs
+    """Every run of ``ns.run`` read before anything is shown, so that an error (a run not
+    finished, an unknown --task) comes alone. Of a sweep or a --seeds folder, the runs of
+    methods without archives (Finetune beside TeLAPA) are left out with one note, an error
+    only when no run has archives; a run directory given itself keeps its error."""
+    runs = expand_sweeps([ns.run])  # a sweep or a --seeds folder: each of its runs
+    given = [Path(r) for r in runs] == [Path(ns.run)]
+    inspections, without = [], []
+    for run in runs:
         try:
             inspection = inspect_run(run)
             if ns.task is not None:
                 inspection = inspection.only(ns.task)
+        except NoArchivesError as err:
+            if given:
+                raise CLIError(str(err)) from None
+            without.append(run)
+            continue
         except (RunDirError, FileNotFoundError, ValueError) as err:
             raise CLIError(str(err)) from None
+        inspections.append(inspection)
+    keepers = f"only {', '.join(archive_methods())} runs keep them"
+    if not inspections:
+        raise CLIError(f"no run of {ns.run} keeps policy archives ({len(without)} run(s): "
+                       f"{', '.join(without)}; {keepers})")
+    if without:
+        Console(stderr=True).print(
+            f"skipping {len(without)} run(s) without policy archives: {', '.join(without)} "
+            f"({keepers})", style="yellow", markup=False, soft_wrap=True)
+    console = stdout_console()
+    for inspection in inspections:
         for table in inspect_tables(inspection):
             console.print(table)
 
