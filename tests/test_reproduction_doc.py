@@ -38,7 +38,8 @@ INTRINSIC_METHODS = ("scratch", "scratch-reuse", "finetune", "telapa", "telapa-f
 """The methods of the intrinsic-reward study (all three seeds of each): the doc's tables
 are of these cells and their bonus-free partners."""
 MUJOCO = tuple(f"results/mujoco-paper/cells/halfcheetah-{m}-s[0-4]"
-               for m in ("scratch", "scratch-reuse", "finetune", "finetune-reset", "telapa"))
+               for m in ("scratch", "scratch-reuse", "finetune", "finetune-reset", "telapa",
+                         "telapa-fresh"))
 """The MuJoCo study's cells the document shows so far (the study commits more as they
 finish; the doc's tables are of these until they are regenerated)."""
 SCOPES["mujoco"] = (MUJOCO, "out/mujoco-paper-report")
