@@ -236,11 +236,14 @@ class RunDir:
     def complete_manifest(self) -> dict[str, Any]:
         """`manifest` of a finished run; `RunDirError` (with how to finish it) otherwise."""
         spec = self.manifest()
-        if spec.get("status") != "complete":
-            raise RunDirError(
-                f"{self.path} is not complete (status {spec.get('status')!r}); finish it with "
-                f"`telapa run --resume {self.path}`"
-            )
+        status = spec.get("status")
+        if status != "complete":
+            # "running" is recorded at the start and replaced only at the end: a run that
+            # was stopped (Ctrl-C, SIGTERM, a lost machine) still says it
+            state = ("it started and has not finished: stopped, or still running"
+                     if status == "running" else f"status {status!r}")
+            raise RunDirError(f"{self.path} is not complete ({state}); finish it with "
+                              f"`telapa run --resume {self.path}`")
         return spec
 
     def set_status(self, status: str, **extra: Any) -> None:
