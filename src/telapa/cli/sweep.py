@@ -10,7 +10,8 @@
     telapa sweep export DIR DEST
 
 Re-running the same command resumes the sweep: finished cells are skipped, partial ones
-resume from their checkpoints, failed ones are tried again; with ``--export DEST``, cells
+resume from their checkpoints, failed ones are tried again (Ctrl-C, exit 130, and
+SIGTERM, 143, stop it in one line that says so); with ``--export DEST``, cells
 DEST already holds are not run again even when DIR is new (a study resumed from its
 committed results on another machine). ``--seeds-per-batch N`` splits each seed batch into
 batches of at most N seeds, ``--seeds-per-batch METHOD=N`` (repeatable) those of one
@@ -50,8 +51,10 @@ from telapa.cli.common import (
     stdout_console,
     tracking_of,
 )
+from telapa.cli.run import Interrupted, Terminated
 from telapa.config import ConfigError
 from telapa.continual.rundir import RunDirError
+from telapa.io.stop import Terminate, stop_on_signals
 
 MAX_WORKERS = 1024
 """Bound of ``--workers`` and ``--threads`` (each worker is a process, each thread a core)."""
@@ -86,6 +89,7 @@ def _cmd_sweep(ns: argparse.Namespace) -> None:
         raise CLIError("--out DIR is required")
     tracking = tracking_of(ns)
     from telapa.continual.sweep import LocalBackend, RayBackend, load_sweep, run_sweep
+    from telapa.continual.sweep.jobs import BackendError
     from telapa.overrides import parse_sets
 
     try:
@@ -103,16 +107,23 @@ def _cmd_sweep(ns: argparse.Namespace) -> None:
         backend = _slurm_backend(ns, sweep, given)
     else:
         backend = LocalBackend(ns.workers, ns.threads)
-    try:
-        counts = run_sweep(sweep, ns.out, backend, retries=ns.retries,
-                           batch_seeds=_seeds_per_batch(ns.seeds_per_batch or [])
-                           or ns.batch_seeds,
-                           export=ns.export, on_event=_log,
-                           imports=ns.imports or (), tracking=tracking)
-    except (RunDirError, ConfigError) as err:
-        raise CLIError(str(err)) from None
-    except KeyboardInterrupt:
-        raise CLIError(f"interrupted; run the same command again to resume {ns.out}") from None
+    batch_seeds = _seeds_per_batch(ns.seeds_per_batch or []) or ns.batch_seeds
+    # Ctrl-C and SIGTERM (a scheduler's stop, ``kill``) both unwind the sweep: the backend
+    # stops its workers (each run at its last checkpoint) or cancels its Slurm jobs, the
+    # sweep's lock is released, and the same line says how to resume, as `telapa run`'s
+    with stop_on_signals():
+        try:
+            counts = run_sweep(sweep, ns.out, backend, retries=ns.retries,
+                               batch_seeds=batch_seeds, export=ns.export, on_event=_log,
+                               imports=ns.imports or (), tracking=tracking)
+        except (RunDirError, ConfigError, BackendError) as err:
+            raise CLIError(str(err)) from None
+        except Terminate:
+            raise Terminated(f"terminated (SIGTERM); run the same command again to resume "
+                             f"{ns.out}") from None
+        except KeyboardInterrupt:
+            raise Interrupted(f"interrupted; run the same command again to resume "
+                              f"{ns.out}") from None
     summary = ", ".join(f"{n} {state}" for state, n in counts.items() if n)
     stdout_console().print(f"sweep {sweep.name}: {summary} -> {ns.out}", markup=False)
     if counts["failed"]:
@@ -123,7 +134,8 @@ def _cmd_sweep(ns: argparse.Namespace) -> None:
 def _slurm_backend(ns: argparse.Namespace, sweep, given: dict):
     """The `SlurmBackend` for the sweep file's ``slurm`` section with the command line's
     options over it, each validated (an error names the option); refused where submitit
-    or Slurm is missing, before anything is written."""
+    or Slurm is missing or Slurm does not answer (`unreachable_slurm`: its client
+    installed with no cluster configured), before anything is written."""
     from telapa.config import validate
     from telapa.continual.sweep import SlurmBackend, SlurmOptions
 
@@ -175,8 +187,17 @@ def _export(sweep_dir: Path, dest: Path) -> None:
         markup=False)
 
 
-def _hours(seconds: float) -> str:
-    return "" if not math.isfinite(seconds) else f"{seconds / 3600:.2f} h"
+def _duration(seconds: float) -> str:
+    """A wall clock for `telapa sweep status`, the table's and the time left alike: in
+    seconds under a minute, minutes under an hour, hours beyond (a cell 25 s into its
+    run read ``0.00 h``, as if it had not started); empty when unknown."""
+    if not math.isfinite(seconds):
+        return ""
+    if seconds < 59.5:
+        return f"{seconds:.0f} s"
+    if seconds < 3570:  # 59.5 min and over read "1.0 h", not "60 min"
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def _status(path: Path) -> None:
@@ -205,16 +226,19 @@ def _print_status(path: Path) -> None:
         table.add_column(name, overflow="fold")
     counts = dict.fromkeys(STATES, 0)
     times, unreadable = cell_times(path, cells)
+    left_cells = []
     for cell in cells:
         state, status = cell_state(path, cell["name"])
         counts[state] += 1
+        if state != "done":
+            left_cells.append(cell["name"])
         errors = status.get("errors") or []
         spent = times[cell["name"]]
         if cell["name"] in unreadable:  # files there but unreadable: "?", not "not started"
             progress = wall = "?"
         else:  # a finished cell's CellTime reads "complete"
             progress = spent.progress if spent else ""
-            wall = _hours(spent.wall_s) if spent else ""
+            wall = _duration(spent.wall_s) if spent else ""
         job = slurm.get(cell["name"], "")
         table.add_row(cell["name"], state, progress, wall, str(status.get("attempts", 0)),
                       *((job,) if slurm else ()), errors[-1]["error"] if errors else "")
@@ -223,9 +247,13 @@ def _print_status(path: Path) -> None:
     console.print(", ".join(f"{n} {state}" for state, n in counts.items()), markup=False)
     for error in unreadable.values():
         console.print(f"progress unknown (shown as ?): {error}", markup=False, soft_wrap=True)
-    if counts["done"] < len(cells):
+    if left_cells:
         estimate = time_left(path, cells, times=times)
-        left = estimate.seconds
+        if set(left_cells) <= set(estimate.unknown):  # their sum, 0 s, would read "done"
+            console.print(f"cell time left: not estimated yet (the {len(left_cells)} "
+                          "cell(s) left have no progress to go by, and nothing like them "
+                          "has finished)", markup=False, soft_wrap=True)
+            return
         notes = ["cells one after another: divide by the workers that run them"]
         if estimate.other_curricula:
             notes.append(f"{len(estimate.other_curricula)} cell(s) counted at their method's "
@@ -236,9 +264,8 @@ def _print_status(path: Path) -> None:
         if estimate.unknown:
             notes.append(f"{len(estimate.unknown)} cell(s) not estimated: nothing like them "
                          "has finished")
-        amount = f"{left / 60:.0f} min" if left < 3600 else f"{left / 3600:.1f} h"
-        console.print(f"about {amount} of cell time left at the pace so far "
-                      f"({'; '.join(notes)})", markup=False, soft_wrap=True)
+        console.print(f"about {_duration(estimate.seconds)} of cell time left at the pace "
+                      f"so far ({'; '.join(notes)})", markup=False, soft_wrap=True)
 
 
 def _slurm_jobs(path: Path) -> dict[str, str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import secrets
+import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 from telapa.continual.rundir import RunDir, RunDirError
 from telapa.continual.sweep.export import check_export_dest, export_sweep, restore_exported
 from telapa.continual.sweep.grammar import Sweep, check_batch_seeds, seed_jobs
+from telapa.continual.sweep.jobs import BackendError
 from telapa.continual.sweep.layout import prepare_sweep_dir, read_status, write_status
 from telapa.continual.sweep.status import STATES, cell_state
 from telapa.continual.tracking import Tracking
@@ -41,6 +43,10 @@ def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
     ``imports`` (``--import``): modules every worker imports before it reads its cells
     (each cell's ``run.json`` records them); ``tracking`` (``--track``): one tracked run
     per cell, grouped by curriculum and method (`telapa.continual.tracking`).
+    A backend that cannot start a round's jobs at all (`BackendError`: Slurm refused the
+    submission) stops the sweep with its one line; when this call created the sweep in
+    ``out`` and no job has ended there, ``out`` is removed (an empty directory that was
+    there before is left empty; one that held the sweep before is kept).
     Returns the count of cells per state at the end."""
     out = Path(out)
     check_batch_seeds(sweep, batch_seeds)
@@ -53,12 +59,14 @@ def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
     if export is not None:  # before the sweep directory or anything else is written
         check_export_dest(out, export, sweep.name,
                           json.loads(json.dumps([c.payload() for c in sweep.cells])))
-    prepare_sweep_dir(sweep, out)
+    existed = out.is_dir()  # empty, if prepare_sweep_dir creates the sweep in it
+    created = prepare_sweep_dir(sweep, out)
     lock = RunDir(out)
     try:
         lock.lock()
     except RunDirError as err:
         raise RunDirError(f"sweep {out} is being run by another process: {err}") from None
+    ran = False  # whether any job of this command ended (a result, or a failure)
     try:
         exported: set[str] = set()
         if export is not None:
@@ -93,6 +101,7 @@ def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
             jobs = [[dataclasses.replace(c, runtime=runtime) for c in job]
                     for job in seed_jobs(todo, batch_seeds)]
             for name, result in backend.run(out, jobs):
+                ran = True
                 status = read_status(out, name)
                 ran = status.get("started_try") == token
                 if not result.get("ok") and cell_state(out, name)[0] == "done":
@@ -122,6 +131,18 @@ def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
                     if tries[name] <= retries:
                         failed.append(sweep.cell(name))
             todo = [c for c in sweep.cells if c in failed]
+    except BackendError as err:
+        if not created or ran:
+            raise BackendError(f"{err}; run the same command again to resume {out}") \
+                from None
+        # this command's own directory, and nothing ran in it: kept, it would only say
+        # that the sweep once failed to start (removed while still locked: no other
+        # process takes it up meanwhile)
+        shutil.rmtree(out, ignore_errors=True)
+        if existed:  # the user's empty directory: left empty, as it was
+            out.mkdir(exist_ok=True)
+        raise BackendError(f"{err}; nothing ran, and {out} was "
+                           + ("left empty" if existed else "removed")) from None
     finally:
         lock.unlock()
     counts = dict.fromkeys(STATES, 0)

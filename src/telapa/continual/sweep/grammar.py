@@ -23,7 +23,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from telapa.config import ConfigError, StrictModel, read_yaml, resolve_named, validate
+from telapa.config import (
+    ConfigError,
+    StrictModel,
+    close_matches,
+    read_yaml,
+    resolve_named,
+    validate,
+)
 from telapa.continual.curriculum import CURRICULUM_DIR, SAFE_NAME, Curriculum, load_curriculum
 from telapa.continual.memory import check_memory
 from telapa.continual.preset import (
@@ -261,6 +268,30 @@ def _schema_has(model: type[BaseModel], parts: list[str]) -> bool:
     return False
 
 
+def _setting_hint(key: str) -> str:
+    """`` (did you mean 'train.ppo.lr'?)`` for a dotted ``key`` that names no setting
+    (`_schema_has`): the keys spelled like its first part that names nothing, among its
+    section's, as ``telapa run --set`` suggests them (`close_matches`); else ""."""
+    parts = key.split(".")
+    model: type[BaseModel] | None = RunConfig
+    for depth, part in enumerate(parts):
+        if model is None:
+            return ""
+        info = model.model_fields.get(part)
+        if info is None:
+            plugin = plugin_section(part) if model is MethodsConfig else None
+            if plugin is None:
+                prefix = "".join(f"{p}." for p in parts[:depth])
+                known = [*model.model_fields, *(["preset"] if prefix == "train." else [])]
+                return close_matches(part, known, prefix=prefix)
+            model = plugin
+            continue
+        annotation = info.annotation
+        model = next((sub for sub in (annotation, *getattr(annotation, "__args__", ()))
+                      if isinstance(sub, type) and issubclass(sub, BaseModel)), None)
+    return ""
+
+
 def _applies(key: str, method: str) -> bool:
     """A ``methods.X.*`` key only applies to the methods that read section X."""
     if not key.startswith("methods."):
@@ -374,8 +405,9 @@ def load_sweep(path: str | Path, sets: dict[str, Any] | None = None) -> Sweep:
     if sets:
         for key in sets:
             if not _schema_has(RunConfig, key.split(".")):
-                raise ConfigError(f"unknown key {key!r} in --set: it names no setting of "
-                                  "the run preset (see continual/preset.py)")
+                raise ConfigError(f"unknown key {key!r} in --set{_setting_hint(key)}: it "
+                                  "names no setting of the run preset (see "
+                                  "continual/preset.py)")
             if key in spec.grid:
                 raise ConfigError(f"--set {key}: {source} varies it in its grid")
         spec = spec.model_copy(update={"overrides": {**spec.overrides, **sets}})
@@ -393,8 +425,9 @@ def load_sweep(path: str | Path, sets: dict[str, Any] | None = None) -> Sweep:
     for section, keys in (("grid", spec.grid), ("overrides", spec.overrides)):
         for key in keys:
             if not _schema_has(RunConfig, key.split(".")):
-                raise ConfigError(f"unknown setting {section}.{key!r} in {source}: it names "
-                                  "no key of the run preset (see continual/preset.py)")
+                raise ConfigError(f"unknown setting {section}.{key!r} in {source}"
+                                  f"{_setting_hint(key)}: it names no key of the run preset "
+                                  "(see continual/preset.py)")
     both = set(spec.grid) & set(spec.overrides)
     if both:
         raise ConfigError(f"{source}: {sorted(both)} both in grid and overrides")

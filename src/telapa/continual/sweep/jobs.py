@@ -22,6 +22,12 @@ Outcome = tuple[str, dict[str, Any]]
 "error": ..., "traceback": ...}``."""
 
 
+class BackendError(RuntimeError):
+    """A backend could not start a round's jobs at all (Slurm refused the submission):
+    none of them ran. `run_sweep` stops with it, in one line, and removes the sweep
+    directory it created when nothing ran."""
+
+
 def thread_env(threads: int) -> dict[str, str]:
     """Environment that caps the CPU threads of one worker (the BLAS/OpenMP pools, and
     XLA's Eigen pool when one thread is asked for), so that N workers do not
@@ -151,4 +157,5 @@ def run_cell(sweep_dir: str, cell: dict[str, Any]) -> dict[str, Any]:
         return _failure(err)
 
 
-__all__ = ["Outcome", "completed", "mark_started", "run_cell", "run_job", "thread_env"]
+__all__ = ["BackendError", "Outcome", "completed", "mark_started", "run_cell", "run_job",
+           "thread_env"]

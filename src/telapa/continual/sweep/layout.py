@@ -115,9 +115,10 @@ def _runs_inside(path: Path) -> list[Path]:
     return [p for p in children if RunDir(p).exists()]
 
 
-def prepare_sweep_dir(sweep: Sweep, out: Path) -> None:
+def prepare_sweep_dir(sweep: Sweep, out: Path) -> bool:
     """Creates ``out`` for ``sweep`` or checks that it holds the same sweep (re-running
-    resumes it); refuses any other non-empty directory.
+    resumes it); refuses any other non-empty directory. Returns whether this call created
+    it (`run_sweep` removes a directory it created when nothing could run in it).
 
     Creation is atomic (`create_dir_atomically`): a reader, or a second process starting
     the same sweep, sees no sweep directory or a whole one. Of two processes creating
@@ -127,6 +128,7 @@ def prepare_sweep_dir(sweep: Sweep, out: Path) -> None:
     out = Path(out)
     payloads = json.loads(json.dumps([c.payload() for c in sweep.cells]))
     stored = stored_cells(out)
+    created = False
     if stored is None:
         def build(tmp: Path) -> None:
             (tmp / "cells").mkdir()
@@ -150,6 +152,7 @@ def prepare_sweep_dir(sweep: Sweep, out: Path) -> None:
     if payloads != stored:
         raise RunDirError(f"{out} holds another sweep (its {CELLS_FILE} differs from the "
                           f"cells of {sweep.path}); choose another --out")
+    return created
 
 
 def create_dir_atomically(out: Path, build: Callable[[Path], None], *, what: str) -> bool:

@@ -15,9 +15,13 @@ from typing import Any
 
 from telapa.continual.sweep.grammar import Cell
 from telapa.continual.sweep.jobs import Outcome, run_job, thread_env
+from telapa.io.stop import stop_on_signals
 
 PARENT_CHECK_S = 1.0
 """How often a worker checks that the sweep process that started it is alive."""
+STOP_WAIT_S = 30.0
+"""How long a busy worker asked to stop (SIGTERM) has to unwind its run before it is
+killed (`_Worker.stop`)."""
 
 
 def _die_with_parent(parent: int) -> None:
@@ -53,13 +57,47 @@ def _init_worker(threads: int, cores: set[int] | None, parent: int) -> None:
 def _serve(conn: Connection, job: Callable[[str, list[dict[str, Any]]], list[Outcome]],
            threads: int, cores: set[int] | None, parent: int) -> None:
     """A worker's loop: runs each job ``(sweep directory, cells)`` it receives and sends
-    back its outcomes, until it receives None (or its sweep ends: Ctrl-C, a closed pipe)."""
+    back its outcomes, until it receives None (or its sweep stops it: SIGTERM, a closed
+    pipe).
+
+    Only the sweep process stops a worker (`_Worker.stop`: SIGTERM), so SIGINT is
+    ignored here: Ctrl-C in a terminal signals the whole process group, and a worker
+    unwinding on its own SIGINT would be cut short by the sweep's SIGTERM. SIGTERM
+    unwinds the run as Ctrl-C does in ``telapa run`` (`stop_on_signals`: its last
+    checkpoint kept, its lock released, its trackers closed), and the worker then ends
+    by `_end_after_stop`. Killed outright instead (the sweep's SIGTERM with Python's
+    default action), a worker left the three semaphores of tensorboardX's event queue to
+    Python's resource tracker, which warned of them after the sweep's resume line
+    ("There appear to be 3 leaked semaphore objects")."""
     _init_worker(threads, cores, parent)
-    try:
-        while (work := conn.recv()) is not None:
-            conn.send(job(*work))
-    except (KeyboardInterrupt, EOFError, BrokenPipeError):
-        pass
+    with stop_on_signals():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the sweep's to act on (above)
+        try:
+            while (work := conn.recv()) is not None:
+                conn.send(job(*work))
+        except KeyboardInterrupt:  # Terminate: SIGTERM
+            _end_after_stop()
+        except (EOFError, BrokenPipeError):
+            pass
+
+
+def _end_after_stop() -> None:
+    """Ends a worker whose run a stop has unwound (everything it keeps written, its locks
+    released) at once: what multiprocessing runs when a worker ends (its finalizers:
+    the semaphores of tensorboardX's event queue handed back to the resource tracker),
+    its streams flushed, then ``os._exit``. Not the interpreter's finalization, which
+    tears JAX's runtime down under its interrupted threads: a worker stopped so died of
+    SIGSEGV there, at times before its semaphores were handed back (the resource
+    tracker's "3 leaked semaphore objects" after the sweep's resume line), as `telapa
+    run` did before `telapa.cli.console_main` ended it the same way."""
+    import multiprocessing.util
+    import sys
+
+    multiprocessing.util._exit_function()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(0)
 
 
 def _death(exitcode: int | None) -> str:
@@ -89,15 +127,16 @@ class _Worker:
 
     def stop(self) -> None:
         """Ends the process: an idle one is asked to (it finishes nothing), a busy one
-        (the sweep stopped: Ctrl-C, an error) is terminated; its cell resumes from its
-        last checkpoint in the next sweep."""
+        (the sweep stopped: Ctrl-C, SIGTERM, an error) is sent SIGTERM, which unwinds its
+        run (`_serve`), and killed if it has not ended within `STOP_WAIT_S`; its cell
+        resumes from its last checkpoint in the next sweep."""
         if self.job is None and self.process.is_alive():
             with contextlib.suppress(OSError):
                 self.conn.send(None)
             self.process.join(timeout=10)
         if self.process.is_alive():
             self.process.terminate()
-            self.process.join(timeout=10)
+            self.process.join(timeout=STOP_WAIT_S)
         if self.process.is_alive():
             self.process.kill()
             self.process.join()

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import io
 import os
 import shlex
 import shutil
@@ -49,7 +50,13 @@ from typing import Any
 
 from telapa.config import ConfigError
 from telapa.continual.sweep.grammar import Cell, SlurmOptions
-from telapa.continual.sweep.jobs import Outcome, completed, run_job, thread_env
+from telapa.continual.sweep.jobs import (
+    BackendError,
+    Outcome,
+    completed,
+    run_job,
+    thread_env,
+)
 from telapa.continual.sweep.layout import read_status
 from telapa.io import read_json, write_json_atomic
 from telapa.io.stop import PhaseStop, stop_on_signals
@@ -72,6 +79,9 @@ RESULT_WAIT_S = 30.0
 """How long an ended task's result file may take to appear (a shared filesystem's lag)."""
 REQUEUE_WAIT_S = 120.0
 """How long a task that asked to be requeued waits for Slurm to stop it."""
+PING_TIMEOUT_S = 60.0
+"""How long ``scontrol ping`` may take before Slurm is taken not to answer
+(`unreachable_slurm`)."""
 
 
 def missing_slurm() -> str | None:
@@ -83,7 +93,7 @@ def missing_slurm() -> str | None:
         found = False
     if not found:
         lacks.append("submitit (pip install 'telapa[slurm]')")
-    for program in ("sbatch", "srun", "squeue"):
+    for program in ("sbatch", "srun", "squeue", "scontrol"):
         if shutil.which(program) is None:
             lacks.append(f"Slurm's {program} on PATH (run on a Slurm login node; Debian: "
                          "apt-get install slurm-client)")
@@ -91,6 +101,39 @@ def missing_slurm() -> str | None:
     if not lacks:
         return None
     return "--backend slurm needs " + " and ".join(lacks)
+
+
+def unreachable_slurm() -> str | None:
+    """Why Slurm's commands, although on PATH, cannot be used here, in one line (None:
+    they can): ``scontrol ping`` finds no configuration (a machine with the Slurm client
+    installed but no cluster: every command ends in ``fatal: Could not establish a
+    configuration source``) or no controller that answers. Asked before the sweep
+    directory is created, so that a sweep that could not submit anything leaves nothing."""
+    try:
+        ping = _run(["scontrol", "ping"], timeout=PING_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return (f"--backend slurm: Slurm does not answer here (`scontrol ping` still "
+                f"waiting after {PING_TIMEOUT_S:.0f} s)")
+    except OSError as err:
+        return f"--backend slurm: cannot run `scontrol ping`: {err.strerror or err}"
+    up = " is UP" in ping.stdout
+    if ping.returncode == 0 or up:
+        return None
+    said = _last_line(ping.stderr) or _last_line(ping.stdout) or f"exit status {ping.returncode}"
+    return (f"--backend slurm: Slurm does not answer here (`scontrol ping`: {said}); run on "
+            "a login node of the cluster, or point SLURM_CONF at its slurm.conf")
+
+
+def _last_line(text: str) -> str:
+    """The last non-empty line of a command's output: Slurm's commands end with the one
+    that says what went wrong (``sbatch: fatal: ...``), after the errors that led to it."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+class SubmissionError(BackendError):
+    """Slurm refused a round's jobs (``sbatch`` failed): nothing of the round was
+    submitted, so nothing of it runs. One line: the jobs and ``sbatch``'s own message."""
 
 
 def _run(argv: list[str], timeout: float = 60.0) -> subprocess.CompletedProcess:
@@ -189,11 +232,12 @@ class SlurmBackend:
     """Each job a task of a Slurm job array (submitit's ``SlurmExecutor``) asking for
     ``options``; see the module. ``on_event`` receives its progress lines (submissions,
     state changes). `ConfigError` at once when submitit or Slurm is missing
-    (`missing_slurm`)."""
+    (`missing_slurm`) or Slurm does not answer (`unreachable_slurm`): before the sweep
+    directory is created."""
 
     def __init__(self, *, options: SlurmOptions, poll_s: float | None = None,
                  on_event: Callable[[str], None] = lambda text: None):
-        if (lacks := missing_slurm()) is not None:
+        if (lacks := missing_slurm() or unreachable_slurm()) is not None:
             raise ConfigError(lacks)
         self.options = options
         self.poll_s = poll_s if poll_s is not None else float(
@@ -241,8 +285,7 @@ class SlurmBackend:
         calls = [SlurmJob(sweep_dir=str(sweep_dir), cells=[c.work() for c in job],
                           tokens={c.name: read_status(sweep_dir, c.name).get("queued_try")
                                   for c in job}) for job in jobs]
-        with executor.batch():
-            submitted = [executor.submit(call) for call in calls]
+        submitted = self._submit(executor, folder, calls)
         tasks = {str(s.job_id): (s, job) for s, job in zip(submitted, jobs, strict=True)}
         record = read_jobs(sweep_dir)
         for task, (_, job) in tasks.items():
@@ -290,6 +333,32 @@ class SlurmBackend:
             self._save(sweep_dir, record)
 
     @staticmethod
+    def _submit(executor, folder: Path, calls: list[SlurmJob]) -> list[Any]:
+        """Submits ``calls`` as one array (submitit's batch). A refused submission (Slurm
+        unreachable since the check in `__init__`, a partition or account it rejects) is
+        a `SubmissionError` naming ``sbatch``'s message, with the files submitit wrote for
+        it removed (their pickles, the batch script); submitit's own print of sbatch's
+        errors is held back, so that the one line says it."""
+        from submitit.core.utils import FailedJobError, FailedSubmissionError
+
+        before = set(os.listdir(folder))
+        held = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(held), executor.batch():
+                return [executor.submit(call) for call in calls]
+        except (FailedJobError, FailedSubmissionError, OSError) as err:
+            for name in set(os.listdir(folder)) - before:
+                if name.endswith(".pkl") or name.startswith(".submission_file_"):
+                    with contextlib.suppress(OSError):
+                        (folder / name).unlink()
+            text = str(err).strip()  # FailedJobError: sbatch's stderr, whole
+            said = (_last_line(text) if isinstance(err, FailedJobError)
+                    else text.splitlines()[0] if text else "") \
+                or _last_line(held.getvalue()) or type(err).__name__
+            raise SubmissionError(f"submitting {len(calls)} job(s) to Slurm failed: "
+                                  f"{said}") from None
+
+    @staticmethod
     def _outcomes(sweep_dir: Path, submission, job: list[Cell], state: str | None,
                   ended_at: dict[str, float], task: str) -> list[Outcome] | None:
         """The job's outcomes once its task has ended (None while it has not): its result,
@@ -335,4 +404,5 @@ class SlurmBackend:
 
 
 __all__ = ["ACTIVE", "JOBS_FILE", "POLL_ENV", "SLURM_DIR", "SlurmBackend", "SlurmJob",
-           "missing_slurm", "read_jobs", "task_states"]
+           "SubmissionError", "missing_slurm", "read_jobs", "task_states",
+           "unreachable_slurm"]
