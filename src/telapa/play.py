@@ -31,8 +31,8 @@ replays the run's final evaluation of its task (`LoadedPolicy.replays`): ``key``
 evaluation's (`ContinualRun.final_tasks`), the episodes' keys are split
 ``final_eval_episodes`` ways and the first K are played, so K = ``final_eval_episodes``
 gives final.csv's successes exactly (a larger K plays all of them, then K -
-``final_eval_episodes`` more from the same key, `_episode_keys`). They run `CHUNK` at a time. The
-frames are the ports' MiniGrid picture (`telapa.envs.minigrid.render`), drawn one
+``final_eval_episodes`` more from the same key, `_episode_keys`). They run `CHUNK` at a
+time. The frames are the ports' MiniGrid picture (`telapa.envs.minigrid.render`), drawn one
 episode at a time and only when asked for (``frames``). On the host backends
 (MuJoCo's native and gymnasium) episode e resets with seed ``seed + e`` and, with
 ``frames``, draws its frames through MuJoCo's headless renderer
@@ -315,9 +315,8 @@ def iter_episodes(policy: LoadedPolicy, *, episodes: int, seed: int | None = Non
     None: the final evaluation's own episodes where the policy replays them
     (`LoadedPolicy.replays`: the first ``episodes`` of them; asked for more than it had,
     all of them and then as many more from its key, `_episode_keys`), else the run's
-    seed. A count out
-    of 1 .. `MAX_EPISODES`, or frames of an env without a renderer, is refused here,
-    before any episode is played."""
+    seed. A count out of 1 .. `MAX_EPISODES`, or frames of an env without a renderer, is
+    refused here, before any episode is played."""
     check_episodes(episodes)
     agent = policy.agent
     greedy = agent.config.eval.deterministic if deterministic is None else deterministic

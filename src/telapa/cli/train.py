@@ -140,7 +140,7 @@ def train_run(
                                    trainer.agent.iterations_per_call)
     if note:
         console.print(note, markup=False, highlight=False, soft_wrap=True)
-    sr_name = "SR" if trainer.agent.competence.counts else "SR~"
+    sr_name = trainer.agent.competence.symbol
     with console.status(f"compiling PPO for {env_id} ({backend})"):
         compile_s = trainer.compile()
 

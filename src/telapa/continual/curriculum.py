@@ -189,6 +189,11 @@ class Visit:
     competence: Competence | None = None
     """The task's competence score (its ``success``); None: its env family's."""
 
+    def scored_by(self) -> Competence:
+        """What scores this visit's SRs: its task's ``success`` target, else its env
+        family's competence (`scored_by`)."""
+        return scored_by(self.env_id, self.competence)
+
 
 class Curriculum(StrictModel):
     """A sequence of task visits: ``order`` repeated ``cycles`` times."""
@@ -309,16 +314,19 @@ class Curriculum(StrictModel):
         """``"SR"`` where every task's competence counts successes (`Competence.counts`),
         else ``"SR~"`` (a graded score: MuJoCo's normalized return), for what the command
         line prints."""
-        def counts(spec: TaskSpec) -> bool:
-            competence = (spec.success.competence() if spec.success is not None else
-                          family_of(spec.env_id).competence(import_env_module(spec.env_id)))
-            return competence.counts
-
-        return "SR" if all(counts(spec) for spec in self.tasks.values()) else "SR~"
+        counts = (scored_by(spec.env_id, spec.success and spec.success.competence()).counts
+                  for spec in self.tasks.values())
+        return "SR" if all(counts) else "SR~"
 
     def task_ids(self) -> dict[str, str]:
         """Task tag -> env id, in first-visit order (tasks never visited are left out)."""
         return {tag: self.tasks[tag].env_id for tag in dict.fromkeys(self.order)}
+
+
+def scored_by(env_id: str, competence: Competence | None = None) -> Competence:
+    """What scores a task's SRs: ``competence`` (its ``success`` target) or, None, its env
+    family's (`EnvFamily.competence`)."""
+    return competence or family_of(env_id).competence(import_env_module(env_id))
 
 
 def parse_curriculum(data: dict[str, Any], source: str = "<dict>") -> Curriculum:

@@ -14,9 +14,6 @@ import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
-from telapa.envs.registry import family_of
-from telapa.plugins import import_env_module
-
 if TYPE_CHECKING:
     from telapa.continual.curriculum import Visit
 
@@ -57,9 +54,7 @@ def score_symbol(visit: Visit) -> str:
     is graded (`Competence.counts` false: a ``success: {normalized_return: ...}`` task,
     MuJoCo): its own ``success`` or its env family's, as `Curriculum.score_symbol`
     decides for the whole curriculum. For a sink told no symbol (a sweep cell's log)."""
-    competence = visit.competence or family_of(visit.env_id).competence(
-        import_env_module(visit.env_id))
-    return "SR" if competence.counts else "SR~"
+    return visit.scored_by().symbol
 
 
 def eta_text(seconds: float) -> str:

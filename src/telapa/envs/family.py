@@ -67,6 +67,12 @@ class Competence:
     """Whether c is a count: the share k / n of n episodes that succeed (f is 0 or 1 and g
     the identity), so that a score is kept and compared as the rational k / n (`successes`)."""
 
+    @property
+    def symbol(self) -> str:
+        """How tables and lines name c: ``"SR"`` for a count (`counts`), ``"SR~"`` for a
+        graded score (MuJoCo's normalized return)."""
+        return "SR" if self.counts else "SR~"
+
     def __call__(self, returns: Any) -> Any:
         """c of the episodes along the last axis of ``returns`` (numpy or JAX)."""
         xp = _xp(returns)

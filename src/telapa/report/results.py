@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -45,6 +45,9 @@ from telapa.metrics import (
 )
 from telapa.metrics.rates import as_exact, recover_successes
 from telapa.provenance import UNRECORDED
+
+if TYPE_CHECKING:
+    from telapa.continual.curriculum import Curriculum
 
 SCRATCH = "scratch"
 COMPUTE_LABELS = {"extra_env_steps_M": "extra env steps (M)", "wall_h": "wall clock (h)",
@@ -95,35 +98,32 @@ def load_run(path: str | Path) -> RunRecord:
     run_dir = RunDir(path)
     spec = run_dir.complete_manifest()
     config = run_dir.config()
+    curriculum = run_dir.curriculum()
     settings = flatten_settings(run_dir.config_data())
-    settings["curriculum"] = json.dumps(run_dir.curriculum().model_dump(mode="json"),
-                                        sort_keys=True)
+    settings["curriculum"] = json.dumps(curriculum.model_dump(mode="json"), sort_keys=True)
     return RunRecord(
         path=run_dir.path,
         curriculum=spec["curriculum"],
         method=spec["method"],
         seed=int(spec["seed"]),
         tau_min=config.tau_min,
-        tables=with_counts(run_dir.tables(), run_dir, config),
+        tables=with_counts(run_dir.tables(), run_dir, config, curriculum),
         accounting=run_dir.accounting(),
         settings=settings,
         code=tuple(spec.get("code") or (UNRECORDED,)),
-        graded=run_dir.curriculum().score_symbol() == "SR~",
+        graded=curriculum.score_symbol() == "SR~",
     )
 
 
-def with_counts(tables: dict[str, pd.DataFrame], run_dir: RunDir,
-                config: Any) -> dict[str, pd.DataFrame]:
+def with_counts(tables: dict[str, pd.DataFrame], run_dir: RunDir, config: Any,
+                curriculum: Curriculum) -> dict[str, pd.DataFrame]:
     """``tables`` with the count columns (`COUNT_COLUMNS`) of every SR whose task's
     competence is a count: as written where the run kept them, else recovered from the
     SR and the episodes of its evaluation (`recover_successes`); `RunDirError` names the
     file, line, column and value that is no rate of that many episodes."""
-    from telapa.envs.registry import family_of  # loads the env families: on use
-
     counting = {}
-    for visit in run_dir.curriculum().visits():
-        competence = visit.competence or family_of(visit.env_id).competence(visit.env_id)
-        counting[visit.task] = competence.counts
+    for visit in curriculum.visits():
+        counting[visit.task] = visit.scored_by().counts
     episodes = {"visits": config.eval_episodes, "curve": config.eval_episodes,
                 "final": config.final_eval_episodes}
     out = {}
