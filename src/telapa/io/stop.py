@@ -7,6 +7,9 @@ dropped, and the run went on to its end as if never stopped (a probe: 1 of 4 Ctr
 shortly after a checkpoint). So `stop_on_signals` installs handlers that record the
 stop before they raise it, and the run loops call `raise_pending` at their boundaries
 (each phase, each training call): a dropped stop is raised again there, within seconds.
+Where the handler can see that it interrupts such a callback (a frame of one of
+``gc.callbacks`` or of a ``__del__`` on the stack) it only records the stop: raising there
+would print the dropped exception's traceback (CI saw it once in 1361 tests).
 
 A scheduler's warning (Slurm's ``--signal``, some time before a job's time limit or its
 pre-emption) asks for a gentler stop: `stop_on_signals` given ``boundary_signals`` records
@@ -17,6 +20,7 @@ checks inside a phase let it run on.
 
 from __future__ import annotations
 
+import gc
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -47,10 +51,22 @@ def _at_boundary(signum, frame) -> None:
     _boundary.append(signum)
 
 
+def _in_dropping_callback(frame) -> bool:
+    """Whether ``frame`` or a caller runs where Python drops exceptions: a garbage
+    collection callback (one of ``gc.callbacks``) or a finaliser (``__del__``)."""
+    codes = {getattr(callback, "__code__", None) for callback in gc.callbacks}
+    while frame is not None:
+        if frame.f_code in codes or frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _handler(kind: type[BaseException]):
     def stop(signum, frame):
         _pending.append(kind)
-        raise kind()
+        if not _in_dropping_callback(frame):
+            raise kind()
     return stop
 
 
