@@ -256,7 +256,7 @@ def test_status_estimates_the_cell_time_left(tmp_path, capsys):
     assert cell_time(out, "smoke-finetune-s0") == CellTime(60.0, 3, 12)
     assert cell_time(out, "smoke-ewc-s1") == CellTime(140.0, 1, 1)
     assert cell_time(out, "smoke-ewc-s2") is None
-    left, _, borrowed, unknown = time_left(out, stored_cells(out))
+    left, _, borrowed, unknown, _ = time_left(out, stored_cells(out))
     # finetune-s0 (started), ewc-s2 (its method's mean), finetune-s1 and -s2 (no finetune
     # cell finished: the mean of every finished cell, 120 s)
     assert left == pytest.approx(180.0 + 120.0 + 2 * 120.0)
@@ -268,7 +268,7 @@ def test_status_estimates_the_cell_time_left(tmp_path, capsys):
     assert "2 cell(s) of methods none of whose cells has finished" in text
     nothing_finished = {c["name"]: None for c in stored_cells(out)}
     nothing_finished["smoke-finetune-s0"] = CellTime(60.0, 3, 12)
-    left, _, borrowed, unknown = time_left(out, stored_cells(out), times=nothing_finished)
+    left, _, borrowed, unknown, _ = time_left(out, stored_cells(out), times=nothing_finished)
     assert left == pytest.approx(180.0) and borrowed == []
     assert unknown == ["smoke-ewc-s0", "smoke-ewc-s1", "smoke-ewc-s2",
                        "smoke-finetune-s1", "smoke-finetune-s2"]
@@ -276,29 +276,50 @@ def test_status_estimates_the_cell_time_left(tmp_path, capsys):
 
 def test_status_counts_a_method_new_to_a_curriculum_at_its_pace_elsewhere(tmp_path, capsys):
     """A cell not started whose method has finished only on other curricula counts that
-    method's wall clock per visit times its own visits, before any other method's mean:
-    methods differ several-fold in cost, curricula of one length do not."""
+    method's wall clock per visit times its own visits, before any other method's mean
+    (methods differ several-fold in cost), scaled by its curriculum's cost per visit
+    relative to the others, measured on the methods that finished on both (Hopper's RK4
+    physics makes its visits 3x HalfCheetah's)."""
     (tmp_path / "long.yaml").write_text(
         "name: long\ntasks: {A: MiniGrid-Empty-5x5-v0, B: MiniGrid-DoorKey-5x5-v0}\n"
         "order: [A, B, A]\ncycles: 2\n")  # 6 visits; smoke has 4
     sweep = load_sweep(_write(tmp_path, BASE.replace("[smoke]", "[smoke, long.yaml]")
-                              .replace("[ewc]", "[ewc, finetune]").replace("seeds: 2",
-                                                                           "seeds: 1")))
+                              .replace("[ewc]", "[ewc, finetune, l2init]")
+                              .replace("seeds: 2", "seeds: 1")))
     out = tmp_path / "out"
     prepare_sweep_dir(sweep, out)
-    for name, wall in (("smoke-ewc-s0", 400.0), ("smoke-finetune-s0", 40.0),
-                       ("long-finetune-s0", 90.0)):
-        (out / "cells" / name).mkdir()
-        _finish(out / "cells" / name, 0)
-        (out / "cells" / name / "accounting.json").write_text(json.dumps(_accounting(wall)))
+
+    def finish(walls):
+        for name, wall in walls:
+            (out / "cells" / name).mkdir()
+            _finish(out / "cells" / name, 0)
+            (out / "cells" / name / "accounting.json").write_text(
+                json.dumps(_accounting(wall)))
+
+    finish((("smoke-ewc-s0", 400.0), ("smoke-finetune-s0", 40.0)))
+    # long-ewc-s0: EWC took 400 s for smoke's 4 visits, 100 s a visit; long has 6, and no
+    # method has run on both curricula: 600 s. long-finetune-s0: 10 s a visit, 60 s.
+    # smoke-l2init-s0: no l2init cell finished, the mean of smoke's cells (220 s);
+    # long-l2init-s0: nothing to go by.
+    assert time_left(out, stored_cells(out)) == Estimate(
+        600.0 + 60.0 + 220.0, ["long-ewc-s0", "long-finetune-s0"], ["smoke-l2init-s0"],
+        ["long-l2init-s0"], {})
+    finish((("long-finetune-s0", 90.0), ("smoke-l2init-s0", 80.0),
+            ("long-l2init-s0", 360.0)))
+    # Per visit, finetune 10 s on smoke and 15 s on long (x1.5), l2init 20 s and 60 s (x3):
+    # f_long = sqrt(1.5 x 3) = 2.1213; long-ewc-s0 = 100 s x 6 visits x 2.1213. The mean
+    # of long's other methods (225 s) would say 225 s.
+    factor = (1.5 * 3.0) ** 0.5
     estimate = time_left(out, stored_cells(out))
-    # long-ewc-s0: EWC took 400 s for smoke's 4 visits, 100 s a visit; long has 6. The
-    # mean of long's other methods (90 s) would say 90 s.
-    assert estimate == Estimate(600.0, ["long-ewc-s0"], [], [])
+    assert estimate.seconds == pytest.approx(600.0 * factor)
+    assert estimate.other_curricula == ["long-ewc-s0"]
+    assert estimate.scales == {"long": pytest.approx(factor)}
     assert main(["sweep", "status", str(out)]) == 0
-    text = capsys.readouterr().out
-    assert "about 10 min of cell time left" in text
-    assert "1 cell(s) counted at their method's pace per visit on other curricula" in text
+    text = " ".join(capsys.readouterr().out.split())
+    assert "about 21 min of cell time left" in text
+    assert ("1 cell(s) counted at their method's pace per visit on other curricula, scaled "
+            "by their curriculum's cost measured on the methods that ran there too "
+            "(long x2.12)") in text
 
 
 def test_status_marks_a_cell_with_unreadable_progress(tmp_path, capsys):

@@ -256,8 +256,12 @@ def _print_status(path: Path) -> None:
             return
         notes = ["cells one after another: divide by the workers that run them"]
         if estimate.other_curricula:
+            scaled = ", ".join(f"{name} x{factor:.2f}"
+                               for name, factor in sorted(estimate.scales.items()))
             notes.append(f"{len(estimate.other_curricula)} cell(s) counted at their method's "
-                         "pace per visit on other curricula")
+                         "pace per visit on other curricula" + (
+                             f", scaled by their curriculum's cost measured on the methods "
+                             f"that ran there too ({scaled})" if scaled else ""))
         if estimate.other_methods:
             notes.append(f"{len(estimate.other_methods)} cell(s) of methods none of whose "
                          "cells has finished counted at the mean of the other methods' cells")

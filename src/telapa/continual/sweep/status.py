@@ -104,11 +104,15 @@ class Estimate(NamedTuple):
     seconds: float
     """Cell time still to go, one cell after another."""
     other_curricula: list[str]
-    """Cells counted at their method's pace per visit on other curricula."""
+    """Cells counted at their method's pace per visit on other curricula (scaled by
+    their curriculum's cost, `Estimate.scales`)."""
     other_methods: list[str]
     """Cells counted at the mean of their curriculum's cells under other methods."""
     unknown: list[str]
     """Cells not estimated."""
+    scales: dict[str, float]
+    """Curriculum name -> the cost factor f_C its `other_curricula` cells were scaled by,
+    for those with a measured one."""
 
 
 def _visits(cell: dict[str, Any]) -> int | None:
@@ -131,8 +135,13 @@ def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
 
     1. the mean wall clock of the finished cells that differ from it only in their seed;
     2. its method's mean wall clock per visit on other curricula with the same settings,
-       times its own visits: ``mean_j(wall_j / visits_j) * visits``
-       (`Estimate.other_curricula`);
+       times its own visits and its curriculum's cost factor:
+       ``mean_j(wall_j / visits_j) * visits * f_C`` (`Estimate.other_curricula`). Tasks
+       differ in cost per step (Hopper's and Walker2d's RK4 physics makes a visit about
+       3x HalfCheetah's), so f_C is measured from the methods B that finished on C and
+       elsewhere (same settings): the geometric mean over m in B of p(m, C) / q(m), with
+       p(m, C) m's mean wall clock per visit on C and q(m) its mean per visit on the other
+       curricula; f_C = 1 where B is empty (`Estimate.scales` holds the measured ones);
     3. the mean wall clock of its curriculum's finished cells under any method
        (`Estimate.other_methods`: methods differ in cost, TeLAPA's cells several times
        a baseline's, so this is the roughest);
@@ -148,7 +157,7 @@ def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
     kinds = {cell["name"]: (key(cell.get("method")), key(cell.get("curriculum")),
                             key(cell.get("config")), _visits(cell)) for cell in cells}
     same_cell: dict[tuple[str, str, str], list[float]] = {}
-    per_visit: dict[tuple[str, str], list[float]] = {}
+    per_visit: dict[tuple[str, str], dict[str, list[float]]] = {}
     same_setting: dict[tuple[str, str], list[float]] = {}
     for cell in cells:
         t = times[cell["name"]]
@@ -158,7 +167,10 @@ def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
         same_cell.setdefault((method, curriculum, config), []).append(t.wall_s)
         same_setting.setdefault((curriculum, config), []).append(t.wall_s)
         if visits:
-            per_visit.setdefault((method, config), []).append(t.wall_s / visits)
+            per_visit.setdefault((method, config), {}).setdefault(curriculum, []).append(
+                t.wall_s / visits)
+    factors = _cost_factors(per_visit)
+    scales: dict[str, float] = {}
     total = 0.0
     other_curricula: list[str] = []
     other_methods: list[str] = []
@@ -170,9 +182,12 @@ def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
             left = t.left_s
         elif walls := same_cell.get((method, curriculum, config)):
             left = sum(walls) / len(walls)
-        elif visits and (paces := per_visit.get((method, config))):
-            left = visits * sum(paces) / len(paces)
+        elif visits and (paces := _flat(per_visit.get((method, config), {}))):
+            factor = factors.get((curriculum, config), 1.0)
+            left = visits * sum(paces) / len(paces) * factor
             other_curricula.append(cell["name"])
+            if (curriculum, config) in factors:
+                scales[_name(cell)] = factor
         elif walls := same_setting.get((curriculum, config)):
             left = sum(walls) / len(walls)
             other_methods.append(cell["name"])
@@ -182,7 +197,36 @@ def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
             total += left
         else:
             unknown.append(cell["name"])
-    return Estimate(total, other_curricula, other_methods, unknown)
+    return Estimate(total, other_curricula, other_methods, unknown, scales)
+
+
+def _flat(paces: dict[str, list[float]]) -> list[float]:
+    return [p for values in paces.values() for p in values]
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def _cost_factors(per_visit: dict[tuple[str, str], dict[str, list[float]]]
+                  ) -> dict[tuple[str, str], float]:
+    """(curriculum, config) -> f_C of `time_left`'s rule 2, for each curriculum some
+    method finished on and elsewhere: the geometric mean over those methods m of
+    p(m, C) / q(m)."""
+    logs: dict[tuple[str, str], list[float]] = {}
+    for (_, config), by_curriculum in per_visit.items():
+        for curriculum, paces in by_curriculum.items():
+            others = _flat({c: p for c, p in by_curriculum.items() if c != curriculum})
+            if others and _mean(others) > 0 and _mean(paces) > 0:
+                logs.setdefault((curriculum, config), []).append(
+                    math.log(_mean(paces) / _mean(others)))
+    return {key: math.exp(_mean(values)) for key, values in logs.items()}
+
+
+def _name(cell: dict[str, Any]) -> str:
+    curriculum = cell.get("curriculum")
+    name = curriculum.get("name") if isinstance(curriculum, dict) else None
+    return str(name) if name else cell["name"]
 
 
 __all__ = ["STATES", "CellTime", "Estimate", "cell_state", "cell_time", "cell_times",
