@@ -245,6 +245,37 @@ def _mutants(trainer, candidates: int):
     return flat[None] + noise, unravel
 
 
+def bench_physics(steps: int) -> list[dict]:
+    """The bound under every MuJoCo phase: ``mujoco.mj_step`` of one env of each id (its
+    gymnasium model, ``frame_skip`` frames per env step, uniform random controls, a reset
+    every 100 env steps) in a Python loop on one core, nothing else. Per frame, with the
+    model's integrator: Hopper's and Walker2d's RK4 evaluates the dynamics four times a
+    frame (Ant's too, with a larger step), HalfCheetah's Euler once."""
+    import gymnasium
+    import mujoco
+
+    from telapa.envs.mujoco.native import model_warnings
+
+    results = []
+    for env_id in ENVS:
+        with model_warnings():
+            env = gymnasium.make(env_id).unwrapped
+        model, data, skip = env.model, env.data, env.frame_skip
+        controls = np.random.default_rng(0).uniform(-1, 1, (steps, model.nu))
+        start = time.perf_counter()
+        for k in range(steps):
+            if k % 100 == 0:
+                mujoco.mj_resetData(model, data)
+            data.ctrl[:] = controls[k]
+            mujoco.mj_step(model, data, nstep=skip)
+        elapsed = time.perf_counter() - start
+        results.append({"name": "physics-1env", "env_id": env_id, "steps": steps,
+                        "steps_per_s": steps / elapsed, "frame_skip": skip,
+                        "us_per_frame": elapsed / (steps * skip) * 1e6,
+                        "integrator": mujoco.mjtIntegrator(model.opt.integrator).name})
+    return results
+
+
 def bench_candidates(candidates: int, env_id: str, trainer=None, backend: str = "gymnasium",
                      one_by_one: bool = False, jitted_act: bool = False) -> dict:
     """Illumination's candidate evaluation: ``candidates`` mutants x 5 episodes of the
@@ -429,7 +460,7 @@ def visit_cost(ppo_rate: float, eval_rate: float) -> dict:
             "scratch_total_s": seconds["ppo"] + seconds["evaluation"]}
 
 
-STAGES = ("ppo", "stepping", "candidates", "threads", "sketch", "vector")
+STAGES = ("ppo", "stepping", "candidates", "threads", "sketch", "vector", "physics")
 """The measurements `main` can run (``--stages``), in the order it runs them."""
 
 VERSIONS = ("jax", "jaxlib", "flax", "optax", "gymnasium", "mujoco", "torch",
@@ -491,6 +522,8 @@ def main(argv: list[str] | None = None) -> int:
         record(result)
     for result in bench_vector(800 if args.quick else 16_000, engine_rounds) \
             if "vector" in stages else ():
+        record(result)
+    for result in bench_physics(500 if args.quick else 20_000) if "physics" in stages else ():
         record(result)
     eval_rates, ppo_rates, native_eval, native_ppo = {}, {}, {}, {}
     for env_id in ((ENV_ID,) if args.quick else ENVS) if "candidates" in stages else ():

@@ -73,6 +73,11 @@ def test_mujoco_throughput_quick(tmp_path: Path) -> None:
     assert {"ratio-8", "ratio-64"} <= set(vector["Hopper-v5"])
     assert vector["Hopper-v5"]["ratio-8"] == (vector["Hopper-v5"]["vector-telapa-8"]
                                               / vector["Hopper-v5"]["vector-gymnasium-8"])
+    # the physics bound per env id, with the integrator that sets it
+    physics = {r["env_id"]: r for r in report["results"] if r["name"] == "physics-1env"}
+    assert {i: (r["integrator"], r["frame_skip"]) for i, r in physics.items()} == {
+        "HalfCheetah-v5": ("mjINT_EULER", 5), "Hopper-v5": ("mjINT_RK4", 4),
+        "Walker2d-v5": ("mjINT_RK4", 4), "Ant-v5": ("mjINT_RK4", 5)}
 
 
 def test_paper_seed_stops_at_a_checkpoint_and_resumes(tmp_path: Path) -> None:
