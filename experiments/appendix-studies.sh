@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The paper's appendix studies still to run, one after another in the background
-# (docs/reproduction.md: the MuJoCo friction-shift appendix, then cross-archive elite
-# injection without and with the count bonus, then the long curriculum, then the MuJoCo
-# study's seeds 5-7 where the pace allows):
+# (docs/reproduction.md: cross-archive elite injection without and with the count bonus,
+# then the long curriculum, then the MuJoCo friction-shift appendix, then its seeds 5-7
+# where the pace allows; the shorter MiniGrid studies go first since 2026-12-05, when
+# the MuJoCo study, begun first, stood at HalfCheetah done and Hopper started, with some
+# 45 h of its wall time left against their 16):
 #   (setsid nohup experiments/appendix-studies.sh >/dev/null 2>&1 &)
 # Each is a pinned sweep (experiments/pinned-sweep.sh) with its own pin
 # (results/NAME.commit), taken at the commit main is on when that study starts: run this
@@ -27,11 +29,11 @@ study() {  # study COMMAND...: runs one pinned sweep and applies the rule above
   if [ "$status" -ge 128 ]; then exit "$status"; fi
   if [ "$status" -ne 0 ]; then failed=$status; fi
 }
-study "$HERE/pinned-sweep.sh" mujoco-paper --workers 2 --threads 1 --retries 2
 study "$HERE/pinned-sweep.sh" elite-injection-paper --seeds-per-batch 1 --retries 2
 study "$HERE/pinned-sweep.sh" elite-injection-intrinsic-paper --seeds-per-batch 1 --retries 2
 study "$HERE/pinned-sweep.sh" long-curriculum-paper --seeds-per-batch 3 \
   --seeds-per-batch telapa=1 --seeds-per-batch telapa-fresh=1 --retries 2
+study "$HERE/pinned-sweep.sh" mujoco-paper --workers 2 --threads 1 --retries 2
 study "$HERE/pinned-sweep.sh" mujoco-paper-seeds5-7 --workers 2 --threads 1 --retries 2
 exit "$failed"
 }
