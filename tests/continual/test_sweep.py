@@ -571,7 +571,7 @@ def test_export_copies_finished_cells_small_outputs_only(tmp_path, capsys):
     assert [c["name"] for c in json.loads((dest / "cells.json").read_text())["cells"]] == [
         "smoke-ewc-s0"]
     assert main(["sweep", "status", str(dest)]) == 0
-    assert "1 done" in capsys.readouterr().out
+    assert "1 of 2 cells exported, all done; 1 not exported" in capsys.readouterr().out
     _finish(s1, 1)
     summary = export_sweep(out, dest)
     assert (summary.added, summary.kept, summary.left) == (["smoke-ewc-s1"], ["smoke-ewc-s0"], [])

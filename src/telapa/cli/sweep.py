@@ -83,8 +83,8 @@ def _cmd_sweep(ns: argparse.Namespace) -> None:
             raise CLIError("usage: telapa sweep export DIR DEST")
         _export(Path(ns.args[1]), Path(ns.args[2]))
         return
-    if len(ns.args) != 1:
-        raise CLIError("usage: telapa sweep FILE --out DIR (or telapa sweep status DIR)")
+    if len(ns.args) != 1 or _misspelt_command(ns.args[0]):
+        raise CLIError(_usage_error(ns.args))
     if ns.out is None:
         raise CLIError("--out DIR is required")
     tracking = tracking_of(ns)
@@ -129,6 +129,36 @@ def _cmd_sweep(ns: argparse.Namespace) -> None:
     if counts["failed"]:
         raise CLIError(f"{counts['failed']} cell(s) failed; `telapa sweep status {ns.out}` "
                        "shows their errors; run the same command again to retry them")
+
+
+COMMANDS = ("status", "export")
+"""The words ``telapa sweep`` takes in place of a sweep file."""
+USAGE = ("telapa sweep FILE --out DIR, telapa sweep status DIR or telapa sweep export DIR "
+         "DEST")
+
+
+def _misspelt_command(first: str) -> bool:
+    """Whether ``first``, given alone where a sweep file goes, is no file but a word close
+    to one of `COMMANDS` (``telapa sweep statsu``: not "--out DIR is required")."""
+    import difflib
+
+    return not Path(first).exists() and bool(difflib.get_close_matches(first, COMMANDS, n=1))
+
+
+def _usage_error(args: list[str]) -> str:
+    """The one line for arguments that are neither a sweep file alone nor a command of
+    `COMMANDS` with its arguments: it names the word that is wrong and, as the other
+    commands' parsers do, the command spelt like it ("did you mean 'status'?")."""
+    import difflib
+
+    first, rest = args[0], args[1:]
+    close = difflib.get_close_matches(first, COMMANDS, n=1)
+    if close:
+        return f"unknown sweep command {first!r}; did you mean {close[0]!r}? (usage: {USAGE})"
+    if Path(first).exists():
+        return f"a sweep file takes no other arguments: {' '.join(rest)} (usage: {USAGE})"
+    return (f"{first!r} is not a sweep command ({', '.join(COMMANDS)}), and a sweep file "
+            f"takes no other arguments (usage: {USAGE})")
 
 
 def _slurm_backend(ns: argparse.Namespace, sweep, given: dict):
@@ -209,29 +239,42 @@ def _status(path: Path) -> None:
 
 def _print_status(path: Path) -> None:
     from telapa.continual.sweep import (
+        EXPORT_STATES,
         STATES,
         cell_state,
         cell_times,
-        stored_cells,
+        exported_cell_state,
+        stored_sweep,
         time_left,
+        tries_ended,
     )
 
-    cells = stored_cells(path)
-    if cells is None:
+    if not path.exists():
+        raise CLIError(f"sweep directory {path} does not exist")
+    data = stored_sweep(path)
+    if data is None:
         raise CLIError(f"{path} is not a sweep directory (no cells.json)")
-    table = Table(title=f"sweep {path}")
-    slurm = _slurm_jobs(path)
+    cells = data["cells"]
+    export = "exported_from" in data
+    table = Table(title=f"sweep {path}" + (" (an export)" if export else ""))
+    slurm = {} if export else _slurm_jobs(path)
     for name in ("cell", "state", "progress", "wall", "attempts",
                  *(("slurm job",) if slurm else ()), "last error"):
         table.add_column(name, overflow="fold")
-    counts = dict.fromkeys(STATES, 0)
+    counts = dict.fromkeys(EXPORT_STATES if export else STATES, 0)
     times, unreadable = cell_times(path, cells)
-    left_cells = []
+    left_cells, lost = [], []
     for cell in cells:
         state, status = cell_state(path, cell["name"])
-        counts[state] += 1
-        if state != "done":
+        attempts = tries_ended(state, status)
+        problem = ""
+        if export:  # an export holds done cells only: any other is lost, not left
+            state, problem = exported_cell_state(path, cell["name"])
+            if state != "done":
+                lost.append(cell["name"])
+        elif state != "done":
             left_cells.append(cell["name"])
+        counts[state] += 1
         errors = status.get("errors") or []
         spent = times[cell["name"]]
         if cell["name"] in unreadable:  # files there but unreadable: "?", not "not started"
@@ -240,10 +283,14 @@ def _print_status(path: Path) -> None:
             progress = spent.progress if spent else ""
             wall = _duration(spent.wall_s) if spent else ""
         job = slurm.get(cell["name"], "")
-        table.add_row(cell["name"], state, progress, wall, str(status.get("attempts", 0)),
-                      *((job,) if slurm else ()), errors[-1]["error"] if errors else "")
+        table.add_row(cell["name"], state, progress, wall, str(attempts),
+                      *((job,) if slurm else ()),
+                      problem or (errors[-1]["error"] if errors else ""))
     console = stdout_console()
     console.print(table)
+    if export:
+        _print_export_counts(data, counts, lost)
+        return
     console.print(", ".join(f"{n} {state}" for state, n in counts.items()), markup=False)
     for error in unreadable.values():
         console.print(f"progress unknown (shown as ?): {error}", markup=False, soft_wrap=True)
@@ -270,6 +317,37 @@ def _print_status(path: Path) -> None:
                          "has finished")
         console.print(f"about {_duration(estimate.seconds)} of cell time left at the pace "
                       f"so far ({'; '.join(notes)})", markup=False, soft_wrap=True)
+
+
+def _print_export_counts(data: dict, counts: dict[str, int], lost: list[str]) -> None:
+    """`telapa sweep status` of an export (`export_sweep`): how many of its sweep's cells
+    it holds (``of_cells``, the sweep's count), that the rest are not exported, and the
+    cells it lists but has lost (missing or damaged: not work left). No cell time left
+    is estimated: the cells not exported are not here to go by (the sweep's own
+    directory, ``exported_from``, is)."""
+    console = stdout_console()
+    held = len(data["cells"])
+    of = data.get("of_cells")
+    of = of if isinstance(of, int) and not isinstance(of, bool) and of >= held else None
+    line = (f"{held} of {of} cells exported" if of is not None else
+            f"{held} cells exported (the export does not record its sweep's count)")
+    if held and counts["done"] == held:
+        line += ", all done"
+    elif held:
+        line += ": " + ", ".join(f"{n} {state}" for state, n in counts.items() if n)
+    if of is not None and of > held:
+        line += f"; {of - held} not exported"
+    console.print(line, markup=False, soft_wrap=True)
+    if lost:
+        console.print(f"damaged export: it lists {len(lost)} cell(s) it does not hold whole "
+                      f"({', '.join(lost)}; see the last error column): restore them from "
+                      "where the export was copied from (e.g. version control), or export "
+                      "the sweep afresh into a new place", markup=False, soft_wrap=True)
+    if of is not None and of > held:
+        console.print(f"cell time left: not estimated from an export (its sweep's other "
+                      f"{of - held} cell(s) are not in it); `telapa sweep status` of the "
+                      f"sweep directory it was exported from ({data['exported_from']}) "
+                      "estimates it", markup=False, soft_wrap=True)
 
 
 def _slurm_jobs(path: Path) -> dict[str, str]:

@@ -91,23 +91,26 @@ from telapa.continual.sweep.local import LocalBackend
 from telapa.continual.sweep.ray_backend import RayBackend
 from telapa.continual.sweep.slurm_backend import SlurmBackend
 from telapa.continual.sweep.status import (
+    EXPORT_STATES,
     STATES,
     CellTime,
     Estimate,
     cell_state,
     cell_time,
     cell_times,
+    exported_cell_state,
     time_left,
+    tries_ended,
 )
 
-__all__ = ["CELLS_FILE", "EXPORT_FILES", "STATES", "SWEEP_FILE", "Cell", "CellTime",
-           "Estimate", "ExportSummary", "LocalBackend", "Outcome", "RayBackend", "SlurmBackend",
-           "SlurmOptions", "Sweep",
+__all__ = ["CELLS_FILE", "EXPORT_FILES", "EXPORT_STATES", "STATES", "SWEEP_FILE", "Cell",
+           "CellTime", "Estimate", "ExportSummary", "LocalBackend", "Outcome", "RayBackend",
+           "SlurmBackend", "SlurmOptions", "Sweep",
            "SweepFile",
            "cell_name", "cell_state", "cell_time", "cell_times", "check_batch_seeds",
-           "export_sweep", "load_sweep",
+           "export_sweep", "exported_cell_state", "load_sweep",
            "mark_started",
            "prepare_sweep_dir", "read_status", "restore_exported", "run_cell", "run_job",
            "run_sweep", "seed_jobs", "expand_sweep_dirs",
            "stored_cells", "stored_sweep", "sweep_cells_dirs", "thread_env", "time_left",
-           "write_status"]
+           "tries_ended", "write_status"]

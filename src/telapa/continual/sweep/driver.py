@@ -17,7 +17,7 @@ from telapa.continual.sweep.export import check_export_dest, export_sweep, resto
 from telapa.continual.sweep.grammar import Sweep, check_batch_seeds, seed_jobs
 from telapa.continual.sweep.jobs import BackendError
 from telapa.continual.sweep.layout import prepare_sweep_dir, read_status, write_status
-from telapa.continual.sweep.status import STATES, cell_state
+from telapa.continual.sweep.status import STATES, cell_state, tries_ended
 from telapa.continual.tracking import Tracking
 
 
@@ -34,8 +34,9 @@ def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
     destination is checked before anything is written (`check_export_dest`: a non-empty
     folder that is not this sweep's export is refused before ``out`` is created), the
     done cells are exported there (`export_sweep`) before the first job, and again as
-    each cell finishes; an export that fails then is reported
-    through ``on_event`` and does not stop the sweep. A cell the export already holds is
+    each job with a done cell ends (a seed batch once every cell of it has recorded its
+    end, so that each exported status file says done); an export that fails then is
+    reported through ``on_event`` and does not stop the sweep. A cell the export already holds is
     not run again even where ``out`` lacks it (a study resumed on a fresh checkout, whose
     committed results are all that is left of its earlier sessions): it is copied back
     into ``out`` (`restore_exported`), or, where ``out`` has an unfinished run directory
@@ -81,7 +82,7 @@ def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
                 raise RunDirError(f"cell {cell.name} of {out} is being run by another process")
             if state == "done" and status.get("state") != "done":  # it finished unrecorded
                 write_status(out, cell.name, status | {
-                    "state": "done", "attempts": status.get("attempts", 0) + 1})
+                    "state": "done", "attempts": tries_ended(state, status)})
             if state != "done":
                 (elsewhere if cell.name in exported else todo).append(cell)
         if elsewhere:
@@ -100,6 +101,9 @@ def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
             failed, unstarted, started = [], [], False
             jobs = [[dataclasses.replace(c, runtime=runtime) for c in job]
                     for job in seed_jobs(todo, batch_seeds)]
+            job_of = {c.name: i for i, job in enumerate(jobs) for c in job}
+            ended = [0] * len(jobs)  # each job's cells whose outcome has come back
+            finished: set[int] = set()  # the jobs with a cell done, not yet exported
             for name, result in backend.run(out, jobs):
                 ran = True
                 status = read_status(out, name)
@@ -111,16 +115,28 @@ def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
                              f"{result.get('error')!r}; counted done")
                     result = {"ok": True}
                 started |= ran
+                job = job_of.get(name, -1)
+                if job >= 0:
+                    ended[job] += 1
                 if not result.get("ok") and not ran:  # e.g. its worker died with another cell
                     unstarted.append((name, result))
-                    continue
-                _record(out, name, status, result, on_event)
-                if not result.get("ok"):
-                    tries[name] += 1
-                    if tries[name] <= retries:
-                        failed.append(sweep.cell(name))
-                elif export is not None:
+                else:
+                    _record(out, name, status, result, on_event)
+                    if not result.get("ok"):
+                        tries[name] += 1
+                        if tries[name] <= retries:
+                            failed.append(sweep.cell(name))
+                    else:
+                        finished.add(job)
+                if export is not None and job in finished and (
+                        job < 0 or ended[job] == len(jobs[job])):
+                    # once every cell of the job has recorded its end: a seed batch's
+                    # cells finish together, and exporting at its first cell's record
+                    # copied its partners' status files as they were, "queued"
+                    finished.discard(job)
                     _export(out, export, on_event)
+            if export is not None and finished:  # a job some of whose outcomes never came
+                _export(out, export, on_event)
             for name, result in unstarted:
                 if started:  # not charged: queued again for the next round
                     on_event(f"requeued {name}: it had not started ({result.get('error')})")

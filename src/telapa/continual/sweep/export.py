@@ -46,7 +46,15 @@ class ExportSummary:
 
 def _listing(source: dict[str, Any], sweep_dir: Path, cells: list[dict[str, Any]]
              ) -> dict[str, Any]:
-    """An export's ``cells.json``: the exported cells, in sweep order."""
+    """An export's ``cells.json``: the exported cells, in sweep order, the sweep
+    directory they come from (``exported_from``) and its count of cells (``of_cells``).
+    Where the source is itself an export, both are the source's own: re-exporting an
+    export keeps its sweep's directory and count, not the export's path and the cells it
+    holds."""
+    if "exported_from" in source:
+        return {"format": "telapa-sweep", "name": source.get("name"),
+                "exported_from": source["exported_from"],
+                "of_cells": source.get("of_cells", len(source["cells"])), "cells": cells}
     return {"format": "telapa-sweep", "name": source.get("name"),
             "exported_from": str(sweep_dir), "of_cells": len(source["cells"]), "cells": cells}
 
@@ -141,6 +149,8 @@ def export_sweep(sweep_dir: str | Path, dest: str | Path) -> ExportSummary:
     disk) is completed by the next.
     """
     sweep_dir, dest = Path(sweep_dir), Path(dest)
+    if not sweep_dir.exists():
+        raise RunDirError(f"sweep directory {sweep_dir} does not exist")
     source = stored_sweep(sweep_dir)
     if source is None:
         raise RunDirError(f"{sweep_dir} is not a sweep directory (no {CELLS_FILE})")

@@ -13,6 +13,8 @@ from telapa.continual.rundir import RunDirError
 from telapa.continual.sweep.layout import cell_dir, read_status
 
 STATES = ("done", "running", "partial", "failed", "left")
+EXPORT_STATES = ("done", "missing", "damaged")
+"""The states of a cell an export lists (`exported_cell_state`)."""
 
 
 def cell_state(sweep_dir: Path, name: str) -> tuple[str, dict[str, Any]]:
@@ -29,6 +31,40 @@ def cell_state(sweep_dir: Path, name: str) -> tuple[str, dict[str, Any]]:
     if run_dir.is_locked():
         return "running", status
     return ("failed" if failed else "partial"), status
+
+
+def tries_ended(state: str, status: dict[str, Any]) -> int:
+    """The tries of a cell that ended (done or failed), as `telapa sweep status` shows
+    them: its status file's ``attempts``, plus one for a done cell (``state``, from
+    `cell_state`) whose status does not say done. Such a cell's last try ended with its
+    run complete but was never recorded: a sweep killed between a run's end and its
+    record, or, in exports written before seed batches were exported only once all their
+    cells had recorded their end, a batch's partner cells, whose committed status still
+    says ``queued`` with 0 attempts. Every earlier try that ended was recorded (a failure
+    is, as it happens), so the count is exact. `run_sweep` records such a cell with this
+    count when it next sees it."""
+    attempts = int(status.get("attempts", 0))
+    if state == "done" and status.get("state") != "done":
+        return attempts + 1
+    return attempts
+
+
+def exported_cell_state(export_dir: Path, name: str) -> tuple[str, str]:
+    """(state, what is wrong) of a cell that the export ``export_dir`` lists: done (its
+    run is complete; nothing wrong), missing (it has no run directory) or damaged (its
+    run directory is there, but not a complete run). An export holds finished cells
+    only (`export_sweep`), so a cell missing or damaged in it is not work left but a
+    loss: the export no longer holds a cell it lists."""
+    run_dir = cell_dir(export_dir, name)
+    if not run_dir.path.exists():
+        return "missing", f"{run_dir.path} is not there"
+    try:
+        status = run_dir.manifest().get("status")
+    except RunDirError as err:
+        return "damaged", str(err)
+    if status == "complete":
+        return "done", ""
+    return "damaged", f"{run_dir.path / 'run.json'} says the run is {status!r}, not complete"
 
 
 @dataclass(frozen=True)
@@ -229,5 +265,5 @@ def _name(cell: dict[str, Any]) -> str:
     return str(name) if name else cell["name"]
 
 
-__all__ = ["STATES", "CellTime", "Estimate", "cell_state", "cell_time", "cell_times",
-           "time_left"]
+__all__ = ["EXPORT_STATES", "STATES", "CellTime", "Estimate", "cell_state", "cell_time",
+           "cell_times", "exported_cell_state", "time_left", "tries_ended"]
