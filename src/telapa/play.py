@@ -175,6 +175,8 @@ def open_finished(path: str | Path) -> ContinualRun:
     if status != "complete":
         raise PlayError(f"{path} has not finished (status {status!r}); play a finished run, "
                         f"or finish it with `telapa run --resume {path}`")
+    if not _keeps_checkpoints(run_dir.path):  # before the format: an exported result of
+        raise PlayError(_no_policies(run_dir))  # any version has none to play
     store = run_dir.checkpoints
     checkpoints = store.newest_first()  # refuses a run of an older format version
     if not checkpoints:
@@ -196,10 +198,21 @@ def open_finished(path: str | Path) -> ContinualRun:
     return run
 
 
+def _keeps_checkpoints(path: Path) -> bool:
+    """Whether the run directory ``path`` has a checkpoint pointer or folder (readable or
+    not: `open_finished` tells)."""
+    return (path / POINTER).exists() or (path.is_dir() and any(
+        p.name.startswith("ckpt-") and p.is_dir() for p in path.iterdir()))
+
+
 def _no_policies(run_dir: RunDir) -> str:
-    """What a finished run without a checkpoint lacks, and where its policies are: for a
-    cell of a sweep export, the cell of the sweep it was exported from."""
-    from telapa.continual.sweep.layout import stored_sweep
+    """Why a finished run without a checkpoint cannot be played, and where policies are to
+    be had: for a cell of a sweep export (the results only), its cell in the sweep's run
+    directory where that exists and keeps them; else (also for a cell restored into a
+    sweep from its export, and a run whose checkpoints are gone) only by running it
+    again. Nothing is advised that cannot work: the sweep's run directory named in an
+    export may be on another machine, or be a restored copy as bare as the export."""
+    from telapa.continual.sweep.layout import read_status, stored_sweep
 
     path = run_dir.path
     policies = path / POLICIES_DIR
@@ -207,19 +220,33 @@ def _no_policies(run_dir: RunDir) -> str:
     missing = (f"no checkpoint ({POINTER}, ckpt-NNNNNN/: the final policies and archives) "
                + (f"and its {POLICIES_DIR}/ holds only {', '.join(kept)}" if kept else
                   f"and no {POLICIES_DIR}/ (each visit's start and end policy)"))
+    again = ("run it again to have policies to play (`telapa run` with the curriculum, "
+             "method, seed and preset of its run.json, or its sweep)")
+    sweep_dir = path.parent.parent if path.parent.name == "cells" else None
     try:
-        sweep = stored_sweep(path.parent.parent) if path.parent.name == "cells" else None
+        sweep = stored_sweep(sweep_dir) if sweep_dir is not None else None
+        restored = (read_status(sweep_dir, path.name).get("restored_from")
+                    if sweep is not None else None)
     except RunDirError:
-        sweep = None
+        sweep, restored = None, None
     if sweep is not None and sweep.get("exported_from"):
         source = Path(str(sweep["exported_from"])) / "cells" / path.name
-        where = (f"it is a cell of the sweep export {path.parent.parent}, which keeps only "
-                 f"the result files: play the cell in the sweep's own run directory, "
-                 f"{source}")
-    else:
-        where = ("a sweep export keeps only the result files: play the run in the sweep's "
-                 "own run directory (SWEEP/cells/NAME), not in its export")
-    return f"{path} keeps no policies to play: it has {missing}; {where}"
+        if (source.is_dir() and source.resolve() != path.resolve()
+                and _keeps_checkpoints(source)):
+            where = f"play the cell in the sweep's own run directory, {source}, which keeps them"
+        else:
+            where = again
+        return (f"{path} keeps no policies to play: it has {missing}; it is a cell of the "
+                f"sweep export {sweep_dir}, an exported result, which keeps only the result "
+                f"files, so it cannot be played: {where}")
+    if restored:
+        return (f"{path} keeps no policies to play: it has {missing}; it was restored into "
+                f"its sweep from the export {restored}, an exported result, which keeps "
+                f"only the result files, so it cannot be played: {again}")
+    return (f"{path} keeps no policies to play: it has {missing}, so it cannot be played. A "
+            "sweep export's cell (or a copy of one) keeps only the result files: the "
+            "policies are only where the sweep ran it (SWEEP/cells/NAME, unless that cell "
+            f"was restored from the export too); otherwise {again}")
 
 
 def _visit(run: ContinualRun, which: str) -> Visit:

@@ -103,7 +103,10 @@ def test_elites_with_tags(tmp_path: Path) -> None:
 
 
 def test_runs_without_archives_and_incomplete_runs(tmp_path: Path) -> None:
-    assert load_telapa_run(write_run(tmp_path / "scratch", elites=None)) is None
+    scratch = write_run(tmp_path / "scratch", elites=None)
+    manifest = json.loads((scratch / "run.json").read_text())
+    (scratch / "run.json").write_text(json.dumps(manifest | {"method": "scratch"}))
+    assert load_telapa_run(scratch) is None
     with pytest.raises(RunDirError, match="not complete"):
         load_telapa_run(write_run(tmp_path / "running", status="running"))
 

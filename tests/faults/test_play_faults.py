@@ -84,7 +84,7 @@ def test_a_sweep_export_cell_is_refused_naming_what_is_missing_and_where(
         _fails(["play", str(cell), *extra], capsys,
                f"{cell} keeps no policies to play", "no checkpoint (checkpoint.json",
                "no policies/", f"sweep export {tmp_path / 'export'}",
-               "/data/sweeps/study/cells/finetune-s0")
+               "so it cannot be played: run it again")
         assert _files(cell) == before  # no .lock, nothing else
     assert not (tmp_path / "a.gif").exists()
     # a start policy left in the cell is not played as the final policy either
@@ -102,9 +102,10 @@ def test_a_run_outside_an_export_without_checkpoints_says_where_policies_are(
     run.mkdir()
     for path in RunDir(quick_run("finetune", 0)).result_files():
         shutil.copy2(path, run / path.name)
-    with pytest.raises(PlayError, match=r"no policies/ .*play the run in the sweep's own "
-                                        r"run directory \(SWEEP/cells/NAME\), not in its "
-                                        "export"):
+    with pytest.raises(PlayError, match=r"no policies/ .*so it cannot be played.*only "
+                                        r"where the sweep ran it \(SWEEP/cells/NAME, unless "
+                                        r"that cell was restored from the export too\); "
+                                        "otherwise run it again"):
         open_finished(run)
     assert not (run / ".lock").exists()
 

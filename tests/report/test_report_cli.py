@@ -41,7 +41,8 @@ def incomplete(quick_runs, tmp_path):
 def test_a_missing_or_incomplete_run_dir_is_named(finetune, incomplete, tmp_path, capsys):
     missing = tmp_path / "missing"
     err = _fails(["report", *finetune, str(missing), "--out", str(tmp_path / "r")], capsys)
-    assert f"{missing} does not exist" in err and "--skip-incomplete" in err
+    # a typo is not to be skipped: --skip-incomplete is offered for incomplete runs only
+    assert f"{missing} does not exist" in err and "--skip-incomplete" not in err
     err = _fails(["report", str(incomplete), *finetune, "--out", str(tmp_path / "r")], capsys)
     assert f"{incomplete} is not complete" in err
     assert not (tmp_path / "r").exists()

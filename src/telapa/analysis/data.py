@@ -86,13 +86,18 @@ def _check_transfer(event: Any, i: int, n_visits: int, dim: int, path: Path) -> 
 def load_telapa_run(path: str | Path) -> TeLAPARun | None:
     """Loads a complete run directory with archives; None for a method without them.
 
-    `RunDirError` names a missing, foreign or incomplete run, ValueError a malformed
-    ``elites.csv`` or ``method_log.json`` (naming the file).
+    `RunDirError` names a missing, foreign or incomplete run, or a run of a method with
+    archives (TeLAPA) without its ``elites.csv``, ValueError a malformed ``elites.csv``
+    or ``method_log.json`` (naming the file).
     """
     run_dir = RunDir(path)
     spec = run_dir.complete_manifest()
     root = run_dir.path
     if not run_dir.has_elites():
+        if keeps_archives(str(spec["method"])):  # not a method without archives: a
+            raise RunDirError(  # run whose archives were lost would drop out unseen
+                f"{run_dir.table_path('elites')} is missing (a {spec['method']} run keeps "
+                "its archives there)")
         return None
     visits = run_dir.read_table("visits", columns=("visit", "tag", "task"))
     if list(visits["visit"]) != list(range(len(visits))):
@@ -118,6 +123,19 @@ def load_telapa_run(path: str | Path) -> TeLAPARun | None:
         path=root, curriculum=str(spec["curriculum"]), method=str(spec["method"]),
         seed=int(spec["seed"]), visits=visits, final=final, elites=elites, transfers=transfers,
     )
+
+
+def keeps_archives(method: str) -> bool:
+    """Whether the method registered as ``method`` keeps policy archives (`TeLAPA` or a
+    subclass of it); an unknown method (a plug-in not imported) keeps none."""
+    from telapa.continual.methods.telapa.method import TeLAPA  # imported here: jax
+    from telapa.continual.registry import find_method
+    from telapa.plugins import PluginError
+
+    try:
+        return issubclass(find_method(method), TeLAPA)
+    except PluginError:
+        return False
 
 
 def descriptor_columns(frame: pd.DataFrame, prefix: str) -> list[str]:

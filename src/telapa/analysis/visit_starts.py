@@ -36,6 +36,11 @@ ROW_COLUMNS = ("curriculum", "method", "seed", "visit", "tag", *START_COLUMNS)
 """The columns of `visit_starts` (and of the CSV ``--out`` writes), in order."""
 
 
+class NoTrainingLog(RunDirError):
+    """A visit of the run has neither its training log nor its row in ``starts.csv`` (a
+    cell of a sweep export, which keeps no logs, of a run that wrote no starts.csv)."""
+
+
 def visit_starts(run_dir: str | Path, *, tags: Iterable[str] | None = None,
                  early: float = DEFAULT_EARLY) -> pd.DataFrame:
     """One row per visit of a complete run (its curriculum, method, seed, visit index and
@@ -55,7 +60,7 @@ def visit_starts(run_dir: str | Path, *, tags: Iterable[str] | None = None,
         except FileNotFoundError:
             start = kept.get(visit.index)
             if start is None or early != DEFAULT_EARLY:
-                raise RunDirError(
+                raise NoTrainingLog(
                     f"{run.path} has no training log of visit {visit.index} ({visit.tag})"
                     + ("" if start is None else f", and its starts.csv holds early = "
                        f"{DEFAULT_EARLY} only, not {early}")
@@ -102,6 +107,22 @@ def summarize_visit_starts(starts: pd.DataFrame, *, learned: float = 0.5) -> pd.
         ["curriculum", "method"])
 
 
+def _saved_starts(given: Path, run: Path) -> str:
+    """Where the visit starts of a run without training logs are to be had: the CSV
+    committed beside its sweep export (``results/NAME-visit-starts.csv`` beside
+    ``results/NAME``, written with ``--out`` while the logs were there), read with
+    ``--csv``."""
+    sweeps = [given, run.parent.parent] if run.parent.name == "cells" else [given]
+    for sweep in sweeps:
+        csv = sweep.parent / f"{sweep.name}-visit-starts.csv"
+        if csv.is_file():
+            return (f"The visit starts of {sweep} were saved before its logs went, in "
+                    f"{csv}: read them with --csv {csv} (in place of {given}).")
+    return ("The visit starts of such runs are read from a CSV written with --out while "
+            "their logs were there (e.g. the committed results/*-visit-starts.csv), with "
+            "--csv FILE.")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m telapa.analysis.visit_starts",
@@ -141,11 +162,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise ValueError(f"{csv} is missing column(s) {absent}")
             frame = frame.reindex(columns=list(ROW_COLUMNS))
             frames.append(frame if args.tags is None else frame[frame["tag"].isin(args.tags)])
-        for path in expand_sweep_dirs(args.runs):
-            if args.skip_incomplete and not RunDir(path).is_complete():
-                print(f"skipping {path}: not complete", file=sys.stderr)
-                continue
-            frames.append(visit_starts(path, tags=args.tags, early=args.early))
+        for given in args.runs:
+            for path in expand_sweep_dirs([given]):
+                if args.skip_incomplete and not RunDir(path).is_complete():
+                    print(f"skipping {path}: not complete", file=sys.stderr)
+                    continue
+                try:
+                    frames.append(visit_starts(path, tags=args.tags, early=args.early))
+                except NoTrainingLog as err:
+                    raise NoTrainingLog(f"{err} {_saved_starts(Path(given), Path(path))}"
+                                        ) from None
     except (RunDirError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -164,8 +190,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["ROW_COLUMNS", "START_COLUMNS", "SUMMARY_COLUMNS", "main", "summarize_visit_starts",
-           "visit_start", "visit_starts"]
+__all__ = ["ROW_COLUMNS", "START_COLUMNS", "SUMMARY_COLUMNS", "NoTrainingLog", "main",
+           "summarize_visit_starts", "visit_start", "visit_starts"]
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import track
 from rich.table import Table
+from rich.text import Text
 
 from telapa import envs
 from telapa.config import MAX_ENV_STEPS, ascii_int
@@ -21,9 +25,26 @@ from telapa.report.load import NotARunError, load_records
 from telapa.report.results import RunRecord
 from telapa.report.tables import ReportTable
 
+T = TypeVar("T")
+
 
 class CLIError(Exception):
     """A user error: printed as ``telapa: error: ...`` with exit status 2."""
+
+
+def reads_results(command: Callable[[argparse.Namespace], T]
+                  ) -> Callable[[argparse.Namespace], T]:
+    """A command that only reads runs' results (``metrics``, ``report``, ``inspect``):
+    MuJoCo's upstream deprecation of gymnasium's XML, given where reading a MuJoCo run's
+    curriculum loads its models to check it, is not shown
+    (`telapa.envs.mujoco.quiet_model_loads`)."""
+    from telapa.envs.mujoco import quiet_model_loads
+
+    @functools.wraps(command)
+    def quiet(ns: argparse.Namespace) -> T:
+        with quiet_model_loads():
+            return command(ns)
+    return quiet
 
 
 def seed_int(text: str) -> int:
@@ -187,8 +208,10 @@ def rich_table(table: ReportTable, *, title: str | None = None) -> Table:
                   caption_justify="left")
     lead = [table.index_label] if table.show_index else []
     numeric = [pd.api.types.is_numeric_dtype(table.values[c.key]) for c in table.columns]
-    for label in lead:
-        shown.add_column(label, no_wrap=True)
+    names = [r[0].split()[0] for r in rows if r[0].split()]
+    for label in lead:  # a long label (a method and its settings) wraps, at least as wide
+        shown.add_column(label, overflow="fold",  # as a method's name: the numbers beside
+                         min_width=max(map(cell_len, names), default=1))  # it keep theirs
     for col, right in zip(table.columns, numeric, strict=True):
         shown.add_column(col.label, justify="right" if right else "left")
     for (label, cells, best), row_counts in zip(rows, counts, strict=True):
@@ -196,6 +219,60 @@ def rich_table(table: ReportTable, *, title: str | None = None) -> Table:
                   for v, b, n in zip(cells, best, row_counts, strict=True)]
         shown.add_row(*([escape(label)] if table.show_index else []), *styled)
     return shown
+
+
+def _plain(cell: object) -> str:
+    if isinstance(cell, Text):
+        return cell.plain
+    return Text.from_markup(cell).plain if isinstance(cell, str) else ""
+
+
+def keep_words(table: Table) -> Table:
+    """``table`` with every column at least as wide as its longest word, header
+    included (its longest line where it does not wrap; a column that folds keeps its
+    own ``min_width``), so that rich wraps a cell between words but never cuts a value
+    short with "…" nor squeezes a column to nothing, however narrow the console."""
+    for column in table.columns:
+        if column.overflow == "fold":  # cut anywhere, nothing lost
+            continue
+        texts = [_plain(column.header), *map(_plain, column.cells)]
+        if column.no_wrap:
+            words = [line for text in texts for line in text.splitlines()]
+        else:
+            words = [word for text in texts for word in text.split()]
+        column.min_width = max(column.min_width or 0, *map(cell_len, words), 1)
+    return table
+
+
+def _fit(table: Table, width: int) -> None:
+    """Fixes the widths of ``table``'s columns where it is wider than ``width``: each
+    column its ``min_width``, the rest shared in proportion to what each would take
+    beyond it. Rich would cut every column by the same amount and then widen those
+    below their ``min_width`` again, past ``width``."""
+    _, right, _, left = table.padding
+    columns = table.columns
+    frame = ((len(columns) - 1 if table.box else 0) + (2 if table.box and table.show_edge else 0)
+             + (left + right) * len(columns))
+    natural = [max((cell_len(line) for cell in (column.header, *column.cells)
+                    for line in _plain(cell).splitlines()), default=1) for column in columns]
+    least = [min(column.min_width or 1, n) for column, n in zip(columns, natural, strict=True)]
+    room = width - frame - sum(least)
+    wanted = [n - m for n, m in zip(natural, least, strict=True)]
+    if sum(natural) + frame <= width or room <= 0 or not sum(wanted):
+        return
+    share = [m + room * w // sum(wanted) for m, w in zip(least, wanted, strict=True)]
+    for column, w in zip(columns, share, strict=True):
+        column.width = w
+
+
+def print_table(console: Console, table: Table) -> None:
+    """Prints ``table`` (`keep_words`) as wide as the console, every value whole: a
+    table that cannot be narrowed so far without cutting a value is printed wider,
+    uncropped (a terminal wraps its long lines), where rich would cut its lines at the
+    console's width."""
+    keep_words(table)
+    _fit(table, console.width)
+    console.print(table, crop=False)
 
 
 def runs_used(table: ReportTable, key: str, row: int) -> str:
@@ -216,9 +293,6 @@ def stdout_console() -> Console:
     """A console for tables on stdout, wide enough for the metrics tables when piped."""
     console = Console()
     return console if console.is_terminal else Console(width=max(console.width, 120))
-
-
-T = TypeVar("T")
 
 
 def tracker(console: Console, description: str) -> Callable[[Sequence[T]], Iterable[T]]:
@@ -251,20 +325,54 @@ def add_tau_from_option(parser: argparse.ArgumentParser) -> None:
                              "an ablation scored against the bar of the runs without it)")
 
 
-def load_runs(paths: Sequence[str], *, skip_incomplete: bool, console: Console
-              ) -> list[RunRecord]:
+def load_runs(paths: Sequence[str], *, skip_incomplete: bool, console: Console,
+              option: str | None = None) -> list[RunRecord]:
     """Complete runs of ``paths`` with a progress bar on ``console``; a missing or
     incomplete one is a `CLIError` naming it, or (``skip_incomplete``) a warning. A sweep
-    directory stands for all its cells' run directories."""
+    directory stands for all its cells' run directories. ``option``: the option the
+    paths were given to (``--tau-from``), named in the error. Only a run that exists and
+    is not complete is told of ``--skip-incomplete``: a path that does not exist (a
+    typo) is not to be dropped, and an export's incomplete cell is no run to resume."""
+    where = "" if option is None else f"{option}: "
     try:
+        runs = expand_sweeps(paths)
+        if not skip_incomplete:
+            for path in runs:
+                if not Path(path).exists():
+                    raise CLIError(f"run directory {path} does not exist")
+                _check_exported(Path(path))
         return load_records(
-            expand_sweeps(paths), skip_incomplete=skip_incomplete,
-            on_skip=lambda message: console.print(f"skipping {message}", style="yellow",
+            runs, skip_incomplete=skip_incomplete,
+            on_skip=lambda message: console.print(f"skipping {where}{message}", style="yellow",
                                                   markup=False, soft_wrap=True),
             track=tracker(console, "loading runs"),
         )
+    except CLIError as err:
+        raise CLIError(f"{where}{err}") from None
     except (RunImportError, NotARunError) as err:  # skipping would not help: the run
-        raise CLIError(str(err)) from None  # may be complete, or there is no run at all
+        raise CLIError(f"{where}{err}") from None  # may be complete, or there is no run
     except RunDirError as err:
-        raise CLIError(str(err) if skip_incomplete else f"{err} (or pass --skip-incomplete)"
-                       ) from None
+        raise CLIError(f"{where}{err}" if skip_incomplete else
+                       f"{where}{err} (or pass --skip-incomplete)") from None
+
+
+def _check_exported(path: Path) -> None:
+    """`CLIError` for a cell of a sweep export whose run.json is not complete: an export
+    holds finished cells' results only, and has nothing to resume."""
+    from telapa.continual.rundir import RunDir
+    from telapa.continual.sweep.layout import stored_sweep
+
+    if path.parent.name != "cells":
+        return
+    try:
+        sweep = stored_sweep(path.parent.parent)
+        status = RunDir(path).manifest().get("status") if sweep else None
+    except (RunDirError, AttributeError):  # load_records names what is wrong
+        return
+    if not sweep or not sweep.get("exported_from") or status == "complete":
+        return
+    raise CLIError(f"{path} is a cell of the sweep export {path.parent.parent}, but its "
+                   f"run.json is not complete (status {status!r}): an incomplete export, "
+                   "which cannot be resumed (an export keeps no checkpoints); export the "
+                   "finished cell again from the sweep's run directory (`telapa sweep "
+                   "export`), or pass --skip-incomplete to leave it out")

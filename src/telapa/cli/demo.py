@@ -12,7 +12,13 @@ from pathlib import Path
 
 from rich.console import Console
 
-from telapa.cli.common import CLIError, add_import_option, seed_int, stdout_console
+from telapa.cli.common import (
+    CLIError,
+    add_import_option,
+    print_table,
+    seed_int,
+    stdout_console,
+)
 from telapa.cli.run import build_spec, execute, metrics_tables
 from telapa.continual.rundir import RunDirError, claim_new_dir
 from telapa.continual.runner import ContinualRun
@@ -44,7 +50,7 @@ def _cmd_demo(ns: argparse.Namespace) -> None:
     results = score(load_run(p) for p in paths)
     for result in results.values():
         for table in metrics_tables(result):
-            stdout_console().print(table)
+            print_table(stdout_console(), table)
     stdout_console().print(f"runs: {out}  (score them again with `telapa metrics {out}/*`)")
 
 

@@ -9,7 +9,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 
 from rich.console import Console
@@ -21,6 +23,8 @@ from telapa.cli.common import (
     add_tau_from_option,
     expand_sweeps,
     load_runs,
+    print_table,
+    reads_results,
     stdout_console,
     tracker,
 )
@@ -40,6 +44,7 @@ def _unit_interval(text: str) -> float:
     return value
 
 
+@reads_results
 def _cmd_report(ns: argparse.Namespace) -> None:
     # imported here: matplotlib and the archive analysis are slow to import for other commands
     from telapa.report.build import (
@@ -54,10 +59,11 @@ def _cmd_report(ns: argparse.Namespace) -> None:
         raise CLIError("--doc-scope needs --doc FILE.md")
     if ns.doc is not None:
         try:
-            if not blocks(ns.doc.read_text(), ns.doc_scope):
+            text = ns.doc.read_text()
+            if not blocks(text, ns.doc_scope):
                 scope = "" if ns.doc_scope is None else f" of scope {ns.doc_scope}"
                 raise CLIError(f"--doc {ns.doc} has no telapa:table or telapa:figure "
-                               f"blocks{scope} (see telapa/report/docsync.py)")
+                               f"blocks{scope}; {_scopes_of(text)}")
         except DocSyncError as err:
             raise CLIError(f"--doc-scope: {err}") from None
         except OSError as err:
@@ -76,33 +82,108 @@ def _cmd_report(ns: argparse.Namespace) -> None:
                        "; an earlier report there is kept whole") from None
 
 
+def _progress(text: str) -> None:
+    """One progress line on stderr, ``[HH:MM:SS] text``, as ``telapa sweep`` logs."""
+    print(f"[{datetime.now():%H:%M:%S}] {text}", file=sys.stderr, flush=True)
+
+
 def _make_report(ns: argparse.Namespace, console: Console) -> None:
+    """Builds and writes the report, and fills ``--doc``; a progress line on stderr at
+    each phase once the runs are loaded (`_progress`; a run that cannot be loaded stays a
+    one-line error), the summary on stdout: ``updated C blocks of DOC; U of N
+    unchanged``, where only the C blocks that changed were written."""
     from telapa.report.build import ReportError, build_document, load_archives, write_report
-    from telapa.report.docsync import DocSyncError, fill, sync_document
+    from telapa.report.docsync import DocSyncError, fill, sync
 
     records = load_runs(ns.runs, skip_incomplete=ns.skip_incomplete, console=console)
+    if ns.doc is not None and ns.doc_scope is None:  # before the report is built
+        _check_unscoped(ns.doc, ns.doc.read_text(), records)
     bar = (None if ns.tau_from is None else
-           load_runs(ns.tau_from, skip_incomplete=ns.skip_incomplete, console=console))
+           load_runs(ns.tau_from, skip_incomplete=ns.skip_incomplete, console=console,
+                     option="--tau-from"))
     try:
+        _progress(f"loading the archives of {len(records)} runs")
         archives = load_archives(records, track=tracker(console, "loading archives"))
         doc = build_document(records, archives, gamma=ns.gamma, tau=ns.tau,
                              track=tracker(console, "plotting"), resample=ns.resample,
-                             clips=ns.clips, tau_from=bar)
+                             clips=ns.clips, tau_from=bar, on_phase=_progress)
         if ns.doc is not None:  # its ids checked against the report before it is written
             fill(ns.doc.read_text(), tables={t.id: "" for t in doc.tables()},
                  figures={f.id: "" for f in doc.figures()}, source=str(ns.doc),
                  scope=ns.doc_scope)
+        _progress(f"writing the report to {ns.out}")
         out = write_report(doc, ns.out, sources=[r.path for r in records])
-        filled = sync_document(ns.doc, out, ns.doc_scope) if ns.doc is not None else []
+        if ns.doc is not None:
+            _progress(f"filling {ns.doc}")
+        synced = sync(ns.doc, out, ns.doc_scope) if ns.doc is not None else None
     except (RunDirError, ReportError, DocSyncError, FileNotFoundError, ValueError) as err:
         raise CLIError(str(err)) from None
+    if ns.clips:  # a run without policies has a note in the report instead: said here too
+        for note in _clip_notes(doc):
+            console.print(f"--clips: {note}", style="yellow", markup=False, soft_wrap=True)
     stdout_console().print(
         f"report of {len(records)} runs: {out / 'index.html'} ({len(doc.tables())} tables, "
         f"{len(doc.figures())} figures; Markdown and CSV in {out / 'tables'})", markup=False)
-    if ns.doc is not None:
-        stdout_console().print(f"updated {len(filled)} blocks of {ns.doc}", markup=False)
+    if synced is not None:
+        stdout_console().print(f"updated {len(synced.changed)} blocks of {ns.doc}; "
+                               f"{synced.unchanged} of {len(synced.ids)} unchanged",
+                               markup=False)
 
 
+def _scopes_of(text: str) -> str:
+    """The scopes of a document's blocks, as ``--doc-scope`` takes them (`docsync`: a
+    block ``SCOPE/ID`` is a report's of scope SCOPE, a block ``ID`` the unscoped one's)."""
+    from telapa.report.docsync import BLOCK
+
+    ids = [m["id"] for m in BLOCK.finditer(text)]
+    scopes = list(dict.fromkeys(i.partition("/")[0] for i in ids if "/" in i))
+    unscoped = any("/" not in i for i in ids)
+    if not ids:
+        return "it has no blocks at all"
+    return (f"its scopes: {', '.join(scopes) or 'none'}"
+            + ("; its blocks without a scope are filled when --doc-scope is left out"
+               if unscoped else ""))
+
+
+def _check_unscoped(doc: Path, text: str, records: Sequence) -> None:
+    """Without ``--doc-scope`` a report fills the document's blocks without a scope: a
+    `CLIError` naming the scopes to choose from where those blocks are plainly another
+    report's, before the report is built. A block's id begins with its curriculum
+    (``primary-main``) and, in a method's archive analysis, the method
+    (``primary-telapa-probe-summary``): a curriculum or a method none of the runs has
+    cannot be this report's."""
+    from telapa.continual.registry import METHODS
+    from telapa.report.build import slug
+    from telapa.report.docsync import blocks
+
+    curricula = {slug(r.curriculum) for r in records}
+    methods = {slug(r.method) for r in records}
+    known = sorted((slug(m) for m in METHODS), key=len, reverse=True)
+    foreign = []
+    for _, id_, _ in blocks(text):
+        curriculum = next((c for c in curricula if id_.startswith(f"{c}-")), None)
+        if curriculum is None:
+            foreign.append(id_)
+            continue
+        rest = id_[len(curriculum) + 1:]
+        method = next((m for m in known if rest.startswith(f"{m}-")), None)
+        if method is not None and method not in methods:
+            foreign.append(id_)
+    if foreign:
+        raise CLIError(f"--doc {doc}: its blocks without a scope are another report's (e.g. "
+                       f"{foreign[0]}, {len(foreign)} in all, of curricula or methods these "
+                       f"runs do not have): choose this report's with --doc-scope; "
+                       f"{_scopes_of(text)}")
+
+
+def _clip_notes(doc) -> list[str]:
+    """The report's notes of the runs whose clips ``--clips`` could not make (a run that
+    keeps no policies, such as an exported result, or a run that is not MiniGrid's)."""
+    return [note for top in doc.sections for section in top.walk() for note in section.notes
+            if note.startswith("No clips of ")]
+
+
+@reads_results
 def _cmd_inspect(ns: argparse.Namespace) -> None:
     """Every run of ``ns.run`` read before anything is shown, so that an error (a run not
     finished, an unknown --task) comes alone. Of a sweep or a --seeds folder, the runs of
@@ -135,20 +216,30 @@ def _cmd_inspect(ns: argparse.Namespace) -> None:
     console = stdout_console()
     for inspection in inspections:
         for table in inspect_tables(inspection):
-            console.print(table)
+            print_table(console, table)
 
 
 def _range(values: Sequence[float]) -> str:
     return "/".join(f"{v:.2f}" for v in values)
 
 
+def _embedding(inspection: Inspection) -> str:
+    """What became of the run's embedding: its latest maintenance, or, where it was never
+    maintained, the random encoder E_0 it started with (all TeLAPA-Static ever has)."""
+    latent = inspection.latent
+    if latent["version"] is None:
+        if inspection.method == "telapa-static":
+            return "fixed random embedding (E_0; TeLAPA-Static never updates it)"
+        return "random embedding E_0 (not maintained yet: no updates)"
+    return (f"embedding version {latent['version']} ({latent['updates']} updates, "
+            f"normalizer {latent['normalizer_id']})")
+
+
 def inspect_tables(inspection: Inspection) -> list[Table]:
     """Rich tables: one row per archive (foreign lineage: elites descended from other
     tasks' visits), then one row per transfer (its source and lineage)."""
-    latent = inspection.latent
     archives = Table(title=f"{inspection.path}: {inspection.method} seed {inspection.seed} "
-                           f"({inspection.status}); embedding version {latent['version']} "
-                           f"({latent['updates']} updates, normalizer {latent['normalizer_id']})")
+                           f"({inspection.status}); {_embedding(inspection)}")
     for name in ("task", "env", "size", "d_min", "fitness\nmin/med/max",
                  "SR\nmin/med/max", "emb.\nversion", "foreign\nlineage", "elites\nof visits"):
         archives.add_column(name, justify="left" if name in ("task", "env") else "right",

@@ -49,6 +49,8 @@ from telapa.cli.common import (
     add_track_options,
     json_safe,
     load_runs,
+    print_table,
+    reads_results,
     rich_table,
     seed_int,
     stdout_console,
@@ -451,11 +453,13 @@ def metrics_report_tables(result: CurriculumResults, *, resample: Resample = "ru
     return [t for t in tables if t is not None]
 
 
+@reads_results
 def _cmd_metrics(ns: argparse.Namespace) -> None:
     console = stdout_console()
     runs = load_runs(ns.runs, skip_incomplete=ns.skip_incomplete, console=Console(stderr=True))
     bar = (None if ns.tau_from is None else load_runs(
-        ns.tau_from, skip_incomplete=ns.skip_incomplete, console=Console(stderr=True)))
+        ns.tau_from, skip_incomplete=ns.skip_incomplete, console=Console(stderr=True),
+        option="--tau-from"))
     try:
         results = score(runs, tau_from=bar)
     except RunDirError as err:
@@ -475,7 +479,7 @@ def _cmd_metrics(ns: argparse.Namespace) -> None:
         return
     for result in results.values():
         for table in metrics_tables(result, resample=ns.resample):
-            console.print(table)
+            print_table(console, table)
 
 
 def _records(frame: pd.DataFrame) -> dict[str, dict[str, float]]:

@@ -27,7 +27,7 @@ from telapa.metrics.aggregates import (
     probability_of_improvement_interval,
 )
 from telapa.metrics.stats import BOOTSTRAP_RESAMPLES, Resample, aggregate, bootstrap_interval
-from telapa.report.results import CurriculumResults, score_name
+from telapa.report.results import CurriculumResults, exact_mean, run_values, score_name
 from telapa.report.tables import Column, ReportTable
 
 PROFILE_TAUS = (0.0, 0.25, 0.5, 0.75, 0.9)
@@ -45,12 +45,27 @@ def revisit_scores(result: CurriculumResults) -> dict[str, np.ndarray]:
     """Method -> ``runs x revisit tags`` success rates after each revisit (NaN where a run
     lacks a tag); the tags in first-seen order, the same columns for every method. Empty
     when no run has a revisit."""
-    tags = list(dict.fromkeys(t for runs in result.metrics.values() for r in runs
-                              for t in r.revisit_sr))
+    tags = _revisit_tags(result)
     if not tags:
         return {}
     return {m: np.array([[r.revisit_sr.get(t, math.nan) for t in tags] for r in runs],
                         dtype=float) for m, runs in result.metrics.items()}
+
+
+def _revisit_tags(result: CurriculumResults) -> list[str]:
+    """The revisit tags of ``result``'s runs, in first-seen order."""
+    return list(dict.fromkeys(t for runs in result.metrics.values() for r in runs
+                              for t in r.revisit_sr))
+
+
+def exact_score_mean(result: CurriculumResults, method: str) -> float:
+    """The mean of ``method``'s revisit scores (every run's SR after every revisit), taken
+    over the exact SRs (k / n) and rounded once (`exact_mean`): the main table's Mean SR
+    of a method whose runs all have every revisit, to the last digit. NaN scores (a run
+    lacking a tag) are left out, as in `aggregate`."""
+    runs = result.metrics[method]
+    return exact_mean(v for tag in _revisit_tags(result)
+                      for v in run_values(runs, f"revisit:{tag}"))
 
 
 def scored_revisits(result: CurriculumResults) -> dict[str, np.ndarray]:
@@ -69,7 +84,9 @@ def aggregates_table(result: CurriculumResults, *, prefix: str,
                      n_resamples: int = BOOTSTRAP_RESAMPLES, resample: Resample = "runs"
                      ) -> ReportTable | None:
     """Methods x (mean and IQM of the revisit scores, each with its 95% percentile
-    bootstrap interval over runs; the number of scores); None without revisits."""
+    bootstrap interval over runs; the number of scores); None without revisits. The mean
+    is the exact one rounded once (`exact_score_mean`), so it reads as the main table's
+    Mean SR; the IQM and the intervals are of the float scores."""
     scores = scored_revisits(result)
     if not scores:
         return None
@@ -79,8 +96,9 @@ def aggregates_table(result: CurriculumResults, *, prefix: str,
         for statistic in ("mean", "iqm"):
             lo, hi = bootstrap_interval(s, statistic=statistic, n_resamples=n_resamples,
                                         resample=resample)
-            row.update({statistic: aggregate(s, statistic=statistic), f"{statistic}_lo": lo,
-                        f"{statistic}_hi": hi})
+            point = (exact_score_mean(result, method) if statistic == "mean" else
+                     aggregate(s, statistic=statistic))
+            row.update({statistic: point, f"{statistic}_lo": lo, f"{statistic}_hi": hi})
         rows[method] = row
     values = pd.DataFrame.from_dict(rows, orient="index").rename_axis("method")
     score = score_name(result)

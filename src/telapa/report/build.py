@@ -97,14 +97,19 @@ def build_document(
     resample: Resample = "runs",
     clips: bool = False,
     tau_from: Sequence[RunRecord] | None = None,
+    on_phase: Callable[[str], None] | None = None,
 ) -> Document:
     """Scores ``records`` and draws every figure (``track`` wraps the drawing jobs);
     ``resample``: what the aggregates' bootstrap draws (`telapa.report.aggregates`);
     ``clips``: also the filmstrips of transfers and archive elites of one run of each
     method with archives (`telapa.report.clips`); ``tau_from``: the runs whose Scratch
-    runs give tau_T (`telapa.report.results.score`; default ``records``)."""
+    runs give tau_T (`telapa.report.results.score`; default ``records``); ``on_phase``
+    is told each phase as it starts, one line of text each (scoring, each curriculum's
+    tables, the figures), for progress on a build that takes a minute."""
+    phase = on_phase or (lambda text: None)
     sections: list[Section] = []
     jobs: list[Callable[[], None]] = []
+    phase(f"scoring {len(records)} runs")
     results = score(records, tau_from=tau_from)
     mujoco = mujoco_results(results)
     if mujoco:
@@ -117,6 +122,8 @@ def build_document(
         prefix = slug(result.curriculum)
         if prefix in {s.id for s in sections}:  # names that differ only in punctuation
             prefix = f"{prefix}-{len(sections)}"
+        phase(f"tables of curriculum {result.curriculum} ({len(result.runs)} rows, "
+              f"{sum(len(rs) for rs in result.runs.values())} runs)")
         section, section_jobs = _curriculum_section(result, archives, prefix=prefix,
                                                     gamma=gamma, tau=tau, resample=resample)
         if clips:
@@ -125,6 +132,7 @@ def build_document(
         jobs += section_jobs
         if result.curriculum in mujoco:
             jobs.append(_return_curves_job(section, result, prefix))
+    phase(f"drawing the figures and archive analyses ({len(jobs)} jobs)")
     for job in track(jobs):
         job()
     methods = sorted({r.method for r in records})
@@ -182,6 +190,7 @@ def _curriculum_section(
     section = Section(prefix, f"Curriculum {result.curriculum}",
                       notes=[seeds + ".", f"Competence targets tau_T: {taus} "
                                           f"(from {result.tau_source}).",
+                             *filter(None, [result.tau_note()]),
                              code_note(r for rs in result.runs.values() for r in rs)])
     section.tables = curriculum_tables(result, prefix=prefix, resample=resample)
 

@@ -47,6 +47,13 @@ curriculum's set by name).
 A claim whose method, or every other, has fewer than two runs with a value is "not
 measurable". Runs without a value (a NaN nBWT: no task learned) are left out, which can
 turn a paired comparison into a Welch one.
+
+The claims tables judge the paper's claims, not the methods that happen to be given: a
+*best* claim there is judged only when every method it compares (`Claim.needs`: the
+methods of its table that each of our studies of it runs) has runs in the set; with one
+missing, its verdict reads "not judged: METHODS not given" (`evaluate` with
+``complete``), since "better than every other" among a subset says nothing of the rest.
+`evaluate` and `check` alone apply the rule above to whatever methods are given.
 """
 
 from __future__ import annotations
@@ -62,7 +69,8 @@ import pandas as pd
 
 from telapa.metrics.comparisons import POWER, Comparison, compare, holm
 from telapa.metrics.summary import METRIC_LABELS, TTT_UNIT
-from telapa.report.results import CurriculumResults
+from telapa.report.mujoco import PAPER_METHODS
+from telapa.report.results import CurriculumResults, exact_mean
 from telapa.report.tables import ReportTable, frame_table
 
 
@@ -80,18 +88,31 @@ class Claim:
     """The method a *pair* claim compares against."""
     exclude: tuple[str, ...] = ()
     """Methods a *best* claim does not compare against."""
+    needs: tuple[str, ...] = ()
+    """The methods a *best* claim compares (its own method among them): the claims tables
+    judge it only when each has runs in the set (`evaluate` with ``complete``)."""
 
 
 FRESH = "telapa-fresh"
 """The fresh-start variant (beyond the paper): left out of the paper's claims."""
 
+TABLE1_METHODS = ("scratch", "scratch-reuse", "finetune", "telapa")
+"""The methods of the paper's Table 1 that every one of our studies of its claims runs
+(the alternative curricula run these four; the paper-budget study adds TeLAPA-Static,
+the study budget five more baselines): a *best* claim of `CLAIMS`, `LONG_CLAIMS` or
+`FRESH_CLAIMS` is judged only with all of them given (`Claim.needs`)."""
+
 CLAIMS: tuple[Claim, ...] = (
-    Claim("TeLAPA has the best Mean SR", "best", "telapa", "mean_sr", exclude=(FRESH,)),
-    Claim("TeLAPA has the lowest TTT", "best", "telapa", "ttt", "lower", exclude=(FRESH,)),
-    Claim("TeLAPA has the highest Coverage", "best", "telapa", "coverage", exclude=(FRESH,)),
-    Claim("TeLAPA has the highest TR", "best", "telapa", "tr", exclude=(FRESH,)),
+    Claim("TeLAPA has the best Mean SR", "best", "telapa", "mean_sr", exclude=(FRESH,),
+          needs=TABLE1_METHODS),
+    Claim("TeLAPA has the lowest TTT", "best", "telapa", "ttt", "lower", exclude=(FRESH,),
+          needs=TABLE1_METHODS),
+    Claim("TeLAPA has the highest Coverage", "best", "telapa", "coverage", exclude=(FRESH,),
+          needs=TABLE1_METHODS),
+    Claim("TeLAPA has the highest TR", "best", "telapa", "tr", exclude=(FRESH,),
+          needs=TABLE1_METHODS),
     Claim("Scratch-Reuse has the best nBWT", "best", "scratch-reuse", "nbwt",
-          exclude=(FRESH,)),
+          exclude=(FRESH,), needs=TABLE1_METHODS),
     Claim("TeLAPA beats TeLAPA-Static on D'", "pair", "telapa", "revisit:D'",
           other="telapa-static"),
     Claim("TeLAPA beats TeLAPA-Static on E'", "pair", "telapa", "revisit:E'",
@@ -107,20 +128,27 @@ FRESH_CLAIMS: tuple[Claim, ...] = (
     Claim("TeLAPA-Fresh beats TeLAPA on Coverage", "pair", FRESH, "coverage", other="telapa"),
     Claim("TeLAPA-Fresh beats TeLAPA on TTT", "pair", FRESH, "ttt", "lower", other="telapa"),
     Claim("TeLAPA-Fresh beats TeLAPA on TR", "pair", FRESH, "tr", other="telapa"),
-    Claim("TeLAPA-Fresh has the best Mean SR", "best", FRESH, "mean_sr"),
-    Claim("TeLAPA-Fresh has the lowest TTT", "best", FRESH, "ttt", "lower"),
+    Claim("TeLAPA-Fresh has the best Mean SR", "best", FRESH, "mean_sr",
+          needs=(*TABLE1_METHODS, FRESH)),
+    Claim("TeLAPA-Fresh has the lowest TTT", "best", FRESH, "ttt", "lower",
+          needs=(*TABLE1_METHODS, FRESH)),
 )
 """The fresh-start variant's hypothesis (docs/reproduction.md, fixed before its first
 run): the first claim is the primary one; the others are secondary, each judged alone."""
 
 LONG_CLAIMS: tuple[Claim, ...] = (
-    Claim("TeLAPA has the best Mean SR", "best", "telapa", "mean_sr", exclude=(FRESH,)),
-    Claim("TeLAPA has the lowest TTT", "best", "telapa", "ttt", "lower", exclude=(FRESH,)),
-    Claim("TeLAPA has the highest Coverage", "best", "telapa", "coverage", exclude=(FRESH,)),
-    Claim("Scratch-Reuse has the best BWT", "best", "scratch-reuse", "bwt", exclude=(FRESH,)),
+    Claim("TeLAPA has the best Mean SR", "best", "telapa", "mean_sr", exclude=(FRESH,),
+          needs=TABLE1_METHODS),
+    Claim("TeLAPA has the lowest TTT", "best", "telapa", "ttt", "lower", exclude=(FRESH,),
+          needs=TABLE1_METHODS),
+    Claim("TeLAPA has the highest Coverage", "best", "telapa", "coverage", exclude=(FRESH,),
+          needs=TABLE1_METHODS),
+    Claim("Scratch-Reuse has the best BWT", "best", "scratch-reuse", "bwt", exclude=(FRESH,),
+          needs=TABLE1_METHODS),
     Claim("Scratch-Reuse has the best nBWT", "best", "scratch-reuse", "nbwt",
-          exclude=(FRESH,)),
-    Claim("Scratch-Reuse has the best TR", "best", "scratch-reuse", "tr", exclude=(FRESH,)),
+          exclude=(FRESH,), needs=TABLE1_METHODS),
+    Claim("Scratch-Reuse has the best TR", "best", "scratch-reuse", "tr", exclude=(FRESH,),
+          needs=TABLE1_METHODS),
 )
 """The paper's claims about its long curriculum A..H (App. "Longer MiniGrid Curriculum
 Ablation"): "TeLAPA achieves the best Mean SR, the fastest TTT, and the highest
@@ -130,32 +158,33 @@ have.)"""
 
 _MUJOCO_OTHERS = (FRESH,)
 """The MuJoCo claims compare the paper's five methods of its friction table (Scratch,
-Scratch-Reuse, Finetune, Finetune-Reset, TeLAPA): TeLAPA-Fresh is left out, as above."""
+Scratch-Reuse, Finetune, Finetune-Reset, TeLAPA: `PAPER_METHODS`, each claim's
+`Claim.needs`): TeLAPA-Fresh is left out, as above."""
 
 MUJOCO_CLAIMS: dict[str, tuple[Claim, ...]] = {
     "halfcheetah": (
         Claim("TeLAPA has the best BWT on HalfCheetah", "best", "telapa", "bwt",
-              exclude=_MUJOCO_OTHERS),
+              exclude=_MUJOCO_OTHERS, needs=PAPER_METHODS),
         Claim("Finetune has the best Mean SR~ on HalfCheetah", "best", "finetune",
-              "mean_sr", exclude=_MUJOCO_OTHERS),
+              "mean_sr", exclude=_MUJOCO_OTHERS, needs=PAPER_METHODS),
         Claim("Finetune has the best TR on HalfCheetah", "best", "finetune", "tr",
-              exclude=_MUJOCO_OTHERS),
+              exclude=_MUJOCO_OTHERS, needs=PAPER_METHODS),
     ),
     "hopper": (
         Claim("TeLAPA has the best BWT on Hopper", "best", "telapa", "bwt",
-              exclude=_MUJOCO_OTHERS),
+              exclude=_MUJOCO_OTHERS, needs=PAPER_METHODS),
         Claim("TeLAPA has the best TR on Hopper", "best", "telapa", "tr",
-              exclude=_MUJOCO_OTHERS),
+              exclude=_MUJOCO_OTHERS, needs=PAPER_METHODS),
         Claim("TeLAPA has the best Mean SR~ on Hopper", "best", "telapa", "mean_sr",
-              exclude=_MUJOCO_OTHERS),
+              exclude=_MUJOCO_OTHERS, needs=PAPER_METHODS),
     ),
     "walker2d": (
         Claim("TeLAPA has the best BWT on Walker2d", "best", "telapa", "bwt",
-              exclude=_MUJOCO_OTHERS),
+              exclude=_MUJOCO_OTHERS, needs=PAPER_METHODS),
         Claim("TeLAPA has the best TR on Walker2d", "best", "telapa", "tr",
-              exclude=_MUJOCO_OTHERS),
+              exclude=_MUJOCO_OTHERS, needs=PAPER_METHODS),
         Claim("Finetune has the best Mean SR~ on Walker2d", "best", "finetune", "mean_sr",
-              exclude=_MUJOCO_OTHERS),
+              exclude=_MUJOCO_OTHERS, needs=PAPER_METHODS),
     ),
 }
 """The paper's claims about its friction-shift table (App. "Continuous-Control
@@ -211,7 +240,18 @@ def seeded_values(result: CurriculumResults, method: str,
     return out
 
 
-Verdict = Literal["holds", "does not hold", "inconclusive", "not measurable"]
+Verdict = Literal["holds", "does not hold", "inconclusive", "not measurable", "not judged"]
+
+
+def method_rows(result: CurriculumResults) -> dict[str, str]:
+    """Row name -> the method of its runs (``scratch [lr=0.001]`` -> ``scratch``)."""
+    return {name: records[0].method for name, records in result.runs.items() if records}
+
+
+def missing_methods(claim: Claim, result: CurriculumResults) -> tuple[str, ...]:
+    """The methods of ``claim.needs`` with no runs in ``result``, in their order."""
+    given = set(method_rows(result).values())
+    return tuple(m for m in claim.needs if m not in given)
 
 
 @dataclass(frozen=True)
@@ -227,6 +267,16 @@ class ClaimCheck:
     alpha: float
     mine: Mapping[int, float]
     """Seed -> value of the claimed method."""
+    missing: tuple[str, ...] = ()
+    """A "not judged" claim's methods (`Claim.needs`) that have no runs."""
+
+    @property
+    def shown_verdict(self) -> str:
+        """The verdict as the claims table reads it: a "not judged" one names what is
+        missing ("not judged: scratch, scratch-reuse not given")."""
+        if self.verdict == "not judged":
+            return f"not judged: {', '.join(self.missing)} not given"
+        return self.verdict
 
     @property
     def p_holds(self) -> float:
@@ -254,37 +304,54 @@ class ClaimCheck:
         return min(known) if known else None
 
 
-def evaluate(claim: Claim, result: CurriculumResults, *, alpha: float = 0.05) -> ClaimCheck:
+def evaluate(claim: Claim, result: CurriculumResults, *, alpha: float = 0.05,
+             complete: bool = False) -> ClaimCheck:
     """``claim`` checked on ``result``: each comparison, Holm over the reverse ones, and
-    the verdict (module docstring)."""
+    the verdict (module docstring). With ``complete`` (the claims tables: the paper's
+    claim), a *best* claim whose method has values but some method of `Claim.needs` no
+    runs is "not judged" (`ClaimCheck.missing` names them), its comparisons among the
+    methods given kept; without it, the claim is judged among the methods given."""
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     mine = seeded_values(result, claim.method, claim.value)
     names = [claim.other or ""] if claim.kind == "pair" else [
         m for m in result.metrics if m != claim.method and m not in claim.exclude]
     others = {m: v for m in names if len(v := seeded_values(result, m, claim.value)) >= 2}
-    if len(mine) < 2 or not others:
+    missing = missing_methods(claim, result) if complete and claim.kind == "best" else ()
+    if len(mine) < 2 or not (others or missing):
         return ClaimCheck(claim, "not measurable", {}, {}, alpha, mine)
     comparisons = {m: compare(mine, v, better=claim.better) for m, v in others.items()}
     adjusted = dict(zip(comparisons, holm([c.p_reverse for c in comparisons.values()]).tolist(),
                         strict=True))
+    if missing:
+        return ClaimCheck(claim, "not judged", comparisons, adjusted, alpha, mine, missing)
     verdict: Verdict = ("holds" if max(c.p for c in comparisons.values()) < alpha else
                         "does not hold" if min(adjusted.values()) < alpha else "inconclusive")
     return ClaimCheck(claim, verdict, comparisons, adjusted, alpha, mine)
 
 
 def _fmt(values: Mapping[int, Fraction | float]) -> str:
-    return f"{np.mean([float(v) for v in values.values()]):.3f} (n={len(values)})"
+    """Mean (n=runs) of a claim's values: the exact mean rounded once (`exact_mean`), as
+    the main table shows it."""
+    return f"{exact_mean(values.values()):.3f} (n={len(values)})"
 
 
-def check(claim: Claim, result: CurriculumResults, *, alpha: float = 0.05) -> dict[str, object]:
+def check(claim: Claim, result: CurriculumResults, *, alpha: float = 0.05,
+          complete: bool = False) -> dict[str, object]:
     """The row of ``claim`` in the claims table: what it compares, our numbers, the tests,
-    both p-values, the verdict and, when open, the seeds that would decide it."""
-    done = evaluate(claim, result, alpha=alpha)
+    both p-values, the verdict and, when open, the seeds that would decide it;
+    ``complete`` as in `evaluate` (a "not judged" row shows our numbers among the
+    methods given, no p-values)."""
+    done = evaluate(claim, result, alpha=alpha, complete=complete)
+    judged = done.verdict != "not judged"
     row: dict[str, object] = {"claim": claim.text, "ours": "", "test": "",
-                              "p holds (IUT)": done.p_holds, "p fails (Holm)": done.p_fails,
-                              "verdict": done.verdict, "seeds to decide": ""}
+                              "p holds (IUT)": done.p_holds if judged else math.nan,
+                              "p fails (Holm)": done.p_fails if judged else math.nan,
+                              "verdict": done.shown_verdict, "seeds to decide": ""}
     if done.verdict == "not measurable":
+        return row
+    if not done.comparisons:  # not judged, and no other method given has values
+        row["ours"] = f"{claim.method} {_fmt(done.mine)}"
         return row
     sign = 1.0 if claim.better == "higher" else -1.0
     values = {m: seeded_values(result, m, claim.value) for m in done.comparisons}
@@ -313,7 +380,7 @@ def claims_table(result: CurriculumResults, *, prefix: str, alpha: float = 0.05,
     claims = _claim_set(result, fresh)
     if claims is None:
         return None
-    frame = pd.DataFrame([check(c, result, alpha=alpha) for c in claims])
+    frame = pd.DataFrame([check(c, result, alpha=alpha, complete=True) for c in claims])
     return frame_table(
         f"{prefix}-{'fresh-' if fresh else ''}claims",
         "TeLAPA-Fresh's claims (beyond the paper)" if fresh else
@@ -325,10 +392,14 @@ def claims_table(result: CurriculumResults, *, prefix: str, alpha: float = 0.05,
         "same seeds, Welch's t-test otherwise. holds = better than every other method, "
         "each test p < alpha (intersection-union: p holds = the largest p); does not hold "
         "= some other method better with Holm-adjusted p < alpha over the comparisons "
-        "the claim makes (p fails = the smallest adjusted p); inconclusive = neither. "
+        "the claim makes (p fails = the smallest adjusted p); inconclusive = neither; "
+        "not judged = a best claim one of whose methods (the paper's methods that each of "
+        "our studies of it runs) has no runs here, so that better than the methods given "
+        "says nothing of the claim. "
         "Values: mean over runs (n runs); TTT in millions of env steps. Seeds to decide: "
         f"seeds per method at which the test the verdict waits on would reach power {POWER} "
-        "if the observed differences and spreads held (paired or Welch noncentral t).",
+        "if the observed differences and spreads held (paired or Welch noncentral t)."
+        + (f" {note}" if (note := result.tau_note()) else ""),
         frame)
 
 
@@ -448,7 +519,7 @@ def settings_pairs_table(result: CurriculumResults, *, prefix: str,
 
 
 __all__ = ["CLAIMS", "FRESH", "FRESH_CLAIMS", "LONG_CLAIMS", "MUJOCO_CLAIMS", "MUJOCO_FRESH_CLAIMS",
-           "PAIR_VALUES", "Claim", "ClaimCheck", "check",
+           "PAIR_VALUES", "TABLE1_METHODS", "Claim", "ClaimCheck", "check",
            "paper_claims",
-           "claims_table", "comparisons_table", "evaluate", "pair_seeds_table",
-           "seeded_values", "settings_pairs_table"]
+           "claims_table", "comparisons_table", "evaluate", "method_rows", "missing_methods",
+           "pair_seeds_table", "seeded_values", "settings_pairs_table"]

@@ -13,8 +13,12 @@ name of its file under the report's ``tables/`` or ``figures/``)::
     <!-- /telapa:figure -->                                  next to the document
 
 Everything outside the blocks is the author's and is kept as written. `sync_document`
-checks every id before it writes anything; `stale_tables` tells which blocks differ from
-a given set of tables (the check that a committed document matches its results).
+checks every id before it writes anything, and writes only what changed: the document
+when some block's text differs, a figure's PNG when its bytes differ (matplotlib's PNG
+of the same figure is the same bytes), so a fill that finds everything up to date
+leaves every file as it was (`sync` says which blocks changed); `stale_tables` tells
+which blocks differ from a given set of tables (the check that a committed document
+matches its results).
 
 One document can show several reports side by side (e.g. a study at two budgets): a
 block whose id is ``SCOPE/ID`` belongs to the report filled with ``scope=SCOPE``
@@ -29,11 +33,11 @@ scope), so each report leaves the others' blocks as they are::
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from telapa.io import write_text_atomic
+from telapa.io import write_bytes_atomic, write_text_atomic
 
 _NAME = r"[A-Za-z0-9_.-]+"
 BLOCK = re.compile(rf"(<!-- telapa:(?P<kind>table|figure) (?P<id>{_NAME}(?:/{_NAME})?) -->\n)"
@@ -100,11 +104,27 @@ def fill(text: str, *, tables: Mapping[str, str], figures: Mapping[str, str],
     return BLOCK.sub(replace, text)
 
 
-def sync_document(doc: str | Path, report: str | Path, scope: str | None = None) -> list[str]:
+@dataclass(frozen=True)
+class Synced:
+    """What `sync` did to a document."""
+
+    ids: list[str]
+    """The ids of the blocks of the scope filled, in order."""
+    changed: list[str]
+    """Those whose text, or figure's PNG, differed and was written."""
+
+    @property
+    def unchanged(self) -> int:
+        """How many blocks were already up to date."""
+        return len(self.ids) - len(self.changed)
+
+
+def sync(doc: str | Path, report: str | Path, scope: str | None = None) -> Synced:
     """Fills ``doc``'s blocks of ``scope`` from the written report in ``report`` (its
     ``tables/ID.md`` and ``figures/ID.png``, the PNGs copied to `figure_folder` as
-    `figure_name`); writes ``doc`` only when every block was found. Returns the ids
-    filled."""
+    `figure_name`), once every block was found. Writes only what changed: ``doc`` when
+    its text does, a PNG when its bytes differ from the copy there (or there is none).
+    A block is changed when its text or its figure's bytes are."""
     doc, report = Path(doc), Path(report)
     text = doc.read_text()
     tables = {p.stem: p.read_text() for p in sorted((report / "tables").glob("*.md"))}
@@ -112,14 +132,26 @@ def sync_document(doc: str | Path, report: str | Path, scope: str | None = None)
     folder = figure_folder(doc)
     figures = {id_: f"![{id_}]({folder.name}/{figure_name(id_, scope)})" for id_ in pngs}
     new = fill(text, tables=tables, figures=figures, source=str(doc), scope=scope)
-    wanted = [(kind, id_) for kind, id_, _ in blocks(text, scope)]
-    if any(kind == "figure" for kind, _ in wanted):
-        folder.mkdir(exist_ok=True)
-        for kind, id_ in wanted:
-            if kind == "figure":
-                shutil.copyfile(pngs[id_], folder / figure_name(id_, scope))
-    write_text_atomic(doc, new)
-    return [id_ for _, id_ in wanted]
+    before, after = blocks(text, scope), blocks(new, scope)
+    changed = []
+    for (kind, id_, old_body), (_, _, new_body) in zip(before, after, strict=True):
+        moved = old_body != new_body
+        if kind == "figure":
+            target, png = folder / figure_name(id_, scope), pngs[id_].read_bytes()
+            if not target.is_file() or target.read_bytes() != png:
+                folder.mkdir(exist_ok=True)
+                write_bytes_atomic(target, png)
+                moved = True
+        if moved:
+            changed.append(id_)
+    if new != text:
+        write_text_atomic(doc, new)
+    return Synced([id_ for _, id_, _ in before], changed)
+
+
+def sync_document(doc: str | Path, report: str | Path, scope: str | None = None) -> list[str]:
+    """`sync`; returns the ids filled (those changed and those already up to date)."""
+    return sync(doc, report, scope).ids
 
 
 def stale_tables(text: str, tables: Mapping[str, str], scope: str | None = None) -> list[str]:
@@ -129,5 +161,5 @@ def stale_tables(text: str, tables: Mapping[str, str], scope: str | None = None)
             if kind == "table" and body.rstrip("\n") != tables.get(id_, "\0").rstrip("\n")]
 
 
-__all__ = ["SCOPE", "DocSyncError", "blocks", "figure_folder", "figure_name", "fill",
-           "stale_tables", "sync_document"]
+__all__ = ["SCOPE", "DocSyncError", "Synced", "blocks", "figure_folder", "figure_name", "fill",
+           "stale_tables", "sync", "sync_document"]

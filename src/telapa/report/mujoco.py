@@ -5,7 +5,9 @@ curriculum whose tasks belong to the MuJoCo env family, and learning curves in r
 units.
 
 SR~ = clip(E[R] / R*, 0, 1) is what the runs record as ``sr`` for MuJoCo envs (the env
-family's competence), so Mean SR~, BWT and TR are the ordinary metrics of those runs.
+family's competence), so Mean SR~, BWT and TR are the ordinary metrics of those runs. Our
+TR is the paper's threshold retention; the paper's MuJoCo TR column ("transfer
+recovery", undefined there) is another quantity, and the caption says so.
 """
 
 from __future__ import annotations
@@ -95,6 +97,10 @@ def mujoco_table(results: Mapping[str, CurriculumResults], *, prefix: str = "muj
         "\"Continuous-control friction-shift results\"; n/a for a method it did not run). "
         "SR~ = clip(E[R]/R*, 0, 1) is the normalized-return competence (R* = 5000 / 3000 "
         "/ 4000 / 6000 for HalfCheetah / Hopper / Walker2d / Ant), BWT measures retention "
-        "across revisits, TR transfer recovery.",
+        "across revisits. Our TR is threshold retention (the paper's App. \"(D) Threshold "
+        "retention\": the fraction of tasks whose SR~ at the curriculum's end is at least "
+        "tau_T); the paper's column beside it, which its MuJoCo table calls \"transfer "
+        "recovery\" and does not define, is a different quantity (it is negative for "
+        "Scratch, so no fraction of tasks): the two TR columns do not compare.",
         values, columns,
     )

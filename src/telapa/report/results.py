@@ -15,12 +15,18 @@ Every SR is scored as the k successes of n episodes it is (`telapa.metrics.rates
 run's tables carry the counts (`telapa.continual.runtables.COUNT_COLUMNS`); for a run
 written before they did, `load_run` recovers k = round(sr x n) with n from its config
 (``eval_episodes``, ``final_eval_episodes``) and refuses a value that does not read back.
+
+A mean over runs that a table shows is taken exactly and rounded once (`exact_mean`): the
+main table's means, the aggregates' mean and the claims' values show one value one way
+(Scratch's Mean SR over the paper-budget study's 8 seeds is 1479/2000 = 0.7395 exactly,
+0.740; a float sum of its 40 revisit SRs gave 0.73949999..., 0.739).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +50,7 @@ from telapa.metrics import (
     summarize,
 )
 from telapa.metrics.rates import as_exact, recover_successes
+from telapa.metrics.summary import EXTRA_METRICS, SUMMARY_METRICS, TTT_UNIT
 from telapa.provenance import UNRECORDED
 
 if TYPE_CHECKING:
@@ -80,6 +87,31 @@ class RunRecord:
     success rate k / n."""
 
 
+
+
+def exact_mean(values: Iterable[Fraction | float]) -> float:
+    """The mean of ``values`` computed exactly and rounded once to the nearest float:
+    rationals as they are, floats read as `as_exact` reads them (0.98 is 49/50); NaN
+    values left out; NaN when none is left. Every table shows a mean over runs this way,
+    so one quantity reads the same in each (a float sum rounds at every term)."""
+    exact = [as_exact(v) for v in values
+             if isinstance(v, Fraction) or not math.isnan(float(v))]
+    return float(sum(exact, Fraction(0)) / len(exact)) if exact else math.nan
+
+
+def run_values(runs: Iterable[RunMetrics], key: str) -> list[Fraction | float]:
+    """Each run's ``key`` (a `RunMetrics` field or ``revisit:TAG``), exact where the run
+    has it (`RunMetrics.exact`), else its float (NaN where it has none)."""
+    out: list[Fraction | float] = []
+    for r in runs:
+        exact = r.exact.get(key)
+        if exact is not None:
+            out.append(exact)
+        elif key.startswith("revisit:"):
+            out.append(r.revisit_sr.get(key.split(":", 1)[1], math.nan))
+        else:
+            out.append(getattr(r, key))
+    return out
 
 
 def flatten_settings(data: Any, prefix: str = "") -> dict[str, str]:
@@ -228,18 +260,47 @@ class CurriculumResults:
     metrics: dict[str, list[RunMetrics]] = field(default_factory=dict)
     tau_exact: dict[str, Fraction] = field(default_factory=dict)
     """tau_T per task, exactly: what every competence test compares with."""
+    tau_floor: bool = False
+    """True when no Scratch run gave tau_T: every tau_T is the floor ``tau_min``."""
+
+    def tau_note(self) -> str:
+        """Where tau_T is stated, a warning when it fell back to the floor (`tau_floor`);
+        "" otherwise."""
+        if not self.tau_floor:
+            return ""
+        floor = ", ".join(sorted({f"{v:g}" for v in self.tau.values()})) or "tau_min"
+        return (f"Warning: no Scratch runs of curriculum {self.curriculum} were given, so "
+                f"every tau_T is the floor tau_min = {floor}, not 0.9 x Scratch's mean best "
+                "SR: TTT, Coverage, TR and nBWT are measured against that floor and differ "
+                "from a report with the Scratch runs (give them, or --tau-from).")
 
     def summary(self) -> pd.DataFrame:
-        """Methods x (Mean SR, TTT in M steps, BWT, Coverage, nBWT, TR), mean and 95% CI."""
-        return summarize(self.metrics)
+        """Methods x (Mean SR, TTT in M steps, BWT, Coverage, nBWT, TR), mean and 95% CI;
+        each mean the exact mean over the runs rounded once (`exact_mean`)."""
+        table = summarize(self.metrics)
+        scale = Fraction(int(TTT_UNIT))
+        for method, runs in self.metrics.items():
+            for key in SUMMARY_METRICS + EXTRA_METRICS:
+                values = run_values(runs, key)
+                if key == "ttt":
+                    values = [v / scale if isinstance(v, Fraction) else v / TTT_UNIT
+                              for v in values]
+                table.loc[method, key] = exact_mean(values)
+        return table
 
     def revisits(self) -> pd.DataFrame:
         """Methods x revisit tags: mean post-training SR (paper Table "Revisit Mean SR")."""
         return revisit_table(self.metrics)
 
     def revisit_summary(self) -> pd.DataFrame:
-        """`revisits` with 95% CIs over seeds (columns ``T``, ``T_ci``, ``T_n``)."""
-        return revisit_summary(self.metrics)
+        """`revisits` with 95% CIs over seeds (columns ``T``, ``T_ci``, ``T_n``); each
+        mean the exact mean over the runs rounded once (`exact_mean`)."""
+        table = revisit_summary(self.metrics)
+        tags = [c for c in table.columns if f"{c}_ci" in table.columns]
+        for method, runs in self.metrics.items():
+            for tag in tags:
+                table.loc[method, tag] = exact_mean(run_values(runs, f"revisit:{tag}"))
+        return table
 
     def compute(self) -> pd.DataFrame:
         """Methods x compute columns (paper Table "Compute and memory overhead")."""
@@ -342,7 +403,9 @@ def score(records: Iterable[RunRecord], *,
             tau, source = _targets(own)
             source = f"{source} of --tau-from"
         result = CurriculumResults(curriculum, {t: float(v) for t, v in tau.items()},
-                                   source, tau_exact=tau)
+                                   source, tau_exact=tau,
+                                   tau_floor=bar is None and not any(
+                                       r.method == SCRATCH for r in group))
         for record in sorted(group, key=lambda r: (labels[r.path], r.seed)):
             t = record.tables
             name = labels[record.path]

@@ -14,7 +14,8 @@ LOWER_IS_BETTER = frozenset({"ttt"})
 def main_table(result: CurriculumResults, *, prefix: str) -> ReportTable:
     """Methods x (runs, Mean SR, TTT, censored revisits, BWT, Coverage, nBWT, TR, and
     Coverage on the last visits), each metric as mean ± t half width [bootstrap interval],
-    best per column marked."""
+    best per column marked; the caption warns when tau_T fell back to its floor
+    (`CurriculumResults.tau_note`)."""
     values = result.summary()
     values["ttt_censored_of"] = [f"{int(c)}/{int(r)}" for c, r in
                                  zip(values["ttt_censored"], values["revisits"], strict=True)]
@@ -35,7 +36,8 @@ def main_table(result: CurriculumResults, *, prefix: str) -> ReportTable:
         "steps (lower is better); TTT censored: revisits that never reached tau_T, each "
         "counted as its whole budget, of all revisits. Coverage is the paper's: tasks "
         "whose first visit reached tau_T; the last column counts each task's last visit "
-        "instead. The other metrics are higher-is-better.",
+        "instead. The other metrics are higher-is-better."
+        + (f" {note}" if (note := result.tau_note()) else ""),
         values, columns,
     )
 

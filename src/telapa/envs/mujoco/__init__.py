@@ -31,6 +31,9 @@ backend is faster).
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import gymnasium
@@ -77,6 +80,24 @@ def reference_return(env_id: str) -> float:
         f"{env_id}: no reference return R* for the normalized competence; add "
         f"{name!r} to telapa.envs.mujoco.REFERENCE_RETURNS"
     )
+
+
+UPSTREAM_WARNINGS = (r"MuJoCo: compiler attribute 'settotalmass' is deprecated",)
+"""The warnings (message patterns) that `telapa.envs.mujoco.native.model_warnings` gives
+for gymnasium's own v5 XML files at a model's load: upstream's, nothing a user of telapa
+can act on."""
+
+
+@contextmanager
+def quiet_model_loads() -> Iterator[None]:
+    """Hides `UPSTREAM_WARNINGS` inside: for commands that only read results, which load
+    a MuJoCo run's models only to check its curriculum (its env ids and options), so that
+    the deprecation of gymnasium's XML is no line in a researcher's tables. Commands that
+    build envs give it once per process (`telapa.envs.mujoco.native.model_warnings`)."""
+    with warnings.catch_warnings():
+        for message in UPSTREAM_WARNINGS:
+            warnings.filterwarnings("ignore", message=message, category=RuntimeWarning)
+        yield
 
 
 def _gymnasium_make(env_id: str, options: dict[str, Any]) -> gymnasium.Env:
