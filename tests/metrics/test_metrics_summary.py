@@ -164,3 +164,22 @@ def test_summary_bootstrap_resamples_runs_or_stratifies_over_task_terms():
 def test_format_cell_with_an_interval():
     assert format_cell(0.6, 0.68, 3, interval=(0.2, 1.0)) == "0.600 ± 0.680 [0.200, 1.000]"
     assert format_cell(0.6, math.nan, 2, interval=(math.nan, math.nan)) == "0.60 ± n/a"
+
+
+def test_cells_round_the_decimal_a_float_reads_as_not_the_binary_float():
+    """An exact mean rounded once to a float (359/400 = 0.8975: Scratch-Reuse's E' over
+    the paper-budget seeds) is shown as that decimal rounds, half to even: 0.898, where
+    formatting the binary float (just below 0.8975) gave 0.897; 0.7585 stays 0.758 (8
+    is even), 0.7395 reads 0.740, and the interval's bounds follow the same rule."""
+    from fractions import Fraction
+
+    from telapa.metrics import fixed
+
+    assert f"{float(Fraction(359, 400)):.3f}" == "0.897"  # what the tables showed
+    assert fixed(float(Fraction(359, 400)), 3) == "0.898"
+    assert fixed(float(Fraction(1517, 2000)), 3) == "0.758"
+    assert fixed(float(Fraction(1479, 2000)), 3) == "0.740"
+    assert fixed(0.1234, 2) == "0.12" and fixed(2.5, 0) == "2" and fixed(3.5, 0) == "4"
+    assert fixed(float("nan"), 3) == "nan"
+    assert format_cell(0.8975, 0.0125, interval=(0.1125, 0.9995)) == \
+        "0.898 ± 0.012 [0.112, 1.000]"

@@ -37,6 +37,7 @@ from telapa.metrics.continual import (
 )
 from telapa.metrics.stats import aggregate, bootstrap_interval, iqm, mean_ci
 from telapa.metrics.summary import (
+    fixed,
     format_cell,
     metric_scores,
     revisit_summary,
@@ -52,6 +53,7 @@ __all__ = [
     "bootstrap_interval",
     "compare",
     "competence_targets",
+    "fixed",
     "format_cell",
     "holm",
     "iqm",

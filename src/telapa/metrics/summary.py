@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from decimal import ROUND_HALF_EVEN, Decimal
 
 import numpy as np
 import pandas as pd
@@ -132,6 +133,19 @@ def revisit_summary(
     return table
 
 
+def fixed(value: float, digits: int) -> str:
+    """``value`` with ``digits`` decimals, rounded as a decimal: the shortest decimal that
+    reads back as the float (``repr``, as `telapa.metrics.rates.as_exact` reads it) is
+    rounded half to even. A mean computed exactly and rounded once to a float (0.8975,
+    359/400, a float just below it) reads 0.898, where ``f"{value:.3f}"`` rounds the
+    binary float and reads 0.897; 0.7585 reads 0.758 (half to even, as Python's
+    ``round``). NaN and infinities as ``format`` writes them."""
+    if not math.isfinite(value):
+        return f"{value:.{digits}f}"
+    exact = Decimal(repr(float(value)))
+    return f"{exact.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_EVEN):f}"
+
+
 def format_cell(mean: float, ci: float, digits: int = 3, *, ci_digits: int | None = None,
                 interval: tuple[float, float] | None = None) -> str:
     """ "0.706 ± 0.08"-style cell (``digits`` for the mean, ``ci_digits`` for the half width,
@@ -141,8 +155,8 @@ def format_cell(mean: float, ci: float, digits: int = 3, *, ci_digits: int | Non
     if math.isnan(mean):
         return "n/a"
     ci_digits = digits if ci_digits is None else ci_digits
-    half = "n/a" if math.isnan(ci) else f"{ci:.{ci_digits}f}"
-    cell = f"{mean:.{digits}f} ± {half}"
+    half = "n/a" if math.isnan(ci) else fixed(ci, ci_digits)
+    cell = f"{fixed(mean, digits)} ± {half}"
     if interval is not None and not any(math.isnan(v) for v in interval):
-        cell += f" [{interval[0]:.{ci_digits}f}, {interval[1]:.{ci_digits}f}]"
+        cell += f" [{fixed(interval[0], ci_digits)}, {fixed(interval[1], ci_digits)}]"
     return cell

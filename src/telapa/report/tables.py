@@ -21,7 +21,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from telapa.metrics import format_cell
+from telapa.metrics import fixed, format_cell
 
 Better = Literal["higher", "lower"] | None
 
@@ -153,10 +153,10 @@ def _cell(mean: object, ci: object | None, digits: int | None,
                            interval=interval)
     if math.isnan(value):
         return "n/a"
-    shown = f"{value:.4g}" if digits is None else f"{value:.{digits}f}"
+    shown = f"{value:.4g}" if digits is None else fixed(value, digits)
     if interval is not None and not any(math.isnan(v) for v in interval):
         d = 3 if digits is None else digits
-        shown += f" [{interval[0]:.{d}f}, {interval[1]:.{d}f}]"
+        shown += f" [{fixed(interval[0], d)}, {fixed(interval[1], d)}]"
     return shown
 
 
