@@ -67,7 +67,26 @@ def test_tau_from_takes_the_bar_from_other_runs_only():
     (result,) = score([ablated], tau_from=[plain]).values()
     assert result.tau_exact["A"] == Fraction(9, 20)
     assert result.tau_source == "1 scratch run(s) of --tau-from"
+    # the ablated Scratch's own bar is kept beside it, unused (reproduction.md promised
+    # the intrinsic study's second tau_T "shown beside it")
+    assert result.own_tau == {"scratch": {"A": Fraction(9, 10)}}
     (own,) = score([ablated]).values()
-    assert own.tau_exact["A"] == Fraction(9, 10)
+    assert own.tau_exact["A"] == Fraction(9, 10) and own.own_tau == {}
     with pytest.raises(RunDirError, match="--tau-from holds no scratch run"):
         score([ablated], tau_from=[dataclasses.replace(plain, method="finetune")])
+
+
+def test_a_report_shows_the_unused_tau_of_its_own_scratch_runs_beside_the_one_used():
+    from telapa.report.build import _curriculum_section
+
+    plain = _record("/runs/plain", {"A": {"env_id": "MiniGrid-Empty-5x5-v0"}}, 0.5)
+    ablated = _record("/runs/ablated", {"A": {"env_id": "MiniGrid-Empty-5x5-v0"}}, 1.0)
+    ablated = dataclasses.replace(ablated, accounting={
+        "wall_s": 1.0, "extra_env_steps": 0, "peak_rss_bytes": 0, "method_state_bytes": 0,
+        "run_dir_bytes": 0, "method_phase_s": {}})
+    (result,) = score([ablated], tau_from=[plain]).values()
+    section, _ = _curriculum_section(result, {}, prefix="smoke", gamma=0.99, tau=0.5,
+                                     resample="runs")
+    assert ("Competence targets tau_T: A 0.450 (from 1 scratch run(s) of --tau-from). Not "
+            "used, beside it: the tau_T of this report's own Scratch runs, scratch (1 "
+            "run(s)): A 0.900.") in section.notes

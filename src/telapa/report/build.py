@@ -41,6 +41,7 @@ from telapa.io import read_json, write_json_atomic
 from telapa.io.atomic import remove_stale
 from telapa.io.destination import destination_problem
 from telapa.io.lock import LockHeld, exclusive_lock
+from telapa.metrics import fixed
 from telapa.metrics.stats import Resample
 from telapa.report.aggregates import aggregates_table, improvement_table, profile_table
 from telapa.report.claims import (
@@ -186,10 +187,16 @@ def _curriculum_section(
 ) -> tuple[Section, list[Callable[[], None]]]:
     seeds = "; ".join(f"{m}: seeds {', '.join(str(r.seed) for r in rs)}"
                       for m, rs in result.runs.items())
-    taus = ", ".join(f"{t} {v:.3f}" for t, v in result.tau.items())
+    taus = ", ".join(f"{t} {fixed(v, 3)}" for t, v in result.tau.items())
+    own = "; ".join(f"{label} ({len(result.runs[label])} run(s)): " + ", ".join(
+        f"{t} {fixed(float(v), 3)}" for t, v in targets.items())
+        for label, targets in result.own_tau.items())
     section = Section(prefix, f"Curriculum {result.curriculum}",
                       notes=[seeds + ".", f"Competence targets tau_T: {taus} "
-                                          f"(from {result.tau_source}).",
+                                          f"(from {result.tau_source})." + (
+                                              f" Not used, beside it: the tau_T of this "
+                                              f"report's own Scratch runs, {own}."
+                                              if own else ""),
                              *filter(None, [result.tau_note()]),
                              code_note(r for rs in result.runs.values() for r in rs)])
     section.tables = curriculum_tables(result, prefix=prefix, resample=resample)

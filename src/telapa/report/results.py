@@ -262,6 +262,10 @@ class CurriculumResults:
     """tau_T per task, exactly: what every competence test compares with."""
     tau_floor: bool = False
     """True when no Scratch run gave tau_T: every tau_T is the floor ``tau_min``."""
+    own_tau: dict[str, dict[str, Fraction]] = field(default_factory=dict)
+    """With ``--tau-from`` (`score`'s ``tau_from``): the tau_T each Scratch row of these
+    runs would give (row label -> task -> tau_T, exactly), shown beside the one used and
+    used by nothing (an ablated Scratch's own bar, e.g. the bonus study's)."""
 
     def tau_note(self) -> str:
         """Where tau_T is stated, a warning when it fell back to the floor (`tau_floor`);
@@ -382,7 +386,9 @@ def score(records: Iterable[RunRecord], *,
     ``tau_from``, from those among ``tau_from`` only (``telapa report --tau-from``: an
     ablation scored against the bar of the runs without it, so that an ablated Scratch
     does not move the bar the other methods are judged by); `RunDirError` when
-    ``tau_from`` holds no Scratch run of a curriculum of ``records``."""
+    ``tau_from`` holds no Scratch run of a curriculum of ``records``. With ``tau_from``,
+    the tau_T of each Scratch row of ``records`` is kept beside it, unused
+    (`CurriculumResults.own_tau`)."""
     records = list(records)
     check_duplicates(records)
     labels = group_labels(records)
@@ -402,10 +408,16 @@ def score(records: Iterable[RunRecord], *,
                                   f"{curriculum!r}, whose tau_T it is to give")
             tau, source = _targets(own)
             source = f"{source} of --tau-from"
+        scratch_rows: dict[str, list[RunRecord]] = defaultdict(list)
+        for record in group:
+            if bar is not None and record.method == SCRATCH:
+                scratch_rows[labels[record.path]].append(record)
         result = CurriculumResults(curriculum, {t: float(v) for t, v in tau.items()},
                                    source, tau_exact=tau,
                                    tau_floor=bar is None and not any(
-                                       r.method == SCRATCH for r in group))
+                                       r.method == SCRATCH for r in group),
+                                   own_tau={label: _targets(rows)[0] for label, rows
+                                            in sorted(scratch_rows.items())})
         for record in sorted(group, key=lambda r: (labels[r.path], r.seed)):
             t = record.tables
             name = labels[record.path]
