@@ -4,7 +4,7 @@
 # then the long curriculum, then the MuJoCo friction-shift appendix, then its seeds 5-7
 # where the pace allows; the shorter MiniGrid studies go first since 2026-12-05, when
 # the MuJoCo study, begun first, stood at HalfCheetah done and Hopper started, with some
-# 45 h of its wall time left against their 16):
+# 45 h of its wall time left against their 24 or so):
 #   (setsid nohup experiments/appendix-studies.sh >/dev/null 2>&1 &)
 # Each is a pinned sweep (experiments/pinned-sweep.sh) with its own pin
 # (results/NAME.commit), taken at the commit main is on when that study starts: run this
