@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import functools
 import math
+import sys
 from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,6 +32,12 @@ T = TypeVar("T")
 
 class CLIError(Exception):
     """A user error: printed as ``telapa: error: ...`` with exit status 2."""
+
+
+def log_line(text: str) -> None:
+    """One progress line on stderr, ``[HH:MM:SS] text``, as a run's plain progress writes
+    them (`telapa.continual.progress.PlainProgress`): a sweep's events, a report's phases."""
+    print(f"[{datetime.now():%H:%M:%S}] {text}", file=sys.stderr, flush=True)
 
 
 def reads_results(command: Callable[[argparse.Namespace], T]

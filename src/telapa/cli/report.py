@@ -9,9 +9,7 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
 
 from rich.console import Console
@@ -23,6 +21,7 @@ from telapa.cli.common import (
     add_tau_from_option,
     expand_sweeps,
     load_runs,
+    log_line,
     print_table,
     reads_results,
     stdout_console,
@@ -82,14 +81,9 @@ def _cmd_report(ns: argparse.Namespace) -> None:
                        "; an earlier report there is kept whole") from None
 
 
-def _progress(text: str) -> None:
-    """One progress line on stderr, ``[HH:MM:SS] text``, as ``telapa sweep`` logs."""
-    print(f"[{datetime.now():%H:%M:%S}] {text}", file=sys.stderr, flush=True)
-
-
 def _make_report(ns: argparse.Namespace, console: Console) -> None:
     """Builds and writes the report, and fills ``--doc``; a progress line on stderr at
-    each phase once the runs are loaded (`_progress`; a run that cannot be loaded stays a
+    each phase once the runs are loaded (`log_line`; a run that cannot be loaded stays a
     one-line error), the summary on stdout: ``updated C blocks of DOC; U of N
     unchanged``, where only the C blocks that changed were written."""
     from telapa.report.build import ReportError, build_document, load_archives, write_report
@@ -102,19 +96,19 @@ def _make_report(ns: argparse.Namespace, console: Console) -> None:
            load_runs(ns.tau_from, skip_incomplete=ns.skip_incomplete, console=console,
                      option="--tau-from"))
     try:
-        _progress(f"loading the archives of {len(records)} runs")
+        log_line(f"loading the archives of {len(records)} runs")
         archives = load_archives(records, track=tracker(console, "loading archives"))
         doc = build_document(records, archives, gamma=ns.gamma, tau=ns.tau,
                              track=tracker(console, "plotting"), resample=ns.resample,
-                             clips=ns.clips, tau_from=bar, on_phase=_progress)
+                             clips=ns.clips, tau_from=bar, on_phase=log_line)
         if ns.doc is not None:  # its ids checked against the report before it is written
             fill(ns.doc.read_text(), tables={t.id: "" for t in doc.tables()},
                  figures={f.id: "" for f in doc.figures()}, source=str(ns.doc),
                  scope=ns.doc_scope)
-        _progress(f"writing the report to {ns.out}")
+        log_line(f"writing the report to {ns.out}")
         out = write_report(doc, ns.out, sources=[r.path for r in records])
         if ns.doc is not None:
-            _progress(f"filling {ns.doc}")
+            log_line(f"filling {ns.doc}")
         synced = sync(ns.doc, out, ns.doc_scope) if ns.doc is not None else None
     except (RunDirError, ReportError, DocSyncError, FileNotFoundError, ValueError) as err:
         raise CLIError(str(err)) from None

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import math
-from datetime import datetime
 from pathlib import Path
 
 from rich.table import Table
@@ -48,6 +47,7 @@ from telapa.cli.common import (
     add_set_option,
     add_track_options,
     int_in,
+    log_line,
     stdout_console,
     tracking_of,
 )
@@ -64,12 +64,6 @@ MAX_RETRIES = 100
 """Bound of ``--retries``."""
 SLURM_FLAGS = ("partition", "time", "cpus", "mem", "gpus", "account", "qos")
 """``--backend slurm``'s options: the keys of a sweep file's ``slurm`` section."""
-
-
-def _log(text: str) -> None:
-    import sys
-
-    print(f"[{datetime.now():%H:%M:%S}] {text}", file=sys.stderr, flush=True)
 
 
 def _cmd_sweep(ns: argparse.Namespace) -> None:
@@ -114,7 +108,7 @@ def _cmd_sweep(ns: argparse.Namespace) -> None:
     with stop_on_signals():
         try:
             counts = run_sweep(sweep, ns.out, backend, retries=ns.retries,
-                               batch_seeds=batch_seeds, export=ns.export, on_event=_log,
+                               batch_seeds=batch_seeds, export=ns.export, on_event=log_line,
                                imports=ns.imports or (), tracking=tracking)
         except (RunDirError, ConfigError, BackendError) as err:
             raise CLIError(str(err)) from None
@@ -179,7 +173,7 @@ def _slurm_backend(ns: argparse.Namespace, sweep, given: dict):
             from None
     base = sweep.file.slurm.model_dump(exclude_unset=True) if sweep.file.slurm else {}
     try:
-        return SlurmBackend(options=SlurmOptions(**{**base, **given}), on_event=_log)
+        return SlurmBackend(options=SlurmOptions(**{**base, **given}), on_event=log_line)
     except ConfigError as err:
         raise CLIError(str(err)) from None
 
