@@ -256,7 +256,8 @@ def test_status_estimates_the_cell_time_left(tmp_path, capsys):
     assert cell_time(out, "smoke-finetune-s0") == CellTime(60.0, 3, 12)
     assert cell_time(out, "smoke-ewc-s1") == CellTime(140.0, 1, 1)
     assert cell_time(out, "smoke-ewc-s2") is None
-    left, _, borrowed, unknown, _ = time_left(out, stored_cells(out))
+    estimate = time_left(out, stored_cells(out))
+    left, borrowed, unknown = estimate.seconds, estimate.other_methods, estimate.unknown
     # finetune-s0 (started), ewc-s2 (its method's mean), finetune-s1 and -s2 (no finetune
     # cell finished: the mean of every finished cell, 120 s)
     assert left == pytest.approx(180.0 + 120.0 + 2 * 120.0)
@@ -268,7 +269,8 @@ def test_status_estimates_the_cell_time_left(tmp_path, capsys):
     assert "2 cell(s) of methods none of whose cells has finished" in text
     nothing_finished = {c["name"]: None for c in stored_cells(out)}
     nothing_finished["smoke-finetune-s0"] = CellTime(60.0, 3, 12)
-    left, _, borrowed, unknown, _ = time_left(out, stored_cells(out), times=nothing_finished)
+    estimate = time_left(out, stored_cells(out), times=nothing_finished)
+    left, borrowed, unknown = estimate.seconds, estimate.other_methods, estimate.unknown
     assert left == pytest.approx(180.0) and borrowed == []
     assert unknown == ["smoke-ewc-s0", "smoke-ewc-s1", "smoke-ewc-s2",
                        "smoke-finetune-s1", "smoke-finetune-s2"]
@@ -302,8 +304,8 @@ def test_status_counts_a_method_new_to_a_curriculum_at_its_pace_elsewhere(tmp_pa
     # smoke-l2init-s0: no l2init cell finished, the mean of smoke's cells (220 s);
     # long-l2init-s0: nothing to go by.
     assert time_left(out, stored_cells(out)) == Estimate(
-        600.0 + 60.0 + 220.0, ["long-ewc-s0", "long-finetune-s0"], ["smoke-l2init-s0"],
-        ["long-l2init-s0"], {})
+        600.0 + 60.0 + 220.0, ["long-ewc-s0", "long-finetune-s0"], [],
+        ["smoke-l2init-s0"], ["long-l2init-s0"], {})
     finish((("long-finetune-s0", 90.0), ("smoke-l2init-s0", 80.0),
             ("long-l2init-s0", 360.0)))
     # Per visit, finetune 10 s on smoke and 15 s on long (x1.5), l2init 20 s and 60 s (x3):
@@ -320,6 +322,39 @@ def test_status_counts_a_method_new_to_a_curriculum_at_its_pace_elsewhere(tmp_pa
     assert ("1 cell(s) counted at their method's pace per visit on other curricula, scaled "
             "by their curriculum's cost measured on the methods that ran there too "
             "(long x2.12)") in text
+
+
+def test_status_counts_a_new_setting_at_its_methods_pace_under_other_settings(tmp_path,
+                                                                              capsys):
+    """An ablation grid's cell not started, whose own setting has no finished cell, counts
+    the mean wall clock of its method's finished cells on its curriculum under the other
+    settings (rule 3), before any other method's (rule 4): with only TeLAPA in an
+    injection sweep, its p_inj 0.2 cells were "not estimated" while p_inj 0.1's had
+    finished."""
+    sweep = load_sweep(_write(tmp_path, BASE.replace("[ewc]", "[ewc, finetune]")
+                              .replace("seeds: 2", "seeds: 1")
+                              + "grid:\n  methods.ewc.lam: [1, 10, 100]\n"))
+    out = tmp_path / "out"
+    prepare_sweep_dir(sweep, out)
+    names = [c["name"] for c in stored_cells(out)]
+    ewc = sorted(n for n in names if "ewc" in n)
+    finetune = [n for n in names if "finetune" in n]
+    assert len(ewc) == 3 and len(finetune) == 1
+    for name, wall in ((ewc[0], 300.0), (ewc[1], 500.0), (finetune[0], 20.0)):
+        (out / "cells" / name).mkdir()
+        _finish(out / "cells" / name, 0)
+        (out / "cells" / name / "accounting.json").write_text(json.dumps(_accounting(wall)))
+    # ewc's third setting: the mean of ewc's two finished settings, 400 s; the mean of the
+    # curriculum's cells under any method (273 s) would come only after it
+    estimate = time_left(out, stored_cells(out))
+    assert estimate.seconds == pytest.approx(400.0)
+    assert estimate.other_settings == [ewc[2]]
+    assert estimate.other_methods == [] and estimate.unknown == []
+    assert main(["sweep", "status", str(out)]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "about 7 min of cell time left" in text
+    assert ("1 cell(s) counted at the mean of their method's cells on their curriculum "
+            "under other settings") in text
 
 
 def test_status_marks_a_cell_with_unreadable_progress(tmp_path, capsys):

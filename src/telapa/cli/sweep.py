@@ -303,6 +303,9 @@ def _print_status(path: Path) -> None:
                          "pace per visit on other curricula" + (
                              f", scaled by their curriculum's cost measured on the methods "
                              f"that ran there too ({scaled})" if scaled else ""))
+        if estimate.other_settings:
+            notes.append(f"{len(estimate.other_settings)} cell(s) counted at the mean of "
+                         "their method's cells on their curriculum under other settings")
         if estimate.other_methods:
             notes.append(f"{len(estimate.other_methods)} cell(s) of methods none of whose "
                          "cells has finished counted at the mean of the other methods' cells")

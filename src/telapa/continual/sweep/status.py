@@ -142,6 +142,9 @@ class Estimate(NamedTuple):
     other_curricula: list[str]
     """Cells counted at their method's pace per visit on other curricula (scaled by
     their curriculum's cost, `Estimate.scales`)."""
+    other_settings: list[str]
+    """Cells counted at the mean of their method's cells on their curriculum under other
+    settings."""
     other_methods: list[str]
     """Cells counted at the mean of their curriculum's cells under other methods."""
     unknown: list[str]
@@ -178,10 +181,13 @@ def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
        elsewhere (same settings): the geometric mean over m in B of p(m, C) / q(m), with
        p(m, C) m's mean wall clock per visit on C and q(m) its mean per visit on the other
        curricula; f_C = 1 where B is empty (`Estimate.scales` holds the measured ones);
-    3. the mean wall clock of its curriculum's finished cells under any method
+    3. the mean wall clock of its method's finished cells on its curriculum under other
+       settings (`Estimate.other_settings`: an ablation's settings, such as an injection
+       probability, change a method's cost far less than another method would);
+    4. the mean wall clock of its curriculum's finished cells under any method
        (`Estimate.other_methods`: methods differ in cost, TeLAPA's cells several times
        a baseline's, so this is the roughest);
-    4. nothing: the cell is not estimated (`Estimate.unknown`).
+    5. nothing: the cell is not estimated (`Estimate.unknown`).
 
     ``times``: each cell's `cell_time`, when the caller has read them already."""
     if times is None:
@@ -195,6 +201,7 @@ def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
     same_cell: dict[tuple[str, str, str], list[float]] = {}
     per_visit: dict[tuple[str, str], dict[str, list[float]]] = {}
     same_setting: dict[tuple[str, str], list[float]] = {}
+    same_method: dict[tuple[str, str], list[float]] = {}
     for cell in cells:
         t = times[cell["name"]]
         if t is None or t.phases_done < t.phases or not math.isfinite(t.wall_s):
@@ -202,6 +209,7 @@ def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
         method, curriculum, config, visits = kinds[cell["name"]]
         same_cell.setdefault((method, curriculum, config), []).append(t.wall_s)
         same_setting.setdefault((curriculum, config), []).append(t.wall_s)
+        same_method.setdefault((method, curriculum), []).append(t.wall_s)
         if visits:
             per_visit.setdefault((method, config), {}).setdefault(curriculum, []).append(
                 t.wall_s / visits)
@@ -209,6 +217,7 @@ def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
     scales: dict[str, float] = {}
     total = 0.0
     other_curricula: list[str] = []
+    other_settings: list[str] = []
     other_methods: list[str] = []
     unknown: list[str] = []
     for cell in cells:
@@ -224,6 +233,9 @@ def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
             other_curricula.append(cell["name"])
             if (curriculum, config) in factors:
                 scales[_name(cell)] = factor
+        elif walls := same_method.get((method, curriculum)):
+            left = sum(walls) / len(walls)
+            other_settings.append(cell["name"])
         elif walls := same_setting.get((curriculum, config)):
             left = sum(walls) / len(walls)
             other_methods.append(cell["name"])
@@ -233,7 +245,7 @@ def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
             total += left
         else:
             unknown.append(cell["name"])
-    return Estimate(total, other_curricula, other_methods, unknown, scales)
+    return Estimate(total, other_curricula, other_settings, other_methods, unknown, scales)
 
 
 def _flat(paces: dict[str, list[float]]) -> list[float]:
