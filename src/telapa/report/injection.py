@@ -11,6 +11,13 @@ every rate is a ratio of exact counts:
     elites per injected    A_I / I          (parents from the other archives)
     elites per own         (A - A_I) / (C - I)   (parents from the visit's own archive)
 
+When some run injected, every archive method of the report gets a row, those without
+injection (p_inj = 0) included, so a setting reads beside its partner: its own parents'
+yield, and the size of the archives the run ended with, E / R (E the elites of the runs'
+final archives, ``elites.csv``, summed over its R runs with archives). Runs logged before
+the illumination events counted their candidates (2026-11) have no counts: their row
+reads n/a there, never 0.
+
 Coverage, the other quantity the paper's ablation reads, is a column of the main table;
 the settings-pairs table tests it against the same seeds without injection.
 """
@@ -18,6 +25,7 @@ the settings-pairs table tests it against the same seeds without injection.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -32,28 +40,46 @@ COUNTS = ("candidates", "accepted", "injected", "injected_accepted")
 """The illumination event's count fields, summed per method."""
 
 
+COLUMNS = ("runs", *COUNTS, "injected_share", "injected_yield", "own_yield",
+           "final_elites")
+
+
 def injection_counts(runs: Mapping[str, Sequence[RunRecord]]) -> pd.DataFrame:
-    """Methods whose runs proposed any injected parent x (runs, `COUNTS` summed over runs
-    and illuminations, and the three rates of the module docstring; NaN for 0/0)."""
+    """Archive methods x (runs, `COUNTS` summed over runs and illuminations, the three
+    rates of the module docstring, and the final archives' elites per run; NaN for 0/0),
+    when some run proposed an injected parent (else empty): every method with archives
+    (``elites.csv``) gets a row, the ones that injected nothing included."""
+    if not any(_injected(record) for records in runs.values() for record in records):
+        return pd.DataFrame(columns=list(COLUMNS)).rename_axis("method")
     rows = {}
     for method, records in runs.items():
-        totals = dict.fromkeys(COUNTS, 0)
-        for record in filter(injects, records):
-            for event in RunDir(record.path).method_log():
-                if event.get("event") == "illumination":
-                    for key in COUNTS:
-                        totals[key] += int(event.get(key, 0))
-        if totals["injected"] == 0:
+        kept = [RunDir(record.path) for record in records
+                if RunDir(record.path).has_elites()]
+        if not kept:
             continue
+        totals: dict[str, float] = dict.fromkeys(COUNTS, 0)
+        for run in kept:
+            for event in run.method_log():
+                if event.get("event") == "illumination":
+                    for key in COUNTS:  # a log older than the counts: unknown, not 0
+                        totals[key] += int(event[key]) if key in event else math.nan
         own = totals["candidates"] - totals["injected"]
         rows[method] = {
             "runs": len(records), **totals,
             "injected_share": _rate(totals["injected"], totals["candidates"]),
             "injected_yield": _rate(totals["injected_accepted"], totals["injected"]),
             "own_yield": _rate(totals["accepted"] - totals["injected_accepted"], own),
+            "final_elites": _rate(sum(len(run.elites()) for run in kept), len(kept)),
         }
-    columns = ["runs", *COUNTS, "injected_share", "injected_yield", "own_yield"]
-    return pd.DataFrame.from_dict(rows, orient="index", columns=columns).rename_axis("method")
+    return pd.DataFrame.from_dict(rows, orient="index", columns=list(COLUMNS)).rename_axis(
+        "method")
+
+
+def _injected(record: RunRecord) -> bool:
+    """Whether the run injected (`injects`) and its log counts an injected parent."""
+    return injects(record) and any(
+        event.get("event") == "illumination" and int(event.get("injected", 0)) > 0
+        for event in RunDir(record.path).method_log())
 
 
 def injects(record: RunRecord) -> bool:
@@ -63,8 +89,8 @@ def injects(record: RunRecord) -> bool:
                for key, value in record.settings.items())
 
 
-def _rate(k: int, n: int) -> float:
-    return k / n if n else np.nan
+def _rate(k: float, n: float) -> float:
+    return k / n if n and not math.isnan(n) else np.nan
 
 
 def injection_table(result: CurriculumResults, *, prefix: str) -> ReportTable | None:
@@ -80,14 +106,17 @@ def injection_table(result: CurriculumResults, *, prefix: str) -> ReportTable | 
                      digits=0)]
     rates = [Column("injected_share", "injected share", ci=False),
              Column("injected_yield", "elites per injected parent", better="higher", ci=False),
-             Column("own_yield", "elites per own parent", better="higher", ci=False)]
+             Column("own_yield", "elites per own parent", better="higher", ci=False),
+             Column("final_elites", "final archives' elites per run", ci=False, digits=1)]
     return ReportTable(
         f"{prefix}-injection", "Cross-archive elite injection",
         "Illumination candidates summed over runs and visits: how many parents were "
         "injected from the other tasks' archives and how many elites their children "
         "added, beside the children of the visit's own elites (rates are ratios of these "
-        "counts). Coverage is in the main table.",
+        "counts), for every archive method of the report, those without injection "
+        "included; and the elites of the archives each run ended with (all tasks, "
+        "mean over runs). Coverage is in the main table.",
         values, tuple(counts + rates))
 
 
-__all__ = ["COUNTS", "injection_counts", "injection_table", "injects"]
+__all__ = ["COLUMNS", "COUNTS", "injection_counts", "injection_table", "injects"]
