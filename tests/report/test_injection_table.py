@@ -9,11 +9,15 @@ import json
 import numpy as np
 import pytest
 
-from telapa.report.injection import injection_counts, injection_table
+from telapa.report.injection import (
+    injection_counts,
+    injection_table,
+    injection_visits,
+    injection_visits_table,
+)
 from telapa.report.results import score
 
 from .records import record
-
 
 ELITES = ("task,archive_tag,slot,elite_id,parent_id,visit,fitness,sr,sigma,lineage,"
           "embedding_version,d_min,d_0\n")
@@ -102,3 +106,28 @@ def test_the_report_shows_the_table_when_runs_injected(tmp_path):
     assert cells.loc["telapa", "elites from injected parents"] == "3"
     assert cells.loc["telapa", "elites per injected parent"].startswith("0.188")  # 3/16
     assert cells.loc["telapa", "final archives' elites per run"] == "3.5"  # (3 + 4) / 2
+
+
+def test_per_visit_counts_by_hand(tmp_path):
+    """The per-visit table sums each visit's counts over the injecting method's runs, in
+    visit order under the visit's tag; a method that injected nothing has no rows."""
+    def event(visit, tag, *counts):
+        return {**_illumination(visit, *counts), "visit_tag": tag}
+
+    runs = {"telapa": [
+        _run(tmp_path, "telapa", 0, [event(0, "A", 100, 40, 0, 0),
+                                     event(1, "B", 100, 30, 20, 3)], elites=2),
+        _run(tmp_path, "telapa", 1, [event(0, "A", 100, 35, 0, 0),
+                                     event(1, "B", 50, 12, 10, 1)], elites=2)],
+        "telapa [p_inj=0]": [_run(tmp_path, "telapa", 2, [event(0, "A", 80, 20, 0, 0)],
+                                  p_inj=0.0, elites=1)]}
+    visits = injection_visits(runs)
+    assert list(visits.index) == ["telapa · A", "telapa · B"]
+    assert visits.loc["telapa · A"].tolist() == [200, 75, 0, 0]
+    assert visits.loc["telapa · B"].tolist() == [150, 42, 30, 4]
+    table = injection_visits_table(score([r for rs in runs.values() for r in rs])["toy"],
+                                   prefix="toy")
+    assert table is not None and table.id == "toy-injection-visits"
+    # the report labels each setting (telapa [p_inj=0.0] has no rows)
+    assert list(table.values.index) == ["telapa [p_inj=0.5] · A", "telapa [p_inj=0.5] · B"]
+    assert table.cells().loc["telapa [p_inj=0.5] · B", "elites from injected parents"] == "4"

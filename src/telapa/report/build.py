@@ -54,7 +54,7 @@ from telapa.report.compute import compute_table, runtime_table
 from telapa.report.curves import learning_curves, profile_figure
 from telapa.report.document import Document, Section, to_html, to_markdown
 from telapa.report.figures import ReportFigure, render
-from telapa.report.injection import injection_table
+from telapa.report.injection import injection_table, injection_visits_table
 from telapa.report.mujoco import mujoco_results, mujoco_table
 from telapa.report.results import CurriculumResults, RunRecord, competence_name, score
 from telapa.report.scores import main_table, revisit_table
@@ -172,6 +172,7 @@ def curriculum_tables(result: CurriculumResults, *, prefix: str,
               improvement_table(result, prefix=prefix, resample=resample),
               compute_table(result, prefix=prefix), runtime_table(result, prefix=prefix),
               injection_table(result, prefix=prefix),
+              injection_visits_table(result, prefix=prefix),
               claims_table(result, prefix=prefix), comparisons_table(result, prefix=prefix),
               pair_seeds_table(result, prefix=prefix),
               claims_table(result, prefix=prefix, fresh=True),

@@ -82,6 +82,27 @@ def _injected(record: RunRecord) -> bool:
         for event in RunDir(record.path).method_log())
 
 
+def injection_visits(runs: Mapping[str, Sequence[RunRecord]]) -> pd.DataFrame:
+    """(method, visit) x `COUNTS` summed over the runs of each method that injected
+    (`_injected`), per visit of the curriculum (labelled ``method · tag``, in visit order):
+    where injected parents were drawn and where their children entered the archive."""
+    rows: dict[str, dict[str, int]] = {}
+    for method, records in runs.items():
+        per_visit: dict[tuple[int, str], dict[str, int]] = {}
+        for record in filter(_injected, records):
+            for event in RunDir(record.path).method_log():
+                if event.get("event") == "illumination":
+                    totals = per_visit.setdefault(
+                        (int(event["visit"]), str(event.get("visit_tag", event["visit"]))),
+                        dict.fromkeys(COUNTS, 0))
+                    for key in COUNTS:
+                        totals[key] += int(event.get(key, 0))
+        for (_, tag), totals in sorted(per_visit.items()):
+            rows[f"{method} · {tag}"] = totals
+    return pd.DataFrame.from_dict(rows, orient="index", columns=list(COUNTS)).rename_axis(
+        "method · visit")
+
+
 def injects(record: RunRecord) -> bool:
     """Whether the run's settings give a method's illumination an injection probability
     above 0 (``methods.<section>.qd.injection.p_inj``); only those runs' logs are read."""
@@ -119,4 +140,20 @@ def injection_table(result: CurriculumResults, *, prefix: str) -> ReportTable | 
         values, tuple(counts + rates))
 
 
-__all__ = ["COLUMNS", "COUNTS", "injection_counts", "injection_table", "injects"]
+def injection_visits_table(result: CurriculumResults, *, prefix: str) -> ReportTable | None:
+    """`injection_visits` as a table; None when no run injected a parent."""
+    values = injection_visits(result.runs)
+    if values.empty:
+        return None
+    labels = {"candidates": "candidates", "accepted": "elites added",
+              "injected": "injected parents", "injected_accepted": "elites from injected parents"}
+    return ReportTable(
+        f"{prefix}-injection-visits", "Cross-archive elite injection per visit",
+        "The counts of the injection table per visit, summed over each injecting "
+        "method's runs: at the first visit no other archive exists, so nothing is "
+        "injected.",
+        values, tuple(Column(key, label, ci=False, digits=0) for key, label in labels.items()))
+
+
+__all__ = ["COLUMNS", "COUNTS", "injection_counts", "injection_table", "injection_visits",
+           "injection_visits_table", "injects"]
