@@ -64,6 +64,20 @@ def test_the_adapter_follows_sb3s_autoreset_conventions(sb3):
     assert min(ends.values()) > 0, ends
 
 
+def test_seeds_past_32_bits_are_their_own(sb3):
+    """A seed keeps all its bits, as gymnasium's seeding does: 2**32 starts other levels
+    than 0 (the low 32 bits alone gave the same), and 2**63 is a seed, not an
+    OverflowError."""
+    from telapa.envs.sb3 import make_sb3_vec_env
+
+    def levels(seed):
+        return make_sb3_vec_env("telapa/MiniGrid-DoorKey-5x5-v0", 4, seed=seed,
+                                monitor=False).reset()["image"]
+
+    assert not np.array_equal(levels(0), levels(2**32))
+    assert np.array_equal(levels(2**63), levels(2**63))
+
+
 def test_ppo_trains_on_the_adapter(sb3):
     from telapa.envs.sb3 import make_sb3_vec_env
 

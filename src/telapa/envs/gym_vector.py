@@ -122,8 +122,9 @@ def _is_seed(seed: Any) -> bool:
 def check_seed(env_id: str, seed: Any, num_envs: int) -> int | list[int | None] | None:
     """``reset(seed=)`` in the forms gymnasium's ``SyncVectorEnv`` takes: None, one
     integer, or a sequence of ``num_envs`` entries, each an integer or None (env i's own
-    seed; None: that env is not reseeded). Integers are >= 0, as gymnasium's seeding
-    requires; anything else is a ValueError naming ``env_id`` and the value."""
+    seed; None: that env is not reseeded). Integers are >= 0, of any size, as gymnasium's
+    seeding takes them (`seed_key` keeps all of a large one); anything else is a
+    ValueError naming ``env_id`` and the value."""
     if seed is None or _is_seed(seed):
         return None if seed is None else int(seed)
     form = ("seed must be an integer >= 0, a sequence of num_envs such integers or None "
@@ -137,6 +138,23 @@ def check_seed(env_id: str, seed: Any, num_envs: int) -> int | list[int | None] 
     if bad:
         raise ValueError(f"{env_id}: {form}; got the entries {bad!r}")
     return [None if s is None else int(s) for s in seeds]
+
+
+def seed_key(seed: int) -> jax.Array:
+    """The batch key of ``reset(seed=seed)`` (`MiniGridVectorEnv.reset`), from the whole
+    integer: ``jax.random.PRNGKey(seed)`` for ``seed < 2**32`` (the keys those seeds have
+    always had), and for a larger seed ``PRNGKey`` of its low 32-bit word with each higher
+    word folded in (``jax.random.fold_in``), low to high. ``PRNGKey`` alone (jax without
+    64-bit integers) keeps only the low 32 bits, so that 0 and ``2**32`` gave the same
+    levels, and raises ``OverflowError`` from ``2**63``; gymnasium's seeding, the single
+    env's, takes any integer >= 0 and tells those seeds apart."""
+    seed = int(seed)
+    key = jax.random.PRNGKey(seed & 0xFFFFFFFF)
+    seed >>= 32
+    while seed:
+        key = jax.random.fold_in(key, seed & 0xFFFFFFFF)
+        seed >>= 32
+    return key
 
 
 def reset_mask(env_id: str, options: dict[str, Any] | None, num_envs: int
@@ -310,6 +328,17 @@ class MiniGridEnv(gym.Env):
         self._state: State | None = None
         self._mission = ""
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable: without the jitted functions and the port, which `__setstate__`
+        takes from the process's caches again."""
+        return {k: v for k, v in self.__dict__.items()
+                if k not in ("port", "_reset", "_step")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.port = port(self.env_id)
+        self._reset, self._step = _single(self.env_id)
+
     def _obs(self, obs: Obs) -> dict[str, Any]:
         return {"direction": int(obs["direction"]), "image": np.array(obs["image"]),
                 "mission": self._mission}
@@ -374,14 +403,35 @@ class MiniGridVectorEnv(VectorEnv):
         self._missions = [""] * num_envs
         self._ended = np.zeros(num_envs, bool)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable: without the jitted step and the port, which `__setstate__` takes
+        from the process's caches again (the jitted step is a closure, which ``pickle``
+        cannot save)."""
+        return {k: v for k, v in self.__dict__.items()
+                if k not in ("port", "_jit_step", "_ended_slots")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.port = port(self.env_id)
+        self._jit_step, self._ended_slots = _batched(self.env_id, self.num_envs,
+                                                     self.chunks)
+
     def _obs(self, obs: Obs) -> dict[str, Any]:
         return {"direction": np.array(obs["direction"], np.int64),
                 "image": np.array(obs["image"]), "mission": tuple(self._missions)}
 
-    def _new_missions(self, missions: np.ndarray, which: np.ndarray) -> None:
-        for i in np.flatnonzero(which):
-            self._missions[i] = mission_text(self.single_observation_space, missions[i],
-                                             self.np_random)
+    def _new_missions(self, missions: np.ndarray, which: np.ndarray, *,
+                      every: bool = False) -> None:
+        """The mission strings of the envs of ``which`` from their ``missions`` objects,
+        phrasings drawn from ``np_random`` in env order; ``every``: drawn for every env
+        and kept for those of ``which``, as a reset of every env draws them (a masked
+        reset then gives each of its envs the full reset's phrasing, and leaves
+        ``np_random`` where the full reset leaves it)."""
+        space = self.single_observation_space
+        for i in range(self.num_envs) if every else np.flatnonzero(which):
+            text = mission_text(space, missions[i], self.np_random)
+            if which[i]:
+                self._missions[i] = text
 
     def reset(self, *, seed: int | Sequence[int | None] | None = None,
               options: dict[str, Any] | None = None):
@@ -389,10 +439,11 @@ class MiniGridVectorEnv(VectorEnv):
 
         ``seed``, in gymnasium's forms (`check_seed`):
 
-        - an integer s: the levels are drawn from the one key ``PRNGKey(s)`` of the batch
-          (its `AutoReset` draw, the program of every later autoreset) and ``np_random``
-          is reseeded with s (the missions' phrasings); ``None``: that key from a seed
-          drawn from ``np_random``;
+        - an integer s: the levels are drawn from the one key `seed_key` (s) of the batch
+          (``PRNGKey(s)`` for s < 2**32; its `AutoReset` draw, the program of every later
+          autoreset) and ``np_random`` is reseeded with s (the missions' phrasings, drawn
+          for every env in turn); ``None``: that key from a seed drawn from
+          ``np_random``;
         - one entry per env: env i starts as ``gymnasium.make("telapa/<Id>")`` does at
           ``reset(seed=seed[i])`` (its level from the key that ``np_random(seed[i])``
           draws, then its phrasing from that generator; a None entry draws both from the
@@ -427,18 +478,19 @@ class MiniGridVectorEnv(VectorEnv):
         return self._obs(obs), {}
 
     def _drawn_episodes(self, seed: int | None, which: np.ndarray):
-        """Slots, observations and next key of a reset of every env from ``PRNGKey(seed)``
-        (`reset`), a step of the batched program from slots that all ended; the mission
-        strings of the envs of ``which``."""
+        """Slots, observations and next key of a reset of every env from `seed_key`
+        (``seed``) (`reset`), a step of the batched program from slots that all ended; the
+        mission strings of the envs of ``which``, the phrasings drawn for every env as a
+        full reset draws them (`_new_missions`)."""
         if seed is not None:
             self._np_random, self._np_random_seed = gym.utils.seeding.np_random(seed)
         else:
             seed = int(self.np_random.integers(2**31))
-        blank = AutoResetState(self._ended_slots, jax.random.PRNGKey(seed))
+        blank = AutoResetState(self._ended_slots, seed_key(seed))
         state, obs, _ = self._jit_step(blank, jnp.zeros(self.num_envs, jnp.int32))
         obs = jax.device_get({"image": obs["image"], "direction": obs["direction"],
                               "mission": obs["mission"]})
-        self._new_missions(np.asarray(obs.pop("mission")), which)
+        self._new_missions(np.asarray(obs.pop("mission")), which, every=True)
         return jax.device_get(state.env_state), obs, state.key
 
     def _seeded_episodes(self, seeds: list[int | None], which: np.ndarray):
@@ -554,4 +606,5 @@ def register_envs() -> list[str]:
 
 __all__ = ["MiniGridEnv", "MiniGridVectorEnv", "blank_states", "check_actions",
            "check_num_envs", "check_seed", "farama_observation_space", "farama_reward",
-           "mission_text", "port", "register_envs", "register_ids", "reset_mask"]
+           "mission_text", "port", "register_envs", "register_ids", "reset_mask",
+           "seed_key"]

@@ -57,6 +57,7 @@ from telapa.envs.gym_vector import (
     farama_id,
     farama_observation_space,
     port,
+    seed_key,
 )
 from telapa.envs.minigrid.constants import N_ACTIONS
 from telapa.envs.minigrid.tasks import all_tasks
@@ -137,11 +138,12 @@ class TelapaVecEnv(_BatchVecEnv):
             k: out[k] for k in self.obs_keys}
 
     def reset(self) -> Any:
-        """Every env anew, from ``PRNGKey(seed)`` (`seed`; else a seed drawn afresh)."""
+        """Every env anew, from the key of ``seed`` (`telapa.envs.gym_vector.seed_key`,
+        the whole integer; else a seed drawn afresh)."""
         seed = self._seeds[0]
         if seed is None:
             seed = int(np.random.default_rng().integers(2**31))
-        self._state = AutoResetState(self._blank, jax.random.PRNGKey(seed))
+        self._state = AutoResetState(self._blank, seed_key(seed))
         self._reset_seeds()
         self.step_async(np.zeros(self.num_envs, np.int32))
         return self.step_wait()[0]

@@ -36,6 +36,13 @@ env with its default arguments), step for step and bit for bit, except for the i
 one scale, or one per env), as the friction curricula do; ``threads`` as the native env's
 (default: the process's cores). ``gymnasium.make("telapa/<Id>")`` gives one env of the
 gymnasium backend with the same options (gymnasium's env, friction applied).
+
+``render_mode="rgb_array"`` (``width``, ``height``: gymnasium's, default 480): ``render()``
+returns each env's frame, a tuple of n uint8 ``(height, width, 3)`` arrays, as
+``SyncVectorEnv.render`` does and the MiniGrid vector env: the frames of gymnasium's env
+in the same state, drawn by gymnasium's renderer of one env of ``<Id>`` into which each
+native env's ``MjData`` is copied in turn (`MujocoVectorEnv.render`). Other modes
+(``human``, ``depth_array``) are a ValueError naming the supported ones.
 """
 
 from __future__ import annotations
@@ -52,6 +59,7 @@ from gymnasium.vector.utils import batch_space
 from telapa.envs.gym_vector import NAMESPACE, check_seed, register_ids, reset_mask
 from telapa.envs.mujoco import _gymnasium_make, reference_return
 from telapa.envs.mujoco.friction import FrictionScale
+from telapa.envs.mujoco.render import FRAME_SIZE, gl_backend
 from telapa.envs.mujoco.v5 import NATIVE_IDS
 
 
@@ -76,22 +84,47 @@ def make_single(env_id: str, friction: float = 1.0, **kwargs: Any) -> gym.Env:
     return FrictionScale(_gymnasium_make(gymnasium_id(env_id), kwargs), friction)
 
 
+RENDER_MODES = ("rgb_array",)
+"""The render modes of `MujocoVectorEnv` (besides None)."""
+
+
+def check_render_mode(env_id: str, render_mode: Any) -> str | None:
+    """``render_mode`` when `MujocoVectorEnv` renders it (None or ``"rgb_array"``), else a
+    ValueError naming ``env_id`` and the supported modes."""
+    if render_mode is not None and render_mode not in RENDER_MODES:
+        raise ValueError(f"{env_id}: render_mode {render_mode!r} is not supported by the "
+                         f"vector env; supported: None, "
+                         f"{', '.join(repr(m) for m in RENDER_MODES)}")
+    return render_mode
+
+
 class MujocoVectorEnv(VectorEnv):
     """``num_envs`` native MuJoCo envs behind gymnasium's vector interface (module
-    docstring)."""
+    docstring). ``render_mode`` None or ``"rgb_array"`` (`render`), ``width`` and
+    ``height`` the frames' size, as gymnasium's env takes them."""
 
-    metadata = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
+    metadata = {"render_modes": list(RENDER_MODES), "autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(self, env_id: str, num_envs: int = 1, *,
                  friction: float | Sequence[float] = 1.0,
-                 max_episode_steps: int | None = None, threads: int | None = None):
+                 max_episode_steps: int | None = None, threads: int | None = None,
+                 render_mode: str | None = None, width: int = FRAME_SIZE,
+                 height: int = FRAME_SIZE):
         name = gymnasium_id(env_id)
         if name not in NATIVE_IDS:
             raise gym.error.Error(f"no native MuJoCo env {name!r}; native: "
                                   f"{', '.join(NATIVE_IDS)}")
+        self.render_mode = check_render_mode(name, render_mode)
+        if self.render_mode is not None:
+            gl_backend()  # no OpenGL backend: a one-line GLBackendError now, not at render
         from telapa.envs.mujoco.native import NativeVectorEnv  # imports mujoco
 
         self.env_id = name
+        self._frame_size = int(width), int(height)
+        self._renderer: gym.Env | None = None
+        """Gymnasium's env of ``<Id>`` that draws the frames (made at the first `render`)."""
+        self._cameras: list[dict[str, np.ndarray] | None] = []
+        """Each env's camera (`_camera`); None before its first frame."""
         # unseeded, as gymnasium's envs: generators from fresh entropy until reset(seed=)
         entropy = int(np.random.SeedSequence().generate_state(1)[0] >> 1)
         self.native = NativeVectorEnv(name, num_envs=num_envs, seed=entropy,
@@ -101,6 +134,7 @@ class MujocoVectorEnv(VectorEnv):
                                       threads=threads)
         self.native.sketch = False  # the 24-dim sketch is telapa's, not gymnasium's
         self.num_envs = self.native.num_envs
+        self.metadata = {**self.metadata, "render_fps": int(np.round(1.0 / self.native.dt))}
         self.single_observation_space, self.single_action_space = _spaces(name)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
@@ -173,9 +207,66 @@ class MujocoVectorEnv(VectorEnv):
         self._obs[:] = obs
         return obs, reward, terminated, truncated, {}
 
+    def render(self) -> tuple[np.ndarray, ...] | None:
+        """Each env's ``rgb_array`` frame, uint8 ``(height, width, 3)``, in a tuple as
+        ``SyncVectorEnv.render`` returns them; None without a render mode or before the
+        first `reset`. The frames of a ``SyncVectorEnv`` of gymnasium's env in the same
+        states (tests/envs/test_gym_vector_faults.py compares them pixel for pixel).
+
+        One env of ``<Id>`` of gymnasium's, and its renderer, draw every env in turn:
+        env i's ``MjData`` is copied into it (``mj_copyData``: the state as gymnasium's env
+        holds it after a step, kinematics included), and its camera is env i's own.
+        Gymnasium's offscreen viewer sets its free camera up when it first renders, looking
+        at the median of the geoms' positions then, before ``default_camera_config``
+        (HalfCheetah and Ant, which have no ``lookat`` there, keep looking at where they
+        were at that first frame): env i's camera is set up so at its first frame and kept
+        (`_camera`)."""
+        if self.render_mode is None or self._ended is None:
+            return None
+        import mujoco
+
+        if self._renderer is None:
+            width, height = self._frame_size
+            self._renderer = _gymnasium_make(self.env_id, {
+                "render_mode": self.render_mode, "width": width, "height": height})
+            self._cameras = [None] * self.num_envs
+        env = self._renderer.unwrapped
+        renderer = env.mujoco_renderer
+        frames = []
+        for i, data in enumerate(self.native.datas):
+            mujoco.mj_copyData(env.data, env.model, data)
+            self._camera(renderer, i)
+            frames.append(renderer.render(self.render_mode))
+        return tuple(frames)
+
+    _CAMERA = ("type", "fixedcamid", "trackbodyid", "lookat", "distance", "azimuth",
+               "elevation", "orthographic")
+    """The fields of an ``MjvCamera`` that `_camera` keeps per env."""
+
+    def _camera(self, renderer: Any, i: int) -> None:
+        """Points ``renderer``'s viewer (gymnasium's ``MujocoRenderer``, holding env i's
+        data) with env i's camera: at env i's first frame, set up as a new viewer of
+        gymnasium's sets it up (``OffScreenViewer._init_camera``, then the env's
+        ``default_camera_config``) and kept; later, the kept one."""
+        viewer = renderer._get_viewer(self.render_mode)
+        cam = viewer.cam
+        if self._cameras[i] is None:
+            viewer._init_camera()
+            renderer._set_cam_config()
+            self._cameras[i] = {k: np.copy(getattr(cam, k)) for k in self._CAMERA}
+            return
+        for k, value in self._cameras[i].items():
+            if k == "lookat":
+                cam.lookat[:] = value
+            else:
+                setattr(cam, k, value.item())
+
     def close_extras(self, **kwargs: Any) -> None:
         self.native.close()
         self._ended = None
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
 
 
 def register_envs() -> list[str]:
@@ -186,4 +277,5 @@ def register_envs() -> list[str]:
     return register_ids(NATIVE_IDS, entry_point=f"{__name__}:make_single",
                         vector_entry_point=f"{__name__}:MujocoVectorEnv")
 
-__all__ = ["MujocoVectorEnv", "gymnasium_id", "make_single", "register_envs"]
+__all__ = ["RENDER_MODES", "MujocoVectorEnv", "check_render_mode", "gymnasium_id",
+           "make_single", "register_envs"]
