@@ -51,10 +51,14 @@ ACTION_SPACES = ("telapa's policies take a Discrete action space or a 1-D Box wi
 
 def scalar_bound(values: np.ndarray, env_id: str) -> float:
     """The one value of an action space's per-dimension bound ``values``; a
-    ``ValueError`` naming ``env_id`` when they differ."""
+    ``ValueError`` naming ``env_id`` when they differ or are not finite (an unbounded
+    Box has no middle or scale for a policy's actions)."""
     if not np.all(values == values.flat[0]):
         raise ValueError(f"{env_id}: per-dimension action bounds {values} are not "
                          f"supported: {ACTION_SPACES}")
+    if not np.isfinite(values.flat[0]):
+        raise ValueError(f"{env_id}: action bound {values.flat[0]} is not finite (declare "
+                         f"the action space with finite bounds): {ACTION_SPACES}")
     return float(values.flat[0])
 
 
