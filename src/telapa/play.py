@@ -34,9 +34,14 @@ gives final.csv's successes exactly (a larger K plays all of them, then K -
 ``final_eval_episodes`` more from the same key, `_episode_keys`). They run `CHUNK` at a
 time. The frames are the ports' MiniGrid picture (`telapa.envs.minigrid.render`), drawn one
 episode at a time and only when asked for (``frames``). On the host backends
-(MuJoCo's native and gymnasium) episode e resets with seed ``seed + e`` and, with
-``frames``, draws its frames through MuJoCo's headless renderer
-(`telapa.envs.mujoco.render`); the host backends'
+(gymnasium, and MuJoCo's native) the episodes are played on one env of the task as the
+run's own env family makes it (`EnvFamily.make_single`: the env each copy of the run's
+vector env is, whatever the family: MiniGrid, MuJoCo, the generic family or a plug-in's);
+episode e resets with seed ``seed + e`` and, with ``frames``, draws its frames with the
+env's own ``rgb_array`` render mode (MuJoCo: its headless renderer,
+`telapa.envs.mujoco.render`). An env without that render mode (gymnasium's
+``metadata["render_modes"]``) is refused, in one line, before any episode is played
+(`_check_renderer`). The host backends'
 evaluation (vector env copies sharing one action key stream) is not replayed. With a
 seed (default, where nothing is replayed: the run's) the key is
 ``jax.random.key(seed)``: the same seed, the same episodes and frames. At most
@@ -363,17 +368,90 @@ def iter_episodes(policy: LoadedPolicy, *, episodes: int, seed: int | None = Non
 def _check_renderer(agent: Agent) -> None:
     """`PlayError` when frames of ``agent``'s env cannot be drawn: a JAX env that is
     neither a MiniGrid port (drawn by the port's renderer) nor MuJoCo's MJX port (posed
-    in gymnasium's env and drawn by MuJoCo's renderer, as the host backends are); and,
-    for MuJoCo, `GLBackendError` when no OpenGL backend works."""
-    if agent.backend != "jax" or getattr(agent.env, "task", None) is not None:
-        return
-    if family_of(agent.spec.env_id).name == "mujoco":
+    in gymnasium's env and drawn by MuJoCo's renderer, as the host backends are); a host
+    env (gymnasium, native) whose family's env has no ``rgb_array`` render mode
+    (`_host_render_modes`); and, for MuJoCo, `GLBackendError` when no OpenGL backend
+    works."""
+    if agent.backend == "jax" and getattr(agent.env, "task", None) is not None:
+        return  # a MiniGrid port
+    if _is_mujoco(agent):
         from telapa.envs.mujoco.render import gl_backend
 
         gl_backend()
         return
-    raise PlayError(f"{agent.spec.env_id}: no renderer for this JAX env (MiniGrid ports "
-                    "and MuJoCo draw their frames); play it without --out")
+    if agent.backend == "jax":
+        raise PlayError(f"{agent.spec.env_id}: no renderer for this JAX env (MiniGrid ports "
+                        "and MuJoCo draw their frames); play it without --out")
+    modes = _host_render_modes(agent)
+    if "rgb_array" not in modes:
+        raise PlayError(f"{agent.spec.env_id} has no rgb_array render mode (its "
+                        f"{agent.family.name} family's env renders "
+                        f"{', '.join(map(str, modes)) if modes else 'nothing'}: "
+                        "metadata['render_modes']), so no frames can be drawn; play it "
+                        "without --out")
+
+
+def _is_mujoco(agent: Agent) -> bool:
+    """Whether ``agent``'s env is of the MuJoCo family (drawn by MuJoCo's headless
+    renderer, `telapa.envs.mujoco.render`, on every backend)."""
+    return family_of(agent.spec.env_id).name == "mujoco"
+
+
+def _host_env(agent: Agent, *, render: bool = False) -> Any:
+    """One gymnasium env of ``agent``'s task as the run's env family makes each copy of
+    the host backends' vector env (`EnvFamily.make_single` with the task's options:
+    observation dict, sketch, the family's wrappers); with ``render``, drawing
+    ``rgb_array`` frames on ``render()`` (MuJoCo: `make_rendering_env`, its headless
+    renderer; any other family: its env made with ``render_mode="rgb_array"``, an
+    option ``gymnasium.make`` takes, refused in one line where the family cannot make
+    it so)."""
+    env_id, options = agent.spec.env_id, dict(agent.env_options)
+    if render and _is_mujoco(agent):
+        from telapa.envs.mujoco.render import make_rendering_env
+
+        return make_rendering_env(env_id, options)
+    if not render:
+        return agent.family.make_single(env_id, options)
+    try:
+        env = agent.family.make_single(env_id, {**options, "render_mode": "rgb_array"})
+    except Exception as err:  # noqa: BLE001 - whatever the family's env raises
+        raise PlayError(f"{env_id}: its {agent.family.name} family cannot make it with "
+                        f"render_mode='rgb_array' ({type(err).__name__}: {err}); play it "
+                        "without --out") from None
+    if getattr(env, "render_mode", None) != "rgb_array":
+        env.close()
+        raise PlayError(f"{env_id}: its {agent.family.name} family's env ignores "
+                        "render_mode='rgb_array' (it renders "
+                        f"{getattr(env, 'render_mode', None)!r}); play it without --out")
+    return env
+
+
+def _host_render_modes(agent: Agent) -> list[Any]:
+    """The render modes of ``agent``'s host env (gymnasium's ``metadata["render_modes"]``
+    of the env its family makes, `_host_env`), read from an env made without one."""
+    env = _host_env(agent)
+    try:
+        return list(env.metadata.get("render_modes") or ())
+    finally:
+        env.close()
+
+
+def _host_frame_shape(agent: Agent) -> tuple[int, int, int]:
+    """The shape (H, W, 3) of a frame of ``agent``'s host env (not MuJoCo's: its
+    renderer draws `FRAME_SIZE` squares), drawn once after a reset; `PlayError` when
+    ``render()`` gives no RGB picture."""
+    env = _host_env(agent, render=True)
+    try:
+        env.reset(seed=0)
+        frame = env.render()
+    finally:
+        env.close()
+    shape = np.shape(frame) if frame is not None else ()
+    if len(shape) != 3 or shape[2] != 3 or 0 in shape:
+        raise PlayError(f"{agent.spec.env_id}: render() in rgb_array mode gave "
+                        f"{type(frame).__name__} of shape {shape}, not an RGB picture "
+                        "(height, width, 3); play it without --out")
+    return (int(shape[0]), int(shape[1]), 3)
 
 
 def check_episodes(episodes: int) -> int:
@@ -497,14 +575,9 @@ def _rollouts(agent: Agent, deterministic: bool, *, keep_states: bool,
 
 def _play_gym(agent: Agent, params: Params, episodes: int, seed: int,
               deterministic: bool, frames: bool) -> Iterator[Episode]:
-    if frames:
-        from telapa.envs.mujoco.render import make_rendering_env
-
-        env = make_rendering_env(agent.spec.env_id, agent.env_options)
-    else:  # the same env, drawing nothing
-        from telapa.envs.mujoco import MujocoFamily
-
-        env = MujocoFamily().make_single(agent.spec.env_id, agent.env_options)
+    """The episodes on the host backends: on the env of the run's own family
+    (`_host_env`), drawing its ``rgb_array`` frames only with ``frames``."""
+    env = _host_env(agent, render=frames)
     return _gym_episodes(env, agent, params, episodes, seed, deterministic, frames)
 
 
@@ -519,7 +592,10 @@ def _gym_episodes(env: Any, agent: Agent, params: Params, episodes: int, seed: i
                 one = jax.tree.map(lambda x: np.asarray(x)[None], obs)
                 action = agent.policy.act(params, one, jax.random.fold_in(key, e * 2**20 + t),
                                           deterministic).env_action[0]
-                obs, reward, terminated, truncated, _ = env.step(np.asarray(action))
+                action = np.asarray(action)  # as the vector env gives it to each copy
+                if agent.spec.discrete:
+                    action = np.int64(action)
+                obs, reward, terminated, truncated, _ = env.step(action)
                 if frames:
                     pictures.append(env.render())
                 rewards.append(float(reward))
@@ -581,10 +657,12 @@ def check_video_path(path: str | Path, *, run: str | Path | None = None) -> Path
 def video_memory(path: str | Path, agent: Agent, episodes: int, *,
                  tile_size: int = 32) -> list[Part]:
     """The parts of the memory writing ``episodes`` episodes of ``agent``'s env to the
-    video ``path`` needs at most (`telapa.continual.memory.Part`; none is drawn): each
-    episode has up to max_steps + 1 frames; a GIF's writer keeps every frame, a byte a
-    pixel, until it writes the file; one episode's frames are drawn at a time, and on the
-    jax backend the states of `CHUNK` episodes are kept to draw them."""
+    video ``path`` needs at most (`telapa.continual.memory.Part`; no episode is played,
+    a host env other than MuJoCo's draws one frame after a reset to measure its frames,
+    `_host_frame_shape`): each episode has up to max_steps + 1 frames; a GIF's writer
+    keeps every frame, a byte a pixel, until it writes the file; one episode's frames are
+    drawn at a time, and on the jax backend the states of `CHUNK` episodes are kept to
+    draw them. Refused (`_check_renderer`) where no frame can be drawn."""
     _check_renderer(agent)
     frames = agent.spec.max_steps + 1
     parts = []
@@ -596,10 +674,12 @@ def video_memory(path: str | Path, agent: Agent, episodes: int, *,
         state_bytes = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(state))
         parts.append(Part("the states of a chunk of episodes", chunk * frames * state_bytes,
                           f"{chunk} episodes x {frames} states x {state_bytes:,} bytes"))
-    else:  # MuJoCo's headless renderer
+    elif _is_mujoco(agent):  # MuJoCo's headless renderer
         from telapa.envs.mujoco.render import FRAME_SIZE
 
         shape = (FRAME_SIZE, FRAME_SIZE, 3)
+    else:  # the host env's own rgb_array frames, one drawn to measure them
+        shape = _host_frame_shape(agent)
     h, w = shape[0] + CAPTION_PX, shape[1]
     limit = f"{agent.spec.env_id}'s time limit, {agent.spec.max_steps} steps"
     parts.append(Part("one episode's frames", frames * shape[0] * shape[1] * 3,
