@@ -125,3 +125,25 @@ def test_a_plug_in_env_without_rgb_array_plays_and_refuses_out_in_one_line(
     assert lines[0].endswith("play it without --out"), err
     assert not gif.exists()
     assert not list(tmp_path.glob(".walk.gif*"))
+
+
+def test_the_video_memory_of_an_mjx_run_counts_its_kept_positions():
+    """`--out` of a MuJoCo run on the jax backend (MJX) is sized before any episode: the
+    states kept to draw a chunk of episodes are each step's qpos and qvel (Hopper: 6 + 6
+    float32), its frames MuJoCo's renderer's. It read a MiniGrid grid the MJX state has
+    not (AttributeError)."""
+    from telapa.config import TrainConfig
+    from telapa.envs.mujoco.render import FRAME_SIZE, GLBackendError, gl_backend
+    from telapa.play import video_memory
+    from telapa.rl import Agent
+
+    try:
+        gl_backend()
+    except GLBackendError as err:  # `make test` installs one (the Makefile's gl target)
+        pytest.skip(str(err))
+    agent = Agent("Hopper-v5", TrainConfig(), backend="jax")
+    states, frames, gif = video_memory("x.gif", agent, 2)
+    steps = agent.spec.max_steps + 1
+    assert states.bytes == 2 * steps * (6 + 6) * 4
+    assert frames.bytes == steps * FRAME_SIZE * FRAME_SIZE * 3
+    assert gif.kept and gif.bytes > 0

@@ -666,12 +666,19 @@ def video_memory(path: str | Path, agent: Agent, episodes: int, *,
     _check_renderer(agent)
     frames = agent.spec.max_steps + 1
     parts = []
-    if agent.backend == "jax":  # a MiniGrid frame: (H, W) cells of tile_size pixels
+    if agent.backend == "jax":  # the states of a chunk of episodes are kept to draw them
         chunk = min(episodes, CHUNK)
         state = jax.eval_shape(lambda k: agent.env.reset(k)[0], jax.random.key(0))
-        width, height = state.grid.shape[-3:-1]  # the grid is (W, H, 3)
-        shape = (height * tile_size, width * tile_size, 3)
-        state_bytes = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(state))
+        if _is_mujoco(agent):  # MJX: each step's qpos and qvel, drawn by MuJoCo's renderer
+            from telapa.envs.mujoco.render import FRAME_SIZE
+
+            kept = (state.data.qpos, state.data.qvel)
+            shape = (FRAME_SIZE, FRAME_SIZE, 3)
+        else:  # a MiniGrid frame: (H, W) cells of tile_size pixels
+            kept = state
+            width, height = state.grid.shape[-3:-1]  # the grid is (W, H, 3)
+            shape = (height * tile_size, width * tile_size, 3)
+        state_bytes = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(kept))
         parts.append(Part("the states of a chunk of episodes", chunk * frames * state_bytes,
                           f"{chunk} episodes x {frames} states x {state_bytes:,} bytes"))
     elif _is_mujoco(agent):  # MuJoCo's headless renderer

@@ -22,7 +22,7 @@ episodes; a K above ``final_eval_episodes`` plays all of them and then the other
 the evaluation's key, and the header says which are which. A visit's policy or an
 elite, and any policy given ``--seed S``, play K (default 3) episodes of seed S
 (default: the run's seed); the same seed gives the same episodes. On the host backends
-(MuJoCo) the evaluation ran vector env copies that share one action key stream, which
+(native, gymnasium) the evaluation ran vector env copies that share one action key stream, which
 play does not replay: its episodes are seed S's.
 
 It only reads the run (no lock, no file written in it). What is wrong is named before
