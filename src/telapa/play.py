@@ -78,6 +78,7 @@ import numpy as np
 from telapa.continual.checkpoints import POINTER
 from telapa.continual.curriculum import Visit
 from telapa.continual.memory import GIB, Part, shortfall
+from telapa.continual.registry import checked
 from telapa.continual.rundir import POLICIES_DIR, RunDir, RunDirError
 from telapa.continual.runner import ContinualRun
 from telapa.continual.spec import RunSpec
@@ -296,7 +297,9 @@ def load_policy(run: ContinualRun, *, task: str | None = None, visit: str | None
         where = _task_visit(run, task or archive_task)
         return LoadedPolicy(params, run.agent(where), f"{name}: elite {elite}", seed)
     where = _task_visit(run, task)
-    params = run.method.eval_params(run.state.method, where.task, run.state.learner)
+    params = checked(run.method, "eval_params",
+                     run.method.eval_params(run.state.method, where.task, run.state.learner),
+                     learner=run.state.learner)
     # the final evaluation's visit of the task (its first) and key
     first, key = next((v, k) for t, v, k in run.final_tasks() if t == where.task)
     return LoadedPolicy(params, run.agent(first), f"{name}: final policy for {where.task}", seed,

@@ -31,6 +31,15 @@ from collections.abc import Callable, Generator, Sequence
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from telapa.io import PhaseTimer
+from telapa.plugins import PluginError
+
+
+class HookError(PluginError, TypeError):
+    """A method's hook gave telapa what its signature does not allow (a wrong return
+    value, a yield that is not a `Request`): one line naming the method, the hook and
+    what it gave (`telapa.continual.registry.checked`). A `PluginError`, so the command
+    line prints it as one line; a `TypeError` too, as what a hook gave has the wrong
+    type."""
 
 
 @runtime_checkable
@@ -52,10 +61,13 @@ Hook = Callable[[], Any]
 yields `Request`s and returns it."""
 
 
-def run_hooks(hooks: Sequence[Hook], timers: Sequence[PhaseTimer]) -> list[Any]:
+def run_hooks(hooks: Sequence[Hook], timers: Sequence[PhaseTimer],
+              names: Sequence[str] | None = None) -> list[Any]:
     """Runs the hooks of a batch's seeds in lockstep (module docstring) and returns their
     values in seed order; ``timers[i]``: seed i's method timer (the answers' shares).
-    An exception in a hook or an answer stops the batch and propagates."""
+    An exception in a hook or an answer stops the batch and propagates; a hook that
+    yields something other than a `Request` is a `HookError` naming it (``names[i]``,
+    e.g. ``method 'ewc' (telapa.continual.methods.EWC): end_task``)."""
     if len(hooks) != len(timers):
         raise ValueError(f"{len(hooks)} hooks and {len(timers)} timers")
     values: list[Any] = [None] * len(hooks)
@@ -69,8 +81,9 @@ def run_hooks(hooks: Sequence[Hook], timers: Sequence[PhaseTimer]) -> list[Any]:
             return
         if not isinstance(request, Request):
             hook.close()
-            raise TypeError(f"a method hook yielded {type(request).__name__}, not a "
-                            "lockstep Request (a class with `phase` and `answer`)")
+            who = "a method hook" if names is None else names[i]
+            raise HookError(f"{who} yielded {type(request).__name__}, not a lockstep "
+                            "Request (a class with `phase` and `answer`)")
         waiting[i] = (hook, request)
 
     for i, hook in enumerate(hooks):
@@ -95,4 +108,4 @@ def run_hooks(hooks: Sequence[Hook], timers: Sequence[PhaseTimer]) -> list[Any]:
     return values
 
 
-__all__ = ["Hook", "Request", "run_hooks"]
+__all__ = ["Hook", "HookError", "Request", "run_hooks"]

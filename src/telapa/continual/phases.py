@@ -19,7 +19,9 @@ runs to the batch's size (copies of the first, results discarded), so that a bat
 seeds lag after a resume runs the programs it has compiled. The elapsed time is shared
 equally among the runs' timers. What a phase reads of a run is `PhaseRun`
 (`telapa.continual.runner.ContinualRun` is one); what changes is its state only (the
-method's hooks take and return the state's `MethodState`).
+method's hooks take and return the state's `MethodState`). What a hook returns is
+checked where it is received (`telapa.continual.registry.checked`): a wrong value is a
+`HookError` naming the method and the hook, not a failure further on.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from telapa.continual.curriculum import Visit
 from telapa.continual.lockstep import run_hooks
 from telapa.continual.methods import Method, TaskContext
 from telapa.continual.progress import Progress
+from telapa.continual.registry import checked, hook_name
 from telapa.continual.rundir import RunDir
 from telapa.continual.spec import Phase, RunSpec
 from telapa.continual.state import RunState
@@ -105,7 +108,10 @@ def start_visit(runs: list[PhaseRun], phase: Phase, size: int | None = None
     timers = [PhaseTimer() for _ in runs]
     started = run_hooks(
         [partial(run.method.start_task, run.state.method, run.state.learner,
-                 run.context(visit, agent, "start")) for run in runs], timers)
+                 run.context(visit, agent, "start")) for run in runs], timers,
+        [hook_name(run.method, "start_task") for run in runs])
+    started = [checked(run.method, "start_task", value)
+               for run, value in zip(runs, started, strict=True)]
     states = _share([run.state for run in runs], "method", start)
     states = [state.replace(learner=learner, method=mstate.timed_all(timer.totals),
                             train_state=agent.start(learner, run.episodes_key(visit)),
@@ -188,7 +194,10 @@ def end_visit(runs: list[PhaseRun], phase: Phase, size: int | None = None
     start = time.perf_counter()
     timers = [PhaseTimer() for _ in runs]
     ended = run_hooks([partial(run.method.end_task, run.state.method, run.state.learner,
-                               run.context(visit, agent, "end")) for run in runs], timers)
+                               run.context(visit, agent, "end")) for run in runs], timers,
+                      [hook_name(run.method, "end_task") for run in runs])
+    ended = [checked(run.method, "end_task", value)
+             for run, value in zip(runs, ended, strict=True)]
     states = [state.replace(method=mstate.timed_all(timer.totals)) for state, mstate, timer
               in zip(_share([run.state for run in runs], "method", start), ended, timers,
                      strict=True)]
@@ -210,7 +219,9 @@ def final_evaluation(runs: list[PhaseRun], phase: Phase, size: int | None = None
     for i, (task, visit, _) in enumerate(lead.final_tasks()):
         results = _evaluate(
             lead.agent(visit),
-            [run.method.eval_params(state.method, task, state.learner)
+            [checked(run.method, "eval_params",
+                     run.method.eval_params(state.method, task, state.learner),
+                     learner=state.learner)
              for run, state in zip(runs, states, strict=True)],
             lead.spec.config.final_eval_episodes, [run.final_tasks()[i][2] for run in runs],
             size, features=False)

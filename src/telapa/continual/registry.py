@@ -18,12 +18,15 @@ from __future__ import annotations
 import inspect
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import jax
+import pandas as pd
 
-from telapa.config import close_matches
+from telapa.config import NetworkConfig, close_matches
 from telapa.continual.builtin import BUILTIN_METHODS
+from telapa.continual.lockstep import HookError
 from telapa.continual.methods import Method
 from telapa.continual.preset import (
     MethodsConfig,
@@ -31,6 +34,7 @@ from telapa.continual.preset import (
     builtin_section,
     register_section,
 )
+from telapa.continual.state import MethodState
 from telapa.plugins import (
     METHODS_GROUP,
     PluginError,
@@ -38,6 +42,7 @@ from telapa.plugins import (
     entry_points,
     load_entry_point,
 )
+from telapa.rl.ppo import PPOState
 
 METHODS: dict[str, type[Method]] = dict(BUILTIN_METHODS)
 """Every method known so far: the built-ins and the plug-ins registered (an entry point
@@ -107,6 +112,30 @@ HOOKS = {
 }
 """Each hook a method may override, with its signature (`Method`)."""
 
+CALLED = {
+    **HOOKS,
+    "init": "init(self, params) -> MethodState",
+    "initial_penalty": "initial_penalty(self, params) -> penalty data",
+    "parts_like": "parts_like(self, params, tasks, agent_for) -> dict of parts",
+    "network": "network(self, network) -> NetworkConfig",
+}
+"""Every member of a method that telapa calls, with its signature: the `HOOKS` and the
+run's start (`init`, `initial_penalty`, `network`) and resume (`parts_like`). Telapa
+passes their arguments by position, so one with a further parameter without a default
+is refused at registration (`check_hooks`)."""
+
+RETURNS = {
+    "init": "a MethodState, the run's first state",
+    "start_task": "the tuple (learner, mstate): a PPOState and a MethodState",
+    "observe": "a MethodState, the next state",
+    "end_task": "a MethodState, the next state",
+    "eval_params": "the policy's parameters (a pytree like learner.params)",
+    "tables": "a dict of table name -> pandas DataFrame",
+    "parts_like": "a dict of part name -> pytree",
+    "network": "a NetworkConfig",
+}
+"""What each hook whose value telapa checks (`checked`) must return."""
+
 FORMER_STATE = {"state": "init(self, params) -> MethodState",
                 "load_state": "nothing: the checkpoint saves the MethodState itself",
                 "state_like": "parts_like(self, params, tasks, agent_for) -> parts",
@@ -123,12 +152,17 @@ def _positional(function: Callable) -> list[inspect.Parameter]:
 def check_hooks(method: type[Method]) -> None:
     """`PluginError` naming every hook of ``method`` written for the former API (hooks
     that changed the method object): one taking fewer positional arguments than its
-    `HOOKS` signature, or a former state method (`FORMER_STATE`)."""
+    `HOOKS` signature, or a former state method (`FORMER_STATE`); then every member
+    telapa calls (`CALLED`) that is not a function or that has a parameter telapa does
+    not pass (beyond its signature's, without a default): the call would fail only once
+    the run reached it, after whatever work came before."""
     problems = []
     for hook, signature in HOOKS.items():
-        params = _positional(getattr(method, hook))
-        expected = len(_positional(getattr(Method, hook)))
-        if len(params) < expected:
+        function = getattr(method, hook)
+        if not callable(function) or _signature(function) is None:
+            continue  # `_call_problem` names it
+        params = _positional(function)
+        if len(params) < _passed(method, hook) and not _takes_args(function):
             problems.append(f"{hook}({', '.join(p.name for p in params[1:])}) should be "
                             f"{signature}")
     for old, replacement in FORMER_STATE.items():
@@ -140,6 +174,113 @@ def check_hooks(method: type[Method]) -> None:
             "hooks now take its state (a MethodState) and return the next one, and the "
             "method object never changes (docs/extending.md, 'Your own method'): "
             + "; ".join(problems))
+    for hook, signature in CALLED.items():
+        problem = _call_problem(method, hook)
+        if problem is not None:
+            problems.append(f"{problem}; it must be {signature}")
+    if problems:
+        raise PluginError(f"{_who(method)}: " + "; ".join(problems)
+                          + " (docs/extending.md, 'Your own method')")
+
+
+def _signature(function: Any) -> inspect.Signature | None:
+    try:
+        return inspect.signature(function)
+    except (TypeError, ValueError):  # not introspectable (a builtin): not checked
+        return None
+
+
+def _passed(method: type[Method], hook: str) -> int:
+    """How many positional arguments ``method``'s ``hook``, as found on the class, is
+    given by telapa's call: its signature's (`Method`'s), with ``self``, or without it
+    for a classmethod (bound to the class) or a staticmethod."""
+    passed = len(_positional(getattr(Method, hook)))
+    if inspect.ismethod(getattr(method, hook)) or isinstance(
+            inspect.getattr_static(method, hook), staticmethod):
+        passed -= 1
+    return passed
+
+
+def _takes_args(function: Callable) -> bool:
+    """Whether ``function`` takes ``*args``."""
+    return any(p.kind is p.VAR_POSITIONAL
+               for p in inspect.signature(function).parameters.values())
+
+
+def _call_problem(method: type[Method], hook: str) -> str | None:
+    """What makes telapa's call of ``method``'s ``hook`` fail before it runs (it is not
+    a function, or it has parameters beyond those telapa passes, without defaults);
+    None if nothing does."""
+    function = getattr(method, hook)
+    if not callable(function):
+        return f"{hook} is {type(function).__name__}, not a method"
+    signature = _signature(function)
+    if signature is None:
+        return None
+    params = list(signature.parameters.values())
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    unpassed = [p.name for p in positional[_passed(method, hook):] if p.default is p.empty]
+    unpassed += [p.name for p in params if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
+    if unpassed:
+        shown = signature.replace(parameters=[p.replace(annotation=p.empty) for p in params],
+                                  return_annotation=signature.empty)
+        return (f"{hook}{shown} has parameter{'s' if len(unpassed) > 1 else ''} "
+                f"{', '.join(unpassed)} without a default, which telapa does not pass")
+    return None
+
+
+def _who(method: Method | type[Method]) -> str:
+    """``method 'NAME' (module.Class)``: how an error names a method."""
+    cls = method if isinstance(method, type) else type(method)
+    return f"method {getattr(cls, 'name', '?')!r} ({_qualname(cls)})"
+
+
+def hook_name(method: Method | type[Method], hook: str) -> str:
+    """``method 'NAME' (module.Class): HOOK``: how an error names a method's hook
+    (`telapa.continual.lockstep.run_hooks` names the hooks it runs so)."""
+    return f"{_who(method)}: {hook}"
+
+
+def _shown(value: Any) -> str:
+    """What a hook returned, in a few words."""
+    if value is None:
+        return "None"
+    if isinstance(value, tuple):
+        types = ", ".join(type(v).__name__ for v in value[:4])
+        return f"a tuple of {len(value)} ({types}{', ...' if len(value) > 4 else ''})"
+    return f"a {type(value).__name__}"
+
+
+def checked(method: Method, hook: str, value: Any, *, learner: PPOState | None = None
+            ) -> Any:
+    """``value``, what ``method``'s ``hook`` returned, if it has the type the hook's
+    signature documents (`RETURNS`); a `HookError` naming the method, the hook, what
+    it returned and what it must return otherwise. The checks are cheap (types, a
+    tuple's length, the number of ``eval_params``'s leaves against ``learner.params``'s),
+    made once where telapa receives each value."""
+    ok = True
+    if hook in ("init", "observe", "end_task"):
+        ok = isinstance(value, MethodState)
+    elif hook == "start_task":
+        ok = (isinstance(value, tuple) and len(value) == 2
+              and isinstance(value[0], PPOState) and isinstance(value[1], MethodState))
+    elif hook == "eval_params":
+        leaves = jax.tree.leaves(value)
+        ok = (value is not None and not isinstance(value, PPOState | MethodState)
+              and bool(leaves) and all(hasattr(leaf, "shape") for leaf in leaves)
+              and (learner is None or len(leaves) == len(jax.tree.leaves(learner.params))))
+    elif hook == "tables":
+        ok = isinstance(value, Mapping) and all(
+            isinstance(k, str) and isinstance(v, pd.DataFrame) for k, v in value.items())
+    elif hook == "parts_like":
+        ok = isinstance(value, Mapping) and all(isinstance(k, str) for k in value)
+    elif hook == "network":
+        ok = isinstance(value, NetworkConfig)
+    if not ok:
+        raise HookError(f"{hook_name(method, hook)} returned {_shown(value)}; it must "
+                        f"return {RETURNS[hook]} ({CALLED[hook]}; "
+                        "docs/extending.md, 'Your own method')")
+    return value
 
 
 def find_method(name: str) -> type[Method]:
@@ -212,6 +353,7 @@ def bind_method(config: RunConfig, name: str) -> RunConfig:
     return config.model_copy(update={"methods": config.methods.with_section(section)})
 
 
-__all__ = ["BUILTIN_METHODS", "HOOKS", "METHODS", "METHOD_SECTIONS", "MethodsConfig",
-           "bind_method", "check_hooks", "find_method", "make_method", "method_names",
-           "method_section", "register_method"]
+__all__ = ["BUILTIN_METHODS", "CALLED", "HOOKS", "METHODS", "METHOD_SECTIONS", "RETURNS",
+           "HookError", "MethodsConfig", "bind_method", "check_hooks", "checked",
+           "find_method", "hook_name", "make_method", "method_names", "method_section",
+           "register_method"]

@@ -26,7 +26,7 @@ from __future__ import annotations
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import jax
 import pandas as pd
@@ -35,14 +35,15 @@ from telapa.continual.agents import AgentKey, process_agents, shared_agent
 from telapa.continual.checkpoints import RunEdited
 from telapa.continual.curriculum import Visit
 from telapa.continual.driver import Clock, Driver
+from telapa.continual.lockstep import HookError
 from telapa.continual.methods import Method, TaskContext
 from telapa.continual.phases import RunError
 from telapa.continual.progress import Progress, SilentProgress
-from telapa.continual.registry import make_method
+from telapa.continual.registry import checked, make_method
 from telapa.continual.rundir import RunDir, RunDirError
 from telapa.continual.runtables import records_tables
 from telapa.continual.spec import Phase, RunSpec, resolve_spec
-from telapa.continual.state import RunState
+from telapa.continual.state import MethodState, RunState
 from telapa.continual.tracking import RunTracker, Tracking
 from telapa.io import CheckpointError, dir_size_bytes, tree_nbytes
 from telapa.io.stop import raise_pending
@@ -79,7 +80,8 @@ class ContinualRun:
         self._init_key, self._visit_root, method_key = jax.random.split(root, 3)
         self.method: Method = make_method(spec.method, config, key=method_key)
         self.train_config = config.train.model_copy(
-            update={"network": self.method.network(config.train.network)}
+            update={"network": checked(self.method, "network",
+                                       self.method.network(config.train.network))}
         )
         self.agents: dict[AgentKey, Agent] = (
             process_agents(spec.curriculum.backend) if agents is None else agents)
@@ -94,7 +96,8 @@ class ContinualRun:
         first = self.agent(self.visits[0])
         params = first.policy.init(self._init_key)
         learner = first.fresh_ppo(params, self.method.initial_penalty(params))
-        self.state = RunState(learner=learner, method=self.method.init(params))
+        self.state = RunState(learner=learner,
+                              method=checked(self.method, "init", self.method.init(params)))
         """The run at its last phase boundary (`telapa.continual.state`)."""
         self.tracker = RunTracker()
         """Live curves (`telapa.continual.tracking`): TensorBoard in the run directory and
@@ -198,7 +201,7 @@ class ContinualRun:
                 store.resume_from(ckpt)
                 run.restore_checkpoint(ckpt)
                 break
-            except RunEdited:
+            except (RunEdited, HookError):  # not the checkpoint's fault: another is no better
                 raise
             except (CheckpointError, RunDirError, ValueError, KeyError, TypeError,
                     OSError) as err:
@@ -299,7 +302,7 @@ class ContinualRun:
     def record_start(self, state: RunState, visit: Visit, result: EvalResult) -> RunState:
         """``state`` with the visit's pre-evaluation taken in: `observe`, the visit's
         record, its curve point."""
-        state = state.replace(method=self.method.observe(state.method, visit, "pre", result))
+        state = state.replace(method=self._observe(state.method, visit, "pre", result))
         records = state.records.add("visits", {
             "visit": visit.index, "tag": visit.tag, "task": visit.task,
             "env_id": visit.env_id, "cycle": visit.cycle, "budget": self.spec.budget(visit),
@@ -347,12 +350,17 @@ class ContinualRun:
         state = state.replace(train_state=trained, learner=trained.ppo,
                               global_step=global_step, train_rows=state.train_rows + rows)
         state = self._add_curve_point(state, visit, steps, result)
-        state = state.replace(method=self.method.observe(
+        state = state.replace(method=self._observe(
             state.method, visit, "post" if steps >= budget else "train", result))
         return state.replace(records=state.records.update_visit(
             post_sr=result.sr, post_return=result.mean_return, train_steps=steps,
             end_global_step=global_step, post_successes=result.successes,
             post_episodes=result.episodes))
+
+    def _observe(self, mstate: MethodState, visit: Visit,
+                 kind: Literal["pre", "train", "post"], result: EvalResult) -> MethodState:
+        """The method's `observe` of an evaluation, its value checked (`checked`)."""
+        return checked(self.method, "observe", self.method.observe(mstate, visit, kind, result))
 
     def _add_curve_point(self, state: RunState, visit: Visit, step: int,
                          result: EvalResult) -> RunState:
@@ -436,7 +444,8 @@ class ContinualRun:
     def _write_records(self) -> None:
         """The run's tables and method log as of its last phase (after each checkpoint,
         and when it finishes)."""
-        self.dir.write_tables({**self.tables(), **self.method.tables(self.state.method)})
+        method_tables = checked(self.method, "tables", self.method.tables(self.state.method))
+        self.dir.write_tables({**self.tables(), **method_tables})
         self.dir.write_method_log([dict(event) for event in self.state.method.log])
 
     def restore_checkpoint(self, folder: Path) -> None:
@@ -447,8 +456,9 @@ class ContinualRun:
         store = self.dir.checkpoints
         state = store.load_run(
             folder, self.state, phases=len(self.phases),
-            method_like=lambda tasks, learner: self.method.parts_like(
-                learner.params, tasks, self._agent_for_task))
+            method_like=lambda tasks, learner: checked(
+                self.method, "parts_like",
+                self.method.parts_like(learner.params, tasks, self._agent_for_task)))
         if self._mid_visit(state):
             visit = self.visits[self.phases[state.next_phase].visit]
             fresh = self.agent(visit).start(state.learner, self.episodes_key(visit))
