@@ -132,13 +132,6 @@ def test_the_generic_feature_dim_is_the_size_the_task_options_make():
         family.feature_dim("TelapaGenLineReq-v0", {"size": -1})
 
 
-NEEDS_BINDING = pytest.mark.xfail(
-    strict=True, reason="needs the task options passed to feature_dim by "
-    "telapa.continual.preset.bind_env_family and telapa.envs.registry.make (outside "
-    "generic.py/gym_backend.py)")
-
-
-@NEEDS_BINDING
 def test_tasks_whose_options_give_other_sketch_sizes_are_one_line_naming_them(
         tmp_path, capsys):
     """Fault 1(a): a run has one latent space of one D, so tasks whose options make
@@ -152,7 +145,6 @@ def test_tasks_whose_options_give_other_sketch_sizes_are_one_line_naming_them(
             """(TelapaGenLineReq-v0 with options {"size": 6}): D = 6""") in line, line
 
 
-@NEEDS_BINDING
 def test_an_option_that_sets_the_observation_size_sets_d(tmp_path):
     """Fault 1(b): a registered default size 3 and tasks of size 4 were refused with
     ``its env family says feature_dim = 3``; the run's D is 4."""

@@ -19,6 +19,7 @@ presets, ``--set`` and sweep grids like a built-in key.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -56,7 +57,6 @@ from telapa.plugins import (
     METHODS_GROUP,
     PluginError,
     entry_points,
-    import_env_module,
     load_entry_point,
 )
 
@@ -392,22 +392,49 @@ def load_run_config(name_or_path: str | Path, sets: Mapping[str, Any] | None = N
     return parse_run_config(with_sets(data, sets, option), source=f"{path} with {option}")
 
 
-def bind_env_family(config: RunConfig, env_ids: list[str], source: str = "run") -> RunConfig:
+def bind_env_family(config: RunConfig,
+                    env_ids: list[str] | Mapping[str, tuple[str, Mapping[str, Any]]],
+                    source: str = "run") -> RunConfig:
     """``config`` with the latent feature dimension D of the env family of ``env_ids``
-    (`telapa.envs.family`): D is a property of the envs, not a setting. A preset that
+    (`telapa.envs.family`): D is a property of the envs, not a setting. ``env_ids``: env
+    ids, or a curriculum's tasks, tag -> (env id, task options), whose D is that of the
+    env as the options make it (`telapa.envs.registry.feature_dim`). A preset that
     sets ``methods.telapa.latent.feature_dim`` to another value is a `ConfigError`
-    naming both values; the curriculum must use one family and one D, and
+    naming both values; the curriculum must use one family and one D (a run has one
+    latent space: tasks of other D are refused, naming each task and its D), and
     ``intrinsic_beta`` needs a family with the count bonus."""
     from telapa.config import ConfigError
-    from telapa.envs.registry import common_family
+    from telapa.envs.registry import common_family, feature_dim
 
+    tasks = (dict(env_ids) if isinstance(env_ids, Mapping)
+             else {env_id: (env_id, {}) for env_id in env_ids})
     try:
-        family = common_family(env_ids)
+        family = common_family([env_id for env_id, _ in tasks.values()])
     except ValueError as err:
         raise ConfigError(f"{source}: {err}") from None
-    dims = {env_id: family.feature_dim(import_env_module(env_id)) for env_id in env_ids}
+    groups: dict[tuple[str, str], list[str]] = {}  # (env id, options) -> their task tags
+    for tag, (env_id, options) in tasks.items():
+        groups.setdefault((env_id, json.dumps(options, sort_keys=True)), []).append(tag)
+
+    def named(env_id: str, options: str, tags: list[str]) -> str:
+        given = f" with options {options}" if options != "{}" else ""
+        if not isinstance(env_ids, Mapping):
+            return f"{env_id}{given}"
+        return (f"task{'s' if len(tags) > 1 else ''} {', '.join(map(repr, tags))} "
+                f"({env_id}{given})")
+
+    dims: dict[tuple[str, str], int] = {}
+    for (env_id, options), tags in groups.items():
+        try:
+            dims[env_id, options] = feature_dim(env_id, json.loads(options))
+        except ConfigError as err:
+            where = f" {named(env_id, options, tags)}" if isinstance(env_ids, Mapping) else ""
+            raise ConfigError(f"{source}{where}: {err}") from None
     if len(set(dims.values())) != 1:
-        raise ConfigError(f"{source}: tasks have different sketch dimensions {dims}")
+        detail = ", ".join(f"{named(*key, groups[key])}: D = {dim}" for key, dim in dims.items())
+        raise ConfigError(f"{source}: tasks have sketches of different dimensions D: "
+                          f"{detail}; a run has one latent space, of one D (give every "
+                          "task an observation of one size)")
     dim = next(iter(dims.values()))
     if config.intrinsic_beta and not family.count_bonus:
         raise ConfigError(

@@ -105,7 +105,9 @@ class RunSpec:
         for a curriculum of several families or a preset that sets another D) and a
         plug-in method's settings section written out (`bind_method`). Idempotent."""
         config = bind_method(bind_env_family(
-            self.config, list(self.curriculum.task_ids().values()),
+            self.config, {tag: (self.curriculum.tasks[tag].env_id,
+                                self.curriculum.tasks[tag].options)
+                          for tag in self.curriculum.task_ids()},
             f"curriculum {self.curriculum.name!r}"), self.method)
         return dataclasses.replace(self, config=config)
 

@@ -248,7 +248,10 @@ class EnvFamily(ABC):
         """D, the dimension of ``env_id``'s sketch ``info["features"]``: the latent
         embedder's input, bound to the run's preset when the curriculum is read
         (`telapa.continual.preset.bind_env_family`: one D per run), and the ``spec``'s
-        ``feature_dim`` of the env `telapa.envs.registry.make` gives."""
+        ``feature_dim`` of the env `telapa.envs.registry.make` gives. A family whose D
+        depends on the task options writes ``feature_dim(self, env_id, options=None)``
+        and is given each task's options (`telapa.envs.registry.feature_dim`; the
+        generic family's D is the observation's size as they make the env)."""
 
     def competence(self, env_id: str) -> Competence:
         """The `Competence` score of a set of ``env_id``'s episode returns: what gates,

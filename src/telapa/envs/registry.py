@@ -19,7 +19,9 @@ here takes either form (`telapa.plugins.import_env_module`).
 
 from __future__ import annotations
 
+import inspect
 import json
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
@@ -149,6 +151,20 @@ def common_family(env_ids: list[str], where: str = "curriculum") -> EnvFamily:
         detail = ", ".join(f"{i} ({f.name})" for i, f in found.items())
         raise ValueError(f"{where} mixes env families: {detail}; a run uses one family")
     return next(iter(found.values()))
+
+
+def feature_dim(env_id: str, options: Mapping[str, Any] | None = None) -> int:
+    """D, the dimension of ``env_id``'s sketch with the task ``options``
+    (`EnvFamily.feature_dim`): a family whose ``feature_dim`` takes ``options`` (the
+    generic family's, whose D is the observation's size as the options make the env) is
+    given them, any other is asked about the id alone. ``module:Id`` imports the module."""
+    name = import_env_module(env_id)
+    family = family_of(name)
+    try:
+        takes = "options" in inspect.signature(family.feature_dim).parameters
+    except (TypeError, ValueError):  # a callable without a signature
+        takes = False
+    return family.feature_dim(name, dict(options or {})) if takes else family.feature_dim(name)
 
 
 def default_config(env_id: str) -> TrainConfig:
@@ -310,7 +326,7 @@ def make(env_id: str, backend: Backend = "jax", **options: Any):
         check_gym_id(env_id)
         family = family_of(env_id)
         return GymVectorEnv(env_id, partial(family.make_single, env_id, options),
-                            feature_dim=family.feature_dim(env_id), num_envs=num_envs,
+                            feature_dim=feature_dim(env_id, options), num_envs=num_envs,
                             seed=seed, wrapper=wrapper)
     if backend == "native":
         num_envs = options.pop("num_envs", 8)
@@ -323,4 +339,5 @@ def make(env_id: str, backend: Backend = "jax", **options: Any):
 
 __all__ = ["BACKENDS", "FAMILIES", "GENERIC", "check_env_id", "check_time_limit",
            "common_family", "default_backend", "default_config", "families", "family_of",
+           "feature_dim",
            "jax_env_ids", "make", "native_env_ids", "plugin_families", "register_family"]

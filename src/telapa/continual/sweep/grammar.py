@@ -465,7 +465,9 @@ def load_sweep(path: str | Path, sets: dict[str, Any] | None = None) -> Sweep:
             # the cell's settings with its env family's latent D, as its run will record
             # them: ``cells.json`` then holds what a worker validates again
             config = bind_env_family(parse_run_config(data, where),
-                                     list(curriculum.task_ids().values()),
+                                     {tag: (curriculum.tasks[tag].env_id,
+                                            curriculum.tasks[tag].options)
+                                      for tag in curriculum.task_ids()},
                                      f"{where}, curriculum {curriculum.name!r}")
             settings = json.dumps(config.model_dump(mode="json"), sort_keys=True)
             if settings in runs:  # one run twice: its results would be counted twice
