@@ -29,6 +29,7 @@ import dataclasses
 import json
 import math
 import shlex
+import sys
 import time
 from collections.abc import Sequence
 from datetime import datetime
@@ -49,6 +50,7 @@ from telapa.cli.common import (
     add_track_options,
     json_safe,
     load_runs,
+    plugin_key_hints,
     print_table,
     reads_results,
     rich_table,
@@ -168,6 +170,10 @@ def build_spec(
         find_method(method)
     except ConfigError as err:
         raise CLIError(str(err)) from None
+    try:
+        check_method_sets(method, parse_sets(sets or []))
+    except ConfigError as err:
+        raise CLIError(str(err)) from None
     if not 0 <= seed < SEED_LIMIT:
         raise CLIError(f"seed {seed} is out of range: use 0 <= seed < 2^32")
     try:
@@ -186,7 +192,49 @@ def build_spec(
         return resolve_spec(RunSpec(cur, method, seed, config, preset, overrides,
                                     tuple(dict.fromkeys(imports or ()))))
     except ConfigError as err:
-        raise CLIError(str(err)) from None
+        raise CLIError(plugin_key_hints(str(err))) from None
+
+
+def check_method_sets(method: str, sets: dict[str, Any]) -> None:
+    """Refuses a ``--set methods.<section>...`` for a section the method ``method`` does
+    not read, before any work: such a key is recorded in ``run.json`` and ``config.yaml``
+    but changes nothing (``--method finetune --set methods.ewc.lam=77``, or a mistyped
+    ``--method``). A method reads exactly the section it declares (`Method.section`):
+    `telapa.continual.registry.make_method` gives it that section only, built-ins and
+    plug-ins alike (a plug-in may declare a built-in section), and the sweeps' grids
+    and the reports' settings rely on the same rule. The one exception is a plug-in
+    whose ``__init__`` still takes the whole run config (the former signature): it may
+    read any section, so for it the key is only warned about, on stderr. A section no
+    method declares is left to the preset's validation (an unknown key, with the keys
+    spelled like it)."""
+    from telapa.continual.preset import MethodsConfig, plugin_section
+    from telapa.continual.registry import _takes_run_config
+
+    keys = []
+    for key, value in sets.items():
+        parts = key.split(".")
+        if parts[0] != "methods":
+            continue
+        if len(parts) > 1:
+            keys.append((key, parts[1]))
+        elif isinstance(value, dict):  # --set "methods={ewc: {lam: 1}}"
+            keys.extend((f"methods.{name}", str(name)) for name in value)
+    cls = find_method(method)
+    own = cls.section
+    reads = f"methods.{own}" if own else "no methods.* section"
+    for key, section in keys:
+        if section == own or (section not in MethodsConfig.model_fields
+                              and plugin_section(section) is None):
+            continue
+        if _takes_run_config(cls):
+            print(f"telapa: warning: --set {key}: method {method!r} declares {reads}, but "
+                  "its __init__ takes the whole run config, so it may read methods."
+                  f"{section} or not; check that the setting does what you mean",
+                  file=sys.stderr, flush=True)
+            continue
+        raise ConfigError(f"--set {key}: method {method!r} does not read methods.{section} "
+                          f"(it reads: {reads}); the setting would be recorded with the run "
+                          "but change nothing. Check --method, or leave the key out")
 
 
 class Interrupted(CLIError):
@@ -279,7 +327,7 @@ def check_resume_options(ns: argparse.Namespace, stored: RunSpec, path: str,
             stored_config = stored.bound().config
             config = dataclasses.replace(stored, config=config).bound().config
         except ConfigError as err:
-            raise CLIError(str(err)) from None
+            raise CLIError(plugin_key_hints(str(err))) from None
         changed = differences(stored_config, config, sets)
         wrong.extend(f"--set {key}={json.dumps(new)} (the run's {key} is {json.dumps(old)})"
                      for key, (old, new) in changed.items())

@@ -226,7 +226,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--env", required=True, help="env id, e.g. MiniGrid-DoorKey-8x8-v0 "
                                                     "(or module:Id)")
     train.add_argument("--steps", required=True, type=env_steps,
-                       help="env steps (at most 1e10)")
+                       help="env steps (at most 1e10), rounded up to whole PPO iterations "
+                            "of ppo.num_envs x ppo.n_steps steps (on the jax backend, whole "
+                            "calls of ppo.iterations_per_call iterations): e.g. 2048 trains "
+                            "16,384 with 8 envs x 2048 steps; a rounded budget is said on "
+                            "stderr before training")
     train.add_argument("--seed", type=seed_int, default=0, help="0 <= S < 2^32")
     train.add_argument("--backend", choices=list(BACKENDS), default=None,
                        help="jax (compiled envs), gymnasium (host, any gymnasium id) or "
