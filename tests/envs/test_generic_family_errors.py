@@ -201,3 +201,24 @@ def test_an_observation_of_another_shape_than_its_space_names_both(tmp_path, cap
     line = run_fails(curriculum(tmp_path, {"A": "TelapaGenBadObs-v0"}), tmp_path, capsys)
     assert ("curriculum 'c' task 'A' (TelapaGenBadObs-v0, backend 'gymnasium'): "
             + expected) in line, line
+
+
+@pytest.mark.parametrize(("env_id", "says"), [
+    ("TelapaGenPInf-v0", "TelapaGenPInf-v0: action bound -inf is not finite"),
+    ("TelapaGenLineReq-v0", "TelapaGenLineReq-v0 cannot be made without task options"),
+])
+def test_train_refuses_an_env_it_cannot_train_on_before_its_run_directory(
+        tmp_path, capsys, env_id, says):
+    """``telapa train --env`` of such an env is one line naming it, and leaves no run
+    directory (it ended in a traceback after writing ``config.yaml`` there)."""
+    out = tmp_path / "train"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--env", env_id, "--backend", "gymnasium", "--steps", "1000",
+              "--out", str(out)])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err, err[-3000:]
+    lines = [line for line in err.splitlines() if line.startswith("telapa: error: ")]
+    assert len(lines) == 1 and f"--env {env_id} (backend 'gymnasium'): " in lines[0]
+    assert says in lines[0], lines[0]
+    assert not out.exists()

@@ -127,7 +127,16 @@ def train_run(
     from telapa.rl import PPOTrainer
 
     run_dir = _run_dir(out, env_id, backend, seed)
-    try:  # before any work: an existing run (or anything else) is never overwritten
+    if run_dir.exists():  # before any work: an existing run is never overwritten
+        try:
+            claim_new_dir(run_dir)
+        except RunDirError as err:
+            raise CLIError(str(err)) from None
+    try:  # the env as the trainer makes it, before a run directory exists
+        trainer = PPOTrainer(env_id, config, key=seed, backend=backend, total_steps=steps)
+    except (ValueError, ConfigError) as err:  # an env telapa cannot train on, named
+        raise CLIError(f"--env {env_id} (backend {backend!r}): {err}") from None
+    try:
         claim_new_dir(run_dir)
     except RunDirError as err:
         raise CLIError(str(err)) from None
@@ -135,7 +144,6 @@ def train_run(
     args = {"env": env_id, "steps": steps, "seed": seed, "backend": backend,
             "overrides": overrides, **({"imports": list(imports)} if imports else {})}
 
-    trainer = PPOTrainer(env_id, config, key=seed, backend=backend, total_steps=steps)
     planned, note = rounded_budget(steps, config.ppo.num_envs, config.ppo.n_steps,
                                    trainer.agent.iterations_per_call)
     if note:
