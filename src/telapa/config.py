@@ -184,15 +184,30 @@ def close_matches(word: str, choices: Any, *, prefix: str = "") -> str:
 
 def _field_names(model: type[BaseModel] | None, path: tuple[Any, ...]) -> list[str]:
     """The field names of the (sub)model of ``model`` reached through ``path``; [] where
-    the way leaves nested models (a dict, a list, a union of several models)."""
+    the way leaves nested models (a dict, a list, a union of several models). A model
+    that takes keys besides its fields (``methods``: the plug-in methods' sections) names
+    them and their models in a classmethod ``extra_fields()`` (name -> model), so that
+    a misspelt plug-in key gets its "did you mean" as a built-in one does."""
     for part in path:
-        info = model.model_fields.get(str(part)) if model is not None else None
-        if info is None:
+        if model is None:
             return []
+        extra = _extra_fields(model)
+        info = model.model_fields.get(str(part))
+        if info is None:
+            model = extra.get(str(part))
+            if model is None:
+                return []
+            continue
         models = [t for t in _leaf_types(info.annotation)
                   if isinstance(t, type) and issubclass(t, BaseModel)]
         model = models[0] if len(models) == 1 else None
-    return list(model.model_fields) if model is not None else []
+    return [*model.model_fields, *_extra_fields(model)] if model is not None else []
+
+
+def _extra_fields(model: type[BaseModel]) -> dict[str, type[BaseModel]]:
+    """``model.extra_fields()`` where the model has one (`_field_names`), else {}."""
+    extra = getattr(model, "extra_fields", None)
+    return dict(extra()) if callable(extra) else {}
 
 
 def format_validation_errors(err: ValidationError, source: str,

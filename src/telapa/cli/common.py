@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 import functools
 import math
-import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar, get_args
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -22,7 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from telapa import envs
-from telapa.config import MAX_ENV_STEPS, ascii_int, close_matches
+from telapa.config import MAX_ENV_STEPS, ascii_int
 from telapa.continual.rundir import RunDirError, RunImportError
 from telapa.report.load import NotARunError, load_records
 from telapa.report.results import RunRecord
@@ -102,48 +101,6 @@ def add_set_option(parser: argparse.ArgumentParser, *, example: str = "train.ppo
     parser.add_argument("--set", dest="sets", action="append", metavar="KEY=VALUE",
                         help=f"change one setting of the preset, e.g. --set {example} "
                              "(a dotted key; the value is read as YAML; repeatable)")
-
-
-_UNKNOWN_METHODS_KEY = re.compile(r"unknown key '(methods\.[^']+)' in [^;]*?(?=; |$)")
-"""An unknown ``methods.*`` key in a preset's errors (`telapa.config.validate`)."""
-
-
-def plugin_key_hints(message: str) -> str:
-    """``message``, a run preset's errors (`telapa.config.format_validation_errors`: ``unknown
-    key 'K' in SOURCE``, ``; `` between errors), with each unknown ``methods.*`` key that
-    has no hint yet followed by the keys spelled like it (`plugin_key_hint`): the hint
-    walks the built-in models only, so a plug-in section's misspelled key
-    (``methods.finetune_l2.lamb``) got no "did you mean" where ``methods.ewc.lamb`` did."""
-    def hinted(match: re.Match[str]) -> str:
-        text = match.group(0)
-        return text if "(did you mean" in text else text + plugin_key_hint(match.group(1))
-    return _UNKNOWN_METHODS_KEY.sub(hinted, message)
-
-
-def plugin_key_hint(key: str) -> str:
-    """`` (did you mean 'methods.S.lam'?)`` for the dotted ``key`` under ``methods.`` that
-    names no setting: a section spelled like an unknown one (plug-in sections included),
-    or a key of a plug-in method's section (`telapa.continual.preset.plugin_section`)
-    spelled like the unknown part; else ""."""
-    from pydantic import BaseModel
-
-    from telapa.continual.preset import plugin_section, section_names
-
-    parts = key.split(".")
-    if len(parts) < 2 or parts[0] != "methods":
-        return ""
-    if len(parts) == 2:
-        return close_matches(parts[1], section_names(), prefix="methods.")
-    model: Any = plugin_section(parts[1])
-    for part in parts[2:-1]:
-        info = model.model_fields.get(part) if model is not None else None
-        if info is None:
-            return ""
-        model = next((t for t in (info.annotation, *get_args(info.annotation))
-                      if isinstance(t, type) and issubclass(t, BaseModel)), None)
-    if model is None:
-        return ""
-    return close_matches(parts[-1], model.model_fields, prefix=".".join(parts[:-1]) + ".")
 
 
 def add_resample_option(parser: argparse.ArgumentParser) -> None:

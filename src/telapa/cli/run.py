@@ -50,7 +50,6 @@ from telapa.cli.common import (
     add_track_options,
     json_safe,
     load_runs,
-    plugin_key_hints,
     print_table,
     reads_results,
     rich_table,
@@ -192,7 +191,7 @@ def build_spec(
         return resolve_spec(RunSpec(cur, method, seed, config, preset, overrides,
                                     tuple(dict.fromkeys(imports or ()))))
     except ConfigError as err:
-        raise CLIError(plugin_key_hints(str(err))) from None
+        raise CLIError(str(err)) from None
 
 
 def check_method_sets(method: str, sets: dict[str, Any]) -> None:
@@ -327,7 +326,7 @@ def check_resume_options(ns: argparse.Namespace, stored: RunSpec, path: str,
             stored_config = stored.bound().config
             config = dataclasses.replace(stored, config=config).bound().config
         except ConfigError as err:
-            raise CLIError(plugin_key_hints(str(err))) from None
+            raise CLIError(str(err)) from None
         changed = differences(stored_config, config, sets)
         wrong.extend(f"--set {key}={json.dumps(new)} (the run's {key} is {json.dumps(old)})"
                      for key, (old, new) in changed.items())

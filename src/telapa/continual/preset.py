@@ -195,6 +195,13 @@ class MethodsConfigBase(StrictModel):
             raise ValidationError.from_exception_data(cls.__name__, errors)
         return result
 
+    @classmethod
+    def extra_fields(cls) -> dict[str, type[BaseModel]]:
+        """The plug-in sections registered so far and their models: the keys this model
+        takes besides its fields, for the "did you mean" of a misspelt key
+        (`telapa.config.format_validation_errors`)."""
+        return {name: model for name, (model, _) in _PLUGIN_SECTIONS.items()}
+
     def section(self, name: str) -> BaseModel:
         """The settings of section ``name``: a built-in field, or a plug-in section (its
         model's defaults when the preset leaves it out); `PluginError` for a section no
