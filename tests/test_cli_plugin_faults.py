@@ -171,3 +171,16 @@ def test_train_help_says_how_steps_round(capsys):
     assert "rounded up to whole PPO iterations of ppo.num_envs x ppo.n_steps steps" in text
     assert "ppo.iterations_per_call" in text and "2048 trains 16,384" in text
 
+
+
+def test_run_help_lists_every_shipped_run_preset(capsys):
+    """`telapa run --help` names every preset of configs/runs (it left out the three
+    calibration presets, from a list written by hand)."""
+    from telapa.continual.preset import RUN_PRESET_DIR
+
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    text = "".join(capsys.readouterr().out.split())
+    names = sorted(path.stem for path in RUN_PRESET_DIR.glob("*.yaml"))
+    assert {"calibration-paper", "study-calibration", "quick", "paper"} <= set(names)
+    assert f"configs/runs:{','.join(names)})" in text

@@ -61,7 +61,7 @@ from telapa.config import ConfigError
 from telapa.continual.batch import SeedBatch, parse_seeds
 from telapa.continual.curriculum import Visit, load_curriculum
 from telapa.continual.memory import check_memory
-from telapa.continual.preset import load_run_config
+from telapa.continual.preset import RUN_PRESET_DIR, load_run_config
 from telapa.continual.progress import PlainProgress, score_symbol
 from telapa.continual.registry import find_method, method_names
 from telapa.continual.rundir import RunDirError, claim_new_dir
@@ -556,10 +556,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--seeds", metavar="SEEDS",
                      help="several seeds in one process, e.g. 0-7 or 0,2,5 (one run "
                           "directory each; PPO of the seeds batched on the jax backend)")
+    presets = ", ".join(sorted(path.stem for path in RUN_PRESET_DIR.glob("*.yaml")))
     run.add_argument("--preset",
-                     help="a run preset (configs/runs: quick, paper, study, mujoco, mujoco-quick) "
-                          "or a YAML file; default: the curriculum's env family's quick "
-                          "preset (quick for MiniGrid, mujoco-quick for MuJoCo)")
+                     help=f"a run preset (configs/runs: {presets}) or a YAML file; default: "
+                          "the curriculum's env family's quick preset (quick for MiniGrid, "
+                          "mujoco-quick for MuJoCo)")
     add_set_option(run)
     add_import_option(run)
     run.add_argument("--out", help="run directory (default: under runs/); with --seeds "
