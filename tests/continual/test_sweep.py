@@ -912,3 +912,23 @@ def test_worker_thread_env_starts_jax(threads):
         env=env, capture_output=True, text=True, timeout=120,
     )
     assert done.returncode == 0 and done.stdout.strip() == "3.0", done.stderr[-500:]
+
+
+def test_a_methods_key_no_method_of_the_sweep_reads_is_refused(tmp_path):
+    """A grid or override key of a methods section none of the sweep's methods declares
+    was accepted and changed nothing (a grid of it multiplied no cell); it is refused,
+    naming the key and the sweep's methods, from the file and from ``--set``."""
+    base = BASE.replace("[ewc]", "[finetune, scratch]")
+    path = _write(tmp_path, base + "grid:\n  methods.ewc.lam: [1, 10]\n")
+    with pytest.raises(ConfigError, match=r"grid.'methods.ewc.lam' in .*: no method of the "
+                                          r"sweep reads methods.ewc \(its methods: "
+                                          r"finetune, scratch\)"):
+        load_sweep(path)
+    path = _write(tmp_path, base)
+    with pytest.raises(ConfigError, match=r"overrides.'methods.ewc.lam' in .*: no method"):
+        load_sweep(path, sets={"methods.ewc.lam": 5})
+    # a key some method of the sweep reads applies to that method's cells alone
+    both = load_sweep(_write(tmp_path, BASE.replace("[ewc]", "[ewc, finetune]")),
+                      sets={"methods.ewc.lam": 5})
+    assert {c.method: c.overrides for c in both.cells} == {
+        "ewc": {"methods.ewc.lam": 5}, "finetune": {}}

@@ -431,6 +431,14 @@ def load_sweep(path: str | Path, sets: dict[str, Any] | None = None) -> Sweep:
     both = set(spec.grid) & set(spec.overrides)
     if both:
         raise ConfigError(f"{source}: {sorted(both)} both in grid and overrides")
+    for section, keys in (("grid", spec.grid), ("overrides", spec.overrides)):
+        for key in keys:  # recorded in no cell, or changing nothing in those it is in
+            if not any(_applies(key, method) for method in spec.methods):
+                raise ConfigError(
+                    f"{section}.{key!r} in {source}: no method of the sweep reads "
+                    f"methods.{key.split('.')[1]} (its methods: {', '.join(spec.methods)}); "
+                    "a methods.<section> key applies only to the methods that declare the "
+                    "section")
     base = path.parent
     try:
         preset_file = _resolve(spec.preset, base, RUN_PRESET_DIR, "run preset")
