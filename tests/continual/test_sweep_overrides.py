@@ -16,13 +16,15 @@ TINY = Path(__file__).with_name("sweep_tiny") / "sweep.yaml"
 
 def test_set_overrides_every_cell_over_the_files_overrides():
     plain = load_sweep(TINY)
-    sweep = load_sweep(TINY, {"eval_every": 512, "methods.ewc.lam": 3.0, "tau_min": 0.3})
+    sweep = load_sweep(TINY, {"eval_every": 512, "tau_min": 0.3})
     for before, cell in zip(plain.cells, sweep.cells, strict=True):
         assert cell.name == before.name  # names come from the grid only
         assert (before.config.eval_every, cell.config.eval_every) == (256, 512)
         assert cell.config.tau_min == 0.3 and before.config.tau_min == 0.2
         assert cell.config.steps_per_visit == 512  # the file's other override stays
-        assert "methods.ewc.lam" not in cell.overrides  # scratch reads no ewc section
+    # scratch, the sweep's one method, reads no ewc section: the key would change nothing
+    with pytest.raises(ConfigError, match=r"no method of the sweep reads methods.ewc"):
+        load_sweep(TINY, {"eval_every": 512, "methods.ewc.lam": 3.0})
 
 
 def test_bad_sets_are_named_before_any_run(tmp_path):
