@@ -74,15 +74,22 @@ def _episode_lines(printed: str) -> list[str]:
     return [line for line in printed.splitlines() if line.strip().startswith("episode ")]
 
 
+def _plays_two_episodes(run, env_id: str, capsys) -> str:
+    """``telapa play RUN --episodes 2``: what it printed, after checking that it played
+    two episodes of ``env_id``."""
+    capsys.readouterr()
+    assert main(["play", str(run), "--episodes", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert f"on {env_id} (seed 0)" in printed, printed
+    assert len(_episode_lines(printed)) == 2, printed
+    return printed
+
+
 def test_a_minigrid_run_on_the_gymnasium_backend_plays_and_renders(tmp_path, capsys):
     """MiniGrid on backend gymnasium: its episodes are played on the MiniGrid family's
     env (not MuJoCo's), and ``--out`` draws MiniGrid's own rgb_array frames."""
     run = _run(tmp_path, "mg", "MiniGrid-Empty-5x5-v0")
-    capsys.readouterr()
-    assert main(["play", str(run), "--episodes", "2"]) == 0
-    printed = capsys.readouterr().out
-    assert "on MiniGrid-Empty-5x5-v0 (seed 0)" in printed, printed
-    assert len(_episode_lines(printed)) == 2, printed
+    printed = _plays_two_episodes(run, "MiniGrid-Empty-5x5-v0", capsys)
     assert "(2 successes)" in printed or "/2 successes)" in printed, printed
 
     gif = tmp_path / "mg.gif"
@@ -102,11 +109,7 @@ def test_a_plug_in_env_without_rgb_array_plays_and_refuses_out_in_one_line(
     nothing is written."""
     (plugin_site / "play_norender_env.py").write_text(NO_RENDER_ENV)
     run = _run(tmp_path, "walk", "play_norender_env:PlayNoRenderWalk-v0")
-    capsys.readouterr()
-    assert main(["play", str(run), "--episodes", "2"]) == 0
-    printed = capsys.readouterr().out
-    assert "on PlayNoRenderWalk-v0 (seed 0)" in printed, printed
-    assert len(_episode_lines(printed)) == 2, printed
+    _plays_two_episodes(run, "PlayNoRenderWalk-v0", capsys)
 
     def no_episodes(*args, **kwargs):
         raise AssertionError("an episode was played before --out was refused")

@@ -53,16 +53,15 @@ def injection_counts(runs: Mapping[str, Sequence[RunRecord]]) -> pd.DataFrame:
         return pd.DataFrame(columns=list(COLUMNS)).rename_axis("method")
     rows = {}
     for method, records in runs.items():
-        kept = [RunDir(record.path) for record in records
-                if RunDir(record.path).has_elites()]
+        kept = [run for run in map(RunDir, (record.path for record in records))
+                if run.has_elites()]
         if not kept:
             continue
         totals: dict[str, float] = dict.fromkeys(COUNTS, 0)
         for run in kept:
-            for event in run.method_log():
-                if event.get("event") == "illumination":
-                    for key in COUNTS:  # a log older than the counts: unknown, not 0
-                        totals[key] += int(event[key]) if key in event else math.nan
+            for event in _illuminations(run):
+                for key in COUNTS:  # a log older than the counts: unknown, not 0
+                    totals[key] += int(event[key]) if key in event else math.nan
         own = totals["candidates"] - totals["injected"]
         rows[method] = {
             "runs": len(records), **totals,
@@ -77,9 +76,13 @@ def injection_counts(runs: Mapping[str, Sequence[RunRecord]]) -> pd.DataFrame:
 
 def _injected(record: RunRecord) -> bool:
     """Whether the run injected (`injects`) and its log counts an injected parent."""
-    return injects(record) and any(
-        event.get("event") == "illumination" and int(event.get("injected", 0)) > 0
-        for event in RunDir(record.path).method_log())
+    return injects(record) and any(int(event.get("injected", 0)) > 0
+                                   for event in _illuminations(RunDir(record.path)))
+
+
+def _illuminations(run: RunDir) -> list[dict]:
+    """The illumination events of the run's ``method_log.json``."""
+    return [event for event in run.method_log() if event.get("event") == "illumination"]
 
 
 def injection_visits(runs: Mapping[str, Sequence[RunRecord]]) -> pd.DataFrame:
@@ -90,13 +93,12 @@ def injection_visits(runs: Mapping[str, Sequence[RunRecord]]) -> pd.DataFrame:
     for method, records in runs.items():
         per_visit: dict[tuple[int, str], dict[str, int]] = {}
         for record in filter(_injected, records):
-            for event in RunDir(record.path).method_log():
-                if event.get("event") == "illumination":
-                    totals = per_visit.setdefault(
-                        (int(event["visit"]), str(event.get("visit_tag", event["visit"]))),
-                        dict.fromkeys(COUNTS, 0))
-                    for key in COUNTS:
-                        totals[key] += int(event.get(key, 0))
+            for event in _illuminations(RunDir(record.path)):
+                totals = per_visit.setdefault(
+                    (int(event["visit"]), str(event.get("visit_tag", event["visit"]))),
+                    dict.fromkeys(COUNTS, 0))
+                for key in COUNTS:
+                    totals[key] += int(event.get(key, 0))
         for (_, tag), totals in sorted(per_visit.items()):
             rows[f"{method} · {tag}"] = totals
     return pd.DataFrame.from_dict(rows, orient="index", columns=list(COUNTS)).rename_axis(
