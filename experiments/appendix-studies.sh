@@ -12,7 +12,11 @@
 # (the session's end, a kill) stops the chain; one whose cells failed after their retries
 # does not: the chain goes on to the next study (so the cores stay busy) and exits with
 # that failure at its end, and running it again tries the failed cells again. The options
-# are those each study's design fixes (its sweep file's header). Logs to
+# are those each study's design fixes (its sweep file's header), except that since
+# 2026-12-05 every study runs two one-thread workers, one seed a job: a session's machine
+# lasts 3 h and a cell still running when it ends is lost with its checkpoints, so jobs
+# must be short (a 3-seed batch of the long curriculum, about 3 h, would never finish)
+# and both cores must be busy (one two-thread worker used 1.3 of them). Logs to
 # runs/appendix-studies.log (each study to runs/NAME.log).
 # The body is one brace group that bash reads whole before running it, so editing this
 # file while a chain runs cannot change what the running chain does next.
@@ -29,10 +33,9 @@ study() {  # study COMMAND...: runs one pinned sweep and applies the rule above
   if [ "$status" -ge 128 ]; then exit "$status"; fi
   if [ "$status" -ne 0 ]; then failed=$status; fi
 }
-study "$HERE/pinned-sweep.sh" elite-injection-paper --seeds-per-batch 1 --retries 2
-study "$HERE/pinned-sweep.sh" elite-injection-intrinsic-paper --seeds-per-batch 1 --retries 2
-study "$HERE/pinned-sweep.sh" long-curriculum-paper --seeds-per-batch 3 \
-  --seeds-per-batch telapa=1 --seeds-per-batch telapa-fresh=1 --retries 2
+study "$HERE/pinned-sweep.sh" elite-injection-paper --workers 2 --threads 1 --retries 2
+study "$HERE/pinned-sweep.sh" elite-injection-intrinsic-paper --workers 2 --threads 1 --retries 2
+study "$HERE/pinned-sweep.sh" long-curriculum-paper --workers 2 --threads 1 --retries 2
 study "$HERE/pinned-sweep.sh" mujoco-paper --workers 2 --threads 1 --retries 2
 study "$HERE/pinned-sweep.sh" mujoco-paper-seeds5-7 --workers 2 --threads 1 --retries 2
 exit "$failed"
