@@ -5,7 +5,12 @@
 # where the pace allows; the shorter MiniGrid studies go first since 2026-12-05, when
 # the MuJoCo study, begun first, stood at HalfCheetah done and Hopper started, with some
 # 45 h of its wall time left against their 24 or so):
-#   (setsid nohup experiments/appendix-studies.sh >/dev/null 2>&1 &)
+#   (STUDY_UNTIL=$(date -u -d +150min +%FT%TZ) setsid nohup experiments/appendix-studies.sh \
+#     >/dev/null 2>&1 &)
+# (STUDY_UNTIL, optional: when the machine's time ends, less the time the session's own
+# last work needs; a study pinned where telapa has --until starts only the cells
+# expected to end by then, and the chain stops when one has cells left for lack of time,
+# exit 75: the next study would start cells that cannot end either.)
 # Each is a pinned sweep (experiments/pinned-sweep.sh) with its own pin
 # (results/NAME.commit), taken at the commit main is on when that study starts: run this
 # again to resume; finished studies are skipped in seconds. A study stopped by a signal
@@ -31,6 +36,7 @@ study() {  # study COMMAND...: runs one pinned sweep and applies the rule above
   local status=$?
   echo "$(date -u +%FT%TZ) $2: exit $status" >>"$LOG"
   if [ "$status" -ge 128 ]; then exit "$status"; fi
+  if [ "$status" -eq 75 ]; then exit 75; fi  # STUDY_UNTIL: no time for the cells left
   if [ "$status" -ne 0 ]; then failed=$status; fi
 }
 study "$HERE/pinned-sweep.sh" elite-injection-paper --workers 2 --threads 1 --retries 2

@@ -6,7 +6,8 @@
 # e.g. experiments/pinned-sweep.sh table1-paper-seeds5-7 --seeds-per-batch 3
 # Run the same command again to resume: the pin (results/NAME.commit) is kept, exported
 # cells are skipped, partial ones go on from their checkpoints under runs/NAME where this
-# checkout kept them. Logs to runs/NAME.log.
+# checkout kept them. Logs to runs/NAME.log. With STUDY_UNTIL set (below), only the
+# cells expected to end by then are started.
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 NAME [telapa sweep options]" >&2; exit 2; }
 NAME=$1; shift
@@ -42,6 +43,17 @@ commit_results() {  # commits only this sweep's results and pin; retries a busy 
     sleep 7
   done
 }
+# STUDY_UNTIL (an ISO time with its offset, e.g. 2026-12-05T18:20Z): the end of the
+# machine's time. Passed as --until where the pinned telapa has it (it starts only the
+# cells expected to end by then, and exits 75 with the rest left); a pin older than
+# --until runs as before, its last cells lost if the machine goes first.
+if [ -n "${STUDY_UNTIL:-}" ]; then
+  if "$PY" -m telapa.cli sweep --help 2>/dev/null | grep -- '--until' >/dev/null; then
+    set -- "$@" --until "$STUDY_UNTIL"
+  else
+    echo "== the pin $COMMIT has no --until; STUDY_UNTIL=$STUDY_UNTIL is not applied"
+  fi
+fi
 echo "== $(date -u +%FT%TZ) start at commit $COMMIT in $WT: $*"
 ( while sleep 600; do commit_results "cells finished so far"; done ) &
 committer=$!

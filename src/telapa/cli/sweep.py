@@ -4,7 +4,7 @@
                  [--backend local|ray|slurm] [--address ADDR] [--batch-seeds]
                  [--partition P] [--time LIMIT] [--cpus N] [--mem M] [--gpus G]
                  [--account A] [--qos Q]
-                 [--seeds-per-batch [METHOD=]N ...] [--export DEST]
+                 [--seeds-per-batch [METHOD=]N ...] [--export DEST] [--until WHEN]
                  [--set KEY=VALUE ...] [--import MODULE ...] [--track wandb|mlflow]
     telapa sweep status DIR
     telapa sweep export DIR DEST
@@ -16,7 +16,10 @@ DEST already holds are not run again even when DIR is new (a study resumed from 
 committed results on another machine). ``--seeds-per-batch N`` splits each seed batch into
 batches of at most N seeds, ``--seeds-per-batch METHOD=N`` (repeatable) those of one
 method (a TeLAPA seed costs about twice a Finetune seed), e.g. so that each batch ends
-within a working session; it implies ``--batch-seeds``. ``--set KEY=VALUE``
+within a working session; it implies ``--batch-seeds``. ``--until WHEN`` (a duration
+such as ``2h30m``, or an ISO time with its offset; local workers) starts a job only if it
+is expected to end by then, the longest that fits first, and stops with exit status 75
+when the jobs left fit no more (`telapa.continual.sweep.deadline`). ``--set KEY=VALUE``
 (repeatable) adds an override for every cell over the file's ``overrides``; the sweep
 directory records the cells' settings, so re-running it with another ``--set`` is
 refused. ``--import MODULE`` (repeatable) imports the user's module before the sweep file
@@ -82,6 +85,7 @@ def _cmd_sweep(ns: argparse.Namespace) -> None:
     if ns.out is None:
         raise CLIError("--out DIR is required")
     tracking = tracking_of(ns)
+    until = _until(ns.until, ns.backend)
     from telapa.continual.sweep import LocalBackend, RayBackend, load_sweep, run_sweep
     from telapa.continual.sweep.jobs import BackendError
     from telapa.overrides import parse_sets
@@ -109,7 +113,7 @@ def _cmd_sweep(ns: argparse.Namespace) -> None:
         try:
             counts = run_sweep(sweep, ns.out, backend, retries=ns.retries,
                                batch_seeds=batch_seeds, export=ns.export, on_event=log_line,
-                               imports=ns.imports or (), tracking=tracking)
+                               imports=ns.imports or (), tracking=tracking, until=until)
         except (RunDirError, ConfigError, BackendError) as err:
             raise CLIError(str(err)) from None
         except Terminate:
@@ -123,6 +127,35 @@ def _cmd_sweep(ns: argparse.Namespace) -> None:
     if counts["failed"]:
         raise CLIError(f"{counts['failed']} cell(s) failed; `telapa sweep status {ns.out}` "
                        "shows their errors; run the same command again to retry them")
+    if until is not None and (left := counts["left"] + counts["partial"]):
+        raise UntilReached(f"--until {ns.until}: {left} cell(s) left that would not end "
+                           "in time; run the same command again with a later --until to "
+                           "go on")
+
+
+class UntilReached(CLIError):
+    """``--until``: the sweep stopped with cells left that would not end by its deadline
+    (exit status 75, sysexits' EX_TEMPFAIL: the same command later goes on)."""
+
+    status = 75
+
+
+def _until(text: str | None, backend: str) -> float | None:
+    """``--until``'s deadline (seconds since the epoch), checked before any work."""
+    if text is None:
+        return None
+    if backend != "local":
+        raise CLIError(f"--until needs --backend local (a {backend} sweep hands its jobs to "
+                       "the cluster at once" + ("; give each job --time instead)"
+                                                if backend == "slurm" else ")"))
+    import time
+
+    from telapa.continual.sweep.deadline import parse_until
+
+    try:
+        return parse_until(text, now=time.time())
+    except ValueError as err:
+        raise CLIError(f"--until: {err}") from None
 
 
 COMMANDS = ("status", "export")
@@ -407,6 +440,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     slurm.add_argument("--gpus", type=int, help="GPUs of a job (default 0)")
     slurm.add_argument("--account", help="the account charged")
     slurm.add_argument("--qos", help="the quality of service")
+    sweep.add_argument("--until", metavar="WHEN",
+                       help="start a job only if it is expected to end by WHEN (a duration "
+                            "such as 2h30m, or an ISO time with its offset such as "
+                            "2026-12-05T18:20Z), the longest that fits first; exit status 75 "
+                            "when the jobs left fit no more (local workers)")
     sweep.add_argument("--export", metavar="DEST",
                        help="export each finished cell's small outputs to DEST as it "
                             "finishes (as `telapa sweep export DIR DEST`)")

@@ -13,11 +13,17 @@ from pathlib import Path
 from typing import Any
 
 from telapa.continual.rundir import RunDir, RunDirError
+from telapa.continual.sweep.deadline import DeadlineQueue
 from telapa.continual.sweep.export import check_export_dest, export_sweep, restore_exported
-from telapa.continual.sweep.grammar import Sweep, check_batch_seeds, seed_jobs
+from telapa.continual.sweep.grammar import Cell, Sweep, check_batch_seeds, seed_jobs
 from telapa.continual.sweep.jobs import BackendError
-from telapa.continual.sweep.layout import prepare_sweep_dir, read_status, write_status
-from telapa.continual.sweep.status import STATES, cell_state, tries_ended
+from telapa.continual.sweep.layout import (
+    prepare_sweep_dir,
+    read_status,
+    stored_cells,
+    write_status,
+)
+from telapa.continual.sweep.status import STATES, cell_estimates, cell_state, tries_ended
 from telapa.continual.tracking import Tracking
 
 
@@ -25,8 +31,8 @@ def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
               batch_seeds: bool | int | Mapping[str, int] = False,
               export: str | Path | None = None,
               on_event: Callable[[str], None] = lambda text: None,
-              imports: Sequence[str] = (), tracking: Tracking | None = None
-              ) -> dict[str, int]:
+              imports: Sequence[str] = (), tracking: Tracking | None = None,
+              until: float | None = None) -> dict[str, int]:
     """Runs every cell of ``sweep`` that is not done under ``out`` on ``backend``; a
     failed cell is tried up to ``retries`` more times (each error recorded in its status
     file). With ``batch_seeds`` the seeds of a cell run as one job, or as jobs of at most
@@ -44,6 +50,10 @@ def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
     ``imports`` (``--import``): modules every worker imports before it reads its cells
     (each cell's ``run.json`` records them); ``tracking`` (``--track``): one tracked run
     per cell, grouped by curriculum and method (`telapa.continual.tracking`).
+    ``until`` (``--until``; seconds since the epoch, a backend that takes a `JobQueue`
+    only): each job is started only if it is expected to end by then, the longest that
+    fits first (`telapa.continual.sweep.deadline`); the jobs left stay for the next call,
+    counted ``left`` (or ``partial``) in the counts returned.
     A backend that cannot start a round's jobs at all (`BackendError`: Slurm refused the
     submission) stops the sweep with its one line; when this call created the sweep in
     ``out`` and no job has ended there, ``out`` is removed (an empty directory that was
@@ -51,6 +61,9 @@ def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
     Returns the count of cells per state at the end."""
     out = Path(out)
     check_batch_seeds(sweep, batch_seeds)
+    if until is not None and not getattr(backend, "takes_queue", False):
+        raise ValueError(f"a deadline (--until) needs a backend that starts jobs one at a "
+                         f"time (local), not {backend.describe}")
     runtime: dict[str, Any] = {}
     if imports:
         runtime["imports"] = list(dict.fromkeys(imports))
@@ -104,7 +117,7 @@ def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
             job_of = {c.name: i for i, job in enumerate(jobs) for c in job}
             ended = [0] * len(jobs)  # each job's cells whose outcome has come back
             finished: set[int] = set()  # the jobs with a cell done, not yet exported
-            for name, result in backend.run(out, jobs):
+            for name, result in backend.run(out, _queue(out, jobs, until, on_event)):
                 ran = True
                 status = read_status(out, name)
                 ran = status.get("started_try") == token
@@ -165,6 +178,20 @@ def run_sweep(sweep: Sweep, out: str | Path, backend, *, retries: int = 0,
     for cell in sweep.cells:
         counts["done" if cell in elsewhere else cell_state(out, cell.name)[0]] += 1
     return counts
+
+
+def _queue(out: Path, jobs: list[list[Cell]], until: float | None,
+           on_event: Callable[[str], None]) -> list[list[Cell]] | DeadlineQueue:
+    """A round's jobs as the backend takes them: the list, or under ``until`` a
+    `DeadlineQueue` whose estimates are read from ``out`` at each take."""
+    if until is None:
+        return jobs
+
+    def estimates() -> dict[str, float]:
+        cells = stored_cells(out) or []
+        return {name: e.seconds for name, e in cell_estimates(out, cells).items()}
+
+    return DeadlineQueue(jobs, until=until, estimates=estimates, on_event=on_event)
 
 
 def _record(out: Path, name: str, status: dict[str, Any], result: dict[str, Any],

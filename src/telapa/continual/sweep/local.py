@@ -13,6 +13,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from telapa.continual.sweep.deadline import JobQueue
 from telapa.continual.sweep.grammar import Cell
 from telapa.continual.sweep.jobs import Outcome, run_job, thread_env
 from telapa.io.stop import stop_on_signals
@@ -155,6 +156,9 @@ class LocalBackend:
     `concurrent.futures.ProcessPoolExecutor` is "broken" by one death and terminates
     every other worker with it, failing their cells too.)"""
 
+    takes_queue = True
+    """`run` takes a `JobQueue` (``--until``), starting each job as a worker comes free."""
+
     def __init__(self, workers: int = 1, threads: int | None = None, *,
                  job: Callable[[str, list[dict[str, Any]]], list[Outcome]] = run_job):
         self.workers = workers
@@ -165,7 +169,11 @@ class LocalBackend:
         self.threads = threads or max(1, cores // workers)
         self.describe = f"local, {workers} worker(s) x {self.threads} thread(s)"
 
-    def run(self, sweep_dir: Path, jobs: list[list[Cell]]) -> Iterator[Outcome]:
+    def run(self, sweep_dir: Path, jobs: list[list[Cell]] | JobQueue
+            ) -> Iterator[Outcome]:
+        """The outcome of every cell of ``jobs`` as each job ends; ``jobs``: a list, run in
+        its order, or a `JobQueue` (a `DeadlineQueue` under ``--until``), whose jobs left
+        when it hands out no more stay unrun."""
         import multiprocessing
         from multiprocessing.connection import wait
 
@@ -179,22 +187,25 @@ class LocalBackend:
         env = thread_env(self.threads)
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)  # spawned workers inherit it before importing JAX
-        pending = list(reversed(jobs))  # popped from the end: in order
-        pool: list[_Worker] = []
+        queue = jobs if isinstance(jobs, JobQueue) else JobQueue(jobs)
+        slots = chunks[:min(self.workers, len(queue))]
+        pool: list[_Worker | None] = [None] * len(slots)  # started with its first job
         try:
-            for cores in chunks[:min(self.workers, len(jobs))]:
-                pool.append(_Worker(ctx, self.job, self.threads, cores))
-            while pending or any(w.job is not None for w in pool):
+            while True:
                 for i, worker in enumerate(pool):
-                    if worker.job is None and pending:
-                        if not worker.process.is_alive():  # died, with a job or idle
-                            worker.stop()
+                    if (worker is None or worker.job is None) and \
+                            (job := queue.take()) is not None:
+                        if worker is None or not worker.process.is_alive():  # died
+                            if worker is not None:
+                                worker.stop()
                             pool[i] = worker = _Worker(ctx, self.job, self.threads,
-                                                       worker.cores)
-                        worker.job = pending.pop()
+                                                       slots[i])
+                        worker.job = job
                         with contextlib.suppress(OSError):  # a death shows below
-                            worker.conn.send((str(sweep_dir), [c.work() for c in worker.job]))
-                busy = [w for w in pool if w.job is not None]
+                            worker.conn.send((str(sweep_dir), [c.work() for c in job]))
+                busy = [w for w in pool if w is not None and w.job is not None]
+                if not busy:  # every job ran, or none of those left is to start (--until)
+                    break
                 wait([w.conn for w in busy] + [w.process.sentinel for w in busy])
                 for worker in busy:
                     if not worker.conn.poll() and worker.process.is_alive():
@@ -212,7 +223,8 @@ class LocalBackend:
                         yield cell.name, {"ok": False, "error": error}
         finally:
             for worker in pool:
-                worker.stop()
+                if worker is not None:
+                    worker.stop()
             for k, v in saved.items():
                 if v is None:
                     os.environ.pop(k, None)

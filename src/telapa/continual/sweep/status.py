@@ -165,9 +165,21 @@ def _visits(cell: dict[str, Any]) -> int | None:
     return visits or None
 
 
-def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
-              times: dict[str, CellTime | None] | None = None) -> Estimate:
-    """Cell time still to go for the sweep, and how each cell not started was counted.
+class CellEstimate(NamedTuple):
+    """`cell_estimates`' answer for one cell: its wall clock still to go and the rule of
+    `cell_estimates` that counted it."""
+
+    seconds: float
+    """Wall clock still to go (nan: not estimated; 0 for a finished cell)."""
+    rule: str
+    """``started`` (its own pace so far), ``same`` (1), ``other_curricula`` (2),
+    ``other_settings`` (3), ``other_methods`` (4) or ``unknown`` (5)."""
+
+
+def cell_estimates(sweep_dir: Path, cells: list[dict[str, Any]], *,
+                   times: dict[str, CellTime | None] | None = None
+                   ) -> dict[str, CellEstimate]:
+    """Each cell's wall clock still to go, and the rule that counted it.
 
     A started cell counts `CellTime.left_s`. A cell not started counts, the first that
     exists:
@@ -175,23 +187,32 @@ def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
     1. the mean wall clock of the finished cells that differ from it only in their seed;
     2. its method's mean wall clock per visit on other curricula with the same settings,
        times its own visits and its curriculum's cost factor:
-       ``mean_j(wall_j / visits_j) * visits * f_C`` (`Estimate.other_curricula`). Tasks
-       differ in cost per step (Hopper's and Walker2d's RK4 physics makes a visit about
-       3x HalfCheetah's), so f_C is measured from the methods B that finished on C and
-       elsewhere (same settings): the geometric mean over m in B of p(m, C) / q(m), with
-       p(m, C) m's mean wall clock per visit on C and q(m) its mean per visit on the other
-       curricula; f_C = 1 where B is empty (`Estimate.scales` holds the measured ones);
+       ``mean_j(wall_j / visits_j) * visits * f_C``. Tasks differ in cost per step
+       (Hopper's and Walker2d's RK4 physics makes a visit about 3x HalfCheetah's), so f_C
+       is measured from the methods B that finished on C and elsewhere (same settings):
+       the geometric mean over m in B of p(m, C) / q(m), with p(m, C) m's mean wall clock
+       per visit on C and q(m) its mean per visit on the other curricula; f_C = 1 where B
+       is empty;
     3. the mean wall clock of its method's finished cells on its curriculum under other
-       settings (`Estimate.other_settings`: an ablation's settings, such as an injection
-       probability, change a method's cost far less than another method would);
-    4. the mean wall clock of its curriculum's finished cells under any method
-       (`Estimate.other_methods`: methods differ in cost, TeLAPA's cells several times
-       a baseline's, so this is the roughest);
-    5. nothing: the cell is not estimated (`Estimate.unknown`).
+       settings (an ablation's settings, such as an injection probability, change a
+       method's cost far less than another method would);
+    4. the mean wall clock of its curriculum's finished cells under any method (methods
+       differ in cost, TeLAPA's cells several times a baseline's, so this is the
+       roughest);
+    5. nothing: the cell is not estimated (nan).
 
+    The estimates are only as good as the finished cells they come from: measured with
+    other workers beside them, or another thread count, they carry that pace.
     ``times``: each cell's `cell_time`, when the caller has read them already."""
     if times is None:
         times, _ = cell_times(sweep_dir, cells)
+    return _estimates(cells, times)[0]
+
+
+def _estimates(cells: list[dict[str, Any]], times: dict[str, CellTime | None]
+               ) -> tuple[dict[str, CellEstimate], dict[str, float]]:
+    """`cell_estimates`, and `Estimate.scales`: the cost factor of each curriculum whose
+    cells rule 2 counted with a measured one."""
 
     def key(value: Any) -> str:
         return json.dumps(value, sort_keys=True, default=str)
@@ -203,7 +224,7 @@ def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
     same_setting: dict[tuple[str, str], list[float]] = {}
     same_method: dict[tuple[str, str], list[float]] = {}
     for cell in cells:
-        t = times[cell["name"]]
+        t = times.get(cell["name"])
         if t is None or t.phases_done < t.phases or not math.isfinite(t.wall_s):
             continue
         method, curriculum, config, visits = kinds[cell["name"]]
@@ -214,38 +235,49 @@ def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
             per_visit.setdefault((method, config), {}).setdefault(curriculum, []).append(
                 t.wall_s / visits)
     factors = _cost_factors(per_visit)
+    estimates: dict[str, CellEstimate] = {}
     scales: dict[str, float] = {}
-    total = 0.0
-    other_curricula: list[str] = []
-    other_settings: list[str] = []
-    other_methods: list[str] = []
-    unknown: list[str] = []
     for cell in cells:
-        t = times[cell["name"]]
+        t = times.get(cell["name"])
         method, curriculum, config, visits = kinds[cell["name"]]
         if t is not None and t.phases_done > 0:
-            left = t.left_s
+            estimate = CellEstimate(t.left_s, "started")
         elif walls := same_cell.get((method, curriculum, config)):
-            left = sum(walls) / len(walls)
+            estimate = CellEstimate(_mean(walls), "same")
         elif visits and (paces := _flat(per_visit.get((method, config), {}))):
             factor = factors.get((curriculum, config), 1.0)
-            left = visits * sum(paces) / len(paces) * factor
-            other_curricula.append(cell["name"])
+            estimate = CellEstimate(visits * _mean(paces) * factor, "other_curricula")
             if (curriculum, config) in factors:
                 scales[_name(cell)] = factor
         elif walls := same_method.get((method, curriculum)):
-            left = sum(walls) / len(walls)
-            other_settings.append(cell["name"])
+            estimate = CellEstimate(_mean(walls), "other_settings")
         elif walls := same_setting.get((curriculum, config)):
-            left = sum(walls) / len(walls)
-            other_methods.append(cell["name"])
+            estimate = CellEstimate(_mean(walls), "other_methods")
         else:
-            left = math.nan
-        if math.isfinite(left):
-            total += left
-        else:
-            unknown.append(cell["name"])
-    return Estimate(total, other_curricula, other_settings, other_methods, unknown, scales)
+            estimate = CellEstimate(math.nan, "unknown")
+        if not math.isfinite(estimate.seconds) and estimate.rule != "unknown":
+            estimate = CellEstimate(math.nan, "unknown")
+        estimates[cell["name"]] = estimate
+    return estimates, scales
+
+
+def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
+              times: dict[str, CellTime | None] | None = None) -> Estimate:
+    """Cell time still to go for the sweep, one cell after another, and how each cell
+    not started was counted: the sum of `cell_estimates` over the cells it could
+    estimate (`Estimate` lists the rest, and the cells of rules 2-4).
+
+    ``times``: each cell's `cell_time`, when the caller has read them already."""
+    if times is None:
+        times, _ = cell_times(sweep_dir, cells)
+    estimates, scales = _estimates(cells, times)
+    by_rule: dict[str, list[str]] = {}
+    for name, estimate in estimates.items():
+        by_rule.setdefault(estimate.rule, []).append(name)
+    total = sum(e.seconds for e in estimates.values() if math.isfinite(e.seconds))
+    return Estimate(total, by_rule.get("other_curricula", []),
+                    by_rule.get("other_settings", []), by_rule.get("other_methods", []),
+                    by_rule.get("unknown", []), scales)
 
 
 def _flat(paces: dict[str, list[float]]) -> list[float]:
@@ -277,5 +309,6 @@ def _name(cell: dict[str, Any]) -> str:
     return str(name) if name else cell["name"]
 
 
-__all__ = ["EXPORT_STATES", "STATES", "CellTime", "Estimate", "cell_state", "cell_time",
-           "cell_times", "exported_cell_state", "time_left", "tries_ended"]
+__all__ = ["EXPORT_STATES", "STATES", "CellEstimate", "CellTime", "Estimate", "cell_estimates",
+           "cell_state", "cell_time", "cell_times", "exported_cell_state", "time_left",
+           "tries_ended"]
