@@ -207,7 +207,7 @@ def check_method_sets(method: str, sets: dict[str, Any]) -> None:
     method declares is left to the preset's validation (an unknown key, with the keys
     spelled like it)."""
     from telapa.continual.preset import MethodsConfig, plugin_section
-    from telapa.continual.registry import _takes_run_config
+    from telapa.continual.registry import reads_whole_config
 
     keys = []
     for key, value in sets.items():
@@ -225,7 +225,7 @@ def check_method_sets(method: str, sets: dict[str, Any]) -> None:
         if section == own or (section not in MethodsConfig.model_fields
                               and plugin_section(section) is None):
             continue
-        if _takes_run_config(cls):
+        if reads_whole_config(cls):
             print(f"telapa: warning: --set {key}: method {method!r} declares {reads}, but "
                   "its __init__ takes the whole run config, so it may read methods."
                   f"{section} or not; check that the setting does what you mean",

@@ -327,7 +327,7 @@ def make_method(name: str, config: RunConfig, *, key: jax.Array | None = None) -
     DeprecationWarning raised here is hidden from whoever runs ``telapa run``, since
     Python shows those only for code in ``__main__``)."""
     cls = find_method(name)
-    if _takes_run_config(cls):
+    if reads_whole_config(cls):
         warnings.warn(f"method {name!r}: __init__(config, *, key) takes the whole run config; "
                       "take (settings, **kwargs) and pass them to Method.__init__ (it gets "
                       "its own section, key and eval_episodes)", FutureWarning,
@@ -337,8 +337,10 @@ def make_method(name: str, config: RunConfig, *, key: jax.Array | None = None) -
     return cls(settings, key=key, eval_episodes=config.eval_episodes)
 
 
-def _takes_run_config(cls: type[Method]) -> bool:
-    """Whether ``cls.__init__`` has the former signature: a first parameter ``config``."""
+def reads_whole_config(cls: type[Method]) -> bool:
+    """Whether ``cls.__init__`` has the former signature, a first parameter ``config``:
+    such a plug-in is given the whole run config (`make_method`), so it may read any
+    ``methods.*`` section, not only the one it declares."""
     params = list(inspect.signature(cls.__init__).parameters)
     return len(params) > 1 and params[1] == "config"
 
@@ -356,4 +358,4 @@ def bind_method(config: RunConfig, name: str) -> RunConfig:
 __all__ = ["BUILTIN_METHODS", "CALLED", "HOOKS", "METHODS", "METHOD_SECTIONS", "RETURNS",
            "HookError", "MethodsConfig", "bind_method", "check_hooks", "checked",
            "find_method", "hook_name", "make_method", "method_names", "method_section",
-           "register_method"]
+           "reads_whole_config", "register_method"]

@@ -93,8 +93,10 @@ from telapa.continual.sweep.slurm_backend import SlurmBackend
 from telapa.continual.sweep.status import (
     EXPORT_STATES,
     STATES,
+    CellEstimate,
     CellTime,
     Estimate,
+    cell_estimates,
     cell_state,
     cell_time,
     cell_times,
@@ -103,14 +105,11 @@ from telapa.continual.sweep.status import (
     tries_ended,
 )
 
-__all__ = ["CELLS_FILE", "EXPORT_FILES", "EXPORT_STATES", "STATES", "SWEEP_FILE", "Cell",
-           "CellTime", "Estimate", "ExportSummary", "LocalBackend", "Outcome", "RayBackend",
-           "SlurmBackend", "SlurmOptions", "Sweep",
-           "SweepFile",
+__all__ = ["CELLS_FILE", "Cell", "CellEstimate", "CellTime", "EXPORT_FILES", "EXPORT_STATES",
+           "Estimate", "ExportSummary", "LocalBackend", "Outcome", "RayBackend", "STATES",
+           "SWEEP_FILE", "SlurmBackend", "SlurmOptions", "Sweep", "SweepFile", "cell_estimates",
            "cell_name", "cell_state", "cell_time", "cell_times", "check_batch_seeds",
-           "export_sweep", "exported_cell_state", "load_sweep",
-           "mark_started",
-           "prepare_sweep_dir", "read_status", "restore_exported", "run_cell", "run_job",
-           "run_sweep", "seed_jobs", "expand_sweep_dirs",
-           "stored_cells", "stored_sweep", "sweep_cells_dirs", "thread_env", "time_left",
-           "tries_ended", "write_status"]
+           "expand_sweep_dirs", "export_sweep", "exported_cell_state", "load_sweep",
+           "mark_started", "prepare_sweep_dir", "read_status", "restore_exported", "run_cell",
+           "run_job", "run_sweep", "seed_jobs", "stored_cells", "stored_sweep",
+           "sweep_cells_dirs", "thread_env", "time_left", "tries_ended", "write_status"]
