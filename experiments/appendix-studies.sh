@@ -18,7 +18,8 @@
 # does not: the chain goes on to the next study (so the cores stay busy) and exits with
 # that failure at its end, and running it again tries the failed cells again. The options
 # are those each study's design fixes (its sweep file's header), except that since
-# 2026-12-05 every study runs two one-thread workers, one seed a job: a session's machine
+# 2026-12-05 every MiniGrid study runs two one-thread workers, one seed a job (MuJoCo:
+# below): a session's machine
 # lasts 3 h and a cell still running when it ends is lost with its checkpoints, so jobs
 # must be short (a 3-seed batch of the long curriculum, about 3 h, would never finish)
 # and both cores must be busy (one two-thread worker used 1.3 of them). Logs to
@@ -42,7 +43,14 @@ study() {  # study COMMAND...: runs one pinned sweep and applies the rule above
 study "$HERE/pinned-sweep.sh" elite-injection-paper --workers 2 --threads 1 --retries 2
 study "$HERE/pinned-sweep.sh" elite-injection-intrinsic-paper --workers 2 --threads 1 --retries 2
 study "$HERE/pinned-sweep.sh" long-curriculum-paper --workers 2 --threads 1 --retries 2
-study "$HERE/pinned-sweep.sh" mujoco-paper --workers 2 --threads 1 --retries 2
-study "$HERE/pinned-sweep.sh" mujoco-paper-seeds5-7 --workers 2 --threads 1 --retries 2
+# MuJoCo: one two-thread worker. Its pin (fd54865) predates --until, and a Hopper or
+# Walker2d TeLAPA cell on one thread beside another would take about 3.4 h (HalfCheetah's
+# 1.0 h, of which PPO 0.19 h, with Hopper's RK4 visits 3.4x HalfCheetah's: hopper-scratch
+# 0.65 h against 0.19 h), longer than a session, so it would never end; on both threads
+# alone (native stepping and illumination batches use them) it should fit one session
+# when it starts at the session's start, as the cell a session's end cut off does (the
+# next session runs it first, from its start).
+study "$HERE/pinned-sweep.sh" mujoco-paper --workers 1 --threads 2 --retries 2
+study "$HERE/pinned-sweep.sh" mujoco-paper-seeds5-7 --workers 1 --threads 2 --retries 2
 exit "$failed"
 }
