@@ -31,6 +31,8 @@ from telapa.continual.sweep import (
     write_status,
 )
 
+from .sweep_cells import complete_cell
+
 HERE = Path(__file__).parent
 BASE = (f"preset: {HERE / 'tiny_run.yaml'}\ncurricula: [smoke]\nmethods: [ewc]\n"
         "seeds: 3\n")
@@ -41,16 +43,6 @@ def _sweep(tmp_path: Path, seeds: int = 3):
     path = tmp_path / "s.yaml"
     path.write_text(BASE.replace("seeds: 3", f"seeds: {seeds}"))
     return load_sweep(path)
-
-
-def _complete(cell: Path, wall_s: float = 120.0) -> None:
-    """Makes ``cell`` a complete run with its accounting (what status's wall reads)."""
-    cell.mkdir(parents=True, exist_ok=True)
-    (cell / "run.json").write_text(json.dumps(
-        {"format": "telapa-run", "version": 1, "status": "complete"}))
-    (cell / "accounting.json").write_text(json.dumps(
-        {"wall_s": wall_s, "extra_env_steps": 0, "peak_rss_bytes": 0,
-         "method_state_bytes": 0, "run_dir_bytes": 0}))
 
 
 class Backend:
@@ -69,7 +61,7 @@ class Backend:
                 if cell.name in self.skip:
                     outcomes.append((cell.name, {"ok": False, "error": "not run"}))
                     continue
-                _complete(sweep_dir / "cells" / cell.name)
+                complete_cell(sweep_dir / "cells" / cell.name)
                 outcomes.append((cell.name, {"ok": True}))
             yield from outcomes
 
@@ -121,7 +113,7 @@ def test_status_of_a_partial_export_says_how_many_of_the_sweeps_cells_it_holds(
     assert "0 of 3 cells exported; 3 not exported" in text and "all done" not in text
     # every cell exported: nothing said about cells not exported or time left
     (out / "status" / "smoke-ewc-s2.json").unlink()
-    _complete(out / "cells" / "smoke-ewc-s2")
+    complete_cell(out / "cells" / "smoke-ewc-s2")
     export_sweep(out, dest)
     text = _status(dest, capsys)
     assert "3 of 3 cells exported, all done" in text

@@ -3,7 +3,6 @@ longest that fits first (`telapa.continual.sweep.deadline`)."""
 
 from __future__ import annotations
 
-import json
 import math
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +14,8 @@ from telapa.cli import main
 from telapa.continual.sweep import LocalBackend, load_sweep, prepare_sweep_dir, run_sweep
 from telapa.continual.sweep.deadline import DeadlineQueue, JobQueue, parse_until
 from telapa.continual.sweep.grammar import Cell
+
+from .sweep_cells import complete_cell
 
 HERE = Path(__file__).parent
 NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z
@@ -121,18 +122,9 @@ def finish_cells(sweep_dir: str, cells: list[dict[str, Any]]) -> list:
     (module level, so that a spawned worker imports it)."""
     out = []
     for cell in cells:
-        _complete(Path(sweep_dir) / "cells" / cell["name"], wall_s=10.0)
+        complete_cell(Path(sweep_dir) / "cells" / cell["name"], wall_s=10.0)
         out.append((cell["name"], {"ok": True}))
     return out
-
-
-def _complete(cell: Path, *, wall_s: float) -> None:
-    cell.mkdir(parents=True, exist_ok=True)
-    (cell / "run.json").write_text(json.dumps(
-        {"format": "telapa-run", "version": 1, "status": "complete"}))
-    (cell / "accounting.json").write_text(json.dumps(
-        {"wall_s": wall_s, "extra_env_steps": 0, "peak_rss_bytes": 0,
-         "method_state_bytes": 0, "run_dir_bytes": 0}))
 
 
 @pytest.fixture
@@ -150,7 +142,7 @@ def test_a_sweep_starts_only_what_fits(sweep_file, tmp_path):
     out = tmp_path / "sweep"
     sweep = load_sweep(sweep_file)
     prepare_sweep_dir(sweep, out)
-    _complete(out / "cells" / CELLS[0], wall_s=7200.0)
+    complete_cell(out / "cells" / CELLS[0], wall_s=7200.0)
     events: list[str] = []
     backend = LocalBackend(1, 1, job=finish_cells)
     import time
@@ -168,7 +160,7 @@ def test_a_sweep_starts_only_what_fits(sweep_file, tmp_path):
 def test_the_command_exits_75_with_cells_left(sweep_file, tmp_path, capsys):
     out = tmp_path / "sweep"
     prepare_sweep_dir(load_sweep(sweep_file), out)
-    _complete(out / "cells" / CELLS[0], wall_s=7200.0)
+    complete_cell(out / "cells" / CELLS[0], wall_s=7200.0)
     with pytest.raises(SystemExit) as stop:
         main(["sweep", str(sweep_file), "--out", str(out), "--until", "30m"])
     assert stop.value.code == 75
