@@ -18,11 +18,13 @@
 # does not: the chain goes on to the next study (so the cores stay busy) and exits with
 # that failure at its end, and running it again tries the failed cells again. The options
 # are those each study's design fixes (its sweep file's header), except that since
-# 2026-12-05 every MiniGrid study runs two one-thread workers, one seed a job (MuJoCo:
-# below): a session's machine
-# lasts 3 h and a cell still running when it ends is lost with its checkpoints, so jobs
-# must be short (a 3-seed batch of the long curriculum, about 3 h, would never finish)
-# and both cores must be busy (one two-thread worker used 1.3 of them). Logs to
+# 2026-12-05 every study runs one seed a job on one two-thread worker: a session's
+# machine lasts 3 h and a cell still running when it ends is lost with its checkpoints,
+# so a job must end within a session (a 3-seed batch of the long curriculum, about 3 h,
+# would never finish). Two one-thread workers were tried on the injection study on
+# 2026-12-05: a TeLAPA cell took about 1.6-1.9 h beside another (1.1 h alone on two
+# threads), which the long curriculum's 16 visits (some 2.6-3 h) and Hopper's and
+# Walker2d's TeLAPA cells (some 3.4 h) would not fit in a session. Logs to
 # runs/appendix-studies.log (each study to runs/NAME.log).
 # The body is one brace group that bash reads whole before running it, so editing this
 # file while a chain runs cannot change what the running chain does next.
@@ -40,16 +42,17 @@ study() {  # study COMMAND...: runs one pinned sweep and applies the rule above
   if [ "$status" -eq 75 ]; then exit 75; fi  # STUDY_UNTIL: no time for the cells left
   if [ "$status" -ne 0 ]; then failed=$status; fi
 }
-study "$HERE/pinned-sweep.sh" elite-injection-paper --workers 2 --threads 1 --retries 2
-study "$HERE/pinned-sweep.sh" elite-injection-intrinsic-paper --workers 2 --threads 1 --retries 2
-study "$HERE/pinned-sweep.sh" long-curriculum-paper --workers 2 --threads 1 --retries 2
-# MuJoCo: one two-thread worker. Its pin (fd54865) predates --until, and a Hopper or
-# Walker2d TeLAPA cell on one thread beside another would take about 3.4 h (HalfCheetah's
-# 1.0 h, of which PPO 0.19 h, with Hopper's RK4 visits 3.4x HalfCheetah's: hopper-scratch
-# 0.65 h against 0.19 h), longer than a session, so it would never end; on both threads
-# alone (native stepping and illumination batches use them) it should fit one session
-# when it starts at the session's start, as the cell a session's end cut off does (the
-# next session runs it first, from its start).
+study "$HERE/pinned-sweep.sh" elite-injection-paper --workers 1 --threads 2 --retries 2
+study "$HERE/pinned-sweep.sh" elite-injection-intrinsic-paper --workers 1 --threads 2 \
+  --retries 2
+study "$HERE/pinned-sweep.sh" long-curriculum-paper --workers 1 --threads 2 --retries 2
+# MuJoCo: its pin (fd54865) predates --until, and a Hopper or Walker2d TeLAPA cell on one
+# thread beside another would take about 3.4 h (HalfCheetah's 1.0 h, of which PPO 0.19 h,
+# with Hopper's RK4 visits 3.4x HalfCheetah's: hopper-scratch 0.65 h against 0.19 h),
+# longer than a session, so it would never end; on both threads alone (native stepping
+# and illumination batches use them) it should fit one session when it starts at the
+# session's start, as the cell a session's end cut off does (the next session runs it
+# first, from its start).
 study "$HERE/pinned-sweep.sh" mujoco-paper --workers 1 --threads 2 --retries 2
 study "$HERE/pinned-sweep.sh" mujoco-paper-seeds5-7 --workers 1 --threads 2 --retries 2
 exit "$failed"
