@@ -121,3 +121,11 @@ def test_editing_the_chain_while_it_runs_does_not_change_the_running_chain(tmp_p
     finally:
         proc.kill()
     assert _called(tmp_path) == APPENDIX_ORDER
+
+
+def test_a_study_out_of_time_stops_the_chain(tmp_path: Path) -> None:
+    """Exit 75 (`telapa sweep --until`: the cells left would not end by STUDY_UNTIL)
+    stops the chain: the next study's cells would not end either, and it would start a
+    new pin for nothing."""
+    status, called = _run_chain(tmp_path, {APPENDIX_ORDER[2]: 75})
+    assert called == APPENDIX_ORDER[:3] and status == 75
