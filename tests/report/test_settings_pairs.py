@@ -51,3 +51,24 @@ def test_a_method_with_and_without_a_setting_is_paired_by_the_seeds_both_have():
     # one setting only: no pair to show
     (alone,) = score(plain).values()
     assert settings_pairs_table(alone, prefix="one") is None
+
+
+def test_a_method_under_three_settings_has_its_first_against_each_other():
+    """Three settings (the injection study: p_inj 0, 0.1, 0.2): the first in label order
+    against each of the two others, never the others against each other. Mean SR on
+    seeds 0-2: beta 0.005 scores 40, 45, 50 of 50; beta 0.01 35, 40, 45 (differences
+    +5/50 on every seed: p = 1/8, only the all-plus pattern reaches it); none 30, 35, 50
+    (as above: p = 2/8)."""
+    records = ([_record(s, k, 0.005) for s, k in enumerate((40, 45, 50))]
+               + [_record(s, k, 0.01) for s, k in enumerate((35, 40, 45))]
+               + [_record(s, k, None) for s, k in enumerate((30, 35, 50))])
+    (result,) = score(records).values()
+    table = settings_pairs_table(result, prefix="one")
+    assert table is not None
+    rows = table.values[table.values["value"] == "Mean SR"]
+    assert list(zip(rows["first"], rows["second"], strict=True)) == [
+        ("scratch [intrinsic_beta=0.005]", "scratch [intrinsic_beta=0.01]"),
+        ("scratch [intrinsic_beta=0.005]", "scratch [intrinsic_beta=none]")]
+    assert list(rows["p first better"]) == [1 / 8, 2 / 8]
+    assert list(rows["p second better"]) == [1.0, 1.0]
+    assert list(rows["second mean"]) == pytest.approx([120 / 150, 115 / 150])

@@ -480,9 +480,10 @@ PAIR_VALUES: tuple[tuple[str, Literal["higher", "lower"]], ...] = (
 
 def settings_pairs_table(result: CurriculumResults, *, prefix: str,
                          alpha: float = 0.05) -> ReportTable | None:
-    """Each method whose runs make exactly two rows that differ in a setting (an
+    """Each method whose runs make two or more rows that differ in a setting (an
     ablation beside its baseline: ``scratch [intrinsic_beta=0.005]`` and ``scratch
-    [intrinsic_beta=none]``), the first row in label order against the second on each
+    [intrinsic_beta=none]``; ``telapa [p_inj=0.0]`` beside ``[p_inj=0.1]`` and
+    ``[p_inj=0.2]``), the first row in label order against each of the others on each
     of `PAIR_VALUES`, paired by seed over the seeds both have (`compare`): the
     one-sided p each way and the verdict by the rule of `evaluate` with m = 1 (*holds*:
     the first is better at p < ``alpha``; *does not hold*: the second is; else
@@ -492,8 +493,9 @@ def settings_pairs_table(result: CurriculumResults, *, prefix: str,
         if records:
             by_method.setdefault(records[0].method, []).append(label)
     rows = []
-    for labels in (sorted(v) for _, v in sorted(by_method.items()) if len(v) == 2):
-        first, second = labels
+    pairs = [(first, second) for _, labels in sorted(by_method.items())
+             for first, *others in [sorted(labels)] for second in others]
+    for first, second in pairs:
         for value, better in PAIR_VALUES:
             a, b = (seeded_values(result, name, value) for name in (first, second))
             shared = sorted(set(a) & set(b))
@@ -513,8 +515,8 @@ def settings_pairs_table(result: CurriculumResults, *, prefix: str,
         return None
     return frame_table(
         f"{prefix}-settings-pairs", "One method with and without a setting",
-        f"Each method with exactly two rows of settings: the first (in label order) "
-        f"against the second, paired by seed over the seeds both have (exact sign-flip "
+        f"Each method with two or more rows of settings: the first (in label order) "
+        f"against each other, paired by seed over the seeds both have (exact sign-flip "
         f"test, one-sided each way, alpha = {alpha}); TTT in millions of env steps, lower "
         "better.", pd.DataFrame(rows))
 
