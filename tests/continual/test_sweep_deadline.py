@@ -70,7 +70,7 @@ def test_the_longest_job_that_fits_goes_first():
     assert q.take() is None and q.take() is None
     assert [job[0].name for job in q.pending] == ["b"]
     assert events[-1] == ("--until: 1 job(s) left, none fits: the shortest needs about "
-                          "3.00 h, 2.50 h left")
+                          "3.0 h, 2.5 h left")
     assert sum("none fits" in e for e in events) == 1  # said once, not at every take
 
 
@@ -150,7 +150,7 @@ def test_a_sweep_starts_only_what_fits(sweep_file, tmp_path):
     counts = run_sweep(sweep, out, backend, until=time.time() + 3600,
                        on_event=events.append)
     assert (counts["done"], counts["left"]) == (1, 2)
-    assert any("2 job(s) left, none fits: the shortest needs about 2.00 h" in e
+    assert any("2 job(s) left, none fits: the shortest needs about 2.0 h" in e
                for e in events), events
     counts = run_sweep(sweep, out, backend, until=time.time() + 3 * 3600,
                        on_event=events.append)

@@ -27,9 +27,9 @@ from pathlib import Path
 import pytest
 
 from telapa.cli import main
-from telapa.cli.sweep import _duration
 from telapa.config import ConfigError
 from telapa.continual.sweep import load_sweep, prepare_sweep_dir
+from telapa.continual.sweep.status import format_duration as _duration
 
 HERE = Path(__file__).parent
 TINY = HERE / "sweep_tiny" / "sweep.yaml"

@@ -39,7 +39,6 @@ each cell's Slurm job and its state.
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
 from rich.table import Table
@@ -244,19 +243,6 @@ def _export(sweep_dir: Path, dest: Path) -> None:
         markup=False)
 
 
-def _duration(seconds: float) -> str:
-    """A wall clock for `telapa sweep status`, the table's and the time left alike: in
-    seconds under a minute, minutes under an hour, hours beyond (a cell 25 s into its
-    run read ``0.00 h``, as if it had not started); empty when unknown."""
-    if not math.isfinite(seconds):
-        return ""
-    if seconds < 59.5:
-        return f"{seconds:.0f} s"
-    if seconds < 3570:  # 59.5 min and over read "1.0 h", not "60 min"
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
 def _status(path: Path) -> None:
     try:
         _print_status(path)
@@ -275,6 +261,7 @@ def _print_status(path: Path) -> None:
         time_left,
         tries_ended,
     )
+    from telapa.continual.sweep.status import format_duration
 
     if not path.exists():
         raise CLIError(f"sweep directory {path} does not exist")
@@ -308,7 +295,7 @@ def _print_status(path: Path) -> None:
             progress = wall = "?"
         else:  # a finished cell's CellTime reads "complete"
             progress = spent.progress if spent else ""
-            wall = _duration(spent.wall_s) if spent else ""
+            wall = format_duration(spent.wall_s) if spent else ""
         job = slurm.get(cell["name"], "")
         table.add_row(cell["name"], state, progress, wall, str(attempts),
                       *((job,) if slurm else ()),
@@ -345,7 +332,7 @@ def _print_status(path: Path) -> None:
         if estimate.unknown:
             notes.append(f"{len(estimate.unknown)} cell(s) not estimated: nothing like them "
                          "has finished")
-        console.print(f"about {_duration(estimate.seconds)} of cell time left at the pace "
+        console.print(f"about {format_duration(estimate.seconds)} of cell time left at the pace "
                       f"so far ({'; '.join(notes)})", markup=False, soft_wrap=True)
 
 

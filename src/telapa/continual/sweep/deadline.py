@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
 from telapa.continual.sweep.grammar import Cell
+from telapa.continual.sweep.status import format_duration
 
 _UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)([dhms]))+")
@@ -107,8 +108,8 @@ class DeadlineQueue(JobQueue):
             if not self._told:
                 self._told = True
                 self.on_event(f"--until: {len(self.pending)} job(s) left, none fits: the "
-                              f"shortest needs about {_hours(min(costs))}, "
-                              f"{_hours(max(left, 0))} left")
+                              f"shortest needs about {format_duration(min(costs))}, "
+                              f"{format_duration(max(left, 0))} left")
             return None
         self._told = False
         job = self.pending.pop(order[0])
@@ -116,8 +117,8 @@ class DeadlineQueue(JobQueue):
         names = ", ".join(c.name for c in job)
         self.on_event(f"--until: starting {names}: "
                       + ("not estimated yet, so it may not finish" if math.isnan(cost) else
-                         f"about {_hours(cost)}")
-                      + f", {_hours(max(left, 0))} left")
+                         f"about {format_duration(cost)}")
+                      + f", {format_duration(max(left, 0))} left")
         return job
 
 
@@ -125,10 +126,6 @@ def job_seconds(job: Sequence[Cell], seconds: dict[str, float]) -> float:
     """A job's estimate: the sum of its cells' (a seed batch's cells each count their
     share of its wall clock); nan where any is not estimated."""
     return sum(seconds.get(cell.name, math.nan) for cell in job)
-
-
-def _hours(seconds: float) -> str:
-    return f"{seconds / 3600:.2f} h"
 
 
 __all__ = ["DeadlineQueue", "JobQueue", "job_seconds", "parse_until"]

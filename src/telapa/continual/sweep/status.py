@@ -154,6 +154,19 @@ class Estimate(NamedTuple):
     for those with a measured one."""
 
 
+def format_duration(seconds: float) -> str:
+    """A wall clock as `telapa sweep status` and ``--until`` write it: in seconds under a
+    minute, minutes under an hour, hours beyond (a cell 25 s into its run read ``0.00 h``,
+    as if it had not started); empty when unknown."""
+    if not math.isfinite(seconds):
+        return ""
+    if seconds < 59.5:
+        return f"{seconds:.0f} s"
+    if seconds < 3570:  # 59.5 min and over read "1.0 h", not "60 min"
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 def _visits(cell: dict[str, Any]) -> int | None:
     """Visits of a cell's curriculum: ``order`` x ``cycles``, as `Curriculum.visits` counts
     them, read from the stored payload without validating it (which would import every
@@ -310,5 +323,5 @@ def _name(cell: dict[str, Any]) -> str:
 
 
 __all__ = ["EXPORT_STATES", "STATES", "CellEstimate", "CellTime", "Estimate", "cell_estimates",
-           "cell_state", "cell_time", "cell_times", "exported_cell_state", "time_left",
-           "tries_ended"]
+           "cell_state", "cell_time", "cell_times", "exported_cell_state", "format_duration",
+           "time_left", "tries_ended"]
