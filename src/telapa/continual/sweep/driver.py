@@ -186,9 +186,9 @@ def _queue(out: Path, jobs: list[list[Cell]], until: float | None,
     `DeadlineQueue` whose estimates are read from ``out`` at each take."""
     if until is None:
         return jobs
+    cells = stored_cells(out) or []  # fixed for the sweep; the cells' times are not
 
     def estimates() -> dict[str, float]:
-        cells = stored_cells(out) or []
         return {name: e.seconds for name, e in cell_estimates(out, cells).items()}
 
     return DeadlineQueue(jobs, until=until, estimates=estimates, on_event=on_event)
