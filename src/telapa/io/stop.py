@@ -9,7 +9,11 @@ stop before they raise it, and the run loops call `raise_pending` at their bound
 (each phase, each training call): a dropped stop is raised again there, within seconds.
 Where the handler can see that it interrupts such a callback (a frame of one of
 ``gc.callbacks`` or of a ``__del__`` on the stack) it only records the stop: raising there
-would print the dropped exception's traceback (CI saw it once in 1361 tests).
+would print the dropped exception's traceback (CI saw it once in 1361 tests). A
+callback the stack does not show (a weakref's, called from the C code that freed its
+referent: CI saw one in ``WeakKeyDictionary``) drops the raised stop the same way, so
+within `stop_on_signals` ``sys.unraisablehook`` passes over a stop it recorded, and hands
+every other dropped exception to the hook it had.
 
 A scheduler's warning (Slurm's ``--signal``, some time before a job's time limit or its
 pre-emption) asks for a gentler stop: `stop_on_signals` given ``boundary_signals`` records
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import gc
 import signal
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -70,12 +75,20 @@ def _handler(kind: type[BaseException]):
     return stop
 
 
+def _passing_over_stops(previous):
+    def hook(unraisable) -> None:
+        if not (_pending and isinstance(unraisable.exc_value, tuple(_pending))):
+            previous(unraisable)
+    return hook
+
+
 @contextmanager
 def stop_on_signals(*, boundary_signals: tuple[int, ...] = ()) -> Iterator[None]:
     """Within it, SIGINT raises `KeyboardInterrupt` and SIGTERM `Terminate`, each also
-    recorded for `raise_pending`, and each of ``boundary_signals`` is recorded for a
-    `PhaseStop` at the next phase boundary; the previous handlers and an empty record
-    after. Off the main thread (where no handler can be set) it does nothing."""
+    recorded for `raise_pending` (and not printed where Python drops it), and each of
+    ``boundary_signals`` is recorded for a `PhaseStop` at the next phase boundary; the
+    previous handlers, unraisable hook and an empty record after. Off the main thread
+    (where no handler can be set) it does nothing."""
     try:
         previous = {signal.SIGINT: signal.signal(signal.SIGINT, _handler(KeyboardInterrupt)),
                     signal.SIGTERM: signal.signal(signal.SIGTERM, _handler(Terminate))}
@@ -84,9 +97,12 @@ def stop_on_signals(*, boundary_signals: tuple[int, ...] = ()) -> Iterator[None]
     except ValueError:
         yield
         return
+    unraisable = sys.unraisablehook
+    sys.unraisablehook = _passing_over_stops(unraisable)
     try:
         yield
     finally:
+        sys.unraisablehook = unraisable
         for signum, handler in previous.items():
             signal.signal(signum, handler)
         _pending.clear()
