@@ -19,6 +19,7 @@ import pandas as pd
 import psutil
 import pytest
 from continual.crash import CrashAfter  # tests/ is on sys.path (pytest rootdir-less packages)
+from shared_runs import made_once
 
 from telapa.cli import main
 
@@ -99,10 +100,10 @@ def assert_same_results(ours: Path, reference: Path) -> None:
 @pytest.fixture(scope="session")
 def reference(tmp_path_factory) -> Path:
     """The suite's run (seed 0), uninterrupted: what every fault must end in (once per
-    test process; tests copy it before they change anything)."""
-    out = tmp_path_factory.mktemp("reference") / "run"
-    assert main([*RUN, "--seed", "0", "--out", str(out)]) == 0
-    return out
+    session, shared by the xdist workers; tests copy it before they change anything)."""
+    def make(folder: Path) -> None:
+        assert main([*RUN, "--seed", "0", "--out", str(folder / "run")]) == 0
+    return made_once(tmp_path_factory, "fault-reference", make) / "run"
 
 
 @contextmanager
