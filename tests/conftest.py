@@ -34,22 +34,6 @@ episode: tests compare runs of the suite with each other, never with numbers a d
 process made."""
 
 
-HEAVY_FIRST = (
-    "test_benchmarks_smoke.py", "envs/test_mujoco_mjx.py", "continual/test_mujoco_run.py",
-    "continual/test_runner.py", "envs/test_minigrid_differential.py",
-    "continual/test_sweep_slurm.py", "faults/test_checkpoints.py", "test_cli_error_faults.py",
-    "test_examples.py", "continual/test_sweep.py", "continual/test_batch.py",
-    "rl/test_learning.py", "test_reproduction_doc.py", "continual/test_cli_run.py",
-    "continual/test_telapa_run.py", "faults/test_sweep_faults.py",
-)
-"""The test files of most CPU time, most first (tests/ relative), run before the rest:
-``make test``'s xdist hands out whole files (``--dist loadfile``) in collection order, and
-a long file that comes last keeps one worker busy while the other has nothing left (the
-longest-first rule). Measured on a fresh clone on 2 cores (stop 69, pytest's junit times
-scaled to the 1,669 CPU-seconds of the whole suite): 117 s for the first, 31 s for the
-last; the rest below 26 s each. A file not named keeps its place after them."""
-
-
 SB3_LOGDIR = "SB3_LOGDIR"
 """Where SB3's logger writes (`pytest_configure`), so that the suite leaves nothing in
 the machine's temporary folder."""
@@ -128,11 +112,3 @@ def plugin_site(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     """A folder on ``sys.path`` for the test's own modules and installed packages, and
     every plug-in registry put back as it was afterwards (tests/plugin_modules.py)."""
     yield from isolated_registries(monkeypatch, tmp_path)
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The files of `HEAVY_FIRST` first, in its order; within a file, and for the other
-    files, the order pytest collected (a stable sort)."""
-    tests = Path(__file__).parent
-    rank = {tests / name: i for i, name in enumerate(HEAVY_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path, len(HEAVY_FIRST)))
