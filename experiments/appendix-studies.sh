@@ -22,11 +22,11 @@
 # 3 h, and a cell still running when it ends can be lost with its checkpoints (a session
 # may start on a new machine; one on 2026-12-05 did, the next found that machine again,
 # runs/ and all, and resumed its cells), so a job should end within a session (a 3-seed
-# batch of the long curriculum, about 3 h, would never finish). Two one-thread workers were tried on the injection study on
-# 2026-12-05: a TeLAPA cell took 1.9-2.0 h beside another (1.1 h alone on two
-# threads), which the long curriculum's 16 visits (some 2.6-3 h) and Hopper's and
-# Walker2d's TeLAPA cells (some 3.4 h) would not fit in a session. Logs to
-# runs/appendix-studies.log (each study to runs/NAME.log).
+# batch of the long curriculum, about 3 h, would never finish). Two one-thread workers
+# were tried on the injection study on 2026-12-05: a TeLAPA cell took 1.9-2.0 h beside
+# another (1.1 h alone on two threads), which the long curriculum's 16 visits (some
+# 2.6-3 h) and Hopper's and Walker2d's TeLAPA cells (some 3.4 h) would not fit in a
+# session. Logs to runs/appendix-studies.log (each study to runs/NAME.log).
 # The body is one brace group that bash reads whole before running it, so editing this
 # file while a chain runs cannot change what the running chain does next.
 {
