@@ -219,6 +219,43 @@ def test_checkpoint_contents_roundtrip_through_the_run_dir(tmp_path):
     assert RunDir(tmp_path / "other").checkpoints.state_json() is None  # not started yet
 
 
+def test_a_copied_method_part_is_read_once_and_its_seal_is_its_sha256(tmp_path, monkeypatch):
+    """A method part carried over unchanged is hashed as it is copied (`copy_intact`)
+    and sealed with that digest: the seal does not read the copy again (a TeLAPA
+    archive part is ~100 MB, copied at every mid-visit checkpoint), and the digest it
+    records is the copy's SHA-256."""
+    import hashlib
+
+    import jax.numpy as jnp
+
+    from telapa.continual import checkpoints
+
+    run_dir = RunDir(tmp_path)
+    run_dir.create({"curriculum": "smoke"}, config={}, curriculum={})
+    run_dir.unlock()
+    store = run_dir.checkpoints
+    state = {"phases": 5, "next_phase": 2}
+    archive = {"A": jnp.arange(1000.0)}
+    store.save(state, learner={"w": jnp.ones(2)}, method={"archive": archive}, train_rows=[])
+    hashed = []
+    real = checkpoints._sha256
+    monkeypatch.setattr(checkpoints, "_sha256", lambda path: hashed.append(path.name)
+                        or real(path))
+    second = store.save({**state, "next_phase": 3}, learner={"w": jnp.zeros(2)},
+                        method={"archive": archive}, train_rows=[])
+    assert "method-archive.npz" not in hashed and "learner.npz" in hashed
+    seal = json.loads((second / "files.json").read_text())
+    copy = (second / "method-archive.npz").read_bytes()
+    assert seal["method-archive.npz"] == hashlib.sha256(copy).hexdigest()
+    store.verify(second)
+    # a part that changed is written and hashed from its file, as before
+    hashed.clear()
+    third = store.save({**state, "next_phase": 4}, learner={"w": jnp.zeros(2)},
+                       method={"archive": {"A": jnp.zeros(1000)}}, train_rows=[])
+    assert "method-archive.npz" in hashed
+    store.verify(third)
+
+
 def test_run_dir_answers_whether_a_run_started_and_finished(tmp_path):
     run_dir = RunDir(tmp_path / "run")
     assert not run_dir.exists() and not run_dir.is_complete()

@@ -294,15 +294,18 @@ class CheckpointStore:
         folder.mkdir()
         return folder
 
-    def commit(self, folder: Path) -> None:
+    def commit(self, folder: Path, known: dict[str, str] | None = None) -> None:
         """Makes ``folder`` the latest checkpoint, keeps the one this run went on from (the
         last one it committed, or the one it resumed from: `resume_from`) as ``previous``
         and removes every other one (a newer one that could not be read, leftovers of an
         interrupted write). The checkpoint's files are sealed first: ``files.json``
-        records each one's SHA-256 (`verify`)."""
+        records each one's SHA-256 (`verify`), taken from ``known`` (file name -> the
+        SHA-256 of the bytes written to it, e.g. by `copy_intact`) where it names the
+        file, else read from the file."""
         previous = self._last
+        known = known or {}
         write_json_atomic(folder / SEAL, {
-            f.name: _sha256(f) for f in sorted(folder.iterdir())
+            f.name: known.get(f.name) or _sha256(f) for f in sorted(folder.iterdir())
             if f.is_file() and f.name != SEAL and not f.name.startswith(".")})
         keep = {folder.name} | ({previous.name} if previous is not None else set())
         write_json_atomic(self.path / POINTER, {
@@ -326,18 +329,20 @@ class CheckpointStore:
             if _CKPT.match(other.name) and other.name != data["latest"]:
                 shutil.rmtree(other, ignore_errors=True)
 
-    def copy_intact(self, source: Path, target: Path) -> bool:
+    def copy_intact(self, source: Path, target: Path) -> str | None:
         """Copies ``source``, a file of a sealed checkpoint, to ``target`` if it is intact
-        (its SHA-256 is the one its seal records); False, with nothing written, when it
-        is not or cannot be told. Two checkpoints never share a file (a damaged file
+        (its SHA-256 is the one its seal records), in one read that hashes what it
+        writes; returns that SHA-256, the copy's (its seal takes it without reading the
+        copy again: `commit`), or None, with nothing written, when the source is not
+        intact or cannot be told. Two checkpoints never share a file (a damaged file
         would take both), and a damaged one is never carried forward."""
         seal = source.parent / SEAL
         try:
             digest = read_json(seal, "checkpoint seal").get(source.name)
         except (OSError, ValueError, AttributeError):
-            return False
-        if digest is None:
-            return False
+            return None
+        if not isinstance(digest, str):
+            return None
         hasher = hashlib.sha256()
         try:
             with source.open("rb") as src, atomic_open(target) as dst:
@@ -347,8 +352,8 @@ class CheckpointStore:
                 if hasher.hexdigest() != digest:
                     raise _Damaged
         except (_Damaged, FileNotFoundError):
-            return False
-        return True
+            return None
+        return digest
 
     def save(self, state: dict[str, Any], *, learner: Any, method: dict[str, Any],
              train_state: Any = None, train_rows: list[dict[str, Any]]) -> Path:
@@ -361,18 +366,22 @@ class CheckpointStore:
         (none: not saved) to ``train.csv``; what defines the run (once it is started or
         resumed) to ``definition.json``. A method part that is the same object as at the
         previous checkpoint this store wrote is copied from there if that file is intact
-        (`copy_intact`), else written again."""
+        (`copy_intact`), else written again; the seal takes a copy's SHA-256 from the
+        copying (a part the size of a TeLAPA archive is read once, not twice)."""
         folder = self.new_folder()
         if train_state is not None:
             save_pytree(folder / TRAIN_STATE, train_state)
         save_pytree(folder / LEARNER, learner)
-        saved = {}
+        saved, copied = {}, {}
         for name, tree in method.items():
             target = folder / f"method-{name}.npz"
             previous = self._saved_parts.get(name)
-            if not (previous is not None and previous[0] is tree
-                    and self.copy_intact(previous[1], target)):
+            digest = (self.copy_intact(previous[1], target)
+                      if previous is not None and previous[0] is tree else None)
+            if digest is None:
                 save_pytree(target, tree)
+            else:
+                copied[target.name] = digest
             saved[name] = (tree, target)
         self._saved_parts = saved
         if train_rows:
@@ -380,7 +389,7 @@ class CheckpointStore:
         if self._definition is not None:
             write_json_atomic(folder / DEFINITION, self._definition)
         write_json_atomic(folder / STATE, state)
-        self.commit(folder)
+        self.commit(folder, known=copied)
         return folder
 
     # --- reading ---------------------------------------------------------------------
