@@ -52,7 +52,7 @@ INTRINSIC = (tuple(f"results/intrinsic-reward-paper/cells/primary-{m}-s[0-2]"
                    for m in INTRINSIC_METHODS)
              + tuple(f"{BONUS_FREE[m]}/cells/primary-{m}-s[0-2]" for m in INTRINSIC_METHODS))
 SCOPES["intrinsic"] = (INTRINSIC, "out/intrinsic-reward-paper-report")
-INJECTION = ("results/elite-injection-paper/cells/primary-telapa-p_inj=0.[12]-s[0-2]",
+INJECTION = ("results/elite-injection-paper/cells/primary-telapa-p_inj=0.[123]-s[0-2]",
              "results/table1-paper/cells/primary-telapa-s[0-2]")
 """The elite-injection cells the document shows so far and their p_inj = 0 partners (the
 study commits more as they finish; the doc's tables are of these until regenerated)."""
