@@ -14,6 +14,7 @@ from telapa.cli import main
 from telapa.continual.sweep import LocalBackend, load_sweep, prepare_sweep_dir, run_sweep
 from telapa.continual.sweep.deadline import DeadlineQueue, JobQueue, parse_until
 from telapa.continual.sweep.grammar import Cell
+from telapa.continual.sweep.status import CellEstimate
 
 from .sweep_cells import complete_cell
 
@@ -52,10 +53,20 @@ def _cell(name: str) -> Cell:
                 config=None, preset="p")
 
 
-def _queue(estimates: dict[str, float], *, left_s: float, events: list[str],
-           now: list[float] | None = None) -> DeadlineQueue:
+def _estimates(seconds: dict[str, float], started: tuple[str, ...] = ()
+               ) -> dict[str, CellEstimate]:
+    """Cells estimated by the finished cells like them (rule 1), or not at all (nan),
+    or, those named in ``started``, by their own pace."""
+    return {name: CellEstimate(s, "started" if name in started else
+                               "unknown" if math.isnan(s) else "same")
+            for name, s in seconds.items()}
+
+
+def _queue(seconds: dict[str, float], *, left_s: float, events: list[str],
+           now: list[float] | None = None, started: tuple[str, ...] = ()) -> DeadlineQueue:
     clock = now if now is not None else [NOW]
-    return DeadlineQueue([[_cell(n)] for n in estimates], until=NOW + left_s,
+    estimates = _estimates(seconds, started)
+    return DeadlineQueue([[_cell(n)] for n in seconds], until=NOW + left_s,
                          estimates=lambda: estimates, clock=lambda: clock[0],
                          on_event=events.append)
 
@@ -94,10 +105,24 @@ def test_a_job_not_estimated_goes_first_in_the_sweeps_order():
     assert "x: not estimated yet, so it may not finish" in events[0]
 
 
+def test_a_started_job_that_fits_goes_before_the_jobs_not_started():
+    """Resumed with 2.5 h left: partial cells p (0.75 h to go) and q (0.5 h) before the
+    unestimated x and the estimated 1 h a, so that the deadline leaves as few partial
+    cells as it can (taking x first left three partial where one was needed, the sweep of
+    2026-12-06); a started cell that does not fit (r, 3 h) is not started."""
+    events: list[str] = []
+    q = _queue({"x": math.nan, "a": 3600, "p": 0.75 * 3600, "r": 3 * 3600, "q": 1800},
+               left_s=2.5 * 3600, events=events, started=("p", "q", "r"))
+    assert [q.take()[0].name for _ in range(4)] == ["p", "q", "x", "a"]
+    assert q.take() is None
+    assert events[0] == "--until: resuming p: about 45 min, 2.5 h left"
+    assert events[2].startswith("--until: starting x: not estimated yet")
+
+
 def test_a_seed_batch_counts_the_sum_of_its_cells():
     """A batch of two cells of 0.6 h each (1.2 h) does not fit in 1 h; a lone cell of
     0.9 h does."""
-    estimates = {"s0": 0.6 * 3600, "s1": 0.6 * 3600, "t0": 0.9 * 3600}
+    estimates = _estimates({"s0": 0.6 * 3600, "s1": 0.6 * 3600, "t0": 0.9 * 3600})
     q = DeadlineQueue([[_cell("s0"), _cell("s1")], [_cell("t0")]], until=NOW + 3600,
                       estimates=lambda: estimates, clock=lambda: NOW)
     assert q.take()[0].name == "t0"

@@ -7,8 +7,14 @@ checkpoints go too). So a worker that comes free at time t takes, of the jobs le
 whose estimate e (`telapa.continual.sweep.status.cell_estimates`, summed over the job's
 cells) fits, t + e <= deadline, the longest such first: long jobs where the time allows
 them, short ones in what is left (the longest-processing-time rule). A job no finished
-cell can estimate is taken first, in the sweep's order: its time cannot be judged, and
-once it has run it estimates the others. When no job left fits, the worker stays idle,
+cell can estimate is taken before those, in the sweep's order: its time cannot be
+judged, and once it has run it estimates the others. A started job that fits (one of
+its cells has checkpoints, and its own pace estimates it) is taken before all of them:
+it is the nearest to its results, and what it has done is what a machine lost at the
+deadline would take with it, so a deadline should leave as few partial jobs as it can
+(a sweep resumed on 2026-12-06 took a fresh cell before two partial ones that fitted,
+and would have left three partial where one was needed). When no job left fits, the
+worker stays idle,
 and the sweep ends when the others have; the jobs left stay as they were (not started,
 or partial at their last checkpoint) for the next ``telapa sweep`` of the same command.
 """
@@ -18,11 +24,11 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 
 from telapa.continual.sweep.grammar import Cell
-from telapa.continual.sweep.status import format_duration
+from telapa.continual.sweep.status import CellEstimate, format_duration
 
 _UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)([dhms]))+")
@@ -78,13 +84,14 @@ class DeadlineQueue(JobQueue):
     """A `JobQueue` that hands out only the jobs expected to finish before ``until``
     (seconds since the epoch), by the rule of this module's docstring.
 
-    ``estimates()`` maps each cell's name to its wall clock still to go in seconds (nan:
-    not estimated); it is read again at every `take`, so each finished cell sharpens the
-    estimates of the jobs after it. ``clock``: the time now (``time.time``).
+    ``estimates()`` maps each cell's name to its `CellEstimate` (the wall clock still to
+    go in seconds, nan where not estimated, and the rule that counted it: ``started``
+    for a cell's own pace); it is read again at every `take`, so each finished cell
+    sharpens the estimates of the jobs after it. ``clock``: the time now (``time.time``).
     ``on_event``: one line for each job taken and for the jobs left when none fits."""
 
     def __init__(self, jobs: Iterable[list[Cell]], *, until: float,
-                 estimates: Callable[[], dict[str, float]],
+                 estimates: Callable[[], Mapping[str, CellEstimate]],
                  clock: Callable[[], float] = time.time,
                  on_event: Callable[[str], None] = lambda text: None):
         super().__init__(jobs)
@@ -97,13 +104,17 @@ class DeadlineQueue(JobQueue):
     def take(self) -> list[Cell] | None:
         if not self.pending:
             return None
-        now, seconds = self.clock(), self.estimates()
+        now, estimates = self.clock(), self.estimates()
         left = self.until - now
+        seconds = {name: e.seconds for name, e in estimates.items()}
         costs = [job_seconds(job, seconds) for job in self.pending]
+        started = {i for i, job in enumerate(self.pending)
+                   if any(estimates.get(c.name, _UNKNOWN).rule == "started" for c in job)}
         unknown = [i for i, cost in enumerate(costs) if math.isnan(cost)]
         fitting = sorted((i for i, cost in enumerate(costs) if cost <= left),
                          key=lambda i: -costs[i])
-        order = unknown + fitting
+        order = ([i for i in fitting if i in started] + unknown
+                 + [i for i in fitting if i not in started])
         if not order:
             if not self._told:
                 self._told = True
@@ -115,11 +126,15 @@ class DeadlineQueue(JobQueue):
         job = self.pending.pop(order[0])
         cost = costs[order[0]]
         names = ", ".join(c.name for c in job)
-        self.on_event(f"--until: starting {names}: "
+        self.on_event(f"--until: {'resuming' if order[0] in started else 'starting'} "
+                      f"{names}: "
                       + ("not estimated yet, so it may not finish" if math.isnan(cost) else
                          f"about {format_duration(cost)}")
                       + f", {format_duration(max(left, 0))} left")
         return job
+
+
+_UNKNOWN = CellEstimate(math.nan, "unknown")
 
 
 def job_seconds(job: Sequence[Cell], seconds: dict[str, float]) -> float:

@@ -188,10 +188,8 @@ def _queue(out: Path, jobs: list[list[Cell]], until: float | None,
         return jobs
     cells = stored_cells(out) or []  # fixed for the sweep; the cells' times are not
 
-    def estimates() -> dict[str, float]:
-        return {name: e.seconds for name, e in cell_estimates(out, cells).items()}
-
-    return DeadlineQueue(jobs, until=until, estimates=estimates, on_event=on_event)
+    return DeadlineQueue(jobs, until=until, estimates=lambda: cell_estimates(out, cells),
+                         on_event=on_event)
 
 
 def _record(out: Path, name: str, status: dict[str, Any], result: dict[str, Any],
