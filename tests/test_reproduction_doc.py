@@ -57,8 +57,16 @@ INJECTION = ("results/elite-injection-paper/cells/primary-telapa-p_inj=0.[123]-s
 """The elite-injection cells the document shows so far and their p_inj = 0 partners (the
 study commits more as they finish; the doc's tables are of these until regenerated)."""
 SCOPES["injection"] = (INJECTION, "out/elite-injection-paper-report")
+INJECTION_BONUS = tuple(f"{folder}/cells/primary-telapa{setting}-s[02]" for folder, setting in (
+    ("results/elite-injection-intrinsic-paper", ""),
+    ("results/elite-injection-paper", "-p_inj=0.2"),
+    ("results/intrinsic-reward-paper", ""), ("results/table1-paper", "")))
+"""The bonus row's cells the document shows so far (p_inj 0.2 with the count bonus) beside
+the other three corners of their 2 x 2: injection alone, the bonus alone, neither (the
+same seeds)."""
+SCOPES["injection-bonus"] = (INJECTION_BONUS, "out/elite-injection-intrinsic-paper-report")
 TAU_FROM = {scope: ("results/table1-paper", "results/table1-paper-seeds5-7")
-            for scope in ("intrinsic", "injection")}
+            for scope in ("intrinsic", "injection", "injection-bonus")}
 """Scopes scored against another study's Scratch runs (``telapa report --tau-from``)."""
 
 
