@@ -21,6 +21,17 @@ RESULTS=$ROOT/results/$NAME
 PY=$ROOT/.venv/bin/python
 mkdir -p "$ROOT/runs"
 exec >>"$ROOT/runs/$NAME.log" 2>&1
+# STUDY_UNTIL already past (a chain whose study ended after it, or a late start): exit 75
+# before anything, as a sweep does with no time for its cells, so that no pin is taken
+# and no cell started (a pin older than --until would start one regardless).
+if [ -n "${STUDY_UNTIL:-}" ]; then
+  until_s=$(date -u -d "$STUDY_UNTIL" +%s 2>/dev/null) \
+    || { echo "error: STUDY_UNTIL=$STUDY_UNTIL is not a time (e.g. 2026-12-05T18:20Z)" >&2; exit 2; }
+  if [ "$until_s" -le "$(date -u +%s)" ]; then
+    echo "== $(date -u +%FT%TZ) STUDY_UNTIL=$STUDY_UNTIL has passed: $NAME not started"
+    exit 75
+  fi
+fi
 # The pin sits beside the export, not in it: the export folder holds only the sweep's.
 PIN=$RESULTS.commit
 COMMIT=$(cat "$PIN" 2>/dev/null || git -C "$ROOT" rev-parse HEAD)

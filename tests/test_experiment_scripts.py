@@ -129,3 +129,36 @@ def test_a_study_out_of_time_stops_the_chain(tmp_path: Path) -> None:
     new pin for nothing."""
     status, called = _run_chain(tmp_path, {APPENDIX_ORDER[2]: 75})
     assert called == APPENDIX_ORDER[:3] and status == 75
+
+
+def _pinned_copy(tmp_path: Path) -> Path:
+    """pinned-sweep.sh in a bare copy of the repository's layout (no git, no venv), with a
+    sweep file ``x``: what it does before it needs either."""
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "configs" / "sweeps").mkdir(parents=True)
+    (tmp_path / "configs" / "sweeps" / "x.yaml").write_text("name: x\n")
+    script = tmp_path / "experiments" / "pinned-sweep.sh"
+    script.write_text((ROOT / "experiments" / "pinned-sweep.sh").read_text())
+    script.chmod(0o755)
+    return script
+
+
+@pytest.mark.parametrize("until, status, says", [
+    ("2000-01-01T00:00Z", 75, "STUDY_UNTIL=2000-01-01T00:00Z has passed: x not started"),
+    ("tomorrowish", 2, "STUDY_UNTIL=tomorrowish is not a time"),
+])
+def test_a_study_past_its_until_takes_no_pin(tmp_path: Path, until: str, status: int,
+                                             says: str) -> None:
+    """A chain whose study ended after STUDY_UNTIL went on to the next study, whose pin
+    was taken and whose cells started (a pin without --until ignores the deadline): the
+    next study now exits 75 before it takes a pin; a time date cannot read is exit 2."""
+    import os
+    import subprocess
+
+    script = _pinned_copy(tmp_path)
+    done = subprocess.run([str(script), "x"], env={**os.environ, "STUDY_UNTIL": until},
+                          timeout=30)
+    assert done.returncode == status
+    assert says in (tmp_path / "runs" / "x.log").read_text()
+    assert not (tmp_path / "results" / "x.commit").exists()
+    assert not (tmp_path.parent / "worktrees").exists()
