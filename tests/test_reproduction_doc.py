@@ -57,7 +57,7 @@ INJECTION = ("results/elite-injection-paper/cells/primary-telapa-p_inj=0.[123]-s
 """The elite-injection cells the document shows so far and their p_inj = 0 partners (the
 study commits more as they finish; the doc's tables are of these until regenerated)."""
 SCOPES["injection"] = (INJECTION, "out/elite-injection-paper-report")
-INJECTION_BONUS = tuple(f"{folder}/cells/primary-telapa{setting}-s[02]" for folder, setting in (
+INJECTION_BONUS = tuple(f"{folder}/cells/primary-telapa{setting}-s[0-2]" for folder, setting in (
     ("results/elite-injection-intrinsic-paper", ""),
     ("results/elite-injection-paper", "-p_inj=0.2"),
     ("results/intrinsic-reward-paper", ""), ("results/table1-paper", "")))
