@@ -54,16 +54,16 @@ INTRINSIC = (tuple(f"results/intrinsic-reward-paper/cells/primary-{m}-s[0-2]"
 SCOPES["intrinsic"] = (INTRINSIC, "out/intrinsic-reward-paper-report")
 INJECTION = ("results/elite-injection-paper/cells/primary-telapa-p_inj=0.[123]-s[0-2]",
              "results/table1-paper/cells/primary-telapa-s[0-2]")
-"""The elite-injection cells the document shows so far and their p_inj = 0 partners (the
-study commits more as they finish; the doc's tables are of these until regenerated)."""
+"""The elite-injection study's cells (all 12: p_inj 0.1, 0.2 and 0.3, seeds 0-2) and their
+p_inj = 0 partners (the same seeds)."""
 SCOPES["injection"] = (INJECTION, "out/elite-injection-paper-report")
 INJECTION_BONUS = tuple(f"{folder}/cells/primary-telapa{setting}-s[0-2]" for folder, setting in (
     ("results/elite-injection-intrinsic-paper", ""),
     ("results/elite-injection-paper", "-p_inj=0.2"),
     ("results/intrinsic-reward-paper", ""), ("results/table1-paper", "")))
-"""The bonus row's cells the document shows so far (p_inj 0.2 with the count bonus) beside
-the other three corners of their 2 x 2: injection alone, the bonus alone, neither (the
-same seeds)."""
+"""The bonus row's cells (p_inj 0.2 with the count bonus, seeds 0-2) beside the other
+three corners of their 2 x 2: injection alone, the bonus alone, neither (the same
+seeds)."""
 SCOPES["injection-bonus"] = (INJECTION_BONUS, "out/elite-injection-intrinsic-paper-report")
 LONG = ("results/long-curriculum-paper/cells/long-scratch-s[0-2]",)
 """The long curriculum's cells the document shows so far (the study commits more as they
