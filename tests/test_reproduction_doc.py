@@ -65,7 +65,8 @@ INJECTION_BONUS = tuple(f"{folder}/cells/primary-telapa{setting}-s[0-2]" for fol
 three corners of their 2 x 2: injection alone, the bonus alone, neither (the same
 seeds)."""
 SCOPES["injection-bonus"] = (INJECTION_BONUS, "out/elite-injection-intrinsic-paper-report")
-LONG = ("results/long-curriculum-paper/cells/long-scratch-s[0-2]",)
+LONG = ("results/long-curriculum-paper/cells/long-scratch-s[0-2]",
+        "results/long-curriculum-paper/cells/long-scratch-reuse-s0")
 """The long curriculum's cells the document shows so far (the study commits more as they
 finish; tau_T from its own Scratch runs)."""
 SCOPES["long"] = (LONG, "out/long-curriculum-paper-report")
