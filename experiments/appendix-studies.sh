@@ -26,7 +26,14 @@
 # were tried on the injection study on 2026-12-05: a TeLAPA cell took 1.9-2.0 h beside
 # another (1.1 h alone on two threads), which the long curriculum's 16 visits (some
 # 2.6-3 h) and Hopper's and Walker2d's TeLAPA cells (some 3.4 h) would not fit in a
-# session. Logs to runs/appendix-studies.log (each study to runs/NAME.log).
+# session. When the chain has stopped for lack of time (exit 75), run it again without
+# STUDY_UNTIL for the rest of the session: the cell it starts then resumes from its
+# checkpoints in the next session if the machine is kept, and is started again from
+# nothing if not, so the tail of a session is never worse used than idle (2026-12-06).
+# For a quiet fresh-clone `make test` meanwhile, pause the chain's process group
+# (kill -STOP -- -PGID, the chain's PID under setsid) and resume it after (kill -CONT):
+# the local sweep has no timers that a pause trips.
+# Logs to runs/appendix-studies.log (each study to runs/NAME.log).
 # The body is one brace group that bash reads whole before running it, so editing this
 # file while a chain runs cannot change what the running chain does next.
 {
