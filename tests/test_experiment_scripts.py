@@ -79,7 +79,6 @@ def _called(tmp_path: Path) -> list[str]:
 def _run_chain(tmp_path: Path, statuses: dict[str, int]) -> tuple[int, list[str]]:
     """Runs a copy of the chain whose pinned-sweep.sh exits with ``statuses[name]``
     (default 0); returns the chain's exit status and the studies run, in order."""
-
     cases = "".join(f"  {name}) exit {code};;\n" for name, code in statuses.items())
     chain = _chain_copy(tmp_path, f'case "$1" in\n{cases}esac\nexit 0\n')
     done = subprocess.run([str(chain)], timeout=30)
@@ -103,7 +102,6 @@ def test_editing_the_chain_while_it_runs_does_not_change_the_running_chain(tmp_p
     """Bash reads a script as it runs it; the chain is one brace group, read whole before
     it starts, so a commit that rewrites the file mid-study leaves the running chain as
     it was."""
-
     go = tmp_path / "go"
     chain = _chain_copy(
         tmp_path,
@@ -152,7 +150,6 @@ def test_a_study_past_its_until_takes_no_pin(tmp_path: Path, until: str, status:
     """A chain whose study ended after STUDY_UNTIL went on to the next study, whose pin
     was taken and whose cells started (a pin without --until ignores the deadline): the
     next study now exits 75 before it takes a pin; a time date cannot read is exit 2."""
-
     script = _pinned_copy(tmp_path)
     done = subprocess.run([str(script), "x"], env={**os.environ, "STUDY_UNTIL": until},
                           timeout=30)
