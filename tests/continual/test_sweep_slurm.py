@@ -24,7 +24,14 @@ from telapa.cli import main
 from telapa.config import ConfigError
 from telapa.continual.rundir import RunDir
 from telapa.continual.sweep import SlurmOptions, load_sweep, read_status
-from telapa.continual.sweep.slurm_backend import read_jobs, task_states
+from telapa.continual.sweep.slurm_backend import (
+    POLL_ENV,
+    RESULT_WAIT_ENV,
+    RESULT_WAIT_S,
+    _env_seconds,
+    read_jobs,
+    task_states,
+)
 from telapa.io import stop
 
 from .slurm_cluster import OneNodeSlurm, missing
@@ -102,10 +109,13 @@ def _same_results(out: Path, reference: Path) -> None:
 
 
 def _sweep(file: Path, out: Path, *extra: str, env: dict | None = None) -> subprocess.Popen:
+    """``telapa sweep FILE --backend slurm`` in the background, polling ``squeue`` every
+    second and failing a task that ended without a result after 2 s, not 30 (nothing lags
+    on one machine's disk: a cancelled task's cells waited 30 s for nothing)."""
     return subprocess.Popen(
         [sys.executable, "-m", "telapa.cli", "sweep", str(file), "--out", str(out),
          "--backend", "slurm", "--seeds-per-batch", "2", "--cpus", "1", *extra],
-        env={**os.environ, "TELAPA_SLURM_POLL_S": "1", **(env or {})},
+        env={**os.environ, POLL_ENV: "1", RESULT_WAIT_ENV: "2", **(env or {})},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True)
 
@@ -253,6 +263,18 @@ def test_slurm_options_on_the_command_line_are_validated(tmp_path, capsys, flags
     assert not out.exists()
     assert "--partition needs --backend slurm" in _fails(
         ["sweep", str(file), "--out", str(out), "--partition", "p"], capsys)
+
+
+def test_the_waits_read_from_the_environment_are_checked(monkeypatch):
+    monkeypatch.delenv(RESULT_WAIT_ENV, raising=False)
+    assert _env_seconds(RESULT_WAIT_ENV, RESULT_WAIT_S) == 30.0
+    monkeypatch.setenv(RESULT_WAIT_ENV, "2.5")
+    assert _env_seconds(RESULT_WAIT_ENV, RESULT_WAIT_S) == 2.5
+    for bad in ("soon", "-1", "nan", "inf", ""):
+        monkeypatch.setenv(RESULT_WAIT_ENV, bad)
+        with pytest.raises(ConfigError, match=f"^{RESULT_WAIT_ENV}={bad!r}: must be a "
+                                              "number of seconds >= 0$"):
+            _env_seconds(RESULT_WAIT_ENV, RESULT_WAIT_S)
 
 
 @pytest.mark.parametrize(("time_limit", "minutes"), [

@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import math
 import os
 import shlex
 import shutil
@@ -75,13 +76,31 @@ ACTIVE = frozenset({"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDE
 ``PREEMPT_SETTLE_S``)."""
 PREEMPT_SETTLE_S = 120.0
 POLL_ENV = "TELAPA_SLURM_POLL_S"
+RESULT_WAIT_ENV = "TELAPA_SLURM_RESULT_WAIT_S"
 RESULT_WAIT_S = 30.0
-"""How long an ended task's result file may take to appear (a shared filesystem's lag)."""
+"""How long an ended task's result file may take to appear (a shared filesystem's lag;
+``$TELAPA_SLURM_RESULT_WAIT_S`` overrides it): a task that ends without one (cancelled,
+failed, timed out) fails its cells only once this has passed."""
 REQUEUE_WAIT_S = 120.0
 """How long a task that asked to be requeued waits for Slurm to stop it."""
 PING_TIMEOUT_S = 60.0
 """How long ``scontrol ping`` may take before Slurm is taken not to answer
 (`unreachable_slurm`)."""
+
+
+def _env_seconds(name: str, default: float) -> float:
+    """Seconds from the environment variable ``name`` (``default`` when unset): a finite
+    number >= 0, else a `ConfigError` naming the variable and its value."""
+    text = os.environ.get(name)
+    if text is None:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not math.isfinite(value) or value < 0:
+        raise ConfigError(f"{name}={text!r}: must be a number of seconds >= 0")
+    return value
 
 
 def missing_slurm() -> str | None:
@@ -240,9 +259,10 @@ class SlurmBackend:
         if (lacks := missing_slurm() or unreachable_slurm()) is not None:
             raise ConfigError(lacks)
         self.options = options
-        self.poll_s = poll_s if poll_s is not None else float(
-            os.environ.get(POLL_ENV, "5"))
+        self.poll_s = poll_s if poll_s is not None else _env_seconds(POLL_ENV, 5.0)
         """Seconds between two ``squeue`` calls (``$TELAPA_SLURM_POLL_S``, default 5)."""
+        self.result_wait_s = _env_seconds(RESULT_WAIT_ENV, RESULT_WAIT_S)
+        """`RESULT_WAIT_S`, or ``$TELAPA_SLURM_RESULT_WAIT_S``."""
         self.on_event = on_event
         asked = [f"partition {options.partition}" if options.partition else "default partition",
                  f"{options.cpus} CPU(s)"]
@@ -311,7 +331,7 @@ class SlurmBackend:
                         self.on_event(f"job {task} ({', '.join(c.name for c in job)}): "
                                       f"{state.lower()}")
                     outcomes = self._outcomes(sweep_dir, submission, job, state, ended_at,
-                                              task)
+                                              task, self.result_wait_s)
                     if outcomes is not None:
                         del pending[task]
                         if state in ACTIVE or state is None:  # its result came first
@@ -360,10 +380,11 @@ class SlurmBackend:
 
     @staticmethod
     def _outcomes(sweep_dir: Path, submission, job: list[Cell], state: str | None,
-                  ended_at: dict[str, float], task: str) -> list[Outcome] | None:
+                  ended_at: dict[str, float], task: str, result_wait_s: float
+                  ) -> list[Outcome] | None:
         """The job's outcomes once its task has ended (None while it has not): its result,
-        or, without one, each cell failed with the task's state unless its run is
-        complete."""
+        or, without one after ``result_wait_s`` (a pre-empted task: `PREEMPT_SETTLE_S`),
+        each cell failed with the task's state unless its run is complete."""
         result = submission.paths.result_pickle
         if result.exists():
             return SlurmBackend._read_result(result, job, task)
@@ -371,7 +392,7 @@ class SlurmBackend:
             ended_at.pop(task, None)
             return None
         since = ended_at.setdefault(task, time.monotonic())
-        wait = PREEMPT_SETTLE_S if state == "PREEMPTED" else RESULT_WAIT_S
+        wait = PREEMPT_SETTLE_S if state == "PREEMPTED" else result_wait_s
         if time.monotonic() - since < wait:
             return None
         if result.exists():
@@ -403,6 +424,6 @@ class SlurmBackend:
             write_json_atomic(sweep_dir / SLURM_DIR / JOBS_FILE, record)
 
 
-__all__ = ["ACTIVE", "JOBS_FILE", "POLL_ENV", "SLURM_DIR", "SlurmBackend", "SlurmJob",
-           "SubmissionError", "missing_slurm", "read_jobs", "task_states",
+__all__ = ["ACTIVE", "JOBS_FILE", "POLL_ENV", "RESULT_WAIT_ENV", "SLURM_DIR", "SlurmBackend",
+           "SlurmJob", "SubmissionError", "missing_slurm", "read_jobs", "task_states",
            "unreachable_slurm"]
