@@ -156,8 +156,7 @@ def train_chunk(runs: list[PhaseRun], phase: Phase, size: int | None = None
         progress=lambda done, rows: [run.on_progress(done, r)
                                      for run, r in zip(runs, rows, strict=False)])
     before = _share([run.state for run in runs], "train", start)
-    members = (unstack_states(states) if len(states.steps) > 1
-               else [jax.tree.map(lambda x: x[0], states)])
+    members = unstack_states(states)
     return [run.finish_chunk(state, phase, trained, history, evaluation)
             for run, state, trained, history, evaluation
             in zip(runs, before, members, result.metrics, result.evaluations, strict=False)]

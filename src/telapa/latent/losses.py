@@ -164,6 +164,12 @@ def pad_bank(bank: Bank, rows: int | None = None) -> Bank:
     """``bank`` with ``rows`` sets (default `padded_size`): empty (length 0), non-anchor
     sets appended."""
     pad = (padded_size(bank.num_sets) if rows is None else rows) - bank.num_sets
+    return _pad_sets(bank, pad=pad)
+
+
+@partial(jax.jit, static_argnames="pad")
+def _pad_sets(bank: Bank, *, pad: int) -> Bank:
+    """`pad_bank`'s padding in one program (eagerly, each array's pad compiled its own)."""
     return Bank(
         features=jnp.pad(bank.features, ((0, pad), (0, 0), (0, 0), (0, 0))),
         lengths=jnp.pad(bank.lengths, ((0, pad), (0, 0))),

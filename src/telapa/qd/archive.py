@@ -297,9 +297,12 @@ def set_reference(
     )
 
 
+@jax.jit
 def copy_archive(archive: Archive) -> Archive:
-    """A deep copy (fresh buffers): a snapshot that survives ``donate=True`` insertions."""
-    return jax.tree.map(lambda x: jnp.array(x, copy=True), archive)
+    """A deep copy (fresh buffers): a snapshot that survives ``donate=True`` insertions.
+    One program for the whole archive (leaf by leaf, eagerly, each leaf's shape compiled
+    one of its own)."""
+    return jax.tree.map(jnp.copy, archive)
 
 
 def drop_trajectories(archive: Archive) -> Archive:

@@ -10,7 +10,7 @@ normalizer (`union` checks this). Ties are always broken by the lowest index.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -55,13 +55,19 @@ def union(archives: Sequence[Archive], *, check_geometry: bool = True) -> EliteP
                 f"archives are expressed under different geometries {sorted(stamps)}; "
                 "repack them under the current embedder and normalizer first"
             )
-    elites = jax.tree.map(lambda *xs: jnp.concatenate(xs), *[a.elites for a in archives])
-    valid = jnp.concatenate([a.valid for a in archives])
-    source = jnp.concatenate(
-        [jnp.full((a.spec.capacity,), i, jnp.int32) for i, a in enumerate(archives)]
+    return _pool([a.elites for a in archives], [a.valid for a in archives])
+
+
+@jax.jit
+def _pool(elites: Sequence[Any], valid: Sequence[jax.Array]) -> ElitePool:
+    """`union`'s arrays in one program (eagerly, each leaf's concatenation compiled one of
+    its own); archive i's slots are its ``valid``'s length, its capacity."""
+    return ElitePool(
+        elites=jax.tree.map(lambda *xs: jnp.concatenate(xs), *elites),
+        valid=jnp.concatenate(valid),
+        source=jnp.concatenate([jnp.full(v.shape, i, jnp.int32) for i, v in enumerate(valid)]),
+        slot=jnp.concatenate([jnp.arange(v.shape[0], dtype=jnp.int32) for v in valid]),
     )
-    slot = jnp.concatenate([jnp.arange(a.spec.capacity, dtype=jnp.int32) for a in archives])
-    return ElitePool(elites=elites, valid=valid, source=source, slot=slot)
 
 
 # --- candidate pooling --------------------------------------------------------------------

@@ -5,6 +5,7 @@ them from there)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -96,15 +97,24 @@ class TrainState:
     """int32: env steps trained since `Agent.start` (all envs together)."""
 
 
+@jax.jit
 def stack_states(states: Sequence[Any]) -> Any:
-    """S pytrees of the same structure -> one pytree with a leading axis S."""
+    """S pytrees of the same structure -> one pytree with a leading axis S.
+
+    One program for the whole tree (per structure, S and shapes): stacked leaf by leaf,
+    eagerly, each leaf's shape compiled a program of its own (a tiny TeLAPA run compiled
+    35 of them, a Finetune run 17)."""
     return jax.tree.map(lambda *xs: jnp.stack(xs), *states)
 
 
-def unstack_states(stacked: Any) -> list[Any]:
-    """Inverse of `stack_states`."""
-    size = len(jax.tree.leaves(stacked)[0])
+@functools.partial(jax.jit, static_argnames="size")
+def _unstack(stacked: Any, size: int) -> list[Any]:
     return [jax.tree.map(lambda x, i=i: x[i], stacked) for i in range(size)]
+
+
+def unstack_states(stacked: Any) -> list[Any]:
+    """Inverse of `stack_states` (one program for the whole tree, as it)."""
+    return _unstack(stacked, size=len(jax.tree.leaves(stacked)[0]))
 
 
 def episodes_key(key: jax.Array) -> jax.Array:

@@ -240,10 +240,14 @@ def to_bank(banks: EpisodeBanks) -> Bank:
     f_anc, n_anc = decode_rows(banks.anchor.traj, anchor)
     f_rep, n_rep = decode_rows(banks.replay.traj, replay)
     is_anchor = np.concatenate([np.ones(len(anchor), bool), np.zeros(len(replay), bool)])
-    return Bank(
-        features=jnp.concatenate([f_anc, f_rep]),
-        lengths=jnp.concatenate([n_anc, n_rep]),
-        is_anchor=jnp.asarray(is_anchor),
-    )
+    features, lengths = _join((f_anc, n_anc), (f_rep, n_rep))
+    return Bank(features=features, lengths=lengths, is_anchor=jnp.asarray(is_anchor))
+
+
+@jax.jit
+def _join(first: Any, second: Any) -> Any:
+    """Two pytrees of arrays joined leaf by leaf along axis 0, in one program (leaf by leaf
+    eagerly, each leaf's shape compiled a program of its own)."""
+    return jax.tree.map(lambda a, b: jnp.concatenate([a, b]), first, second)
 
 
