@@ -27,10 +27,11 @@ What differs from the native backend: MJX computes in float32 (``mujoco`` in flo
 so trajectories from one state and one action sequence agree to float32 precision over
 short horizons and part where contacts amplify the difference; resets draw from the same
 distributions with JAX's keys, not numpy's generators (episodes match in distribution,
-not one by one). Ant is not ported yet: its observation and contact cost read
-``cfrc_ext``, which gymnasium fills with ``mj_rnePostConstraint`` after each step (MJX
-has ``rne_postconstraint``; docs/assumptions.md, "The MJX ports", says what a first try
-measured).
+not one by one). Ant is not ported: MJX 3.17 (its last release) builds other contacts
+than mujoco 4.0 for Ant's leg capsules on the floor (another tangent frame, so another
+pyramidal friction cone), so the two part at the first contact even in float64 and a
+port's returns would not be the native Ant's (docs/assumptions.md, "The MJX ports",
+gives the measurements); Ant runs on ``native``.
 """
 
 from __future__ import annotations
@@ -106,7 +107,7 @@ class MJXEnv:
                  max_episode_steps: int | None = None, reference_return: float):
         if env_id not in MJX_IDS:
             raise ValueError(f"{env_id} has no MJX port (ported: {', '.join(MJX_IDS)}; "
-                             "Ant is not ported yet); run it on backend 'native'")
+                             "MJX's contacts are not mujoco's for Ant); run it on backend 'native'")
         try:
             scale = check_scale(friction)
         except ValueError as err:

@@ -20,8 +20,8 @@ NATIVE_IDS = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5")
 """The ids the native backend steps."""
 
 MJX_IDS = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5")
-"""The ids with an MJX port on the ``jax`` backend (`telapa.envs.mujoco.mjx_env`; Ant,
-whose observation reads ``cfrc_ext``, is not ported yet)."""
+"""The ids with an MJX port on the ``jax`` backend (`telapa.envs.mujoco.mjx_env`; Ant is
+not ported: MJX's contacts for its legs are not mujoco's, docs/assumptions.md)."""
 
 OPTIONS = ("friction", "max_episode_steps")
 """The task options the native backend takes (the gymnasium backend takes any keyword of
