@@ -15,7 +15,7 @@ from jax import monitoring
 from telapa.continual.methods.telapa.banks import _join
 from telapa.latent.losses import Bank, pad_bank
 from telapa.qd.archive import copy_archive
-from telapa.rl.train_state import stack_states, unstack_states
+from telapa.pytrees import stack, unstack
 
 LOWERING = "/jax/core/compile/jaxpr_to_mlir_module_duration"
 """Recorded once for each program a process makes, compiled or loaded from the
@@ -59,16 +59,16 @@ def _same(a, b) -> None:
 def test_stacking_and_splitting_states_is_one_program_each():
     trees = [_tree(s) for s in range(3)]
     with compiles() as count:
-        stacked = stack_states(trees)
+        stacked = stack(trees)
     assert count[0] == 1
     _same(stacked, jax.tree.map(lambda *xs: jnp.stack(xs), *trees))
     with compiles() as count:
-        members = unstack_states(stacked)
+        members = unstack(stacked)
     assert count[0] == 1 and len(members) == 3
     for member, tree in zip(members, trees, strict=True):
         _same(member, tree)
     with compiles() as count:  # the same shapes again: nothing new
-        unstack_states(stack_states([_tree(5), _tree(6), _tree(7)]))
+        unstack(stack([_tree(5), _tree(6), _tree(7)]))
     assert count[0] == 0
 
 

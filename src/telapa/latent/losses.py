@@ -34,6 +34,7 @@ from flax import struct
 from telapa.latent.config import LatentConfig
 from telapa.latent.embedder import Params, encode
 from telapa.latent.views import batch_views
+from telapa.pytrees import stack
 
 NORM_EPS = 1e-8
 """Lower bound on ||z||_2 when normalising a vector (z / max(||z||_2, NORM_EPS))."""
@@ -290,8 +291,6 @@ def boundary_updates(
     for i, bank in enumerate(banks):
         by_b.setdefault(batch_size(bank.num_sets, config), []).append(i)
     for b, members in by_b.items():
-        def stack(trees):
-            return jax.tree.map(lambda *xs: jnp.stack(xs), *trees)
         padded = stack([pad_bank(banks[i], rows) for i in members])
         params, metrics = _boundary_updates(
             stack([students[i] for i in members]), stack([teachers[i] for i in members]),

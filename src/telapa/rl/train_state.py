@@ -5,15 +5,14 @@ them from there)."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from telapa import pytrees
 from telapa.config import TrainConfig
 from telapa.envs.base import Obs
 from telapa.rl.evaluate import EvalResult
@@ -97,24 +96,10 @@ class TrainState:
     """int32: env steps trained since `Agent.start` (all envs together)."""
 
 
-@jax.jit
-def stack_states(states: Sequence[Any]) -> Any:
-    """S pytrees of the same structure -> one pytree with a leading axis S.
-
-    One program for the whole tree (per structure, S and shapes): stacked leaf by leaf,
-    eagerly, each leaf's shape compiled a program of its own (a tiny TeLAPA run compiled
-    35 of them, a Finetune run 17)."""
-    return jax.tree.map(lambda *xs: jnp.stack(xs), *states)
-
-
-@functools.partial(jax.jit, static_argnames="size")
-def _unstack(stacked: Any, size: int) -> list[Any]:
-    return [jax.tree.map(lambda x, i=i: x[i], stacked) for i in range(size)]
-
-
-def unstack_states(stacked: Any) -> list[Any]:
-    """Inverse of `stack_states` (one program for the whole tree, as it)."""
-    return _unstack(stacked, size=len(jax.tree.leaves(stacked)[0]))
+stack_states = pytrees.stack
+"""S states (pytrees of one structure) -> one with a leading axis S (`telapa.pytrees`)."""
+unstack_states = pytrees.unstack
+"""Inverse of `stack_states`."""
 
 
 def episodes_key(key: jax.Array) -> jax.Array:
