@@ -12,10 +12,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import monitoring
 
-from telapa.continual.methods.telapa.banks import _join
 from telapa.latent.losses import Bank, pad_bank
+from telapa.pytrees import concatenate, stack, unstack
 from telapa.qd.archive import copy_archive
-from telapa.pytrees import stack, unstack
 
 LOWERING = "/jax/core/compile/jaxpr_to_mlir_module_duration"
 """Recorded once for each program a process makes, compiled or loaded from the
@@ -90,7 +89,7 @@ def test_joining_and_padding_banks_is_one_program_each():
     second = (jnp.asarray(rng.normal(size=(1, 3, 4, 5)), jnp.float32),
               jnp.asarray(rng.integers(0, 4, (1, 3)), jnp.int32))
     with compiles() as count:
-        features, lengths = _join(first, second)
+        features, lengths = concatenate([first, second])
     assert count[0] == 1
     np.testing.assert_array_equal(features, np.concatenate([first[0], second[0]]))
     np.testing.assert_array_equal(lengths, np.concatenate([first[1], second[1]]))

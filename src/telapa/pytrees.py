@@ -1,10 +1,11 @@
-"""Pytrees of arrays stacked and split between compiled programs, each call one program.
+"""Pytrees of arrays stacked, split and joined between compiled programs, each call one
+program.
 
-Stacked or split leaf by leaf, eagerly, every leaf shape compiled a small program of its
+Stacked, split or joined leaf by leaf, eagerly, every leaf shape compiled a small program of its
 own (a tiny TeLAPA run compiled 35 for stacking train states alone, a Finetune run 17);
 jitted whole, a call compiles one program per tree structure, count and shapes, and the
-values are the eager ones exactly (stacking and indexing move data, they compute
-nothing)."""
+values are the eager ones exactly (stacking, indexing and joining move data, they
+compute nothing)."""
 
 from __future__ import annotations
 
@@ -32,4 +33,10 @@ def unstack(stacked: Any) -> list[Any]:
     return _unstack(stacked, size=len(jax.tree.leaves(stacked)[0]))
 
 
-__all__ = ["stack", "unstack"]
+@jax.jit
+def concatenate(trees: Sequence[Any]) -> Any:
+    """Pytrees of the same structure joined leaf by leaf along the leading axis."""
+    return jax.tree.map(lambda *xs: jnp.concatenate(xs), *trees)
+
+
+__all__ = ["concatenate", "stack", "unstack"]

@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from telapa import pytrees
 from telapa.latent import Bank, pad_or_truncate
 from telapa.qd.trajectories import FeatureCodec, Trajectories
 
@@ -240,14 +241,7 @@ def to_bank(banks: EpisodeBanks) -> Bank:
     f_anc, n_anc = decode_rows(banks.anchor.traj, anchor)
     f_rep, n_rep = decode_rows(banks.replay.traj, replay)
     is_anchor = np.concatenate([np.ones(len(anchor), bool), np.zeros(len(replay), bool)])
-    features, lengths = _join((f_anc, n_anc), (f_rep, n_rep))
+    features, lengths = pytrees.concatenate([(f_anc, n_anc), (f_rep, n_rep)])
     return Bank(features=features, lengths=lengths, is_anchor=jnp.asarray(is_anchor))
-
-
-@jax.jit
-def _join(first: Any, second: Any) -> Any:
-    """Two pytrees of arrays joined leaf by leaf along axis 0, in one program (leaf by leaf
-    eagerly, each leaf's shape compiled a program of its own)."""
-    return jax.tree.map(lambda a, b: jnp.concatenate([a, b]), first, second)
 
 
