@@ -19,7 +19,9 @@ from pathlib import Path
 
 import jax
 
-ENV_VAR = "TELAPA_JAX_CACHE"
+from telapa import envvars
+
+ENV_VAR = envvars.JAX_CACHE
 
 
 def enable_persistent_cache(path: str | Path | None = None) -> Path | None:

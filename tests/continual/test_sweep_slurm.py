@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from telapa import envvars
 from telapa.cli import main
 from telapa.config import ConfigError
 from telapa.continual.rundir import RunDir
@@ -28,7 +29,6 @@ from telapa.continual.sweep.slurm_backend import (
     POLL_ENV,
     RESULT_WAIT_ENV,
     RESULT_WAIT_S,
-    _env_seconds,
     read_jobs,
     task_states,
 )
@@ -266,15 +266,17 @@ def test_slurm_options_on_the_command_line_are_validated(tmp_path, capsys, flags
 
 
 def test_the_waits_read_from_the_environment_are_checked(monkeypatch):
+    """The backend reads its waits with `telapa.envvars.seconds` (tests/test_envvars.py
+    has the reader's cases)."""
     monkeypatch.delenv(RESULT_WAIT_ENV, raising=False)
-    assert _env_seconds(RESULT_WAIT_ENV, RESULT_WAIT_S) == 30.0
+    assert envvars.seconds(RESULT_WAIT_ENV) == RESULT_WAIT_S == 30.0
     monkeypatch.setenv(RESULT_WAIT_ENV, "2.5")
-    assert _env_seconds(RESULT_WAIT_ENV, RESULT_WAIT_S) == 2.5
-    for bad in ("soon", "-1", "nan", "inf", ""):
+    assert envvars.seconds(RESULT_WAIT_ENV) == 2.5
+    for bad in ("soon", "-1", "nan", "inf"):
         monkeypatch.setenv(RESULT_WAIT_ENV, bad)
         with pytest.raises(ConfigError, match=f"^{RESULT_WAIT_ENV}={bad!r}: must be a "
                                               "number of seconds >= 0$"):
-            _env_seconds(RESULT_WAIT_ENV, RESULT_WAIT_S)
+            envvars.seconds(RESULT_WAIT_ENV)
 
 
 @pytest.mark.parametrize(("time_limit", "minutes"), [

@@ -102,8 +102,9 @@ def test_crash_keeps_old_file(tmp_path, monkeypatch, step):
     assert os.listdir(tmp_path) == ["state.json"]
 
 
-@pytest.mark.parametrize(("setting", "synced"), [("on", True), ("", True), ("off", False),
-                                                ("0", False)])
+@pytest.mark.parametrize(("setting", "synced"), [
+    ("on", True), ("", True), ("1", True), ("YES", True), ("true", True),
+    ("off", False), ("0", False), ("false", False), ("No", False)])
 def test_telapa_fsync_off_skips_only_the_fsyncs(tmp_path, monkeypatch, setting, synced):
     calls = []
     monkeypatch.setenv("TELAPA_FSYNC", setting)

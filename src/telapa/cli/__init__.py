@@ -17,8 +17,10 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from telapa import envvars
 from telapa.cli import demo, play, report, run, sweep, train
 from telapa.cli.common import CLIError, import_plugins
+from telapa.config import ConfigError
 from telapa.jaxcache import enable_persistent_cache
 
 
@@ -96,11 +98,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     ns = parser.parse_args(argv)
-    enable_persistent_cache()
     try:
+        envvars.check()  # a bad TELAPA_* variable: one line, before any work
+        enable_persistent_cache()
         import_plugins(getattr(ns, "imports", None))  # before any config is validated
         ns.func(ns)
-    except CLIError as err:
+    except (CLIError, ConfigError) as err:
         parser.exit(getattr(err, "status", 2), f"telapa: error: {err}\n")
     except OSError as err:  # a full disk, a read-only mount, a vanished file: one line
         parser.exit(2, f"telapa: error: {os_error_text(err)}\n")

@@ -25,6 +25,8 @@ from typing import IO, Any
 import numpy as np
 import pandas as pd
 
+from telapa import envvars
+
 __all__ = [
     "atomic_open",
     "broken_link",
@@ -40,17 +42,13 @@ __all__ = [
 ]
 
 _TMP_SUFFIX = ".tmp"
-FSYNC_ENV = "TELAPA_FSYNC"
-"""``off`` (or ``0``): no fsync (see the module's docstring)."""
-
-
-def _fsync_off() -> bool:
-    return os.environ.get(FSYNC_ENV, "").lower() in ("off", "0")
+FSYNC_ENV = envvars.FSYNC
+"""``off`` (``0``, ``false``, ``no``): no fsync (see the module's docstring)."""
 
 
 def fsync(fd: int) -> None:
-    """`os.fsync` of ``fd``, unless ``$TELAPA_FSYNC`` is ``off`` or ``0``."""
-    if not _fsync_off():
+    """`os.fsync` of ``fd``, unless ``$TELAPA_FSYNC`` is off (`telapa.envvars.fsync`)."""
+    if envvars.fsync():
         os.fsync(fd)
 
 
@@ -95,7 +93,7 @@ def _remove_stale_temps(target: Path) -> None:
 def fsync_dir(directory: Path) -> None:
     """Flushes ``directory``'s entries to disk (after a rename into it), where the
     platform can."""
-    if _fsync_off():
+    if not envvars.fsync():
         return
     try:
         fd = os.open(directory, os.O_RDONLY)

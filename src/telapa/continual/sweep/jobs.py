@@ -12,6 +12,7 @@ import time
 import traceback
 from typing import Any
 
+from telapa import envvars
 from telapa.continual.preset import parse_run_config
 from telapa.continual.progress import PlainProgress
 from telapa.continual.rundir import RunDirError
@@ -40,11 +41,13 @@ def thread_env(threads: int) -> dict[str, str]:
         flags = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
     return {"XLA_FLAGS": flags, "OMP_NUM_THREADS": str(threads),
             "OPENBLAS_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
-            "TELAPA_THREADS": str(threads)}
+            envvars.THREADS: str(threads)}
 
 
 def _interval() -> float:
-    return float(os.environ.get("TELAPA_LOG_INTERVAL", "30"))
+    """Seconds between a cell's progress lines (``$TELAPA_LOG_INTERVAL``, checked by the
+    command that started the sweep: `telapa.envvars.check`)."""
+    return envvars.seconds(envvars.LOG_INTERVAL)
 
 
 def _failure(err: BaseException) -> dict[str, Any]:

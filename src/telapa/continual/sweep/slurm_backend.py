@@ -38,7 +38,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
-import math
 import os
 import shlex
 import shutil
@@ -49,6 +48,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from telapa import envvars
 from telapa.config import ConfigError
 from telapa.continual.sweep.grammar import Cell, SlurmOptions
 from telapa.continual.sweep.jobs import (
@@ -75,9 +75,9 @@ ACTIVE = frozenset({"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDE
 ``PREEMPTED`` one only with ``PreemptMode=REQUEUE``; `SlurmBackend` gives it
 ``PREEMPT_SETTLE_S``)."""
 PREEMPT_SETTLE_S = 120.0
-POLL_ENV = "TELAPA_SLURM_POLL_S"
-RESULT_WAIT_ENV = "TELAPA_SLURM_RESULT_WAIT_S"
-RESULT_WAIT_S = 30.0
+POLL_ENV = envvars.SLURM_POLL
+RESULT_WAIT_ENV = envvars.SLURM_RESULT_WAIT
+RESULT_WAIT_S = envvars.DEFAULT_SECONDS[RESULT_WAIT_ENV]
 """How long an ended task's result file may take to appear (a shared filesystem's lag;
 ``$TELAPA_SLURM_RESULT_WAIT_S`` overrides it): a task that ends without one (cancelled,
 failed, timed out) fails its cells only once this has passed."""
@@ -86,21 +86,6 @@ REQUEUE_WAIT_S = 120.0
 PING_TIMEOUT_S = 60.0
 """How long ``scontrol ping`` may take before Slurm is taken not to answer
 (`unreachable_slurm`)."""
-
-
-def _env_seconds(name: str, default: float) -> float:
-    """Seconds from the environment variable ``name`` (``default`` when unset): a finite
-    number >= 0, else a `ConfigError` naming the variable and its value."""
-    text = os.environ.get(name)
-    if text is None:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not math.isfinite(value) or value < 0:
-        raise ConfigError(f"{name}={text!r}: must be a number of seconds >= 0")
-    return value
 
 
 def missing_slurm() -> str | None:
@@ -259,9 +244,9 @@ class SlurmBackend:
         if (lacks := missing_slurm() or unreachable_slurm()) is not None:
             raise ConfigError(lacks)
         self.options = options
-        self.poll_s = poll_s if poll_s is not None else _env_seconds(POLL_ENV, 5.0)
+        self.poll_s = poll_s if poll_s is not None else envvars.seconds(POLL_ENV)
         """Seconds between two ``squeue`` calls (``$TELAPA_SLURM_POLL_S``, default 5)."""
-        self.result_wait_s = _env_seconds(RESULT_WAIT_ENV, RESULT_WAIT_S)
+        self.result_wait_s = envvars.seconds(RESULT_WAIT_ENV)
         """`RESULT_WAIT_S`, or ``$TELAPA_SLURM_RESULT_WAIT_S``."""
         self.on_event = on_event
         asked = [f"partition {options.partition}" if options.partition else "default partition",

@@ -77,6 +77,7 @@ import numpy as np
 from gymnasium.envs.mujoco.mujoco_env import expand_model_path
 from gymnasium.utils import seeding
 
+from telapa import envvars
 from telapa.envs.base import ArraySpec, EnvSpec
 from telapa.envs.gym_backend import scalar_bound
 from telapa.envs.host import HostVectorEnv
@@ -117,7 +118,7 @@ def physics_threads(threads: int | None, num_envs: int) -> int:
     ``TELAPA_THREADS`` a sweep worker sets (`telapa.continual.sweep.jobs.thread_env`),
     else the cores this process may run on; at most one per `MIN_ENVS_PER_THREAD` envs."""
     if threads is None:
-        threads = int(os.environ.get("TELAPA_THREADS") or len(os.sched_getaffinity(0)))
+        threads = envvars.threads() or len(os.sched_getaffinity(0))
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
         raise ValueError(f"threads must be an integer >= 1, got {threads!r}")
     return max(1, min(int(threads), num_envs // MIN_ENVS_PER_THREAD))

@@ -1,0 +1,101 @@
+"""The environment variables telapa reads, each read and checked here: a variable that is
+set to a value telapa cannot use is a `ConfigError` that names it and its value
+(``TELAPA_THREADS='two': must be an integer >= 1``), never a bare ``ValueError`` from deep
+inside a run or a sweep's worker; and `check` reads them all, so that ``telapa`` stops on
+a bad one before any work (`telapa.cli.main`), where a sweep's workers and a Slurm job
+would have met it later, one cell at a time.
+
+Each, with its value when unset:
+
+- ``TELAPA_LOG_INTERVAL``: seconds between a sweep cell's progress lines
+  (``DIR/status/NAME.log``); 30.
+- ``TELAPA_SLURM_POLL_S``: seconds between a Slurm sweep's polls of its tasks; 5.
+- ``TELAPA_SLURM_RESULT_WAIT_S``: seconds a Slurm sweep waits for the result file of a
+  task that ended without one; 30.
+- ``TELAPA_THREADS``: threads that step a native MuJoCo batch (a sweep worker sets its
+  ``--threads``); the cores.
+- ``TELAPA_FSYNC``: ``on`` or ``off`` (``1``/``0``, ``true``/``false``, ``yes``/``no``),
+  whether each atomic write is fsync'ed (`telapa.io.atomic`); on.
+- ``TELAPA_JAX_CACHE``: JAX's persistent compilation cache, a folder or ``off``
+  (`telapa.jaxcache`); ``~/.cache/telapa/jax``.
+
+Seconds are a finite number >= 0 (``0.5``, ``30``); the cache folder is any path (made
+when first used). A variable set empty is unset (a shell's ``VAR= telapa ...``)."""
+
+from __future__ import annotations
+
+import math
+import os
+
+from telapa.config import ConfigError
+
+LOG_INTERVAL = "TELAPA_LOG_INTERVAL"
+SLURM_POLL = "TELAPA_SLURM_POLL_S"
+SLURM_RESULT_WAIT = "TELAPA_SLURM_RESULT_WAIT_S"
+THREADS = "TELAPA_THREADS"
+FSYNC = "TELAPA_FSYNC"
+JAX_CACHE = "TELAPA_JAX_CACHE"
+
+DEFAULT_SECONDS = {LOG_INTERVAL: 30.0, SLURM_POLL: 5.0, SLURM_RESULT_WAIT: 30.0}
+"""The seconds variables and their values when unset."""
+
+_ON = ("on", "1", "true", "yes")
+_OFF = ("off", "0", "false", "no")
+
+
+def _text(name: str) -> str | None:
+    """The variable's value, None when unset or empty (an empty value is unset, as a
+    shell's ``VAR= command`` means it)."""
+    text = os.environ.get(name)
+    return None if text is None or not text.strip() else text
+
+
+def seconds(name: str) -> float:
+    """``name``'s seconds (`DEFAULT_SECONDS` when unset): a finite number >= 0."""
+    text = _text(name)
+    if text is None:
+        return DEFAULT_SECONDS[name]
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise ConfigError(f"{name}={text!r}: must be a number of seconds >= 0")
+    return value
+
+
+def threads() -> int | None:
+    """``TELAPA_THREADS``: an integer >= 1, None when unset (the caller's default)."""
+    text = _text(THREADS)
+    if text is None:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigError(f"{THREADS}={text!r}: must be an integer >= 1")
+    return value
+
+
+def fsync() -> bool:
+    """``TELAPA_FSYNC``: whether atomic writes fsync (on when unset)."""
+    text = _text(FSYNC)
+    if text is None or text.strip().lower() in _ON:
+        return True
+    if text.strip().lower() in _OFF:
+        return False
+    raise ConfigError(f"{FSYNC}={text!r}: must be one of {', '.join(_ON + _OFF)}")
+
+
+def check() -> None:
+    """Reads every variable of this module's table: a `ConfigError` for the first one set
+    to a value telapa cannot use."""
+    for name in DEFAULT_SECONDS:
+        seconds(name)
+    threads()
+    fsync()
+
+
+__all__ = ["DEFAULT_SECONDS", "FSYNC", "JAX_CACHE", "LOG_INTERVAL", "SLURM_POLL",
+           "SLURM_RESULT_WAIT", "THREADS", "check", "fsync", "seconds", "threads"]
