@@ -32,7 +32,11 @@
 # nothing if not, so the tail of a session is never worse used than idle (2026-12-06).
 # For a quiet fresh-clone `make test` meanwhile, pause the chain's process group
 # (kill -STOP -- -PGID, the chain's PID under setsid) and resume it after (kill -CONT):
-# the local sweep has no timers that a pause trips.
+# the local sweep has no timers that a pause trips. A pause does count in the paused
+# cell's recorded wall clock, and so in its own pace that --until reads, under every pin
+# before telapa.io.clock (2026-12-06, after all of this chain's pins): on 2026-12-06 a
+# 19-minute pause made Finetune seed 1's 3 visits look 2.8 h from its end, and --until
+# started seed 2 instead.
 # Logs to runs/appendix-studies.log (each study to runs/NAME.log).
 # The body is one brace group that bash reads whole before running it, so editing this
 # file while a chain runs cannot change what the running chain does next.

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import jax
@@ -27,6 +31,7 @@ from telapa.continual.runner import ContinualRun, RunError
 from telapa.continual.spec import RunSpec
 from telapa.continual.state import RunState
 from telapa.envs import make
+from telapa.io import clock
 from telapa.rl.agent import BatchMemberError
 from telapa.rl.policy import Policy
 
@@ -94,6 +99,39 @@ def test_accounting(finished):
     n_params = sum(x.size for x in jax.tree.leaves(params))
     assert acc["method_state_bytes"] == 2 * 4 * n_params
     assert {"train", "eval", "method", "final_eval", "checkpoint"} <= set(acc["phase_s"])
+    assert acc["wall_s"] >= sum(acc["phase_s"].values()) * 0.9
+
+
+class StopOnce(CrashAfter):
+    """Stops this process (SIGSTOP) for ``seconds`` at the ``n``-th training progress
+    report, as ``kill -STOP`` would; a helper process sends SIGCONT."""
+
+    def __init__(self, n: int, seconds: float):
+        super().__init__(n)
+        self.seconds = seconds
+
+    def advance(self, steps, metrics):
+        self.n -= 1
+        if self.n == 0:
+            waker = subprocess.Popen(["sh", "-c", f"sleep {self.seconds}; "
+                                                  f"kill -CONT {os.getpid()}"])
+            os.kill(os.getpid(), signal.SIGSTOP)
+            waker.wait()
+
+
+def test_a_stopped_run_does_not_count_its_stop_as_run_time(finished, tmp_path,
+                                                          monkeypatch):
+    """telapa.io.clock: wall_s and the phases' seconds leave out the 3 s the process was
+    stopped (less the clock's STOP_GAP_S, 0.5 here); the results are the run's."""
+    monkeypatch.setattr(clock, "STOP_GAP_S", 0.5)
+    monkeypatch.setattr(clock, "TICK_S", 0.05)
+    start = time.perf_counter()
+    metrics = ContinualRun.start(_spec(), tmp_path / "stopped", StopOnce(3, 3.0)).run()
+    elapsed = time.perf_counter() - start
+    assert metrics == finished[1]
+    acc = json.loads((tmp_path / "stopped" / "accounting.json").read_text())
+    assert acc["wall_s"] <= elapsed - 2.0, (acc["wall_s"], elapsed)
+    assert acc["phase_s"]["train"] + acc["phase_s"]["eval"] <= elapsed - 2.0
     assert acc["wall_s"] >= sum(acc["phase_s"].values()) * 0.9
 
 

@@ -30,7 +30,6 @@ import json
 import math
 import shlex
 import sys
-import time
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -70,6 +69,7 @@ from telapa.continual.spec import SEED_LIMIT, RunSpec, resolve_spec
 from telapa.continual.tracking import Tracking, TrackingError
 from telapa.envs.registry import common_family
 from telapa.io import CheckpointError
+from telapa.io.clock import running
 from telapa.io.stop import Terminate, stop_on_signals
 from telapa.metrics import format_cell
 from telapa.metrics.stats import Resample
@@ -99,7 +99,7 @@ class RichProgress:
         )
         self._tasks: dict[int, Any] = {}
         self._current: int | None = None
-        self._clock: tuple[float, int] = (time.perf_counter(), 0)
+        self._clock: tuple[float, int] = (running(), 0)
 
     def __enter__(self) -> RichProgress:
         self.bars.__enter__()
@@ -114,11 +114,11 @@ class RichProgress:
                 f"{visit.tag:<4} {visit.env_id}", total=budget, completed=done, rate=0.0, sr="-",
                 score=self.score or score_symbol(visit))
         self._current = visit.index
-        self._clock = (time.perf_counter(), done)
+        self._clock = (running(), done)
 
     def advance(self, steps: int, metrics: dict[str, float]) -> None:
         start, done = self._clock
-        rate = (steps - done) / max(time.perf_counter() - start, 1e-9)
+        rate = (steps - done) / max(running() - start, 1e-9)
         self.bars.update(self._tasks[self._current], completed=steps, rate=rate)
 
     def evaluated(self, visit: Visit, step: int, sr: float) -> None:

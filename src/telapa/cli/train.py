@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -48,6 +47,7 @@ from telapa.config import ConfigError, TrainConfig, dump_config, load_config
 from telapa.continual.rundir import TB_DIR, RunDirError, claim_new_dir, write_manifest
 from telapa.envs.registry import BACKENDS, default_backend, default_config
 from telapa.io import write_text_atomic
+from telapa.io.clock import running
 from telapa.overrides import override, parse_sets
 
 PLAIN_INTERVAL_S = 30.0
@@ -110,7 +110,7 @@ def train_run(
     import pandas as pd
     from tensorboardX import SummaryWriter
 
-    start = time.perf_counter()
+    start = running()
     if backend is None:
         try:
             backend = default_backend(env_id)
@@ -162,13 +162,13 @@ def train_run(
         TextColumn(f"{sr_name} {{task.fields[sr]}}"),
         TimeRemainingColumn(),
     )
-    train_start = time.perf_counter()
+    train_start = running()
 
     plain = not console.is_terminal  # a log file: plain lines every 30 s, no live bar
     last_line = [-math.inf]
 
     def on_progress(done: int, metrics: list[dict[str, float]]) -> None:
-        elapsed = time.perf_counter() - train_start
+        elapsed = running() - train_start
         if plain and (elapsed - last_line[0] >= PLAIN_INTERVAL_S or done >= planned):
             last_line[0] = elapsed
             rate = done / max(elapsed, 1e-9)
@@ -188,7 +188,7 @@ def train_run(
     with Progress(*columns, console=console, transient=False, disable=plain) as progress:
         task = progress.add_task(f"PPO {env_id}", total=planned, rate=0.0, sr="-")
         trainer.train(steps, progress=on_progress)
-    train_s = time.perf_counter() - train_start
+    train_s = running() - train_start
 
     result = trainer.evaluate()
     writer.add_scalar("eval/sr", result.sr, trainer.steps)
@@ -200,7 +200,7 @@ def train_run(
         **args,
         "steps": trainer.steps,
         "requested_steps": steps,
-        "wall_s": time.perf_counter() - start,
+        "wall_s": running() - start,
         "compile_s": compile_s,
         "train_s": train_s,
         "steps_per_s": trainer.steps / train_s,

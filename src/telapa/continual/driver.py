@@ -26,7 +26,6 @@ process's, sampled through the loop (`telapa.io.MemoryMonitor`).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -41,6 +40,7 @@ from telapa.continual.phases import (
 from telapa.continual.spec import Phase
 from telapa.continual.state import RunState
 from telapa.io import MemoryMonitor
+from telapa.io.clock import running
 from telapa.io.stop import raise_pending
 from telapa.rl.agent import BatchMemberError
 
@@ -74,13 +74,13 @@ class Driver:
 
     def __init__(self, runs: list[DrivenRun], size: int):
         self.runs, self.size = runs, size
-        self._start = time.perf_counter()
+        self._start = running()
         self._base_wall = {id(r): r.state.wall_s for r in runs}
         self._memory: MemoryMonitor | None = None
 
     def drive(self) -> list[dict[str, Any]]:
         """Every remaining phase, then each run's `finish`; returns their metrics."""
-        self._start = time.perf_counter()
+        self._start = running()
         for run in self.runs:
             run.state = run.state.replace(segments=run.state.segments + 1)
         peak = max([r.state.peak_rss for r in self.runs], default=0)
@@ -94,7 +94,7 @@ class Driver:
     def clock(self, run: DrivenRun) -> Clock:
         """``run``'s wall seconds (its share of the loop's) and the peak memory."""
         def read() -> tuple[float, int]:
-            share = (time.perf_counter() - self._start) / len(self.runs)
+            share = (running() - self._start) / len(self.runs)
             peak = self._memory.peak_bytes if self._memory is not None else 0
             return self._base_wall[id(run)] + share, peak
         return read

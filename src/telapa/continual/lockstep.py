@@ -26,11 +26,11 @@ under the request's ``phase`` in each method's timer.
 from __future__ import annotations
 
 import inspect
-import time
 from collections.abc import Callable, Generator, Sequence
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from telapa.io import PhaseTimer
+from telapa.io.clock import running
 from telapa.plugins import PluginError
 
 
@@ -95,12 +95,12 @@ def run_hooks(hooks: Sequence[Hook], timers: Sequence[PhaseTimer],
     while waiting:
         kind = type(waiting[min(waiting)][1])
         seeds = [i for i in sorted(waiting) if type(waiting[i][1]) is kind]
-        start = time.perf_counter()
+        start = running()
         answers = kind.answer([waiting[i][1] for i in seeds])
         if len(answers) != len(seeds):
             raise RuntimeError(f"{kind.__name__}.answer gave {len(answers)} results for "
                                f"{len(seeds)} requests")
-        share = (time.perf_counter() - start) / len(seeds)
+        share = (running() - start) / len(seeds)
         for i, answer in zip(seeds, answers, strict=True):
             timers[i].add(kind.phase, share)
             hook, _ = waiting.pop(i)

@@ -26,7 +26,6 @@ checked where it is received (`telapa.continual.registry.checked`): a wrong valu
 
 from __future__ import annotations
 
-import time
 from functools import partial
 from typing import Any, Protocol
 
@@ -45,6 +44,7 @@ from telapa.continual.state import RunState
 from telapa.continual.tracking import RunTracker
 from telapa.continual.trainlog import TRAIN_COLUMNS, visit_start
 from telapa.io import PhaseTimer
+from telapa.io.clock import running
 from telapa.rl.agent import Agent, Metrics, TrainState, stack_states, unstack_states
 from telapa.rl.evaluate import EvalResult
 
@@ -82,7 +82,7 @@ class PhaseRun(Protocol):
 
 def _share(states: list[RunState], phase: str, start: float) -> list[RunState]:
     """``states`` with the seconds since ``start`` shared equally in ``phase``."""
-    share = (time.perf_counter() - start) / len(states)
+    share = (running() - start) / len(states)
     return [state.timed(phase, share) for state in states]
 
 
@@ -104,7 +104,7 @@ def start_visit(runs: list[PhaseRun], phase: Phase, size: int | None = None
     agent = lead.agent(visit)
     for run in runs:
         run.progress.visit(visit, run.spec.budget(visit), 0)
-    start = time.perf_counter()
+    start = running()
     timers = [PhaseTimer() for _ in runs]
     started = run_hooks(
         [partial(run.method.start_task, run.state.method, run.state.learner,
@@ -120,7 +120,7 @@ def start_visit(runs: list[PhaseRun], phase: Phase, size: int | None = None
               in zip(runs, states, started, timers, strict=True)]
     for run, state in zip(runs, states, strict=True):
         run.dir.save_policy(visit.index, state.learner.params, "start")
-    start = time.perf_counter()
+    start = running()
     results = _evaluate(agent, [state.learner.params for state in states],
                         lead.spec.config.eval_episodes,
                         [run.visit_key(visit.index, "eval", 0) for run in runs], size,
@@ -149,7 +149,7 @@ def train_chunk(runs: list[PhaseRun], phase: Phase, size: int | None = None
     states = stack_states([run.state.train_state for run in runs]
                           + [lead.state.train_state] * padding)
     keys = jnp.stack([run.eval_key(phase) for run in runs] + [lead.eval_key(phase)] * padding)
-    start = time.perf_counter()
+    start = running()
     states, result = agent.train_and_evaluate(
         states, steps.pop(), episodes=lead.spec.config.eval_episodes, keys=keys,
         features=lead.method.observes_features,
@@ -171,14 +171,14 @@ def _host_chunk(runs: list[PhaseRun], phase: Phase) -> list[RunState]:
     for run in runs:
         agent = run.agent(run.visits[phase.visit])
         steps = run.chunk_steps(phase)
-        start = time.perf_counter()
+        start = running()
         trained, history = agent.train(run.state.train_state, steps,
                                        progress=run.on_progress)
-        state = run.state.timed("train", time.perf_counter() - start)
-        start = time.perf_counter()
+        state = run.state.timed("train", running() - start)
+        start = running()
         result = agent.evaluate(trained.ppo.params, run.spec.config.eval_episodes,
                                 run.eval_key(phase))
-        state = state.timed("eval", time.perf_counter() - start)
+        state = state.timed("eval", running() - start)
         states.append(run.finish_chunk(state, phase, trained, history, result))
     return states
 
@@ -190,7 +190,7 @@ def end_visit(runs: list[PhaseRun], phase: Phase, size: int | None = None
     lead = runs[0]
     visit = lead.visits[phase.visit]
     agent = lead.agent(visit)
-    start = time.perf_counter()
+    start = running()
     timers = [PhaseTimer() for _ in runs]
     ended = run_hooks([partial(run.method.end_task, run.state.method, run.state.learner,
                                run.context(visit, agent, "end")) for run in runs], timers,
@@ -214,7 +214,7 @@ def final_evaluation(runs: list[PhaseRun], phase: Phase, size: int | None = None
     """The ``final`` phase: every task evaluated with each run's ``eval_params``."""
     lead = runs[0]
     states = [run.state for run in runs]
-    start = time.perf_counter()
+    start = running()
     for i, (task, visit, _) in enumerate(lead.final_tasks()):
         results = _evaluate(
             lead.agent(visit),

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import math
 import sys
-import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
+
+from telapa.io.clock import running
 
 if TYPE_CHECKING:
     from telapa.continual.curriculum import Visit
@@ -83,7 +84,7 @@ class PlainProgress:
         self.score = score
         self._visit: Visit | None = None
         self._budget = 0
-        self._start: tuple[float, int] = (time.perf_counter(), 0)
+        self._start: tuple[float, int] = (running(), 0)
         self._last = -math.inf
         self._phase: tuple[str, float] | None = None
 
@@ -101,7 +102,7 @@ class PlainProgress:
         return "run" if v is None else f"visit {v.index} ({v.tag}, {v.env_id})"
 
     def _due(self, final: bool) -> bool:
-        now = time.perf_counter()
+        now = running()
         if final or now - self._last >= self.interval_s:
             self._last = now
             return True
@@ -110,7 +111,7 @@ class PlainProgress:
     def visit(self, visit: Visit, budget: int, done: int) -> None:
         first = self._visit is None or self._visit.index != visit.index
         self._visit, self._budget = visit, budget
-        self._start = (time.perf_counter(), done)
+        self._start = (running(), done)
         if first:
             self._last = -math.inf
 
@@ -118,7 +119,7 @@ class PlainProgress:
         if not self._due(steps >= self._budget):
             return
         start, done = self._start
-        rate = (steps - done) / max(time.perf_counter() - start, 1e-9)
+        rate = (steps - done) / max(running() - start, 1e-9)
         eta = (self._budget - steps) / rate if rate > 0 else math.inf
         self._line(f"{self._where()} train {steps:,}/{self._budget:,} steps, "
                    f"{rate:,.0f} steps/s, ETA {eta_text(eta)}")
@@ -132,7 +133,7 @@ class PlainProgress:
         self._line(text)
 
     def phase(self, name: str, done: int, total: int) -> None:
-        now = time.perf_counter()
+        now = running()
         if self._phase is None or self._phase[0] != name or done == 0:
             self._phase = (name, now)
             self._last = -math.inf

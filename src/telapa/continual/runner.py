@@ -24,7 +24,6 @@ static `Agent`s, shared by the runs of a process: `telapa.continual.agents`) or 
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 from typing import Any, Literal
 
@@ -46,6 +45,7 @@ from telapa.continual.spec import Phase, RunSpec, resolve_spec
 from telapa.continual.state import MethodState, RunState
 from telapa.continual.tracking import RunTracker, Tracking
 from telapa.io import CheckpointError, dir_size_bytes, tree_nbytes
+from telapa.io.clock import running
 from telapa.io.stop import raise_pending
 from telapa.metrics import best_sr, competence_targets, run_metrics
 from telapa.metrics.rates import as_exact
@@ -272,9 +272,9 @@ class ContinualRun:
             self.state = state
             return
         self.state = state.replace(tracked_ms=self.tracker.mark())
-        start = time.perf_counter()
+        start = running()
         self._save_checkpoint()
-        self.state = self.state.timed("checkpoint", time.perf_counter() - start)
+        self.state = self.state.timed("checkpoint", running() - start)
 
     def finish(self) -> dict[str, Any]:
         """Writes the tables, metrics and accounting of a complete run and marks it

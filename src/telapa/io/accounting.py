@@ -13,7 +13,6 @@ import os
 import stat
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from types import TracebackType
@@ -22,6 +21,8 @@ from typing import Any
 import jax
 import numpy as np
 import psutil
+
+from telapa.io.clock import running
 
 try:
     import resource
@@ -42,7 +43,7 @@ class PhaseTimer:
 
     def __init__(
         self,
-        clock: Callable[[], float] = time.perf_counter,
+        clock: Callable[[], float] = running,
         totals: Mapping[str, float] | None = None,
     ) -> None:
         self._clock = clock
@@ -52,7 +53,7 @@ class PhaseTimer:
 
     @classmethod
     def from_totals(
-        cls, totals: Mapping[str, float], clock: Callable[[], float] = time.perf_counter
+        cls, totals: Mapping[str, float], clock: Callable[[], float] = running
     ) -> PhaseTimer:
         """A timer that continues from ``totals`` (e.g. saved before a resume)."""
         return cls(clock=clock, totals=totals)

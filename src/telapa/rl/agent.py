@@ -39,7 +39,6 @@ from __future__ import annotations
 import abc
 import dataclasses
 import math
-import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -53,6 +52,7 @@ from telapa.envs.base import EnvSpec, JaxEnv, Obs
 from telapa.envs.family import Competence
 from telapa.envs.host import HostVectorEnv
 from telapa.envs.registry import family_of
+from telapa.io.clock import running
 from telapa.rl.evaluate import EvalResult, check_positive
 from telapa.rl.networks import Params
 from telapa.rl.policy import Policy
@@ -229,9 +229,9 @@ class Agent(abc.ABC):
 
     def _timed(self, build: Callable[[], Any]) -> Any:
         """``build()``, its seconds added to `compile_s`."""
-        start = time.perf_counter()
+        start = running()
         made = build()
-        self.compile_s += time.perf_counter() - start
+        self.compile_s += running() - start
         return made
 
     # --- state ----------------------------------------------------------------------

@@ -31,7 +31,6 @@ reassociation in the batched policy (tested equal).
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, ClassVar, NamedTuple
@@ -41,6 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from telapa.continual.methods.telapa.embedding import EmbeddingState, describe
+from telapa.io.clock import running
 from telapa.latent import LatentConfig, pad_or_truncate
 from telapa.qd.archive import (
     Archive,
@@ -367,7 +367,7 @@ class Illumination:
         if iterations < 0 or batch_size < 1:
             raise ValueError(f"need iterations >= 0, batch_size >= 1; got {iterations}, "
                              f"{batch_size}")
-        self.start = time.perf_counter()
+        self.start = running()
         self.agent = agent
         ill = qd_config.illumination
         self.episodes = ill.eval_episodes
@@ -485,7 +485,7 @@ class Illumination:
         log = IlluminationLog(
             base=self.base_row, rows=self.rows, gate=float(self.gate),
             env_steps=self.env_steps,
-            wall_s=time.perf_counter() - self.start if wall_s is None else wall_s,
+            wall_s=running() - self.start if wall_s is None else wall_s,
         )
         return self.archive, log
 
@@ -516,7 +516,7 @@ def illuminate_seeds(agent: Agent, runs: Sequence[Illumination], *,
     if len(layouts) > 1:
         raise ValueError(f"illuminations in lockstep need one evaluation layout (episodes, "
                          f"T, parameters); got {sorted(layouts)}")
-    start = time.perf_counter()
+    start = running()
     for j in range(max(r.steps for r in runs)):
         active = [r for r in runs if j < r.steps]
         proposals = [r.proposal(j) for r in active]
@@ -528,7 +528,7 @@ def illuminate_seeds(agent: Agent, runs: Sequence[Illumination], *,
                    zip(active, proposals, evaluations, strict=True)]
         for r, fetched in zip(active, jax.device_get(pending), strict=True):
             r.record(j, fetched)
-    share = (time.perf_counter() - start) / len(runs)
+    share = (running() - start) / len(runs)
     return [r.result(share if len(runs) > 1 else None) for r in runs]
 
 

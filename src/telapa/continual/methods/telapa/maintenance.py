@@ -32,7 +32,6 @@ and the recurrence is a chain of such small products. Before the length grouping
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -48,6 +47,7 @@ from telapa.continual.methods.telapa.banks import (
     to_bank,
 )
 from telapa.continual.methods.telapa.embedding import EmbeddingState, describe
+from telapa.io.clock import running
 from telapa.latent import (
     Bank,
     LatentConfig,
@@ -258,7 +258,7 @@ def reembed_archive(
     4. `repack` with the new descriptors and raw latents, stamping ``E_t.version`` and the
        normalizer id.
     """
-    t0 = time.perf_counter()
+    t0 = running()
     spec = archive.spec
     if spec.desc_dim != config.latent_dim or spec.raw_dim != 3 * config.latent_dim:
         raise ValueError(
@@ -321,7 +321,7 @@ def reembed_archive(
         dropped=int(np.sum(np.asarray(dropped))),
         base_slot=base,
         base_distance=base_distance,
-        seconds=time.perf_counter() - t0,
+        seconds=running() - t0,
     )
     return out, log
 
@@ -418,11 +418,11 @@ def maintain_seeds(
         raise ValueError(f"maintain_seeds needs one embedding, bank, archive dict and key per "
                          f"seed; got {len(embeddings)}, {len(banks)}, {len(archives)}, "
                          f"{len(keys)}")
-    t_start = time.perf_counter()
+    t_start = running()
     unions = [to_bank(b) for b in banks]
     ready = [i for i, bank in enumerate(unions) if bank_ready(bank, config)]
     split = [jax.random.split(k) for k in keys]
-    t0 = time.perf_counter()
+    t0 = running()
     updates: dict[int, tuple[Any, Any]] = {}
     if vmap is None:
         vmap = jax.default_backend() != "cpu"
@@ -436,7 +436,7 @@ def maintain_seeds(
                                 [split[i][0] for i in ready], config)
         updates = dict(zip(ready, done, strict=True))
     updates = jax.block_until_ready(updates)
-    t_update = (time.perf_counter() - t0) / max(len(ready), 1)
+    t_update = (running() - t0) / max(len(ready), 1)
     t_prepare = (t0 - t_start) / len(banks)
     out = []
     for i, (embedding, seed_banks, seed_archives) in enumerate(
@@ -482,19 +482,19 @@ def _after_update(
     spent: dict[str, float],
 ) -> tuple[EmbeddingState, dict[str, Archive], MaintenanceLog]:
     """Steps 3 and 4 of `maintain` after the boundary update gave ``student``."""
-    t0 = time.perf_counter()
+    t0 = running()
     trained = embedding.replace(
         encoder=student, version=jnp.asarray(embedding.version + 1, jnp.int32)
     )
     state, rows = _refit(trained, bank, k_refit, config, refit_sets)
-    t_refit = time.perf_counter() - t0
+    t_refit = running() - t0
 
-    t0 = time.perf_counter()
+    t0 = running()
     out: dict[str, Archive] = {}
     logs: dict[str, ArchiveLog] = {}
     for tag, archive in archives.items():
         out[tag], logs[tag] = reembed_archive(tag, archive, state, config, reevaluate)
-    t_reembed = time.perf_counter() - t0
+    t_reembed = running() - t0
 
     seq = bank_seq(banks)
     n_anchor = int(np.sum(np.asarray(bank.is_anchor)))

@@ -52,7 +52,6 @@ method-specific extra env steps in the paper's compute accounting.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
@@ -61,6 +60,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from telapa.io.clock import running
 from telapa.qd.archive import Archive
 from telapa.qd.config import TransferConfig
 from telapa.qd.lineage import lineage_visits
@@ -346,7 +346,7 @@ each probe (after the batch).
     Raises ValueError when the archives hold no valid elite or their parameter vectors
     do not fit the network.
     """
-    start = time.perf_counter()
+    start = running()
     pool = _gather(agent, archives, config)
     settings = {"steps": config.probe_steps, "points": config.probe_points,
                 "episodes": config.probe_eval_episodes, "key": key,
@@ -389,7 +389,7 @@ def select_transfer_origins(
     moment. Each seed's choice equals its own `select_transfer_origin` up to float
     reassociation in the batched PPO update. ``wall_s`` of each choice is its share of
     the batch's time. ``fresh[i]``: seed i's fresh network (a pool with a fresh start)."""
-    start = time.perf_counter()
+    start = running()
     pools = [_gather(agent, archives, config) for archives in libraries]
     extra = [[] if fresh is None else [fresh[i]] for i in range(len(pools))]
     members = [(i, params) for i, pool in enumerate(pools)
@@ -402,11 +402,11 @@ def select_transfer_origins(
         agent, states, steps=config.probe_steps, points=config.probe_points,
         episodes=config.probe_eval_episodes, keys=jnp.stack([keys[i] for i, _ in members]))
     choices, first = [], 0
-    share = (time.perf_counter() - start) / len(pools)
+    share = (running() - start) / len(pools)
     for i, (pool, archives) in enumerate(zip(pools, libraries, strict=True)):
         size = len(pool.params) + len(extra[i])
         choice = _choose(pool, archives, curves[first:first + size], costs[first:first + size],
-                         config=config, start=time.perf_counter() - share,
+                         config=config, start=running() - share,
                          fresh=extra[i][0] if extra[i] else None)
         choices.append(choice)
         first += size
@@ -497,13 +497,13 @@ def _choose(gathered: _Pool, archives: Sequence[Archive], curves: np.ndarray,
             in_window=bool(window[k]), env_steps=int(costs[k]))
         if best == k or not np.any(np.asarray(results.sr_final) > 0):
             return TransferChoice(params=fresh, index=-1, elite_id=-1, source=-1, tag=-1,
-                                  slot=-1, lineage=(), wall_s=time.perf_counter() - start,
+                                  slot=-1, lineage=(), wall_s=running() - start,
                                   **common)
     chosen = candidates[best]
     return TransferChoice(
         params=unravel(pool.elites.params[rows[best]]), index=best, elite_id=chosen.elite_id,
         source=chosen.source, tag=chosen.tag, slot=chosen.slot, lineage=chosen.lineage,
-        wall_s=time.perf_counter() - start, **common)
+        wall_s=running() - start, **common)
 
 
 def _candidates(gathered: _Pool, archives: Sequence[Archive], results: Any, scores: np.ndarray,
