@@ -20,8 +20,9 @@ tied to an agent's own envs: `SeedBatch` drives their seeds one after the other,
 a batch of one, exactly as separate runs.
 
 Time and memory. A run's ``wall_s`` grows by its share of the loop's elapsed time (the
-elapsed seconds over the number of runs the loop drives); its peak memory is the
-process's, sampled through the loop (`telapa.io.MemoryMonitor`).
+elapsed seconds over the number of runs the loop drives, on `telapa.io.clock.running`,
+which leaves out the time the process was stopped); its peak memory is the process's,
+sampled through the loop (`telapa.io.MemoryMonitor`).
 """
 
 from __future__ import annotations
