@@ -34,6 +34,7 @@ from jax.tree_util import keystr, tree_flatten_with_path, tree_unflatten
 
 from telapa.envs import make
 from telapa.envs.base import AutoReset, Obs
+from telapa.pytrees import concatenate
 from telapa.rl.networks import ACTIVATIONS, ActorCritic, Params, make_network
 
 
@@ -51,7 +52,7 @@ def random_observations(env_id: str, *, envs: int = 64, steps: int = 300, every:
         state, obs, *_ = step(state, jax.random.randint(draw, (envs,), 0, env.spec.n_actions))
         if t % every == 0:
             kept.append(obs)
-    return jax.tree.map(lambda *xs: jnp.concatenate(xs), *kept)
+    return concatenate(kept)
 
 
 def hidden_outputs(network: ActorCritic, params: Params, obs: Obs) -> dict[str, jax.Array]:
