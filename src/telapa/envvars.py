@@ -17,7 +17,8 @@ Each, with its value when unset:
 - ``TELAPA_FSYNC``: ``on`` or ``off`` (``1``/``0``, ``true``/``false``, ``yes``/``no``),
   whether each atomic write is fsync'ed (`telapa.io.atomic`); on.
 - ``TELAPA_JAX_CACHE``: JAX's persistent compilation cache, a folder or ``off``
-  (`telapa.jaxcache`); ``~/.cache/telapa/jax``.
+  (`telapa.jaxcache`: a folder it cannot make is refused, naming the variable);
+  ``~/.cache/telapa/jax`` (where that cannot be made, a warning, and no cache).
 
 Seconds are a finite number >= 0 (``0.5``, ``30``); the cache folder is any path (made
 when first used). A variable set empty is unset (a shell's ``VAR= telapa ...``)."""
