@@ -121,12 +121,27 @@ def test_editing_the_chain_while_it_runs_does_not_change_the_running_chain(tmp_p
     assert _called(tmp_path) == APPENDIX_ORDER
 
 
-def test_a_study_out_of_time_stops_the_chain(tmp_path: Path) -> None:
+def test_a_study_out_of_time_hands_the_time_left_to_the_pinned_studies(tmp_path: Path
+                                                                       ) -> None:
     """Exit 75 (`telapa sweep --until`: the cells left would not end by STUDY_UNTIL)
-    stops the chain: the next study's cells would not end either, and it would start a
-    new pin for nothing."""
+    passes the rest of the time to the studies after it that are already pinned, whose
+    cells may be shorter (the long curriculum's TeLAPA cells against the MuJoCo study's
+    Hopper baselines); one not yet pinned is not started, so no pin is taken for cells
+    that cannot end, and the chain's outcome is 75."""
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / f"{APPENDIX_ORDER[3]}.commit").write_text("fd54865\n")
     status, called = _run_chain(tmp_path, {APPENDIX_ORDER[2]: 75})
-    assert called == APPENDIX_ORDER[:3] and status == 75
+    assert called == APPENDIX_ORDER[:4] and status == 75
+    log = (tmp_path / "runs" / "appendix-studies.log").read_text()
+    assert f"{APPENDIX_ORDER[4]}: not started (not pinned, and time ran short)" in log
+
+
+def test_an_out_of_time_chain_still_ends_with_a_failure(tmp_path: Path) -> None:
+    """A study whose cells failed is the chain's outcome, even after one out of time."""
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / f"{APPENDIX_ORDER[3]}.commit").write_text("fd54865\n")
+    status, called = _run_chain(tmp_path, {APPENDIX_ORDER[2]: 75, APPENDIX_ORDER[3]: 2})
+    assert called == APPENDIX_ORDER[:4] and status == 2
 
 
 def _pinned_copy(tmp_path: Path) -> Path:
