@@ -119,6 +119,27 @@ def test_a_started_job_that_fits_goes_before_the_jobs_not_started():
     assert events[2].startswith("--until: starting x: not estimated yet")
 
 
+def test_an_estimate_from_other_cells_says_what_it_rests_on():
+    """A method's first cell, estimated from the other methods' cells (rule 4), says so:
+    a long-curriculum TeLAPA cell was started as 'about 1.1 h' and took 1.6-1.9 h; a
+    job with cells of several rules names the roughest."""
+    events: list[str] = []
+    estimates = {"t0": CellEstimate(3960, "other_methods"),
+                 "c0": CellEstimate(1800, "other_curricula"),
+                 "c1": CellEstimate(1800, "other_settings"),
+                 "s0": CellEstimate(600, "same")}
+    q = DeadlineQueue([[_cell("t0")], [_cell("c0"), _cell("c1")], [_cell("s0")]],
+                      until=NOW + 3 * 3600, estimates=lambda: estimates,
+                      clock=lambda: NOW, on_event=events.append)
+    assert [q.take()[0].name for _ in range(3)] == ["t0", "c0", "s0"]
+    assert events == [
+        "--until: starting t0: about 1.1 h (other methods' mean: a method's first cell, "
+        "a rough guess), 3.0 h left",
+        "--until: starting c0, c1: about 1.0 h (its method under other settings), "
+        "3.0 h left",
+        "--until: starting s0: about 10 min, 3.0 h left"]
+
+
 def test_a_seed_batch_counts_the_sum_of_its_cells():
     """A batch of two cells of 0.6 h each (1.2 h) does not fit in 1 h; a lone cell of
     0.9 h does."""

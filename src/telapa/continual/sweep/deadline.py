@@ -126,15 +126,27 @@ class DeadlineQueue(JobQueue):
         job = self.pending.pop(order[0])
         cost = costs[order[0]]
         names = ", ".join(c.name for c in job)
+        rules = {estimates.get(c.name, _UNKNOWN).rule for c in job}
+        basis = next((f" ({_BASIS[rule]})" for rule in _BASIS if rule in rules), "")
         self.on_event(f"--until: {'resuming' if order[0] in started else 'starting'} "
                       f"{names}: "
                       + ("not estimated yet, so it may not finish" if math.isnan(cost) else
-                         f"about {format_duration(cost)}")
+                         f"about {format_duration(cost)}{basis}")
                       + f", {format_duration(max(left, 0))} left")
         return job
 
 
 _UNKNOWN = CellEstimate(math.nan, "unknown")
+
+_BASIS = {
+    "other_methods": "other methods' mean: a method's first cell, a rough guess",
+    "other_settings": "its method under other settings",
+    "other_curricula": "its method's pace on other curricula",
+}
+"""What a job's estimate rests on, said beside it where that is not its own cells' kind
+(`cell_estimates`' rules 2-4, the roughest first): on 2026-12-06 a long-curriculum
+TeLAPA cell was started as 'about 1.1 h', the mean of the baselines' cells, and took
+1.6-1.9 h."""
 
 
 def job_seconds(job: Sequence[Cell], seconds: dict[str, float]) -> float:
