@@ -61,3 +61,18 @@ def test_an_unwritable_default_folder_warns_and_caches_nothing(tmp_path, monkeyp
     monkeypatch.setenv("HOME", str(home))
     with pytest.warns(RuntimeWarning, match="JAX's compilation cache is off: cannot make"):
         assert enable_persistent_cache() is None
+
+
+def test_a_blank_cache_variable_is_unset(tmp_path, monkeypatch):
+    """``TELAPA_JAX_CACHE=' '`` means the default folder, as every TELAPA_* variable
+    reads a blank value (`telapa.envvars`); it made a folder named ' ' in the working
+    directory. (The default is made unwritable here, so that nothing changes where this
+    test worker's JAX caches.)"""
+    home = tmp_path / "home"
+    home.write_text("a file where the home folder should be")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TELAPA_JAX_CACHE", " ")
+    monkeypatch.setenv("HOME", str(home))
+    with pytest.warns(RuntimeWarning, match="JAX's compilation cache is off: cannot make"):
+        assert enable_persistent_cache() is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["home"]

@@ -16,8 +16,8 @@ Each, with its value when unset:
   ``--threads``); the cores.
 - ``TELAPA_FSYNC``: ``on`` or ``off`` (``1``/``0``, ``true``/``false``, ``yes``/``no``),
   whether each atomic write is fsync'ed (`telapa.io.atomic`); on.
-- ``TELAPA_JAX_CACHE``: JAX's persistent compilation cache, a folder or ``off``
-  (`telapa.jaxcache`: a folder it cannot make is refused, naming the variable);
+- ``TELAPA_JAX_CACHE``: JAX's persistent compilation cache, a folder or ``off`` (``0``,
+  ``none``; `telapa.jaxcache`: a folder it cannot make is refused, naming the variable);
   ``~/.cache/telapa/jax`` (where that cannot be made, a warning, and no cache).
 
 Seconds are a finite number >= 0 (``0.5``, ``30``); the cache folder is any path (made
@@ -42,6 +42,9 @@ DEFAULT_SECONDS = {LOG_INTERVAL: 30.0, SLURM_POLL: 5.0, SLURM_RESULT_WAIT: 30.0}
 
 _ON = ("on", "1", "true", "yes")
 _OFF = ("off", "0", "false", "no")
+CACHE_OFF = ("off", "0", "none")
+"""``TELAPA_JAX_CACHE`` values (any case) that turn the cache off: not `_OFF`'s words,
+since ``false`` or ``no`` could be a folder's name."""
 
 
 def _text(name: str) -> str | None:
@@ -89,6 +92,13 @@ def fsync() -> bool:
     raise ConfigError(f"{FSYNC}={text!r}: must be one of {', '.join(_ON + _OFF)}")
 
 
+def jax_cache() -> str | None:
+    """``TELAPA_JAX_CACHE``: the cache folder as written, or one of `CACHE_OFF`; None when
+    unset (`telapa.jaxcache` then uses its default folder). Any text is a path, so there
+    is nothing to refuse until the folder is made."""
+    return _text(JAX_CACHE)
+
+
 def check() -> None:
     """Reads every variable of this module's table: a `ConfigError` for the first one set
     to a value telapa cannot use."""
@@ -98,5 +108,6 @@ def check() -> None:
     fsync()
 
 
-__all__ = ["DEFAULT_SECONDS", "FSYNC", "JAX_CACHE", "LOG_INTERVAL", "SLURM_POLL",
-           "SLURM_RESULT_WAIT", "THREADS", "check", "fsync", "seconds", "threads"]
+__all__ = ["CACHE_OFF", "DEFAULT_SECONDS", "FSYNC", "JAX_CACHE", "LOG_INTERVAL", "SLURM_POLL",
+           "SLURM_RESULT_WAIT", "THREADS", "check", "fsync", "jax_cache", "seconds",
+           "threads"]

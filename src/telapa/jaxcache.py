@@ -14,7 +14,6 @@ A lookup costs about a tenth of such a compile.
 
 from __future__ import annotations
 
-import os
 import warnings
 from pathlib import Path
 
@@ -34,8 +33,8 @@ def enable_persistent_cache(path: str | Path | None = None) -> Path | None:
     came from ``$TELAPA_JAX_CACHE``; where the default cannot be made (a read-only home),
     a warning says so and nothing is cached (returns None): the cache saves time and
     changes no result."""
-    setting = str(path) if path is not None else os.environ.get(ENV_VAR, "")
-    if setting.lower() in ("off", "0", "none"):
+    setting = str(path) if path is not None else envvars.jax_cache() or ""
+    if setting.lower() in envvars.CACHE_OFF:
         return None
     folder = Path(setting or Path.home() / ".cache" / "telapa" / "jax").expanduser()
     try:
