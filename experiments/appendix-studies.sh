@@ -13,8 +13,8 @@
 # rest of the time goes to the studies after it that are already pinned
 # (results/NAME.commit), whose cells may be shorter: since 2026-12-06, when the long
 # curriculum had only TeLAPA cells left (1.6-1.9 h each) and an hour and a half of a
-# session to fill, which two of the MuJoCo study's Hopper baseline cells (0.65 h each)
-# fit. A study not yet pinned is not started then, so that no pin is taken for cells
+# session to fill, which the MuJoCo study's Hopper baseline cells (0.4 h each alone)
+# filled. A study not yet pinned is not started then, so that no pin is taken for cells
 # that cannot end; the chain exits 75 at its end.)
 # Each is a pinned sweep (experiments/pinned-sweep.sh) with its own pin
 # (results/NAME.commit), taken at the commit main is on when that study starts: run this
