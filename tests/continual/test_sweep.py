@@ -26,8 +26,10 @@ from telapa.continual.preset import bind_env_family, parse_run_config
 from telapa.continual.rundir import RunDirError
 from telapa.continual.spec import RunSpec
 from telapa.continual.sweep import (
+    CellEstimate,
     CellTime,
     Estimate,
+    cell_estimates,
     cell_time,
     cell_times,
     export_sweep,
@@ -274,6 +276,42 @@ def test_status_estimates_the_cell_time_left(tmp_path, capsys):
     assert left == pytest.approx(180.0) and borrowed == []
     assert unknown == ["smoke-ewc-s0", "smoke-ewc-s1", "smoke-ewc-s2",
                        "smoke-finetune-s1", "smoke-finetune-s2"]
+
+
+def test_a_started_cell_counts_at_least_its_kinds_time_less_what_it_has_run(tmp_path):
+    """Early in a cell its own pace runs low (an archive method's first visits are its
+    cheapest; a visit that reaches its threshold ends early): a started cell counts the
+    larger of its own pace and its kind's estimate less the wall clock it has run. On
+    2026-12-06 a long-curriculum TeLAPA cell 47 s into its first visit was resumed as
+    'about 32 min' by its own pace alone, with 1.1 h by the baselines' mean."""
+    sweep = load_sweep(_write(tmp_path, BASE.replace("seeds: 2", "seeds: 3")))
+    out = tmp_path / "out"
+    prepare_sweep_dir(sweep, out)
+    cells = out / "cells"
+    (cells / "smoke-ewc-s0").mkdir()
+    _finish(cells / "smoke-ewc-s0", 0)
+    (cells / "smoke-ewc-s0" / "accounting.json").write_text(json.dumps(_accounting(1000.0)))
+
+    def start(seed, done, wall):
+        cell = cells / f"smoke-ewc-s{seed}"
+        (cell / "ckpt-000002").mkdir(parents=True)
+        (cell / "run.json").write_text(json.dumps(
+            {"format": "telapa-run", "version": 1, "status": "running", "seed": seed}))
+        (cell / "ckpt-000002" / "state.json").write_text(json.dumps(
+            {"next_phase": done, "phases": 12, "wall_s": wall, "records": {}}))
+        (cell / "checkpoint.json").write_text(json.dumps({"latest": "ckpt-000002"}))
+
+    start(1, 1, 10.0)  # own pace 110 s; its seed 0 took 1000 s: 990 s to go
+    start(2, 6, 900.0)  # behind seed 0: own pace 900 s to go, against 100 s
+    estimates = cell_estimates(out, stored_cells(out))
+    assert estimates["smoke-ewc-s1"] == CellEstimate(990.0, "started")
+    assert estimates["smoke-ewc-s2"] == CellEstimate(900.0, "started")
+    assert estimates["smoke-ewc-s0"] == CellEstimate(0.0, "started")  # finished: none
+    # with nothing of its kind finished, its own pace alone
+    alone = {"smoke-ewc-s0": None, "smoke-ewc-s1": CellTime(10.0, 1, 12),
+             "smoke-ewc-s2": None}
+    assert cell_estimates(out, stored_cells(out), times=alone)["smoke-ewc-s1"] == \
+        CellEstimate(110.0, "started")
 
 
 def test_status_counts_a_method_new_to_a_curriculum_at_its_pace_elsewhere(tmp_path, capsys):

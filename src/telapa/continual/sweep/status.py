@@ -194,8 +194,9 @@ def cell_estimates(sweep_dir: Path, cells: list[dict[str, Any]], *,
                    ) -> dict[str, CellEstimate]:
     """Each cell's wall clock still to go, and the rule that counted it.
 
-    A started cell counts `CellTime.left_s`. A cell not started counts, the first that
-    exists:
+    A started cell counts its own pace (`CellTime.left_s`) or, where larger, what a cell
+    of its kind not started counts less the wall clock it has run (`_started_left`). A
+    cell not started counts, the first that exists:
 
     1. the mean wall clock of the finished cells that differ from it only in their seed;
     2. its method's mean wall clock per visit on other curricula with the same settings,
@@ -253,15 +254,11 @@ def _estimates(cells: list[dict[str, Any]], times: dict[str, CellTime | None]
     for cell in cells:
         t = times.get(cell["name"])
         method, curriculum, config, visits = kinds[cell["name"]]
-        if t is not None and t.phases_done > 0:
-            estimate = CellEstimate(t.left_s, "started")
-        elif walls := same_cell.get((method, curriculum, config)):
+        if walls := same_cell.get((method, curriculum, config)):
             estimate = CellEstimate(_mean(walls), "same")
         elif visits and (paces := _flat(per_visit.get((method, config), {}))):
             factor = factors.get((curriculum, config), 1.0)
             estimate = CellEstimate(visits * _mean(paces) * factor, "other_curricula")
-            if (curriculum, config) in factors:
-                scales[_name(cell)] = factor
         elif walls := same_method.get((method, curriculum)):
             estimate = CellEstimate(_mean(walls), "other_settings")
         elif walls := same_setting.get((curriculum, config)):
@@ -270,6 +267,10 @@ def _estimates(cells: list[dict[str, Any]], times: dict[str, CellTime | None]
             estimate = CellEstimate(math.nan, "unknown")
         if not math.isfinite(estimate.seconds) and estimate.rule != "unknown":
             estimate = CellEstimate(math.nan, "unknown")
+        if t is not None and t.phases_done > 0:
+            estimate = CellEstimate(_started_left(t, estimate.seconds), "started")
+        elif estimate.rule == "other_curricula" and (curriculum, config) in factors:
+            scales[_name(cell)] = factors[(curriculum, config)]
         estimates[cell["name"]] = estimate
     return estimates, scales
 
@@ -291,6 +292,23 @@ def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
     return Estimate(total, by_rule.get("other_curricula", []),
                     by_rule.get("other_settings", []), by_rule.get("other_methods", []),
                     by_rule.get("unknown", []), scales)
+
+
+def _started_left(t: CellTime, whole: float) -> float:
+    """A started cell's wall clock still to go: the larger of its own pace's
+    (`CellTime.left_s`) and ``whole - t.wall_s``, where ``whole`` is what rules 1-4 of
+    `cell_estimates` give a cell of its kind not started (nan: none; then its own pace).
+
+    Its own pace runs low early on: an archive method's first visits are its cheapest,
+    and a visit that reaches its competence threshold ends before its budget. On
+    2026-12-06 a long-curriculum TeLAPA cell resumed after 47 s of its first visit was
+    put at 32 min by its own pace; the baselines' mean (1.1 h) was nearer, and such a
+    cell was expected at 1.6-1.9 h. Late in a cell its own pace is the better, and the
+    larger then is its own pace whenever the cell runs behind its kind's time."""
+    own = t.left_s
+    if t.phases_done >= t.phases or not math.isfinite(whole):
+        return own
+    return max(own, whole - t.wall_s) if math.isfinite(own) else whole - t.wall_s
 
 
 def _flat(paces: dict[str, list[float]]) -> list[float]:
