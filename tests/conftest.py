@@ -17,7 +17,8 @@ from shared_runs import QUICK_METHODS, QUICK_SEEDS, made_once, make_quick_runs
 from telapa.jaxcache import ENV_VAR, enable_persistent_cache
 
 FAST_COMPILE_FLAGS = ("--xla_backend_optimization_level=0",
-                      "--xla_cpu_use_fusion_emitters=false")
+                      "--xla_cpu_use_fusion_emitters=false",
+                      "--xla_cpu_parallel_codegen_split_count=1")
 """XLA flags for every program the suite compiles, all about compile time (2 CPU cores,
 JAX's cache off, one process):
 
@@ -26,7 +27,13 @@ JAX's cache off, one process):
   TELAPA_FSYNC=off);
 * XLA CPU's older loop emitters instead of its fusion emitters: a cold tiny TeLAPA run
   compiled its 301 programs in 26.5 s against 48.2 (wall 57.5 s against 77.9), a tiny
-  Finetune run its 66 in 11.5 s against 20.4.
+  Finetune run its 66 in 11.5 s against 20.4;
+* each program's LLVM module compiled as one piece, not split for parallel code
+  generation: the suite's two workers keep both cores busy already, and the split's
+  threads add CPU time. A cold tiny TeLAPA run (`telapa run`, JAX's cache off, the two
+  flags above, beside a two-thread study, 2026-12-06) took 43.0-43.9 s of CPU against
+  47.6-48.3 s (three runs against two; 27.2 s with every program from the cache, so
+  its compiles about 17 s against 21).
 
 They change float rounding (fused multiply-adds, the order of a fusion's operations), so
 a result can differ from a default process's by a few ulps and a tiny run's SR by an
