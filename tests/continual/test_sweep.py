@@ -233,6 +233,16 @@ def _accounting(wall_s: float) -> dict[str, float]:
             "method_state_bytes": 0, "run_dir_bytes": 0}
 
 
+def _started(cell: Path, seed: int, state: str) -> None:
+    """A cell's run directory as a run stopped at a checkpoint leaves it: running, with
+    ``state`` (the text of its latest checkpoint's state.json)."""
+    (cell / "ckpt-000002").mkdir(parents=True)
+    (cell / "run.json").write_text(json.dumps(
+        {"format": "telapa-run", "version": 1, "status": "running", "seed": seed}))
+    (cell / "ckpt-000002" / "state.json").write_text(state)
+    (cell / "checkpoint.json").write_text(json.dumps({"latest": "ckpt-000002"}))
+
+
 def test_status_estimates_the_cell_time_left(tmp_path, capsys):
     """Started cells: wall so far x phases left / phases done; cells not started: the mean
     wall clock of finished cells that differ only in their seed, else of the finished
@@ -248,13 +258,9 @@ def test_status_estimates_the_cell_time_left(tmp_path, capsys):
         (cells / f"smoke-ewc-s{seed}" / "accounting.json").write_text(
             json.dumps(_accounting(wall)))
     started = cells / "smoke-finetune-s0"  # 3 of 12 phases in 60 s: 180 s to go
-    (started / "ckpt-000002").mkdir(parents=True)
-    (started / "run.json").write_text(json.dumps(
-        {"format": "telapa-run", "version": 1, "status": "running", "seed": 0}))
-    (started / "accounting.json").write_text(json.dumps(_accounting(5.0)))  # a past segment
-    (started / "ckpt-000002" / "state.json").write_text(json.dumps(
+    _started(started, 0, json.dumps(
         {"next_phase": 3, "phases": 12, "wall_s": 60.0, "records": {}}))
-    (started / "checkpoint.json").write_text(json.dumps({"latest": "ckpt-000002"}))
+    (started / "accounting.json").write_text(json.dumps(_accounting(5.0)))  # a past segment
     assert cell_time(out, "smoke-finetune-s0") == CellTime(60.0, 3, 12)
     assert cell_time(out, "smoke-ewc-s1") == CellTime(140.0, 1, 1)
     assert cell_time(out, "smoke-ewc-s2") is None
@@ -293,13 +299,8 @@ def test_a_started_cell_counts_at_least_its_kinds_time_less_what_it_has_run(tmp_
     (cells / "smoke-ewc-s0" / "accounting.json").write_text(json.dumps(_accounting(1000.0)))
 
     def start(seed, done, wall):
-        cell = cells / f"smoke-ewc-s{seed}"
-        (cell / "ckpt-000002").mkdir(parents=True)
-        (cell / "run.json").write_text(json.dumps(
-            {"format": "telapa-run", "version": 1, "status": "running", "seed": seed}))
-        (cell / "ckpt-000002" / "state.json").write_text(json.dumps(
+        _started(cells / f"smoke-ewc-s{seed}", seed, json.dumps(
             {"next_phase": done, "phases": 12, "wall_s": wall, "records": {}}))
-        (cell / "checkpoint.json").write_text(json.dumps({"latest": "ckpt-000002"}))
 
     start(1, 1, 10.0)  # own pace 110 s; its seed 0 took 1000 s: 990 s to go
     start(2, 6, 900.0)  # behind seed 0: own pace 900 s to go, against 100 s
@@ -401,12 +402,7 @@ def test_status_marks_a_cell_with_unreadable_progress(tmp_path, capsys):
     sweep = load_sweep(_write(tmp_path, BASE))
     out = tmp_path / "out"
     prepare_sweep_dir(sweep, out)
-    started = out / "cells" / "smoke-ewc-s0"
-    (started / "ckpt-000002").mkdir(parents=True)
-    (started / "run.json").write_text(json.dumps(
-        {"format": "telapa-run", "version": 1, "status": "running", "seed": 0}))
-    (started / "ckpt-000002" / "state.json").write_text("{ not json")
-    (started / "checkpoint.json").write_text(json.dumps({"latest": "ckpt-000002"}))
+    _started(out / "cells" / "smoke-ewc-s0", 0, "{ not json")
     with pytest.raises(RunDirError, match=r"smoke-ewc-s0.*state\.json"):
         cell_time(out, "smoke-ewc-s0")
     times, unreadable = cell_times(out, stored_cells(out))

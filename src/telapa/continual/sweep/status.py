@@ -302,13 +302,12 @@ def _started_left(t: CellTime, whole: float) -> float:
     Its own pace runs low early on: an archive method's first visits are its cheapest,
     and a visit that reaches its competence threshold ends before its budget. On
     2026-12-06 a long-curriculum TeLAPA cell resumed after 47 s of its first visit was
-    put at 32 min by its own pace; the baselines' mean (1.1 h) was nearer, and such a
-    cell was expected at 1.6-1.9 h. Late in a cell its own pace is the better, and the
-    larger then is its own pace whenever the cell runs behind its kind's time."""
-    own = t.left_s
+    put at 32 min by its own pace; the baselines' mean (1.1 h) was nearer, and the cell
+    took about 1.9 h. Late in a cell its own pace is the better, and the larger then is
+    its own pace whenever the cell runs behind its kind's time."""
     if t.phases_done >= t.phases or not math.isfinite(whole):
-        return own
-    return max(own, whole - t.wall_s) if math.isfinite(own) else whole - t.wall_s
+        return t.left_s
+    return max(t.left_s, whole - t.wall_s)  # both nan where wall_s is
 
 
 def _flat(paces: dict[str, list[float]]) -> list[float]:
