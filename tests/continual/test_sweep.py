@@ -244,9 +244,11 @@ def _started(cell: Path, seed: int, state: str) -> None:
 
 
 def test_status_estimates_the_cell_time_left(tmp_path, capsys):
-    """Started cells: wall so far x phases left / phases done; cells not started: the mean
-    wall clock of finished cells that differ only in their seed, else of the finished
-    cells of other methods; with nothing finished, not estimated."""
+    """Started cells: their own pace (wall so far x phases left / phases done) and their
+    kind's time less their wall, weighted by how far they are; alone where nothing
+    finished estimates their kind. Cells not started: the mean wall clock of finished
+    cells that differ only in their seed, else of the finished cells of other methods;
+    with nothing finished, not estimated."""
     sweep = load_sweep(_write(tmp_path, BASE.replace("seeds: 2", "seeds: 3")
                               .replace("[ewc]", "[ewc, finetune]")))
     out = tmp_path / "out"
@@ -257,7 +259,7 @@ def test_status_estimates_the_cell_time_left(tmp_path, capsys):
         _finish(cells / f"smoke-ewc-s{seed}", seed)
         (cells / f"smoke-ewc-s{seed}" / "accounting.json").write_text(
             json.dumps(_accounting(wall)))
-    started = cells / "smoke-finetune-s0"  # 3 of 12 phases in 60 s: 180 s to go
+    started = cells / "smoke-finetune-s0"  # 3 of 12 phases in 60 s: 180 s at its pace
     _started(started, 0, json.dumps(
         {"next_phase": 3, "phases": 12, "wall_s": 60.0, "records": {}}))
     (started / "accounting.json").write_text(json.dumps(_accounting(5.0)))  # a past segment
@@ -266,13 +268,14 @@ def test_status_estimates_the_cell_time_left(tmp_path, capsys):
     assert cell_time(out, "smoke-ewc-s2") is None
     estimate = time_left(out, stored_cells(out))
     left, borrowed, unknown = estimate.seconds, estimate.other_methods, estimate.unknown
-    # finetune-s0 (started), ewc-s2 (its method's mean), finetune-s1 and -s2 (no finetune
-    # cell finished: the mean of every finished cell, 120 s)
-    assert left == pytest.approx(180.0 + 120.0 + 2 * 120.0)
+    # finetune-s0 (started, a quarter through: 180 s / 4 + (120 s - 60 s) * 3 / 4), ewc-s2
+    # (its method's mean), finetune-s1 and -s2 (no finetune cell finished: the mean of
+    # every finished cell, 120 s)
+    assert left == pytest.approx(90.0 + 120.0 + 2 * 120.0)
     assert borrowed == ["smoke-finetune-s1", "smoke-finetune-s2"] and unknown == []
     assert main(["sweep", "status", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "about 9 min of cell time left" in text
+    assert "about 8 min of cell time left" in text
     assert "3/12 phases" in text and CellTime(60.0, 3, 12).progress == "3/12 phases"
     assert "2 cell(s) of methods none of whose cells has finished" in text
     nothing_finished = {c["name"]: None for c in stored_cells(out)}
@@ -284,13 +287,14 @@ def test_status_estimates_the_cell_time_left(tmp_path, capsys):
                        "smoke-finetune-s1", "smoke-finetune-s2"]
 
 
-def test_a_started_cell_counts_at_least_its_kinds_time_less_what_it_has_run(tmp_path):
-    """Early in a cell its own pace runs low (an archive method's first visits are its
-    cheapest; a visit that reaches its threshold ends early): a started cell counts the
-    larger of its own pace and its kind's estimate less the wall clock it has run. On
+def test_a_started_cell_weighs_its_own_pace_and_its_kinds_time_by_how_far_it_is(tmp_path):
+    """A started cell's own pace alone is unreliable early on, either way (an archive
+    method's first visits are its cheapest; each run's compiles fall in its first
+    phases): it counts f * own + (1 - f) * (kind - wall), f = phases done / phases. On
     2026-12-06 a long-curriculum TeLAPA cell 47 s into its first visit was resumed as
-    'about 32 min' by its own pace alone, with 1.1 h by the baselines' mean."""
-    sweep = load_sweep(_write(tmp_path, BASE.replace("seeds: 2", "seeds: 3")))
+    'about 32 min' (it took 1.9 h), and the next, 14 of 353 phases in 17 min, was put at
+    6.9 h, so --until started a fresh cell beside it."""
+    sweep = load_sweep(_write(tmp_path, BASE.replace("seeds: 2", "seeds: 4")))
     out = tmp_path / "out"
     prepare_sweep_dir(sweep, out)
     cells = out / "cells"
@@ -302,15 +306,17 @@ def test_a_started_cell_counts_at_least_its_kinds_time_less_what_it_has_run(tmp_
         _started(cells / f"smoke-ewc-s{seed}", seed, json.dumps(
             {"next_phase": done, "phases": 12, "wall_s": wall, "records": {}}))
 
-    start(1, 1, 10.0)  # own pace 110 s; its seed 0 took 1000 s: 990 s to go
-    start(2, 6, 900.0)  # behind seed 0: own pace 900 s to go, against 100 s
+    start(1, 1, 10.0)  # own 110 s, kind 990 s: 110/12 + 990 * 11/12 = 916.66.. s
+    start(2, 6, 600.0)  # own 600 s, kind 400 s: (600 + 400) / 2 = 500 s
+    start(3, 9, 1200.0)  # past its kind's 1000 s: its own pace, 1200 * 3 / 9 = 400 s
     estimates = cell_estimates(out, stored_cells(out))
-    assert estimates["smoke-ewc-s1"] == CellEstimate(990.0, "started")
-    assert estimates["smoke-ewc-s2"] == CellEstimate(900.0, "started")
+    assert estimates["smoke-ewc-s1"].seconds == pytest.approx(110 / 12 + 990 * 11 / 12)
+    assert estimates["smoke-ewc-s2"] == CellEstimate(500.0, "started")
+    assert estimates["smoke-ewc-s3"] == CellEstimate(400.0, "started")
     assert estimates["smoke-ewc-s0"] == CellEstimate(0.0, "started")  # finished: none
     # with nothing of its kind finished, its own pace alone
     alone = {"smoke-ewc-s0": None, "smoke-ewc-s1": CellTime(10.0, 1, 12),
-             "smoke-ewc-s2": None}
+             "smoke-ewc-s2": None, "smoke-ewc-s3": None}
     assert cell_estimates(out, stored_cells(out), times=alone)["smoke-ewc-s1"] == \
         CellEstimate(110.0, "started")
 

@@ -9,8 +9,8 @@ cells) fits, t + e <= deadline, the longest such first: long jobs where the time
 them, short ones in what is left (the longest-processing-time rule). A job no finished
 cell can estimate is taken before those, in the sweep's order: its time cannot be
 judged, and once it has run it estimates the others. A started job that fits (one of
-its cells has checkpoints, and its own pace estimates it) is taken before all of them:
-it is the nearest to its results, and what it has done is what a machine lost at the
+its cells has checkpoints; its pace and its kind's time estimate it) is taken before
+all of them: it is the nearest to its results, and what it has done is what a machine lost at the
 deadline would take with it, so a deadline should leave as few partial jobs as it can
 (a sweep resumed on 2026-12-06 took a fresh cell before two partial ones that fitted,
 and would have left three partial where one was needed). When no job left fits, the

@@ -194,9 +194,9 @@ def cell_estimates(sweep_dir: Path, cells: list[dict[str, Any]], *,
                    ) -> dict[str, CellEstimate]:
     """Each cell's wall clock still to go, and the rule that counted it.
 
-    A started cell counts its own pace (`CellTime.left_s`) or, where larger, what a cell
-    of its kind not started counts less the wall clock it has run (`_started_left`). A
-    cell not started counts, the first that exists:
+    A started cell counts its own pace (`CellTime.left_s`) and what a cell of its kind
+    not started counts less the wall clock it has run, weighted by how far it is
+    (`_started_left`). A cell not started counts, the first that exists:
 
     1. the mean wall clock of the finished cells that differ from it only in their seed;
     2. its method's mean wall clock per visit on other curricula with the same settings,
@@ -295,19 +295,26 @@ def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
 
 
 def _started_left(t: CellTime, whole: float) -> float:
-    """A started cell's wall clock still to go: the larger of its own pace's
-    (`CellTime.left_s`) and ``whole - t.wall_s``, where ``whole`` is what rules 1-4 of
-    `cell_estimates` give a cell of its kind not started (nan: none; then its own pace).
+    """A started cell's wall clock still to go: its own pace's (`CellTime.left_s`) and
+    its kind's (``whole - t.wall_s``, where ``whole`` is what rules 1-4 of
+    `cell_estimates` give a cell of its kind not started) weighted by how far it is,
+    f = phases done / phases:
 
-    Its own pace runs low early on: an archive method's first visits are its cheapest,
-    and a visit that reaches its competence threshold ends before its budget. On
-    2026-12-06 a long-curriculum TeLAPA cell resumed after 47 s of its first visit was
-    put at 32 min by its own pace; the baselines' mean (1.1 h) was nearer, and the cell
-    took about 1.9 h. Late in a cell its own pace is the better, and the larger then is
-    its own pace whenever the cell runs behind its kind's time."""
-    if t.phases_done >= t.phases or not math.isfinite(whole):
-        return t.left_s
-    return max(t.left_s, whole - t.wall_s)  # both nan where wall_s is
+        left = f * own + (1 - f) * (whole - wall)
+
+    Its own pace alone is unreliable early on, either way: an archive method's first
+    visits are its cheapest and a visit that reaches its competence threshold ends before
+    its budget (on 2026-12-06 a long-curriculum TeLAPA cell 47 s into its first visit was
+    put at 32 min by its own pace; it took about 1.9 h), but each run's compiles fall in
+    its first phases (the next cell of that kind, 14 of 353 phases in 17 min, was put at
+    6.9 h, so ``--until`` started a fresh cell beside it). Its kind's time is what the
+    finished cells took; its own pace takes over as the cell goes on. Its own pace alone
+    where its kind has no estimate (nan) or the cell has run past its kind's time."""
+    own = t.left_s
+    if t.phases_done >= t.phases or not math.isfinite(whole) or t.wall_s >= whole:
+        return own
+    f = t.phases_done / t.phases  # > 0: a cell is started once it has done a phase
+    return f * own + (1 - f) * (whole - t.wall_s)
 
 
 def _flat(paces: dict[str, list[float]]) -> list[float]:
