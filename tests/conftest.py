@@ -67,6 +67,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # In the environment, so that every worker and every subprocess a test starts has
     # them (before JAX makes its backend, which reads XLA_FLAGS once).
     os.environ.setdefault("TELAPA_FSYNC", "off")  # telapa.io.atomic: durability, untested
+    # a checkpoint after every phase, as the crash and resume tests count on (the share
+    # that spaces them by their cost is tested on its own: tests/continual/test_runner.py)
+    os.environ.setdefault("TELAPA_CHECKPOINT_SHARE", "1")
     flags = os.environ.get("XLA_FLAGS", "")
     for flag in FAST_COMPILE_FLAGS:  # a flag the caller set wins
         if flag.partition("=")[0] not in flags:

@@ -16,7 +16,7 @@ from telapa.io import read_json, write_json_atomic
 
 HERE = Path(__file__).parent / "continual"
 NAMES = (envvars.LOG_INTERVAL, envvars.SLURM_POLL, envvars.SLURM_RESULT_WAIT,
-         envvars.THREADS, envvars.FSYNC)
+         envvars.THREADS, envvars.FSYNC, envvars.CHECKPOINT_SHARE)
 
 
 @pytest.fixture
@@ -60,6 +60,20 @@ def test_threads_are_an_integer_of_at_least_one(clean):
             physics_threads(None, 64)
 
 
+def test_the_checkpoint_share_is_a_number_in_0_1(clean):
+    assert envvars.checkpoint_share() == envvars.DEFAULT_CHECKPOINT_SHARE == 0.02
+    clean.setenv(envvars.CHECKPOINT_SHARE, "")
+    assert envvars.checkpoint_share() == 0.02
+    for text, value in (("1", 1.0), ("0.1", 0.1), (" 1e-3 ", 0.001)):
+        clean.setenv(envvars.CHECKPOINT_SHARE, text)
+        assert envvars.checkpoint_share() == value
+    for bad in ("0", "-0.5", "1.5", "nan", "inf", "2%", "often"):
+        clean.setenv(envvars.CHECKPOINT_SHARE, bad)
+        with pytest.raises(ConfigError, match=f"^TELAPA_CHECKPOINT_SHARE={bad!r}: must be "
+                                              r"a number in \(0, 1\]$"):
+            envvars.checkpoint_share()
+
+
 def test_a_bad_fsync_setting_fails_the_write_and_leaves_the_old_file(clean, tmp_path):
     path = tmp_path / "a.json"
     write_json_atomic(path, {"x": 1})
@@ -76,6 +90,7 @@ def test_a_bad_fsync_setting_fails_the_write_and_leaves_the_old_file(clean, tmp_
     (envvars.SLURM_POLL, "-5", "must be a number of seconds >= 0"),
     (envvars.THREADS, "all", "must be an integer >= 1"),
     (envvars.FSYNC, "sometimes", "must be one of on, 1, true, yes, off, 0, false, no"),
+    (envvars.CHECKPOINT_SHARE, "0", "must be a number in (0, 1]"),
 ])
 def test_telapa_stops_on_a_bad_variable_before_any_work(clean, capsys, tmp_path, name,
                                                        value, message):

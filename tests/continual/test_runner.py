@@ -20,6 +20,7 @@ import pytest
 
 from telapa.cli import main
 from telapa.continual import agents as agents_module
+from telapa.continual import runner as runner_module
 from telapa.continual.agents import PROCESS_AGENTS, process_agents
 from telapa.continual.curriculum import load_curriculum
 from telapa.continual.driver import Driver
@@ -32,6 +33,7 @@ from telapa.continual.spec import RunSpec
 from telapa.continual.state import RunState
 from telapa.envs import make
 from telapa.io import clock
+from telapa.io.stop import PhaseStop, stop_on_signals
 from telapa.rl.agent import BatchMemberError
 from telapa.rl.policy import Policy
 
@@ -150,6 +152,84 @@ def test_resume_after_a_crash_gives_the_same_results(finished, tmp_path):
     for f in sorted((path / "train").iterdir()):
         pd.testing.assert_frame_equal(pd.read_csv(crashed / "train" / f.name), pd.read_csv(f))
     assert json.loads((crashed / "accounting.json").read_text())["segments"] == 2
+
+
+def _checkpointed_phases(monkeypatch) -> list[int]:
+    """The ``next_phase`` of each checkpoint the runs of this test write, in order."""
+    phases: list[int] = []
+    save = ContinualRun._save_checkpoint
+
+    def spy(self):
+        phases.append(self.state.next_phase)
+        save(self)
+    monkeypatch.setattr(ContinualRun, "_save_checkpoint", spy)
+    return phases
+
+
+def test_checkpoints_spaced_by_their_cost_change_no_result(finished, tmp_path, monkeypatch):
+    """TELAPA_CHECKPOINT_SHARE s: a phase is followed by a checkpoint once the time since
+    the last is at least its cost x (1 / s - 1), and always the first phase a process
+    runs and the last. With s ~ 0 a crash in visit 1 finds only the first phase's
+    checkpoint, and the resumed run writes its own first and the last: the results are
+    the uninterrupted run's."""
+    monkeypatch.setenv("TELAPA_CHECKPOINT_SHARE", "1e-12")
+    phases = _checkpointed_phases(monkeypatch)
+    path, metrics = finished
+    crashed = tmp_path / "crashed"
+    with pytest.raises(Crash):
+        ContinualRun.start(_spec(), crashed, CrashAfter(22)).run()
+    assert phases == [1]
+    resumed = ContinualRun.resume(crashed)
+    last = len(resumed.phases)
+    assert json.dumps(resumed.run()) == json.dumps(metrics)
+    assert phases == [1, 2, last]
+    for name, table in RunDir(path).tables().items():
+        pd.testing.assert_frame_equal(RunDir(crashed).tables()[name], table, obj=name)
+
+
+class StopAt(CrashAfter):
+    """Sends this process SIGUSR1 at the ``n``-th training progress report: under
+    `stop_on_signals` with it a boundary signal, as Slurm's ``--signal`` warns a job."""
+
+    def advance(self, steps, metrics):
+        self.n -= 1
+        if self.n == 0:
+            os.kill(os.getpid(), signal.SIGUSR1)
+
+
+def test_a_stop_pending_at_a_phase_boundary_gets_its_checkpoint(finished, tmp_path,
+                                                                monkeypatch):
+    """However seldom checkpoints are due, the phase at whose end a stop is pending is
+    followed by one before the stop is raised: a scheduler's warned stop loses nothing
+    (the 5th chunk of A is phase 5; its checkpoint's next phase 6)."""
+    monkeypatch.setenv("TELAPA_CHECKPOINT_SHARE", "1e-12")
+    phases = _checkpointed_phases(monkeypatch)
+    path, metrics = finished
+    stopped = tmp_path / "stopped"
+    with stop_on_signals(boundary_signals=(signal.SIGUSR1,)), pytest.raises(PhaseStop):
+        ContinualRun.start(_spec(), stopped, StopAt(5)).run()
+    assert phases == [1, 6]
+    assert json.dumps(ContinualRun.resume(stopped).run()) == json.dumps(metrics)
+
+
+def test_a_checkpoint_is_due_once_its_share_of_the_time_is_reached(tmp_path, monkeypatch):
+    """s = 0.25 and a last checkpoint of 2 s ended at t = 100: the next is due from
+    t = 100 + 2 (1 / 0.25 - 1) = 106, so that 2 / (6 + 2) = s; before any checkpoint,
+    at the last phase and with a stop pending, at once."""
+    monkeypatch.setenv("TELAPA_CHECKPOINT_SHARE", "0.25")
+    run = ContinualRun(_spec(), RunDir(tmp_path / "run"))
+    now = [105.99]
+    monkeypatch.setattr(runner_module, "running", lambda: now[0])
+    mid = run.state.replace(next_phase=3)
+    assert run._checkpoint_due(mid)  # this process has written none yet
+    run._last_checkpoint = (100.0, 2.0)
+    assert not run._checkpoint_due(mid)
+    now[0] = 106.0
+    assert run._checkpoint_due(mid)
+    now[0] = 101.0
+    assert run._checkpoint_due(run.state.replace(next_phase=len(run.phases)))
+    monkeypatch.setattr(runner_module, "stop_pending", lambda: True)
+    assert run._checkpoint_due(mid)
 
 
 def test_releasing_programs_at_every_change_of_task_changes_no_result(

@@ -9,12 +9,19 @@ task evaluated with ``method.eval_params(task)``. What each phase does is
 `telapa.continual.phases`, for one run or the seeds of a batch alike; the loop over them
 is `telapa.continual.driver`'s, in which a run alone is a batch of one.
 
-A checkpoint is committed after every phase (on the gymnasium backend, whose envs cannot
-be snapshotted, only after ``start`` and ``end``), so a killed run resumes from its last
-phase and finishes with exactly the results of an uninterrupted one: every random key
-derives from the seed and the phase, and the rollout in progress is part of the
-checkpoint. What a run is at a phase boundary is one value, its `RunState` (``state``:
-the learner, the visit in progress, the records, the method's state, the accounting;
+A checkpoint may follow any phase (on the gymnasium backend, whose envs cannot be
+snapshotted, only ``start`` and ``end``), and a killed run resumes from its last one and
+finishes with exactly the results of an uninterrupted one: every random key derives from
+the seed and the phase, and the rollout in progress is part of the checkpoint. One
+follows a phase once the time since the last one is at least that one's cost x (1 / s -
+1), s = ``TELAPA_CHECKPOINT_SHARE`` (0.02: checkpoints take at most 2% of the wall
+clock; `telapa.envvars`), and always the first phase a process runs, the last phase, and
+a phase at whose end a stop is pending (`telapa.io.stop`): a TeLAPA run's checkpoint
+copies every archive (100 MB a task on MiniGrid), and one after every phase took 10-12%
+of its wall clock (`_checkpoint_due`).
+
+What a run is at a phase boundary is one value, its `RunState` (``state``: the learner,
+the visit in progress, the records, the method's state, the accounting;
 `telapa.continual.state`), which each phase replaces and each checkpoint saves; the rest
 of a `ContinualRun` is fixed for the run (spec, run directory, keys, the visit envs'
 static `Agent`s, shared by the runs of a process: `telapa.continual.agents`) or I/O
@@ -30,6 +37,7 @@ from typing import Any, Literal
 import jax
 import pandas as pd
 
+from telapa import envvars
 from telapa.continual.agents import AgentKey, process_agents, shared_agent
 from telapa.continual.checkpoints import RunEdited
 from telapa.continual.curriculum import Visit
@@ -46,7 +54,7 @@ from telapa.continual.state import MethodState, RunState
 from telapa.continual.tracking import RunTracker, Tracking
 from telapa.io import CheckpointError, dir_size_bytes, tree_nbytes
 from telapa.io.clock import running
-from telapa.io.stop import raise_pending
+from telapa.io.stop import raise_pending, stop_pending
 from telapa.metrics import best_sr, competence_targets, run_metrics
 from telapa.metrics.rates import as_exact
 from telapa.provenance import (
@@ -103,6 +111,10 @@ class ContinualRun:
         """Live curves (`telapa.continual.tracking`): TensorBoard in the run directory and
         the requested trackers, opened by `start` and `resume`."""
         self._tracked_events = 0
+        self._checkpoint_share = envvars.checkpoint_share()
+        self._last_checkpoint: tuple[float, float] | None = None
+        """When this process's last checkpoint of the run ended (`running`) and what it
+        cost in seconds; None before the first (`_checkpoint_due`)."""
 
     # --- construction ---------------------------------------------------------------
 
@@ -268,13 +280,15 @@ class ContinualRun:
                            state.global_step)
         self._tracked_events = len(state.method.log)
         self.tracker.flush()
-        if not self._checkpointable(phase):
+        if not (self._checkpointable(phase) and self._checkpoint_due(state)):
             self.state = state
             return
         self.state = state.replace(tracked_ms=self.tracker.mark())
         start = running()
         self._save_checkpoint()
-        self.state = self.state.timed("checkpoint", running() - start)
+        end = running()
+        self._last_checkpoint = (end, end - start)
+        self.state = self.state.timed("checkpoint", end - start)
 
     def finish(self) -> dict[str, Any]:
         """Writes the tables, metrics and accounting of a complete run and marks it
@@ -292,6 +306,18 @@ class ContinualRun:
 
     def _checkpointable(self, phase: Phase) -> bool:
         return phase.kind != "chunk" or self.spec.curriculum.backend == "jax"
+
+    def _checkpoint_due(self, state: RunState) -> bool:
+        """Whether the phase that ended in ``state`` is followed by a checkpoint: when the
+        run is complete, a stop is pending, this process has not yet written one, or
+        the running time t since the last one, of cost c, has reached c (1 / s - 1), so
+        that checkpoints take at most s = ``TELAPA_CHECKPOINT_SHARE`` of the wall clock,
+        c / (t + c) <= s."""
+        if (state.next_phase >= len(self.phases) or stop_pending()
+                or self._last_checkpoint is None):
+            return True
+        end, cost = self._last_checkpoint
+        return running() - end >= cost * (1 / self._checkpoint_share - 1)
 
     def context(self, visit: Visit, agent: Agent, purpose: str) -> TaskContext:
         """What the method's ``purpose`` hook (``"start"`` or ``"end"``) of ``visit``

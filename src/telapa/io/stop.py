@@ -52,6 +52,12 @@ def raise_pending(*, boundary: bool = False) -> None:
         raise PhaseStop()
 
 
+def stop_pending() -> bool:
+    """Whether a stop is recorded and not yet raised (`raise_pending` would raise): the
+    run loops commit a checkpoint before they act on it."""
+    return bool(_pending or _boundary)
+
+
 def _at_boundary(signum, frame) -> None:
     _boundary.append(signum)
 
@@ -109,4 +115,4 @@ def stop_on_signals(*, boundary_signals: tuple[int, ...] = ()) -> Iterator[None]
         _boundary.clear()
 
 
-__all__ = ["PhaseStop", "Terminate", "raise_pending", "stop_on_signals"]
+__all__ = ["PhaseStop", "Terminate", "raise_pending", "stop_on_signals", "stop_pending"]

@@ -59,7 +59,7 @@ from telapa.rl.ppo import PPOState
 
 BANK_EPISODES = 16
 """Episodes kept per stored episode set (the first ones of each evaluation): enough for
-a policy-level mean, and the banks stay small enough to checkpoint after every phase."""
+a policy-level mean, and the banks stay small enough to checkpoint often (45 MB)."""
 
 MAX_VISITS = 64
 """Lineage bitmasks hold this many visits (two words)."""
