@@ -174,3 +174,28 @@ def test_sweep_load_quick(tmp_path: Path) -> None:
     assert report["settings"]["cells"] == 6 and len(report["chaos"]["kills"]) == 2
     assert report["quiet"]["kills"] == [] and report["quiet"]["processes_seen"] >= 2
     assert report["chaos"]["counts"]["done"] == 6 and not report["chaos"]["leaked"]
+
+
+def test_checkpoint_cost_quick(tmp_path: Path) -> None:
+    report = _quick_report("checkpoint_cost.py", tmp_path / "checkpoint_cost.json")
+    assert set(report["checkpoint_s"]) == {"0", "2", "4", "8"}
+    assert all(len(c["copying_s"]) == 1 for c in report["checkpoint_s"].values())
+    assert report["run"]["phases"] == 221  # 10 visits x (start, 20 chunks, end) + final
+    every, spaced = report["policies"]
+    assert (every["share"], every["checkpoints"]) == (1.0, 221)
+    assert spaced["share"] == 0.02 and spaced["checkpoints"] <= 221
+    assert spaced["checkpoint_share"] <= every["checkpoint_share"]
+
+
+def test_checkpoint_cost_follows_the_runners_rule_by_hand() -> None:
+    """Ten phases of 10 s, checkpoints of 1 s, s = 0.05: due once 19 s have run since the
+    last, so after phases 1 (the first), 3, 5, 7, 9 and 10 (the last): 6 s of 106 s."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from checkpoint_cost import checkpoint_share
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    result = checkpoint_share([(10.0, 0)] * 10, {0: 1.0}, 0.05)
+    assert result == {"share": 0.05, "checkpoints": 6, "checkpoint_s": 6.0, "wall_s": 106.0,
+                      "checkpoint_share": 6.0 / 106.0}
+    assert checkpoint_share([(10.0, 0)] * 10, {0: 1.0}, 1.0)["checkpoints"] == 10
