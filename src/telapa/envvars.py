@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
+from typing import TypeVar
 
 from telapa.config import ConfigError
 
@@ -58,6 +60,9 @@ CACHE_OFF = ("off", "0", "none")
 since ``false`` or ``no`` could be a folder's name."""
 
 
+N = TypeVar("N", int, float)
+
+
 def _text(name: str) -> str | None:
     """The variable's value, None when unset or empty (an empty value is unset, as a
     shell's ``VAR= command`` means it)."""
@@ -65,32 +70,32 @@ def _text(name: str) -> str | None:
     return None if text is None or not text.strip() else text
 
 
-def seconds(name: str) -> float:
-    """``name``'s seconds (`DEFAULT_SECONDS` when unset): a finite number >= 0."""
+def _number(name: str, parse: Callable[[str], N], ok: Callable[[N], bool],
+            what: str) -> N | None:
+    """``name``'s value read by ``parse`` (`float`, `int`), None when unset; a
+    `ConfigError` saying it must be ``what`` where ``parse`` fails or ``ok`` refuses it."""
     text = _text(name)
     if text is None:
-        return DEFAULT_SECONDS[name]
+        return None
     try:
-        value = float(text)
+        value = parse(text)
     except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value < 0:
-        raise ConfigError(f"{name}={text!r}: must be a number of seconds >= 0")
+        value = None
+    if value is None or not ok(value):
+        raise ConfigError(f"{name}={text!r}: must be {what}")
     return value
+
+
+def seconds(name: str) -> float:
+    """``name``'s seconds (`DEFAULT_SECONDS` when unset): a finite number >= 0."""
+    value = _number(name, float, lambda v: math.isfinite(v) and v >= 0,
+                    "a number of seconds >= 0")
+    return DEFAULT_SECONDS[name] if value is None else value
 
 
 def threads() -> int | None:
     """``TELAPA_THREADS``: an integer >= 1, None when unset (the caller's default)."""
-    text = _text(THREADS)
-    if text is None:
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ConfigError(f"{THREADS}={text!r}: must be an integer >= 1")
-    return value
+    return _number(THREADS, int, lambda v: v >= 1, "an integer >= 1")
 
 
 def fsync() -> bool:
@@ -106,16 +111,8 @@ def fsync() -> bool:
 def checkpoint_share() -> float:
     """``TELAPA_CHECKPOINT_SHARE``: a number in (0, 1] (`DEFAULT_CHECKPOINT_SHARE` when
     unset)."""
-    text = _text(CHECKPOINT_SHARE)
-    if text is None:
-        return DEFAULT_CHECKPOINT_SHARE
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 < value <= 1:  # nan too
-        raise ConfigError(f"{CHECKPOINT_SHARE}={text!r}: must be a number in (0, 1]")
-    return value
+    value = _number(CHECKPOINT_SHARE, float, lambda v: 0 < v <= 1, "a number in (0, 1]")
+    return DEFAULT_CHECKPOINT_SHARE if value is None else value
 
 
 def jax_cache() -> str | None:
