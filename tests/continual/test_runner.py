@@ -185,6 +185,8 @@ def test_checkpoints_spaced_by_their_cost_change_no_result(finished, tmp_path, m
     assert phases == [1, 2, last]
     for name, table in RunDir(path).tables().items():
         pd.testing.assert_frame_equal(RunDir(crashed).tables()[name], table, obj=name)
+    for f in sorted((path / "train").iterdir()):  # the PPO iterations redone once each
+        pd.testing.assert_frame_equal(pd.read_csv(crashed / "train" / f.name), pd.read_csv(f))
 
 
 class StopAt(CrashAfter):
