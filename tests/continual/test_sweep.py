@@ -276,6 +276,9 @@ def test_status_estimates_the_cell_time_left(tmp_path, capsys):
     assert main(["sweep", "status", str(out)]) == 0
     text = capsys.readouterr().out
     assert "about 8 min of cell time left" in text
+    # each cell's own estimate and the rule behind it, in the table's "left" column
+    assert "2 min, started" in text and "2 min, seeds" in text
+    assert text.count("2 min, other methods") == 2
     assert "3/12 phases" in text and CellTime(60.0, 3, 12).progress == "3/12 phases"
     assert "2 cell(s) of methods none of whose cells has finished" in text
     nothing_finished = {c["name"]: None for c in stored_cells(out)}

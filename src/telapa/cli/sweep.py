@@ -39,7 +39,9 @@ each cell's Slurm job and its state.
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 
@@ -57,6 +59,9 @@ from telapa.cli.run import Interrupted, Terminated
 from telapa.config import ConfigError
 from telapa.continual.rundir import RunDirError
 from telapa.io.stop import Terminate, stop_on_signals
+
+if TYPE_CHECKING:
+    from telapa.continual.sweep.status import CellEstimate
 
 MAX_WORKERS = 1024
 """Bound of ``--workers`` and ``--threads`` (each worker is a process, each thread a core)."""
@@ -254,6 +259,7 @@ def _print_status(path: Path) -> None:
     from telapa.continual.sweep import (
         EXPORT_STATES,
         STATES,
+        cell_estimates,
         cell_state,
         cell_times,
         exported_cell_state,
@@ -272,11 +278,12 @@ def _print_status(path: Path) -> None:
     export = "exported_from" in data
     table = Table(title=f"sweep {path}" + (" (an export)" if export else ""))
     slurm = {} if export else _slurm_jobs(path)
-    for name in ("cell", "state", "progress", "wall", "attempts",
-                 *(("slurm job",) if slurm else ()), "last error"):
+    for name in ("cell", "state", "progress", "wall", *(() if export else ("left",)),
+                 "attempts", *(("slurm job",) if slurm else ()), "last error"):
         table.add_column(name, overflow="fold")
     counts = dict.fromkeys(EXPORT_STATES if export else STATES, 0)
     times, unreadable = cell_times(path, cells)
+    estimates = {} if export else cell_estimates(path, cells, times=times)
     left_cells, lost = [], []
     for cell in cells:
         state, status = cell_state(path, cell["name"])
@@ -297,7 +304,9 @@ def _print_status(path: Path) -> None:
             progress = spent.progress if spent else ""
             wall = format_duration(spent.wall_s) if spent else ""
         job = slurm.get(cell["name"], "")
-        table.add_row(cell["name"], state, progress, wall, str(attempts),
+        left = () if export else (
+            "?" if cell["name"] in unreadable else _left(estimates.get(cell["name"]), state),)
+        table.add_row(cell["name"], state, progress, wall, *left, str(attempts),
                       *((job,) if slurm else ()),
                       problem or (errors[-1]["error"] if errors else ""))
     console = stdout_console()
@@ -334,6 +343,24 @@ def _print_status(path: Path) -> None:
                          "has finished")
         console.print(f"about {format_duration(estimate.seconds)} of cell time left at the pace "
                       f"so far ({'; '.join(notes)})", markup=False, soft_wrap=True)
+
+
+ESTIMATED_BY = {"started": "started", "same": "seeds", "other_curricula": "per visit",
+                "other_settings": "other settings", "other_methods": "other methods"}
+"""How the ``left`` column of `telapa sweep status` names the rule of
+`telapa.continual.sweep.status.cell_estimates` behind a cell's estimate: its own pace
+and its kind's time (``started``), its other seeds', its method's pace per visit on other
+curricula, its method's cells under other settings, other methods' cells."""
+
+
+def _left(estimate: CellEstimate | None, state: str) -> str:
+    """A cell's wall clock still to go, as the ``left`` column writes it: the estimate
+    and its rule (``2.4 h, started``), blank for a done cell or one not estimated."""
+    from telapa.continual.sweep.status import format_duration
+
+    if state == "done" or estimate is None or not math.isfinite(estimate.seconds):
+        return ""
+    return f"{format_duration(estimate.seconds)}, {ESTIMATED_BY[estimate.rule]}"
 
 
 def _print_export_counts(data: dict, counts: dict[str, int], lost: list[str]) -> None:
