@@ -5,8 +5,10 @@
 # where the pace allows; the shorter MiniGrid studies go first since 2026-12-05, when
 # the MuJoCo study, begun first, stood at HalfCheetah done and Hopper started, with some
 # 45 h of its wall time left against their 24 or so):
-#   (STUDY_UNTIL=$(date -u -d +150min +%FT%TZ) setsid nohup experiments/appendix-studies.sh \
+#   (STUDY_UNTIL=$(date -u -d +160min +%FT%TZ) setsid nohup experiments/appendix-studies.sh \
 #     >/dev/null 2>&1 &)
+# (160 min of a 3 h session since 2026-12-07: the long curriculum's TeLAPA cells count
+# 2.54 h by their seed 0's record, which a 150-minute window never fits.)
 # (STUDY_UNTIL, optional: when the machine's time ends, less the time the session's own
 # last work needs; a study pinned where telapa has --until starts only the cells
 # expected to end by then. When one has cells left for lack of time (exit 75), the
