@@ -48,6 +48,7 @@ from env_throughput import machine_info
 
 from telapa import envvars
 from telapa.continual.checkpoints import CheckpointStore
+from telapa.continual.runner import checkpoint_due
 from telapa.io import write_json_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,16 +92,15 @@ def checkpoint_costs(archives: list[int], repeats: int, *, archive_bytes: int,
                        method=method, train_state=_part(learner_bytes, rng), train_rows=[])
             seconds.append(time.perf_counter() - start)
         out[k] = {"first_s": seconds[0], "copying_s": seconds[1:],
-                  "median_s": statistics.median(seconds[1:]) if repeats else seconds[0]}
+                  "median_s": statistics.median(seconds[1:])}
         print(f"K = {k}: first {seconds[0]:.2f} s, then "
               f"{', '.join(f'{s:.2f}' for s in seconds[1:])} s", file=sys.stderr)
     return out
 
 
-def run_phases(cell: Path) -> list[tuple[float, int]]:
+def run_phases(acc: dict) -> list[tuple[float, int]]:
     """The paper-preset primary TeLAPA seed as (seconds, archives held after it) per phase,
-    from ``cell``'s accounting (module docstring)."""
-    acc = json.loads((cell / "accounting.json").read_text())
+    from its accounting ``acc`` (module docstring)."""
     phase, method = acc["phase_s"], acc["method_phase_s"]
     start = method["few_shot"] / VISITS
     chunk = (phase["train"] + phase["eval"]) / (VISITS * CHUNKS)
@@ -126,7 +126,7 @@ def checkpoint_share(phases: list[tuple[float, int]], cost: dict[int, float],
     for i, (seconds, held) in enumerate(phases):
         clock += seconds
         due = (last is None or i == len(phases) - 1
-               or clock - last[0] >= last[1] * (1 / share - 1))
+               or checkpoint_due(clock - last[0], last[1], share))
         if due:
             c_k = c(held)
             clock += c_k
@@ -161,9 +161,9 @@ def main(argv: list[str] | None = None) -> int:
                                  banks_bytes=BANKS_BYTES // scale,
                                  learner_bytes=LEARNER_BYTES // scale, folder=Path(tmp))
     median = {k: v["median_s"] for k, v in costs.items()}
-    phases = run_phases(CELL)
-    policies = [checkpoint_share(phases, median, s) for s in args.shares]
     measured = json.loads((CELL / "accounting.json").read_text())
+    phases = run_phases(measured)
+    policies = [checkpoint_share(phases, median, s) for s in args.shares]
     report = {
         "benchmark": "checkpoint_cost",
         "machine": machine_info(),

@@ -68,6 +68,14 @@ from telapa.rl.agent import Agent, Metrics, TrainState, episodes_key
 from telapa.rl.evaluate import EvalResult
 
 
+def checkpoint_due(since_s: float, cost_s: float, share: float) -> bool:
+    """Whether a checkpoint is due by time alone: the running time since the last one,
+    t = ``since_s``, has reached its cost c = ``cost_s`` x (1 / s - 1), s = ``share``,
+    so that checkpoints take at most s of the wall clock, c / (t + c) <= s
+    (`ContinualRun._checkpoint_due` adds the phases that always get one)."""
+    return since_s >= cost_s * (1 / share - 1)
+
+
 class ContinualRun:
     """One method on one curriculum in a run directory; `run` goes to the end.
 
@@ -317,7 +325,7 @@ class ContinualRun:
                 or self._last_checkpoint is None):
             return True
         end, cost = self._last_checkpoint
-        return running() - end >= cost * (1 / self._checkpoint_share - 1)
+        return checkpoint_due(running() - end, cost, self._checkpoint_share)
 
     def context(self, visit: Visit, agent: Agent, purpose: str) -> TaskContext:
         """What the method's ``purpose`` hook (``"start"`` or ``"end"``) of ``visit``
@@ -496,4 +504,4 @@ class ContinualRun:
             if not self.complete else "run already complete")
 
 
-__all__ = ["ContinualRun", "Progress", "RunError", "RunState"]
+__all__ = ["ContinualRun", "Progress", "RunError", "RunState", "checkpoint_due"]
