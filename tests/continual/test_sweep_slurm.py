@@ -115,7 +115,7 @@ def _sweep(file: Path, out: Path, *extra: str, env: dict | None = None) -> subpr
     return subprocess.Popen(
         [sys.executable, "-m", "telapa.cli", "sweep", str(file), "--out", str(out),
          "--backend", "slurm", "--seeds-per-batch", "2", "--cpus", "1", *extra],
-        env={**os.environ, POLL_ENV: "1", RESULT_WAIT_ENV: "2", **(env or {})},
+        env={**os.environ, POLL_ENV: "0.25", RESULT_WAIT_ENV: "2", **(env or {})},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True)
 
