@@ -110,8 +110,9 @@ def _same_results(out: Path, reference: Path) -> None:
 
 def _sweep(file: Path, out: Path, *extra: str, env: dict | None = None) -> subprocess.Popen:
     """``telapa sweep FILE --backend slurm`` in the background, polling ``squeue`` every
-    second and failing a task that ended without a result after 2 s, not 30 (nothing lags
-    on one machine's disk: a cancelled task's cells waited 30 s for nothing)."""
+    0.25 s (1 s made the file 13 s slower) and failing a task that ended without a result
+    after 2 s, not 30 (nothing lags on one machine's disk: a cancelled task's cells waited
+    30 s for nothing)."""
     return subprocess.Popen(
         [sys.executable, "-m", "telapa.cli", "sweep", str(file), "--out", str(out),
          "--backend", "slurm", "--seeds-per-batch", "2", "--cpus", "1", *extra],
