@@ -38,7 +38,8 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from env_throughput import machine_info, package_versions
+from env_throughput import machine_info
+from machine import package_versions
 
 from telapa.config import load_config, preset_path
 from telapa.rl import networks

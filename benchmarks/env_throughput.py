@@ -29,7 +29,7 @@ import platform
 import sys
 import time
 from dataclasses import asdict, dataclass, replace
-from importlib.metadata import PackageNotFoundError, version
+from importlib.metadata import version
 from pathlib import Path
 
 import gymnasium as gym
@@ -136,15 +136,6 @@ def farama_vector_throughput(env_id: str, settings: Settings, num_envs: int) -> 
     return {"steps": steps, "seconds": seconds, "steps_per_s": steps / seconds}
 
 
-def package_versions(packages: tuple[str, ...]) -> dict[str, str]:
-    """Installed version of each package ("not installed" when absent)."""
-    out = {}
-    for pkg in packages:
-        try:
-            out[pkg] = version(pkg)
-        except PackageNotFoundError:
-            out[pkg] = "not installed"
-    return out
 
 
 def machine_info() -> dict:

@@ -28,13 +28,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from env_throughput import machine_info
+from machine import matmul_rate
 
 from telapa.continual.preset import load_run_config
 from telapa.rl import PPOTrainer
@@ -46,18 +45,6 @@ PRIMARY = ["MiniGrid-GoToObject-8x8-N2-v0", "MiniGrid-Fetch-6x6-N2-v0",
            "MiniGrid-ObstructedMaze-1Dlh-v0"]
 
 
-def matmul_rate(m: int, k: int, n: int, *, seconds: float = 2.0) -> float:
-    """Sustained f32 GFLOP/s of a jitted ``(m, k) @ (k, n)`` product, 16 products per
-    call so that dispatch is amortised."""
-    a = jax.random.normal(jax.random.key(0), (16, m, k), jnp.float32)
-    b = jax.random.normal(jax.random.key(1), (k, n), jnp.float32)
-    f = jax.jit(lambda a, b: jnp.einsum("bmk,kn->bmn", a, b))
-    f(a, b).block_until_ready()
-    calls, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        f(a, b).block_until_ready()
-        calls += 1
-    return 2 * 16 * m * k * n * calls / (time.perf_counter() - start) / 1e9
 
 
 def policy_weights(preset: str) -> dict[str, int]:

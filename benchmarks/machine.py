@@ -1,9 +1,13 @@
 """What every benchmark records of its machine, with no imports beyond the standard
-library (an accelerator's image or a sweep's workers may lack the rest)."""
+library at import time (an accelerator's image or a sweep's workers may lack the rest):
+the CPU's model, the installed versions of packages and the machine's sustained matmul
+rate (which imports JAX when called)."""
 
 from __future__ import annotations
 
 import platform
+import time
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 
@@ -16,3 +20,32 @@ def cpu_model() -> str:
         if names:
             return names[0]
     return platform.processor()
+
+
+def package_versions(packages: tuple[str, ...]) -> dict[str, str]:
+    """Installed version of each package ("not installed" when absent)."""
+    out = {}
+    for pkg in packages:
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
+def matmul_rate(m: int, k: int, n: int, *, seconds: float = 2.0) -> float:
+    """Sustained f32 GFLOP/s of a jitted ``(m, k) @ (k, n)`` product on JAX's default
+    device, 16 products per call so that dispatch is amortised: R_flop of the hardware
+    bounds (`benchmarks/hardware.py`, `benchmarks/visit_program.py`)."""
+    import jax
+    import jax.numpy as jnp
+
+    a = jax.random.normal(jax.random.key(0), (16, m, k), jnp.float32)
+    b = jax.random.normal(jax.random.key(1), (k, n), jnp.float32)
+    f = jax.jit(lambda a, b: jnp.einsum("bmk,kn->bmn", a, b))
+    f(a, b).block_until_ready()
+    calls, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        f(a, b).block_until_ready()
+        calls += 1
+    return 2 * 16 * m * k * n * calls / (time.perf_counter() - start) / 1e9

@@ -62,7 +62,6 @@ import resource
 import sys
 import time
 from collections.abc import Callable
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +69,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from batch_training import train_batch
-from machine import cpu_model
+from machine import cpu_model, matmul_rate, package_versions
 
 from telapa.continual.methods import TaskContext
 from telapa.continual.methods.telapa.banks import EpisodeBanks, store
@@ -161,28 +160,8 @@ def machine_info() -> dict:
             "python": platform.python_version()}
 
 
-def package_versions(packages: tuple[str, ...]) -> dict[str, str]:
-    out = {}
-    for pkg in packages:
-        try:
-            out[pkg] = version(pkg)
-        except PackageNotFoundError:
-            out[pkg] = "not installed"
-    return out
 
 
-def matmul_rate(m: int, k: int, n: int, *, seconds: float = 2.0) -> float:
-    """Sustained f32 GFLOP/s of a jitted ``(m, k) @ (k, n)`` product, 16 products per
-    call (as `benchmarks/hardware.py`)."""
-    a = jax.random.normal(jax.random.key(0), (16, m, k), jnp.float32)
-    b = jax.random.normal(jax.random.key(1), (k, n), jnp.float32)
-    f = jax.jit(lambda a, b: jnp.einsum("bmk,kn->bmn", a, b))
-    f(a, b).block_until_ready()
-    calls, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        f(a, b).block_until_ready()
-        calls += 1
-    return 2 * 16 * m * k * n * calls / (time.perf_counter() - start) / 1e9
 
 
 def block(tree: Any) -> Any:

@@ -121,6 +121,23 @@ def test_seed_batch_quick(tmp_path: Path) -> None:
     assert row["speedup"] == row["separate_s"] / row["batch_s"]
 
 
+def test_machine_records_versions_and_imports_jax_only_to_measure(monkeypatch) -> None:
+    """`benchmarks/machine.py`, which every benchmark (and an accelerator's image) imports:
+    no JAX at import, a package's version or "not installed", and a matmul rate."""
+    import importlib.metadata
+
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    code = ("import sys, machine; assert 'jax' not in sys.modules, 'imported jax'; "
+            "print(machine.package_versions(('numpy', 'no-such-package-telapa')))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=BENCHMARKS, check=True,
+                         capture_output=True, text=True).stdout
+    assert out.strip() == str({"numpy": importlib.metadata.version("numpy"),
+                               "no-such-package-telapa": "not installed"})
+    from machine import matmul_rate
+
+    assert matmul_rate(8, 8, 8, seconds=0.01) > 0
+
+
 def test_separate_seconds_counts_unmeasured_seeds_at_the_warm_mean(monkeypatch) -> None:
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     from seed_batch import separate_seconds
