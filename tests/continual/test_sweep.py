@@ -353,7 +353,12 @@ def test_status_counts_a_method_new_to_a_curriculum_at_its_pace_elsewhere(tmp_pa
     # long-l2init-s0: nothing to go by.
     assert time_left(out, stored_cells(out)) == Estimate(
         600.0 + 60.0 + 220.0, ["long-ewc-s0", "long-finetune-s0"], [],
-        ["smoke-l2init-s0"], ["long-l2init-s0"], {})
+        ["smoke-l2init-s0"], ["long-l2init-s0"], {}, ("long",))
+    assert main(["sweep", "status", str(out)]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert ("2 cell(s) counted at their method's pace per visit on other curricula, not "
+            "scaled where no method has finished there and elsewhere yet (long: x1, "
+            "however its tasks differ in cost)") in text
     finish((("long-finetune-s0", 90.0), ("smoke-l2init-s0", 80.0),
             ("long-l2init-s0", 360.0)))
     # Per visit, finetune 10 s on smoke and 15 s on long (x1.5), l2init 20 s and 60 s (x3):
@@ -363,7 +368,7 @@ def test_status_counts_a_method_new_to_a_curriculum_at_its_pace_elsewhere(tmp_pa
     estimate = time_left(out, stored_cells(out))
     assert estimate.seconds == pytest.approx(600.0 * factor)
     assert estimate.other_curricula == ["long-ewc-s0"]
-    assert estimate.scales == {"long": pytest.approx(factor)}
+    assert estimate.scales == {"long": pytest.approx(factor)} and estimate.unscaled == ()
     assert main(["sweep", "status", str(out)]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "about 21 min of cell time left" in text

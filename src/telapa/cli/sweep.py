@@ -328,10 +328,14 @@ def _print_status(path: Path) -> None:
         if estimate.other_curricula:
             scaled = ", ".join(f"{name} x{factor:.2f}"
                                for name, factor in sorted(estimate.scales.items()))
+            unscaled = ", ".join(sorted(estimate.unscaled))
             notes.append(f"{len(estimate.other_curricula)} cell(s) counted at their method's "
                          "pace per visit on other curricula" + (
                              f", scaled by their curriculum's cost measured on the methods "
-                             f"that ran there too ({scaled})" if scaled else ""))
+                             f"that ran there too ({scaled})" if scaled else "") + (
+                             f"{';' if scaled else ','} not scaled where no method has "
+                             f"finished there and elsewhere yet ({unscaled}: x1, however "
+                             "its tasks differ in cost)" if unscaled else ""))
         if estimate.other_settings:
             notes.append(f"{len(estimate.other_settings)} cell(s) counted at the mean of "
                          "their method's cells on their curriculum under other settings")

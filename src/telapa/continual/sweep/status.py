@@ -152,6 +152,10 @@ class Estimate(NamedTuple):
     scales: dict[str, float]
     """Curriculum name -> the cost factor f_C its `other_curricula` cells were scaled by,
     for those with a measured one."""
+    unscaled: tuple[str, ...] = ()
+    """Curriculum names whose `other_curricula` cells were counted with f_C = 1, as no
+    method has finished there and elsewhere (a Walker2d curriculum before any of its
+    cells ends counts HalfCheetah's pace, which its RK4 physics may well triple)."""
 
 
 def format_duration(seconds: float) -> str:
@@ -224,9 +228,9 @@ def cell_estimates(sweep_dir: Path, cells: list[dict[str, Any]], *,
 
 
 def _estimates(cells: list[dict[str, Any]], times: dict[str, CellTime | None]
-               ) -> tuple[dict[str, CellEstimate], dict[str, float]]:
-    """`cell_estimates`, and `Estimate.scales`: the cost factor of each curriculum whose
-    cells rule 2 counted with a measured one."""
+               ) -> tuple[dict[str, CellEstimate], dict[str, float], tuple[str, ...]]:
+    """`cell_estimates`, `Estimate.scales` (the cost factor of each curriculum whose cells
+    rule 2 counted with a measured one) and `Estimate.unscaled` (those counted without)."""
 
     def key(value: Any) -> str:
         return json.dumps(value, sort_keys=True, default=str)
@@ -251,6 +255,7 @@ def _estimates(cells: list[dict[str, Any]], times: dict[str, CellTime | None]
     factors = _cost_factors(per_visit)
     estimates: dict[str, CellEstimate] = {}
     scales: dict[str, float] = {}
+    unscaled: dict[str, None] = {}
     for cell in cells:
         t = times.get(cell["name"])
         method, curriculum, config, visits = kinds[cell["name"]]
@@ -269,10 +274,13 @@ def _estimates(cells: list[dict[str, Any]], times: dict[str, CellTime | None]
             estimate = CellEstimate(math.nan, "unknown")
         if t is not None and t.phases_done > 0:
             estimate = CellEstimate(_started_left(t, estimate.seconds), "started")
-        elif estimate.rule == "other_curricula" and (curriculum, config) in factors:
-            scales[_name(cell)] = factors[(curriculum, config)]
+        elif estimate.rule == "other_curricula":
+            if (curriculum, config) in factors:
+                scales[_name(cell)] = factors[(curriculum, config)]
+            else:
+                unscaled[_name(cell)] = None
         estimates[cell["name"]] = estimate
-    return estimates, scales
+    return estimates, scales, tuple(unscaled)
 
 
 def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
@@ -284,14 +292,14 @@ def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
     ``times``: each cell's `cell_time`, when the caller has read them already."""
     if times is None:
         times, _ = cell_times(sweep_dir, cells)
-    estimates, scales = _estimates(cells, times)
+    estimates, scales, unscaled = _estimates(cells, times)
     by_rule: dict[str, list[str]] = {}
     for name, estimate in estimates.items():
         by_rule.setdefault(estimate.rule, []).append(name)
     total = sum(e.seconds for e in estimates.values() if math.isfinite(e.seconds))
     return Estimate(total, by_rule.get("other_curricula", []),
                     by_rule.get("other_settings", []), by_rule.get("other_methods", []),
-                    by_rule.get("unknown", []), scales)
+                    by_rule.get("unknown", []), scales, unscaled)
 
 
 def _started_left(t: CellTime, whole: float) -> float:
