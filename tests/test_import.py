@@ -24,6 +24,17 @@ def test_importing_telapa_does_not_start_the_jax_backend():
     assert done.returncode == 0, done.stderr
 
 
+def test_reports_and_the_cli_import_neither_scipy_stats_nor_scikit_learn():
+    """Both take a second to import; the functions that use them import them (t-SNE
+    panels, `telapa.metrics.stats`), so a report of baselines or a `telapa run` pays
+    neither."""
+    code = ("import sys\nimport telapa.cli, telapa.report.build, telapa.analysis\n"
+            "loaded = sorted(m for m in ('sklearn', 'scipy.stats') if m in sys.modules)\n"
+            "assert not loaded, loaded\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
 def test_run_presets_are_complete_without_importing_the_registry():
     """`RunConfig` holds every built-in method's section when its own module is imported
     (no import of the registry or of ``telapa.continual`` builds it first)."""

@@ -21,8 +21,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from sklearn.manifold import TSNE
-from threadpoolctl import threadpool_limits
 
 from telapa.analysis.data import TeLAPARun, descriptor_columns, elites_with_tags, family_order
 
@@ -122,6 +120,11 @@ def tsne_embedding(z: np.ndarray, *, seed: int) -> np.ndarray:
             half = 0.5 * float(np.linalg.norm(z[1] - z[0]))
             out[:, 0] = (-half, half)
         return out
+    # here, not at the top: scikit-learn takes a second to import, which every report
+    # (and every process importing telapa.analysis) paid, t-SNE panel or not
+    from sklearn.manifold import TSNE
+    from threadpoolctl import threadpool_limits
+
     tsne = TSNE(n_components=2, perplexity=min(30.0, (n - 1) / 3),
                 init="pca" if z.shape[1] >= 2 else "random", random_state=seed)
     with threadpool_limits(1):
