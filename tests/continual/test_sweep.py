@@ -137,6 +137,11 @@ def test_shipped_sweeps_are_valid():
     assert {c.config.intrinsic_beta for c in sweeps["intrinsic-reward"].cells} == {None, 0.005}
     assert {c.curriculum.name for c in sweeps["alternative-curricula"].cells} == {
         "reverse", "scrambled", "long"}
+    # MuJoCo seeds 5-7: seed-major, every env and method of seed 5 first (decided before
+    # the study starts, docs/reproduction.md)
+    late = sweeps["mujoco-paper-seeds5-7"].cells
+    assert len(late) == 3 * 6 * 3 and [c.seed for c in late[:18]] == [5] * 18
+    assert [c.name for c in late[:7:6]] == ["halfcheetah-scratch-s5", "hopper-scratch-s5"]
 
 
 class FlakyBackend:
