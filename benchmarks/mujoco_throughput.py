@@ -89,12 +89,18 @@ ENVS = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5")
 RESULTS = Path(__file__).resolve().parent / "results" / "mujoco_throughput.json"
 CONFIG = load_config(preset_path("mujoco"))
 SHAPES = dict(num_envs=8, n_steps=2048, batch_size=256, epochs=10)
+EPISODE_OPTIONS: dict[str, int] = {}
+"""Env options of the trainers whose policies train and are evaluated as candidates
+(``--quick``: episodes of 200 steps, not 1000; the sketch stage keeps 1000, which its
+256-step horizon needs)."""
 
 
 def _quick() -> None:
-    """``--quick``: 256-step rollouts instead of 2048 (a smoke check of the script)."""
+    """``--quick``: 256-step rollouts instead of 2048 and 200-step episodes (a smoke check
+    of the script)."""
     global CONFIG
     SHAPES["n_steps"] = 256
+    EPISODE_OPTIONS["max_episode_steps"] = 200
     CONFIG = CONFIG.model_copy(update={"ppo": CONFIG.ppo.model_copy(update={"n_steps": 256})})
 
 
@@ -129,7 +135,8 @@ def bench_telapa(steps: int, env_id: str = ENV_ID, keep: dict | None = None,
 
     from telapa.rl import PPOTrainer, gym_agent
 
-    trainer = PPOTrainer(env_id, CONFIG, key=0, backend=backend)
+    trainer = PPOTrainer(env_id, CONFIG, key=0, backend=backend,
+                         env_options=EPISODE_OPTIONS or None)
     with mock.patch.object(gym_agent, "host_mean", lambda policy: None) if jitted_act \
             else contextlib.nullcontext():
         compile_s = trainer.compile()
@@ -299,7 +306,8 @@ def bench_candidates(candidates: int, env_id: str, trainer=None, backend: str = 
     from telapa.rl import PPOTrainer
 
     if trainer is None:
-        trainer = PPOTrainer(env_id, CONFIG, key=0, backend=backend)
+        trainer = PPOTrainer(env_id, CONFIG, key=0, backend=backend,
+                         env_options=EPISODE_OPTIONS or None)
     population, unravel = _mutants(trainer, candidates)
     if backend == "gymnasium":  # compile (the policy's shapes are the eval env's)
         evaluate_population(trainer.agent, population[:1], unravel, episodes=1,
@@ -347,7 +355,8 @@ def bench_threads(steps: int, rounds: int, candidates: int) -> list[dict]:
         env = envs[size] = make(ENV_ID, "native", num_envs=size, seed=0)
         env.sketch = False
         env.reset(0)
-    trainer = PPOTrainer(ENV_ID, CONFIG, key=0, backend="native")
+    trainer = PPOTrainer(ENV_ID, CONFIG, key=0, backend="native",
+                         env_options=EPISODE_OPTIONS or None)
     population, unravel = _mutants(trainer, candidates)
     params = jax.vmap(unravel)(population)
     keys = jax.random.split(jax.random.key(2), candidates)
