@@ -136,8 +136,6 @@ def farama_vector_throughput(env_id: str, settings: Settings, num_envs: int) -> 
     return {"steps": steps, "seconds": seconds, "steps_per_s": steps / seconds}
 
 
-
-
 def machine_info() -> dict:
     """CPU, cores, load and the versions that matter for the numbers."""
     return {

@@ -45,8 +45,6 @@ PRIMARY = ["MiniGrid-GoToObject-8x8-N2-v0", "MiniGrid-Fetch-6x6-N2-v0",
            "MiniGrid-ObstructedMaze-1Dlh-v0"]
 
 
-
-
 def policy_weights(preset: str) -> dict[str, int]:
     """Weights (actor + critic) of the preset's policy on each primary task."""
     config = load_run_config(preset).train

@@ -307,7 +307,7 @@ def bench_candidates(candidates: int, env_id: str, trainer=None, backend: str = 
 
     if trainer is None:
         trainer = PPOTrainer(env_id, CONFIG, key=0, backend=backend,
-                         env_options=EPISODE_OPTIONS or None)
+                             env_options=EPISODE_OPTIONS or None)
     population, unravel = _mutants(trainer, candidates)
     if backend == "gymnasium":  # compile (the policy's shapes are the eval env's)
         evaluate_population(trainer.agent, population[:1], unravel, episodes=1,

@@ -160,10 +160,6 @@ def machine_info() -> dict:
             "python": platform.python_version()}
 
 
-
-
-
-
 def block(tree: Any) -> Any:
     return jax.block_until_ready(tree)
 
