@@ -81,16 +81,22 @@ def _maps() -> int:
 def test_release_frees_the_compiled_code_and_changes_no_result():
     """`Agent.release` drops the agent's programs, and with them the memory maps of their
     compiled code (XLA's CPU backend maps each kernel on its own; Linux caps the maps a
-    process may hold); the next call builds the program again, with the same result."""
+    process may hold); the next call builds the program again, with the same result.
+
+    Counted against the maps before the program was built: how many a program takes
+    depends on XLA's flags (the suite's, tests/conftest.py: about 90 for this one; the
+    default's about 290), and a threshold of 100 freed maps failed run alone."""
     agent = Agent("MiniGrid-Empty-5x5-v0", CONFIG)
     params = agent.init_ppo(jax.random.key(0)).params
+    start = _maps()
     before = agent.evaluate(params, 4, jax.random.key(1))
     assert agent.live_programs == 1
-    held = _maps()
+    added = _maps() - start
+    assert added > 30  # its kernels' code
     agent.release()
     gc.collect()
     assert agent.live_programs == 0
-    assert _maps() < held - 100  # hundreds of kernels, three maps each
+    assert _maps() <= start + added // 10  # (almost) every map the program added is gone
     again = agent.evaluate(params, 4, jax.random.key(1))
     assert agent.live_programs == 1
     np.testing.assert_array_equal(again.returns, before.returns)
