@@ -6,16 +6,28 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: setup browser gl slurm sb3 demo test test-sb3 lint docs bench clean
 
+# Bytecode: a module's .pyc is written when a process first imports it, in every recipe
+# here, also where the machine sets PYTHONDONTWRITEBYTECODE (without .pyc files every
+# process compiles jax & co. again: 2 s -> 5 s). Compiling every installed file instead
+# (uv's --compile-bytecode: 23k files, ray's, torch's and mlflow's included) took 24 s
+# of a fresh set-up and 11 s of the SB3 extra's, against 2 s each without it; importing
+# every telapa module after the install (WARM_BYTECODE) writes the 1.8k that `telapa`
+# itself imports in 7-10 s, so that later commands run warm whatever the machine sets.
+unexport PYTHONDONTWRITEBYTECODE
+WARM_BYTECODE := import importlib, pkgutil, telapa; [importlib.import_module(m.name) \
+  for m in pkgutil.walk_packages(telapa.__path__, "telapa.") \
+  if not m.name.endswith(("__main__", ".sb3"))]
+
 # uv (pinned in requirements.lock) installs the locked packages in seconds, where pip took
 # 1-2 minutes of every fresh `make test`; pip stays in the environment for the tests that
-# build wheels. --compile-bytecode as pip does: without .pyc files (and with
-# PYTHONDONTWRITEBYTECODE set) every Python process compiles jax & co. again, 2 s -> 5 s.
+# build wheels. telapa.envs.sb3 needs the bench extra (below): not imported here.
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -c requirements.lock uv
-	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python \
+	$(BIN)/uv pip install --quiet --python $(BIN)/python \
 	  -c requirements.lock -e ".[dev,ray,slurm,tracking,docs]"
+	$(BIN)/python -c '$(WARM_BYTECODE)'
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -70,7 +82,7 @@ TORCH_SOURCE = $(if $(TORCH_WHEEL),--find-links $(dir $(TORCH_WHEEL)),--extra-in
 SB3_STAMP   := $(VENV)/.installed-sb3
 
 $(SB3_STAMP): $(STAMP)
-	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python $(TORCH_SOURCE) \
+	$(BIN)/uv pip install --quiet --python $(BIN)/python $(TORCH_SOURCE) \
 	  -c requirements.lock -e ".[dev,ray,slurm,tracking,docs,bench]" \
 	  || { echo "error: could not install the bench extra (SB3, $$(grep '^torch==' requirements.lock)) with $(TORCH_SOURCE): torch's CPU build is on PyTorch's index or in a local wheel folder (PIP_FIND_LINKS)" >&2; exit 1; }
 	touch $(SB3_STAMP)
