@@ -84,6 +84,29 @@ def test_welch_p_by_hand():
     assert welch_p(np.zeros(3), np.zeros(3)) == 1.0
 
 
+def test_welch_p_of_one_constant_sample_by_hand_and_without_a_warning():
+    """One constant side (the long curriculum's TTT: Scratch-Reuse's three seeds all
+    3.748M, TeLAPA's two 5.122M and 6.371M) has variance 0, which Welch's test allows:
+    se^2 = s_b^2 / n_b and df = n_b - 1. scipy warned "Precision loss ... Results may be
+    unreliable" there, in every `telapa report` that compared such a sample, though the
+    p is exact.
+
+    b = 5.122, 6.371: mean 5.7465, s_b^2 = 2 * 0.6245^2 = 0.7800, se = 0.6245;
+    t = (3.748 - 5.7465) / 0.6245 = -3.2001 on 1 df, a Cauchy: P(T < t) = 1/2 +
+    arctan(t) / pi = 0.09641."""
+    import warnings
+
+    a, b = [3.748] * 3, [5.122, 6.371]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        p = welch_p(a, b, better="lower")
+        reverse = welch_p(b, a, better="lower")
+    t = (3.748 - 5.7465) / 0.6245
+    assert p == pytest.approx(0.5 + math.atan(t) / math.pi, rel=1e-9)
+    assert p == pytest.approx(0.09641, abs=5e-6)
+    assert reverse == pytest.approx(1 - p, rel=1e-9)
+
+
 def test_holm_on_three_p_values_by_hand():
     # sorted 0.01, 0.03, 0.04 -> 3 * 0.01 = 0.03, 2 * 0.03 = 0.06, max(0.06, 1 * 0.04) = 0.06
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])

@@ -145,7 +145,11 @@ def sign_flip_p(a: ArrayLike, b: ArrayLike, *, better: Better = "higher",
 
 def welch_p(a: ArrayLike, b: ArrayLike, *, better: Better = "higher") -> float:
     """One-sided p that ``a`` is better than ``b`` (Welch's t-test). Two constant samples
-    give 0 or 1 by their means (1 when equal)."""
+    give 0 or 1 by their means (1 when equal). One constant sample is an ordinary case
+    (its variance 0: se^2 = s^2 / n and df = n - 1 of the other), where scipy's warning
+    that its moments lost precision is not about the p, so it is not shown."""
+    import warnings
+
     from scipy import stats  # here, not at the top: see telapa.metrics
     _check_better(better)
     x, y = _array(a, "a"), _array(b, "b")
@@ -155,7 +159,11 @@ def welch_p(a: ArrayLike, b: ArrayLike, *, better: Better = "higher") -> float:
         wins = x[0] > y[0] if better == "higher" else x[0] < y[0]
         return 0.0 if wins else 1.0
     alternative = "greater" if better == "higher" else "less"
-    return float(stats.ttest_ind(x, y, equal_var=False, alternative=alternative).pvalue)
+    with warnings.catch_warnings():
+        if np.ptp(x) == 0 or np.ptp(y) == 0:
+            warnings.filterwarnings("ignore", "Precision loss occurred in moment calculation",
+                                    RuntimeWarning)
+        return float(stats.ttest_ind(x, y, equal_var=False, alternative=alternative).pvalue)
 
 
 def holm(pvalues: ArrayLike) -> np.ndarray:
