@@ -155,12 +155,13 @@ def welch_p(a: ArrayLike, b: ArrayLike, *, better: Better = "higher") -> float:
     x, y = _array(a, "a"), _array(b, "b")
     if x.size < 2 or y.size < 2:
         raise ValueError(f"Welch's test needs two values a side: got {x.size} and {y.size}")
-    if np.ptp(x) == 0 and np.ptp(y) == 0:
+    x_constant, y_constant = np.ptp(x) == 0, np.ptp(y) == 0
+    if x_constant and y_constant:
         wins = x[0] > y[0] if better == "higher" else x[0] < y[0]
         return 0.0 if wins else 1.0
     alternative = "greater" if better == "higher" else "less"
     with warnings.catch_warnings():
-        if np.ptp(x) == 0 or np.ptp(y) == 0:
+        if x_constant or y_constant:
             warnings.filterwarnings("ignore", "Precision loss occurred in moment calculation",
                                     RuntimeWarning)
         return float(stats.ttest_ind(x, y, equal_var=False, alternative=alternative).pvalue)
