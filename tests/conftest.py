@@ -70,6 +70,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # a checkpoint after every phase, as the crash and resume tests count on (the share
     # that spaces them by their cost is tested on its own: tests/continual/test_runner.py)
     os.environ.setdefault("TELAPA_CHECKPOINT_SHARE", "1")
+    # the tests read the MP4s `telapa play` writes with imageio, whose ffmpeg reader would
+    # start ffmpeg with ``preexec_fn=os.setpgrp``: Python in the fork of a JAX process
+    # (telapa's writer does without one: telapa.play._write_mp4)
+    os.environ.setdefault("IMAGEIO_FFMPEG_NO_PREVENT_SIGINT", "1")
     flags = os.environ.get("XLA_FLAGS", "")
     for flag in FAST_COMPILE_FLAGS:  # a flag the caller set wins
         if flag.partition("=")[0] not in flags:

@@ -74,7 +74,7 @@ def test_the_installed_wheel_runs_a_smoke_curriculum_from_another_directory(venv
     assert (out / "metrics.json").is_file() and list((out / "tb").glob("events.out.*"))
     assert not (ROOT / "runs" / out.name).exists()
     # and the installed wheel plays the run's final policy into a GIF (MiniGrid renderer,
-    # imageio from the wheel's dependencies)
+    # Pillow from the wheel's dependencies)
     gif = tmp_path / "a.gif"
     played = subprocess.run([str(telapa), "play", str(out), "--task", "A", "--episodes", "1",
                              "--out", str(gif)], capture_output=True, text=True, env=env,

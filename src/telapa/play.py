@@ -65,9 +65,11 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import subprocess
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -755,14 +757,66 @@ def write_video(path: str | Path, agent: Agent, episodes: Iterable[Episode], *,
                            duration=1000 / fps, loop=0)
                 f.flush()
                 fsync(f.fileno())
-        else:  # ffmpeg from the imageio-ffmpeg wheel; even sizes: H.264 needs them
-            import imageio.v2 as iio2
-
-            with iio2.get_writer(tmp, format="FFMPEG", fps=fps, macro_block_size=1) as out:
-                for frame in frames():
-                    h, w = frame.shape[:2]
-                    out.append_data(np.pad(frame, ((0, h % 2), (0, w % 2), (0, 0))))
+        else:
+            _write_mp4(tmp, frames(), fps=fps, out=path)
     return path
+
+
+MP4_CRF = 25
+"""H.264's constant rate factor for ``--out *.mp4`` (0-51, lower is better): 25 is what
+imageio's ffmpeg writer makes of its default quality (5 of 10), the writer telapa used
+before it piped frames to ffmpeg itself (`_write_mp4`)."""
+
+
+def _write_mp4(tmp: Path, frames: Iterable[np.ndarray], *, fps: float, out: Path) -> None:
+    """``frames`` (H x W x 3 uint8, one size) as an H.264 MP4 at ``tmp``, piped raw to the
+    ffmpeg of the imageio-ffmpeg wheel, each frame padded to even sides (H.264's 4:2:0
+    needs them). ffmpeg runs in a process group of its own, so a Ctrl-C reaches telapa
+    alone, which stops and removes the partial file (`_new_file`). The group is set with
+    ``process_group=0``, not imageio's ``preexec_fn=os.setpgrp``: a ``preexec_fn`` runs
+    Python in the forked child of this multithreaded (JAX) process, which can deadlock
+    there (JAX warns of it at every such fork); without one, Python forks with vfork and
+    runs nothing but ``setpgid`` and ``exec`` in the child. ``out``: the path to name in
+    errors."""
+    import tempfile
+
+    import imageio_ffmpeg
+
+    ffmpeg, size, proc = imageio_ffmpeg.get_ffmpeg_exe(), None, None
+    with tempfile.TemporaryFile() as log:  # ffmpeg's errors, never a full pipe
+        try:
+            for frame in frames:
+                h, w = frame.shape[:2]
+                if size is None:
+                    size = (h, w)
+                    proc = subprocess.Popen(
+                        [ffmpeg, "-y", "-v", "error", "-f", "rawvideo", "-pix_fmt", "rgb24",
+                         "-s", f"{w + w % 2}x{h + h % 2}",
+                         "-r", str(Fraction(fps).limit_denominator()), "-i", "-", "-an",
+                         "-vcodec", "libx264", "-pix_fmt", "yuv420p", "-crf", str(MP4_CRF),
+                         "-f", "mp4", str(tmp)],
+                        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log,
+                        process_group=0)
+                elif (h, w) != size:
+                    raise PlayError(f"--out {out}: a frame of {h}x{w} pixels among frames "
+                                    f"of {size[0]}x{size[1]}; an MP4 has one size")
+                padded = np.pad(frame, ((0, h % 2), (0, w % 2), (0, 0)))
+                try:
+                    proc.stdin.write(np.ascontiguousarray(padded, np.uint8).tobytes())
+                except BrokenPipeError:
+                    break  # ffmpeg stopped: its exit status and log say why, below
+            if proc is None:
+                raise PlayError(f"--out {out}: no episodes to write")
+            proc.stdin.close()
+            if proc.wait() != 0:
+                log.seek(0)
+                said = log.read().decode(errors="replace").strip()
+                raise PlayError(f"--out {out}: ffmpeg failed (exit status {proc.returncode})"
+                                + (f": {said.splitlines()[-1]}" if said else ""))
+        finally:
+            if proc is not None and proc.poll() is None:  # an error or Ctrl-C meanwhile
+                proc.kill()
+                proc.wait()
 
 
 TMP_PART = ".tmp"

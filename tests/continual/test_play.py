@@ -5,14 +5,17 @@ as a GIF or an MP4 with captioned frames; bad requests named before any work."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import imageio.v3 as iio
 import jax
 import numpy as np
 import pandas as pd
+import psutil
 import pytest
 
+import telapa.play as play_module
 from telapa.cli import main
 from telapa.envs.family import NormalizedReturn, SuccessRate
 from telapa.envs.minigrid.render import render
@@ -108,6 +111,41 @@ def test_a_visit_and_an_elite_are_played_from_what_the_run_keeps(telapa_run, qui
                             ({"visit": "0", "elite": "B:0"}, "not both")]:
         with pytest.raises(PlayError, match=message):
             load_policy(telapa_run, **kwargs)
+
+
+FORKS_RUNNING_PYTHON: list[int] = []
+os.register_at_fork(before=lambda: FORKS_RUNNING_PYTHON.append(os.getpid()))
+"""Forks whose child runs Python (a ``preexec_fn``): CPython calls the at-fork hooks only
+for those; a subprocess without one is started by vfork and exec, with no hook."""
+
+
+def test_an_mp4_is_piped_to_ffmpeg_in_its_own_group_with_no_python_in_the_fork(tmp_path):
+    """imageio's writer started ffmpeg with ``preexec_fn=os.setpgrp``: Python in the forked
+    child of a JAX process (JAX warned of a deadlock at each); `_write_mp4` does not."""
+    groups = []
+
+    def frames():
+        for i in range(6):  # odd sides: padded to even ones; one colour per frame
+            if i == 3:  # ffmpeg runs now: its process group is its own, not telapa's
+                child, = psutil.Process().children()
+                groups.append((os.getpgid(child.pid), child.pid, os.getpgid(0)))
+            yield np.full((33, 47, 3), 40 * i, np.uint8)
+
+    before = len(FORKS_RUNNING_PYTHON)
+    play_module._write_mp4(tmp_path / "a.mp4", frames(), fps=5, out=tmp_path / "a.mp4")
+    assert len(FORKS_RUNNING_PYTHON) == before
+    (group, pid, ours), = groups
+    assert group == pid != ours
+    video = iio.imread(tmp_path / "a.mp4", index=None)
+    assert video.shape == (6, 34, 48, 3)
+    np.testing.assert_allclose(video[:, :33, :47].mean(axis=(1, 2, 3)), 40 * np.arange(6),
+                               atol=3)  # lossy, but each frame's colour kept
+    for bad, message in [([], "no episodes to write"),
+                         ([np.zeros((4, 4, 3), np.uint8), np.zeros((4, 6, 3), np.uint8)],
+                          "a frame of 4x6 pixels among frames of 4x4")]:
+        with pytest.raises(PlayError, match=message):
+            play_module._write_mp4(tmp_path / "b.mp4", iter(bad), fps=5, out=tmp_path / "b.mp4")
+    assert not psutil.Process().children()  # no ffmpeg left running after an error
 
 
 def test_play_writes_a_captioned_gif_and_mp4_and_prints_the_sr(quick_run, tmp_path, capsys):
