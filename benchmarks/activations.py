@@ -38,8 +38,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from env_throughput import machine_info
-from machine import package_versions
+from machine import machine_info, package_versions
 
 from telapa.config import load_config, preset_path
 from telapa.rl import networks

@@ -22,8 +22,7 @@ from pathlib import Path
 
 import jax
 from batch_training import batch_call, train_batch
-from env_throughput import machine_info
-from machine import package_versions
+from machine import machine_info, package_versions
 
 from telapa.config import load_config, preset_path
 from telapa.rl.agent import Agent, stack_states

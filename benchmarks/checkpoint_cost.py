@@ -44,7 +44,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
-from env_throughput import machine_info
+from machine import machine_info
 
 from telapa import envvars
 from telapa.continual.checkpoints import CheckpointStore

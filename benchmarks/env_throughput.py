@@ -24,12 +24,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import time
 from dataclasses import asdict, dataclass, replace
-from importlib.metadata import version
 from pathlib import Path
 
 import gymnasium as gym
@@ -37,8 +34,7 @@ import jax
 import jax.numpy as jnp
 import minigrid  # noqa: F401  (registers the Farama ids)
 import numpy as np
-import psutil
-from machine import cpu_model
+from machine import machine_info
 
 from telapa.envs import AutoReset, jax_env_ids, make
 
@@ -135,22 +131,6 @@ def farama_vector_throughput(env_id: str, settings: Settings, num_envs: int) -> 
     steps = calls * num_envs
     return {"steps": steps, "seconds": seconds, "steps_per_s": steps / seconds}
 
-
-def machine_info() -> dict:
-    """CPU, cores, load and the versions that matter for the numbers."""
-    return {
-        "cpu_model": cpu_model(),
-        "logical_cores": os.cpu_count(),
-        "physical_cores": psutil.cpu_count(logical=False),
-        "load_average_1m": os.getloadavg()[0],
-        "platform": platform.platform(),
-        "jax_backend": jax.default_backend(),
-        "jax_devices": [str(device) for device in jax.devices()],
-        "versions": {
-            "python": platform.python_version(),
-            **{pkg: version(pkg) for pkg in ("jax", "jaxlib", "minigrid", "gymnasium", "numpy")},
-        },
-    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,8 +32,7 @@ from pathlib import Path
 
 import jax
 import numpy as np
-from env_throughput import machine_info
-from machine import matmul_rate
+from machine import machine_info, matmul_rate
 
 from telapa.continual.preset import load_run_config
 from telapa.rl import PPOTrainer

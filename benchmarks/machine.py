@@ -1,10 +1,12 @@
 """What every benchmark records of its machine, with no imports beyond the standard
 library at import time (an accelerator's image or a sweep's workers may lack the rest):
-the CPU's model, the installed versions of packages and the machine's sustained matmul
-rate (which imports JAX when called)."""
+the CPU's model, the installed versions of packages, the machine as a report records it
+(which imports JAX when called, for its devices) and the machine's sustained matmul rate
+(which imports JAX when called)."""
 
 from __future__ import annotations
 
+import os
 import platform
 import time
 from importlib.metadata import PackageNotFoundError, version
@@ -31,6 +33,29 @@ def package_versions(packages: tuple[str, ...]) -> dict[str, str]:
         except PackageNotFoundError:
             out[pkg] = "not installed"
     return out
+
+
+MACHINE_PACKAGES = ("jax", "jaxlib", "minigrid", "gymnasium", "numpy")
+"""The versions `machine_info` records: those that matter for every benchmark's numbers."""
+
+
+def machine_info(packages: tuple[str, ...] = MACHINE_PACKAGES) -> dict:
+    """CPU, cores, load, JAX's backend and devices, and the versions of Python and of
+    ``packages`` ("not installed" for one an accelerator's image lacks): the ``machine``
+    field of every benchmark's report (`benchmarks/tables.py` reads it)."""
+    import jax
+    import psutil
+
+    return {
+        "cpu_model": cpu_model(),
+        "logical_cores": os.cpu_count(),
+        "physical_cores": psutil.cpu_count(logical=False),
+        "load_average_1m": os.getloadavg()[0],
+        "platform": platform.platform(),
+        "jax_backend": jax.default_backend(),
+        "jax_devices": [str(device) for device in jax.devices()],
+        "versions": {"python": platform.python_version(), **package_versions(packages)},
+    }
 
 
 def matmul_rate(m: int, k: int, n: int, *, seconds: float = 2.0) -> float:

@@ -77,8 +77,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from env_throughput import machine_info
-from machine import package_versions
+from machine import machine_info, package_versions
 
 from telapa.config import load_config, preset_path
 from telapa.jaxcache import ENV_VAR as JAX_CACHE

@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from env_throughput import machine_info
+from machine import machine_info
 
 from telapa.continual.rundir import RunDir
 from telapa.continual.sweep.jobs import thread_env

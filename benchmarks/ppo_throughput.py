@@ -35,8 +35,7 @@ import sys
 import time
 from pathlib import Path
 
-from env_throughput import machine_info
-from machine import package_versions
+from machine import machine_info, package_versions
 
 from telapa.config import NetworkConfig, PPOConfig, TrainConfig, load_config, preset_path
 

@@ -30,8 +30,7 @@ from pathlib import Path
 import gymnasium as gym
 import minigrid  # noqa: F401  (registers the Farama ids)
 import numpy as np
-from env_throughput import machine_info
-from machine import package_versions
+from machine import machine_info, package_versions
 
 import telapa.envs  # noqa: F401  (registers telapa/<id>)
 

@@ -37,8 +37,7 @@ import time
 from pathlib import Path
 
 import yaml
-from env_throughput import machine_info
-from machine import package_versions
+from machine import machine_info, package_versions
 
 RESULTS = Path(__file__).resolve().parent / "results" / "seed_batch.json"
 QUICK_PRESET = Path(__file__).resolve().parents[1] / "configs" / "runs" / "quick.yaml"

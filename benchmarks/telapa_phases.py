@@ -41,7 +41,8 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from env_throughput import FULL, QUICK, farama_throughput, machine_info
+from env_throughput import FULL, QUICK, farama_throughput
+from machine import machine_info
 
 from telapa.continual.methods.telapa.banks import EpisodeBanks, fit_episodes, store
 from telapa.continual.methods.telapa.embedding import EmbeddingState

@@ -57,7 +57,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import sys
 import time
@@ -69,7 +68,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from batch_training import train_batch
-from machine import cpu_model, matmul_rate, package_versions
+from machine import machine_info, matmul_rate, package_versions
 
 from telapa.continual.methods import TaskContext
 from telapa.continual.methods.telapa.banks import EpisodeBanks, store
@@ -149,15 +148,6 @@ def _squared_grad_sum(agent: Agent) -> Callable:
 
     return squared_grad_sum
 
-
-def machine_info() -> dict:
-    """The machine and versions (`benchmarks/env_throughput.py`'s fields, without its
-    MiniGrid and gymnasium imports, which an accelerator's image may lack)."""
-    return {"cpu_model": cpu_model(), "logical_cores": os.cpu_count(),
-            "load_average_1m": os.getloadavg()[0], "platform": platform.platform(),
-            "jax_backend": jax.default_backend(),
-            "jax_devices": [str(device) for device in jax.devices()],
-            "python": platform.python_version()}
 
 
 def block(tree: Any) -> Any:

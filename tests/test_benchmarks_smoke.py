@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -133,9 +134,14 @@ def test_machine_records_versions_and_imports_jax_only_to_measure(monkeypatch) -
                          capture_output=True, text=True).stdout
     assert out.strip() == str({"numpy": importlib.metadata.version("numpy"),
                                "no-such-package-telapa": "not installed"})
-    from machine import matmul_rate
+    from machine import machine_info, matmul_rate
 
     assert matmul_rate(8, 8, 8, seconds=0.01) > 0
+    info = machine_info(("numpy", "no-such-package-telapa"))
+    assert info["versions"] == {"python": platform.python_version(),
+                                "numpy": importlib.metadata.version("numpy"),
+                                "no-such-package-telapa": "not installed"}
+    assert info["logical_cores"] >= 1 and info["jax_backend"] == "cpu"
 
 
 def test_separate_seconds_counts_unmeasured_seeds_at_the_warm_mean(monkeypatch) -> None:
