@@ -382,6 +382,25 @@ def test_status_counts_a_method_new_to_a_curriculum_at_its_pace_elsewhere(tmp_pa
             "(long x2.12)") in text
 
 
+def test_status_names_two_unscaled_curricula_in_the_plural(tmp_path, capsys):
+    """Two curricula with no finished method in common with the others: "their tasks"."""
+    for name in ("long", "other"):
+        (tmp_path / f"{name}.yaml").write_text(
+            f"name: {name}\ntasks: {{A: MiniGrid-Empty-5x5-v0}}\norder: [A]\ncycles: 2\n")
+    sweep = load_sweep(_write(tmp_path, BASE.replace("[smoke]", "[smoke, long.yaml, other.yaml]")
+                              .replace("seeds: 2", "seeds: 1")))
+    out = tmp_path / "out"
+    prepare_sweep_dir(sweep, out)
+    (out / "cells" / "smoke-ewc-s0").mkdir()
+    _finish(out / "cells" / "smoke-ewc-s0", 0)
+    (out / "cells" / "smoke-ewc-s0" / "accounting.json").write_text(
+        json.dumps(_accounting(400.0)))
+    assert time_left(out, stored_cells(out)).unscaled == ("long", "other")
+    assert main(["sweep", "status", str(out)]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(long, other: x1, however their tasks differ in cost)" in text
+
+
 def test_status_counts_a_new_setting_at_its_methods_pace_under_other_settings(tmp_path,
                                                                               capsys):
     """An ablation grid's cell not started, whose own setting has no finished cell, counts

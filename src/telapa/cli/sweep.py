@@ -335,7 +335,8 @@ def _print_status(path: Path) -> None:
                              f"that ran there too ({scaled})" if scaled else "") + (
                              f"{';' if scaled else ','} not scaled where no method has "
                              f"finished there and elsewhere yet ({unscaled}: x1, however "
-                             "its tasks differ in cost)" if unscaled else ""))
+                             f"{'its' if len(estimate.unscaled) == 1 else 'their'} tasks "
+                             "differ in cost)" if unscaled else ""))
         if estimate.other_settings:
             notes.append(f"{len(estimate.other_settings)} cell(s) counted at the mean of "
                          "their method's cells on their curriculum under other settings")
