@@ -21,6 +21,7 @@ from telapa.continual.methods.telapa.transfer import (
     _gather,
     probe,
     probe_batch,
+    probe_moments,
     select_transfer_origin,
     select_transfer_origins,
 )
@@ -146,6 +147,40 @@ def test_probe_curve_and_accounting_match_a_hand_run(library):
         # "not the probed ones".
         assert not _same(state.ppo.params, params), name
     assert curve[0] >= 0.95  # T solves the corridor zero-shot
+
+
+def test_probe_moments_are_equal_segments_of_whole_iterations():
+    """By hand: s = ceil(B / ((points - 1) * rollout)) iterations a segment. The paper
+    preset's 200,000 steps at 2,048 a rollout: ceil(24.41) = 25, so 0, 51,200, ...,
+    204,800 (rounding each moment up alone gave 25, 24, 25, 24 iterations); a budget
+    of whole equal segments is kept exactly (MuJoCo's 65,536 at 16,384)."""
+    assert probe_moments(200_000, 5, 2048) == [0, 51_200, 102_400, 153_600, 204_800]
+    assert probe_moments(30_720, 5, 2048) == [0, 8192, 16_384, 24_576, 32_768]
+    assert probe_moments(65_536, 5, 16_384) == [0, 16_384, 32_768, 49_152, 65_536]
+    assert probe_moments(512, 2, 256) == [0, 512]
+    assert probe_moments(1, 3, 2048) == [0, 2048, 4096]
+    with pytest.raises(ValueError, match="at least 2 points, got 1"):
+        probe_moments(512, 1, 256)
+
+
+def test_a_budget_of_uneven_moments_probes_with_one_program(library):
+    """5 rollouts at 3 points: the moments 0, 3 and 6 rollouts (not 0, 3 and 5), so both
+    segments train 3 iterations with one train-and-evaluate program (3 and 2 iterations,
+    two programs, before); curve and cost as a hand run of 3 + 3 rollouts."""
+    def chunks():
+        return {k for k in AGENT._programs if isinstance(k, tuple) and k[0] == "chunk"}
+
+    params, before = library["trained"], chunks()
+    curve, env_steps = probe(AGENT, params, steps=5 * ROLLOUT, points=3, episodes=32,
+                             key=KEY, rollout_key=ROLLOUT_KEY)
+    assert [k[1:3] for k in chunks() - before] == [(1, 3)]  # (size, iterations)
+    state = AGENT.start(AGENT.fresh_ppo(params), ROLLOUT_KEY)
+    results = [AGENT.evaluate(params, 32, KEY)]
+    for _ in range(2):
+        state, _ = AGENT.train(state, 3 * ROLLOUT)
+        results.append(AGENT.evaluate(state.ppo.params, 32, KEY))
+    np.testing.assert_array_equal(curve, [r.sr for r in results])
+    assert env_steps == 6 * ROLLOUT + sum(int(r.lengths.sum()) for r in results)
 
 
 def test_batched_probes_match_sequential_probes(library):

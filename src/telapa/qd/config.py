@@ -139,8 +139,10 @@ class TransferConfig(StrictModel):
     8 x 200k = 1.6M steps per transfer, 16% of a 10M-step visit, which with illumination
     stays within the paper's 86M extra steps per seed)."""
     probe_points: Annotated[int, Field(ge=2, le=MAX_ITERATIONS)] = 5
-    """SR measurements per probe, at evenly spaced progress 0, 1/4, ..., 1 (choice: the
-    minimum for a meaningful least-squares slope and trapezoid AUC)."""
+    """SR measurements per probe, at evenly spaced progress 0, 1/4, ..., 1, in equal
+    segments of whole PPO iterations (`telapa.continual.methods.telapa.transfer.
+    probe_moments`; choice: the minimum for a meaningful least-squares slope and
+    trapezoid AUC)."""
     probe_eval_episodes: Episodes = 20
     """Episodes per SR measurement in a probe (choice); at most `MAX_EPISODES`."""
     epsilon: UnitInterval = 0.1

@@ -85,10 +85,24 @@ def _probe_start(agent: Agent, params: Params, penalty: Any, rollout_key: jax.Ar
     return agent.start(agent.fresh_ppo(params, penalty), rollout_key)
 
 
-def _probe_moments(steps: int, points: int) -> list[int]:
+def probe_moments(steps: int, points: int, rollout: int) -> list[int]:
+    """The env steps at which a probe of ``steps`` measures its ``points`` SRs: 0 (the
+    zero-shot SR), then after each of ``points - 1`` equal segments of whole PPO
+    iterations of ``rollout`` (``num_envs * n_steps``) steps, each segment the fewest
+    iterations that make the budget:
+
+        s = ceil(steps / ((points - 1) * rollout)),   moment_i = i * s * rollout,
+
+    so the last moment is ``steps`` or up to ``points - 1`` iterations past it. Equal
+    segments train with ONE program on the jax backend (`Agent.train_and_evaluate` is
+    compiled per iteration count), where moments rounded up one by one alternate between
+    two counts (200,000 steps at 2,048 a rollout: 25, 24, 25, 24 iterations): a second
+    compile of the batched PPO and evaluation for every task probed (docs/assumptions.md,
+    "Probe budgets")."""
     if points < 2:
         raise ValueError(f"a probe needs at least 2 points, got {points}")
-    return [math.ceil(i * steps / (points - 1)) for i in range(points)]
+    segment = math.ceil(steps / ((points - 1) * rollout))
+    return [i * segment * rollout for i in range(points)]
 
 
 def probe(
@@ -106,12 +120,10 @@ def probe(
 
     Starts PPO from ``params`` (a parameter tree of ``agent``'s network) with a fresh
     optimizer, ``penalty`` data and new episodes from ``rollout_key``, then measures the
-    success rate at ``points`` moments of a ``steps``-step PPO adaptation: point i
-    (i = 0 .. points-1) is taken once ``ceil(i * steps / (points - 1))`` env steps have
-    been trained, so the first is the zero-shot SR before any update and the last the SR
-    after the whole budget. PPO trains whole iterations (``num_envs * n_steps`` steps),
-    so each point lies less than one iteration past its nominal moment and the total is
-    ``steps`` rounded up to whole iterations, whatever ``iterations_per_call`` is
+    success rate at ``points`` moments of a ``steps``-step PPO adaptation
+    (`probe_moments`): the first is the zero-shot SR before any update, the others
+    follow equal segments of whole PPO iterations (``num_envs * n_steps`` steps), the
+    last once the budget is trained, whatever ``iterations_per_call`` is
     (docs/assumptions.md, "Probe budgets"). Each SR comes from
     ``agent.evaluate(params_i, episodes, key)``. On the jax backend each moment's
     training and evaluation are one program (`Agent.train_and_evaluate`). Pure: nothing
@@ -128,7 +140,7 @@ def probe(
     state = _probe_start(agent, params, penalty, rollout_key)
     curve = np.zeros(points, np.float32)
     eval_steps = 0
-    for i, target in enumerate(_probe_moments(steps, points)):
+    for i, target in enumerate(probe_moments(steps, points, agent.config.ppo.rollout_size)):
         trained = int(state.steps)
         if trained < target:
             state, _ = agent.train(state, target - trained)
@@ -177,7 +189,7 @@ def _probe_snapshots(agent: Agent, params: Sequence[Params], *, steps: int, poin
     trained: list[int] = []
     for tree in params:
         state = _probe_start(agent, tree, penalty, rollout_key)
-        for target in _probe_moments(steps, points):
+        for target in probe_moments(steps, points, agent.config.ppo.rollout_size):
             if int(state.steps) < target:
                 state, _ = agent.train(state, target - int(state.steps))
             snapshots.append(state.ppo.params)
@@ -199,7 +211,7 @@ def _probe_states(agent: Agent, states: TrainState, *, steps: int, points: int,
     curves = np.zeros((size, points), np.float32)
     eval_steps = np.zeros(size, np.int64)
     trained = 0
-    for i, target in enumerate(_probe_moments(steps, points)):
+    for i, target in enumerate(probe_moments(steps, points, agent.config.ppo.rollout_size)):
         if trained < target:
             states, result = agent.train_and_evaluate(states, target - trained,
                                                       episodes=episodes, keys=keys,
