@@ -807,7 +807,10 @@ def _write_mp4(tmp: Path, frames: Iterable[np.ndarray], *, fps: float, out: Path
                     break  # ffmpeg stopped: its exit status and log say why, below
             if proc is None:
                 raise PlayError(f"--out {out}: no episodes to write")
-            proc.stdin.close()
+            try:
+                proc.stdin.close()
+            except BrokenPipeError:  # ffmpeg stopped before the last frames were flushed
+                pass
             if proc.wait() != 0:
                 log.seek(0)
                 said = log.read().decode(errors="replace").strip()

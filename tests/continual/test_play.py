@@ -146,6 +146,11 @@ def test_an_mp4_is_piped_to_ffmpeg_in_its_own_group_with_no_python_in_the_fork(t
         with pytest.raises(PlayError, match=message):
             play_module._write_mp4(tmp_path / "b.mp4", iter(bad), fps=5, out=tmp_path / "b.mp4")
     assert not psutil.Process().children()  # no ffmpeg left running after an error
+    # ffmpeg's own failure (here: no folder for the file), with what it said
+    nowhere = tmp_path / "no-folder" / "c.mp4"
+    with pytest.raises(PlayError, match=r"ffmpeg failed \(exit status \d+\): .*No such file"):
+        play_module._write_mp4(nowhere, (np.zeros((4, 4, 3), np.uint8) for _ in range(50)),
+                               fps=5, out=nowhere)
 
 
 def test_play_writes_a_captioned_gif_and_mp4_and_prints_the_sr(quick_run, tmp_path, capsys):
