@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from pathlib import Path
 
 import imageio.v3 as iio
 import jax
@@ -119,6 +120,17 @@ os.register_at_fork(before=lambda: FORKS_RUNNING_PYTHON.append(os.getpid()))
 for those; a subprocess without one is started by vfork and exec, with no hook."""
 
 
+def ffmpegs() -> list[psutil.Process]:
+    """This process's ffmpeg children (an xdist worker has others: browsers, servers)."""
+    def named(child: psutil.Process) -> bool:
+        try:
+            return "ffmpeg" in Path(child.cmdline()[0]).name
+        except (psutil.Error, IndexError):
+            return False
+
+    return [child for child in psutil.Process().children() if named(child)]
+
+
 def test_an_mp4_is_piped_to_ffmpeg_in_its_own_group_with_no_python_in_the_fork(tmp_path):
     """imageio's writer started ffmpeg with ``preexec_fn=os.setpgrp``: Python in the forked
     child of a JAX process (JAX warned of a deadlock at each); `_write_mp4` does not."""
@@ -127,7 +139,7 @@ def test_an_mp4_is_piped_to_ffmpeg_in_its_own_group_with_no_python_in_the_fork(t
     def frames():
         for i in range(6):  # odd sides: padded to even ones; one colour per frame
             if i == 3:  # ffmpeg runs now: its process group is its own, not telapa's
-                child, = psutil.Process().children()
+                child, = ffmpegs()
                 groups.append((os.getpgid(child.pid), child.pid, os.getpgid(0)))
             yield np.full((33, 47, 3), 40 * i, np.uint8)
 
@@ -145,7 +157,7 @@ def test_an_mp4_is_piped_to_ffmpeg_in_its_own_group_with_no_python_in_the_fork(t
                           "a frame of 4x6 pixels among frames of 4x4")]:
         with pytest.raises(PlayError, match=message):
             play_module._write_mp4(tmp_path / "b.mp4", iter(bad), fps=5, out=tmp_path / "b.mp4")
-    assert not psutil.Process().children()  # no ffmpeg left running after an error
+    assert not ffmpegs()  # no ffmpeg left running after an error
     # ffmpeg's own failure (here: no folder for the file), with what it said
     nowhere = tmp_path / "no-folder" / "c.mp4"
     with pytest.raises(PlayError, match=r"ffmpeg failed \(exit status \d+\): .*No such file"):
