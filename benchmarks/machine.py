@@ -1,8 +1,7 @@
 """What every benchmark records of its machine, with no imports beyond the standard
 library at import time (an accelerator's image or a sweep's workers may lack the rest):
 the CPU's model, the installed versions of packages, the machine as a report records it
-(which imports JAX when called, for its devices) and the machine's sustained matmul rate
-(which imports JAX when called)."""
+and the machine's sustained matmul rate (these two import JAX when called)."""
 
 from __future__ import annotations
 
