@@ -12,15 +12,16 @@ import os
 import jax
 import numpy as np
 import pytest
+from gymnasium.envs.mujoco.mujoco_env import expand_model_path
 from scipy import stats
 
 from telapa.config import load_config, preset_path
 from telapa.continual.curriculum import parse_curriculum
 from telapa.envs import make
 from telapa.envs.mujoco import MujocoFamily, reference_return
-from telapa.envs.mujoco.native import NativeVectorEnv
+from telapa.envs.mujoco.native import NativeVectorEnv, load_model, model_warnings
 from telapa.envs.mujoco.sketch import SKETCH_DIM, sketch, sketch_batch
-from telapa.envs.mujoco.v5 import NATIVE_IDS
+from telapa.envs.mujoco.v5 import NATIVE_IDS, defaults
 from telapa.rl import Agent, NativeAgent
 from telapa.rl.evaluate import evaluate_gym
 
@@ -37,6 +38,8 @@ def _pair(env_id: str, friction: float, n: int = 2, seed: int = 11):
     return native, gym
 
 
+# gymnasium's HalfCheetah loads its XML with mujoco 4's deprecated settotalmass: upstream's
+@pytest.mark.filterwarnings("ignore:MuJoCo. compiler attribute 'settotalmass':RuntimeWarning")
 @pytest.mark.parametrize("env_id", IDS)
 def test_native_steps_bit_identically_to_the_gymnasium_backend(env_id):
     """Same seed -> the same initial qpos/qvel (gymnasium's reset noise, drawn from
@@ -340,22 +343,69 @@ def unshown(monkeypatch):
     monkeypatch.setattr(native, "_SHOWN", set())
 
 
+TOTALMASS_XML = """<mujoco><compiler settotalmass="3"/><worldbody><body><freejoint/>
+<geom type="sphere" size="0.1"/></body></worldbody></mujoco>"""
+"""A model whose load gives mujoco 4's 'settotalmass is deprecated' warning."""
+
+
+@pytest.mark.parametrize("env_id", NATIVE_IDS)
+def test_native_models_are_gymnasiums_without_a_deprecated_attribute(env_id):
+    """`load_model` compiles gymnasium's XML without ``settotalmass`` (half_cheetah.xml's
+    14) and sets the total mass after: every array of the model equals gymnasium's
+    compile of the file, and the load gives MuJoCo no warning (HalfCheetah's gave
+    'settotalmass is deprecated' at every load, and ``MUJOCO_LOG.TXT`` in the working
+    directory)."""
+    import mujoco
+
+    xml = expand_model_path(defaults(env_id)["xml_file"])
+    seen: list[str] = []
+    mujoco.set_mju_user_warning(seen.append)
+    try:
+        want = mujoco.MjModel.from_xml_path(xml)
+        from_file = list(seen)
+        got = load_model(xml)
+    finally:
+        mujoco.set_mju_user_warning(None)
+    assert seen == from_file, seen  # nothing more than gymnasium's own load
+    if env_id == "HalfCheetah-v5":
+        assert len(from_file) == 1 and "settotalmass" in from_file[0]
+        assert want.body_mass.sum() == pytest.approx(14.0)
+    arrays = [name for name in dir(want)
+              if not name.startswith("_") and isinstance(getattr(want, name), np.ndarray)]
+    assert len(arrays) > 100
+    for name in arrays:
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+    for field in ("timestep", "gravity", "integrator"):
+        assert np.array_equal(getattr(got.opt, field), getattr(want.opt, field)), field
+
+
+def test_a_native_env_loads_its_models_without_a_warning(capfd, unshown):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        NativeVectorEnv("HalfCheetah-v5", num_envs=2, friction=[0.5, 1.0],
+                        reference_return=1.0)
+    assert not [w for w in caught if "MuJoCo" in str(w.message)]
+    assert "settotalmass" not in capfd.readouterr().err
+
+
 def test_mujoco_model_warnings_become_python_warnings(capfd, unshown):
-    """Loading gymnasium's v5 models prints MuJoCo's 'settotalmass is deprecated' on
-    stderr at every load (a line per visit and friction scale in a study's log); the
-    native env turns it into a Python RuntimeWarning instead, and leaves a handler the
-    user installed in charge."""
+    """MuJoCo prints a warning at a model's load on stderr (and appends it to
+    ``MUJOCO_LOG.TXT`` in the working directory); `model_warnings` turns it into a Python
+    RuntimeWarning instead, and leaves a handler the user installed in charge."""
     import mujoco
 
     with pytest.warns(RuntimeWarning, match="MuJoCo: compiler attribute 'settotalmass'"):
-        NativeVectorEnv("HalfCheetah-v5", num_envs=2, friction=[0.5, 1.0],
-                        reference_return=1.0)
+        with model_warnings():
+            mujoco.MjModel.from_xml_string(TOTALMASS_XML)
     assert "settotalmass" not in capfd.readouterr().err
     assert mujoco.get_mju_user_warning() is None  # the handler was only for the load
     seen = []
     mujoco.set_mju_user_warning(seen.append)
     try:
-        NativeVectorEnv("HalfCheetah-v5", num_envs=1, reference_return=1.0)
+        with model_warnings():
+            mujoco.MjModel.from_xml_string(TOTALMASS_XML)
     finally:
         mujoco.set_mju_user_warning(None)
     assert any("settotalmass" in m for m in seen)
@@ -366,11 +416,13 @@ def test_a_model_warning_is_given_once_per_process(unshown):
     two frictions showed the 'settotalmass' warning at every visit; it is given once."""
     import warnings
 
+    import mujoco
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")
-        for scale in (0.5, 2.0, 0.5):
-            NativeVectorEnv("HalfCheetah-v5", num_envs=1, friction=[scale],
-                            reference_return=1.0)
+        for _ in range(3):
+            with model_warnings():
+                mujoco.MjModel.from_xml_string(TOTALMASS_XML)
             with warnings.catch_warnings():  # as JAX enters them, between the visits
                 pass
     assert sum("settotalmass" in str(w.message) for w in caught) == 1

@@ -84,8 +84,9 @@ def reference_return(env_id: str) -> float:
 
 UPSTREAM_WARNINGS = (r"MuJoCo: compiler attribute 'settotalmass' is deprecated",)
 """The warnings (message patterns) that `telapa.envs.mujoco.native.model_warnings` gives
-for gymnasium's own v5 XML files at a model's load: upstream's, nothing a user of telapa
-can act on."""
+when gymnasium's own envs (the ``gymnasium`` backend) load its v5 XML files: upstream's,
+nothing a user of telapa can act on. The ``native`` and ``jax`` backends compile the same
+models without them (`telapa.envs.mujoco.native.load_model`)."""
 
 
 @contextmanager
@@ -93,7 +94,8 @@ def quiet_model_loads() -> Iterator[None]:
     """Hides `UPSTREAM_WARNINGS` inside: for commands that only read results, which load
     a MuJoCo run's models only to check its curriculum (its env ids and options), so that
     the deprecation of gymnasium's XML is no line in a researcher's tables. Commands that
-    build envs give it once per process (`telapa.envs.mujoco.native.model_warnings`)."""
+    build gymnasium-backend envs give it once per process
+    (`telapa.envs.mujoco.native.model_warnings`)."""
     with warnings.catch_warnings():
         for message in UPSTREAM_WARNINGS:
             warnings.filterwarnings("ignore", message=message, category=RuntimeWarning)

@@ -51,7 +51,7 @@ from gymnasium.envs.mujoco.mujoco_env import expand_model_path
 from telapa.envs.base import ArraySpec, EnvSpec
 from telapa.envs.gym_backend import scalar_bound
 from telapa.envs.mujoco.friction import check_scale
-from telapa.envs.mujoco.native import model_warnings
+from telapa.envs.mujoco.native import load_model
 from telapa.envs.mujoco.sketch import SKETCH_DIM
 from telapa.envs.mujoco.v5 import MJX_IDS, check_native_options, defaults
 
@@ -114,8 +114,7 @@ class MJXEnv:
             raise ValueError(f"{env_id}: {err}") from None
         self.name = env_id.split("-v")[0]
         self.kw = kw = defaults(env_id)
-        with model_warnings():
-            model = mujoco.MjModel.from_xml_path(expand_model_path(kw["xml_file"]))
+        model = load_model(expand_model_path(kw["xml_file"]))
         data = mujoco.MjData(model)
         self.friction = scale
         """The friction scale s of `reset`'s episodes."""

@@ -127,9 +127,10 @@ def physics_threads(threads: int | None, num_envs: int) -> int:
 @contextlib.contextmanager
 def model_warnings() -> Iterator[None]:
     """MuJoCo's warnings while models load as Python `RuntimeWarning`s, each message once
-    per process (`_warn`), instead of a line on stderr at every load: a
-    model of gymnasium's v5 XML files prints that ``settotalmass`` is deprecated, and a
-    sweep loads one per visit and friction scale (some 1,600 lines in a study's log).
+    per process (`_warn`), instead of a line on stderr (and in ``MUJOCO_LOG.TXT`` in the
+    working directory) at every load: gymnasium's own envs load half_cheetah.xml, whose
+    ``settotalmass`` mujoco 4 calls deprecated (`load_model` does without it), and a
+    sweep loads a model per visit and friction scale (some 1,600 lines in a study's log).
     Leaves a handler the user installed (`mujoco.set_mju_user_warning`) alone."""
     if mujoco.get_mju_user_warning() is not None:
         yield
@@ -139,6 +140,25 @@ def model_warnings() -> Iterator[None]:
         yield
     finally:
         mujoco.set_mju_user_warning(None)
+
+
+def load_model(xml: str) -> mujoco.MjModel:
+    """The model gymnasium compiles from the file ``xml``, bit for bit (every array of
+    the ``MjModel``: tests/envs/test_mujoco_native.py), without the compiler attribute
+    ``settotalmass``, which mujoco 4 deprecates with a warning at every load (gymnasium's
+    half_cheetah.xml sets it to 14) and will remove. The file is compiled without it and
+    its total mass M then set as the compiler sets it: every body's mass and inertia
+    scaled by M / sum(mass) (``mj_setTotalmass``), then the constants that depend on them
+    recomputed (``mj_setConst``). Any other warning while it compiles: `model_warnings`."""
+    spec = mujoco.MjSpec.from_file(xml)
+    total = spec.compiler.settotalmass
+    spec.compiler.settotalmass = -1.0  # mujoco's "unset"
+    with model_warnings():
+        model = spec.compile()
+    if total > 0:
+        mujoco.mj_setTotalmass(model, total)
+        mujoco.mj_setConst(model, mujoco.MjData(model))
+    return model
 
 
 _SHOWN: set[str] = set()
@@ -245,10 +265,9 @@ class NativeVectorEnv(HostVectorEnv):
         """(N,) the friction scale of each env."""
         xml = expand_model_path(env.kw["xml_file"])
         models: dict[float, mujoco.MjModel] = {}
-        with model_warnings():
-            for s in dict.fromkeys(scales):
-                models[s] = mujoco.MjModel.from_xml_path(xml)
-                scale_sliding_friction(models[s], s)
+        for s in dict.fromkeys(scales):
+            models[s] = load_model(xml)
+            scale_sliding_friction(models[s], s)
         self.models = [models[s] for s in scales]
         self.datas = [mujoco.MjData(m) for m in self.models]
         model = self.models[0]
