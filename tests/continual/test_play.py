@@ -165,7 +165,8 @@ def test_an_mp4_is_piped_to_ffmpeg_in_its_own_group_with_no_python_in_the_fork(t
                                fps=5, out=nowhere)
 
 
-def test_play_writes_a_captioned_gif_and_mp4_and_prints_the_sr(quick_run, tmp_path, capsys):
+def test_play_writes_a_captioned_gif_and_mp4_and_prints_the_sr(quick_run, tmp_path, capsys,
+                                                              monkeypatch):
     path = quick_run("finetune", 1)
     gif, mp4 = tmp_path / "a.gif", tmp_path / "a.mp4"
     assert main(["play", str(path), "--task", "A", "--episodes", "2", "--out", str(gif)]) == 0
@@ -186,9 +187,11 @@ def test_play_writes_a_captioned_gif_and_mp4_and_prints_the_sr(quick_run, tmp_pa
     assert iio.imread(mp4, index=None).shape[1:3] == (160 + CAPTION_PX, 160)
     with pytest.raises(PlayError, match="exists; choose another file"):
         write_video(gif, policy.agent, episodes)
-    # --out is checked before anything is read or played: a missing run is not reached
-    with pytest.raises(SystemExit):
-        main(["play", str(tmp_path / "no-run"), "--out", str(gif)])
+    # --out is checked before the run's policy is loaded or played
+    with monkeypatch.context() as patch:
+        patch.setattr(play_module, "open_finished", lambda *_: pytest.fail("loaded the run"))
+        with pytest.raises(SystemExit):
+            main(["play", str(path), "--task", "A", "--out", str(gif)])
     assert f"--out {gif} exists; choose another file" in capsys.readouterr().err
     for argv, message in [(["--out", str(tmp_path / "a.png")], "give a .gif or .mp4"),
                           (["--elite", "A:0"], "is a finetune run: it keeps no archive")]:

@@ -258,6 +258,20 @@ def test_episodes_are_bounded_before_any_work(quick_run, tmp_path, capsys):
         play(policy, episodes=MAX_EPISODES + 1, seed=0, frames=False)
 
 
+@pytest.mark.parametrize("where", ["missing", "folder of runs"])
+def test_what_to_play_is_named_before_where_to_write(where, quick_run, tmp_path, capsys):
+    """A path that is no run, with ``--out`` inside it: the error was about ``--out``
+    ("inside the run directory"), as if the path were a run; it names the path."""
+    folder = tmp_path / "runs"
+    if where == "missing":
+        fragment = f"run directory {folder} does not exist"
+    else:
+        folder.mkdir()
+        shutil.copytree(quick_run("finetune", 0), folder / "finetune-s0")
+        fragment = f"{folder} is a folder of runs, not a run"
+    _fails(["play", str(folder), "--out", str(folder / "a.gif")], capsys, fragment)
+
+
 def test_a_gif_that_cannot_fit_in_memory_is_refused_before_any_work(
         quick_run, tmp_path, capsys, monkeypatch):
     def no_render(*args, **kwargs):

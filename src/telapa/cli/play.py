@@ -42,7 +42,7 @@ import numpy as np
 from telapa.cli.common import CLIError, seed_int, stdout_console
 from telapa.cli.run import Interrupted, Terminated
 from telapa.config import ascii_int
-from telapa.continual.rundir import RunDirError
+from telapa.continual.rundir import RunDir, RunDirError
 from telapa.io.stop import Terminate, stop_on_signals
 from telapa.play import ELITE, MAX_EPISODES
 
@@ -68,6 +68,7 @@ def _cmd_play(ns: argparse.Namespace) -> None:
             if ns.elite is not None and ELITE.fullmatch(ns.elite) is None:  # before any work
                 raise CLIError(f"--elite {ns.elite!r}: expected TASK:N with N in ASCII digits "
                                "0-9, e.g. B:0, as `telapa inspect` lists elites")
+            RunDir(ns.run).manifest()  # a missing or foreign run first: what to play
             if ns.out is not None:
                 check_video_path(ns.out, run=ns.run)  # before any work
             run = open_finished(ns.run)
