@@ -13,6 +13,8 @@ import pytest
 from fresh_venv import build_wheel
 from plugin_modules import isolated_registries
 from shared_runs import QUICK_METHODS, QUICK_SEEDS, made_once, make_quick_runs
+from timeline import add_option as add_timeline_option
+from timeline import configure as configure_timeline
 
 from telapa.jaxcache import ENV_VAR, enable_persistent_cache
 
@@ -62,8 +64,13 @@ def _require_optional_modules() -> None:
             "this environment lacks: `make sb3` installs the bench extra (SB3, torch)")
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_timeline_option(parser)  # --timeline PATH: where the workers wait (tests/timeline.py)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     _require_optional_modules()
+    configure_timeline(config)
     # In the environment, so that every worker and every subprocess a test starts has
     # them (before JAX makes its backend, which reads XLA_FLAGS once).
     os.environ.setdefault("TELAPA_FSYNC", "off")  # telapa.io.atomic: durability, untested
