@@ -61,6 +61,8 @@ def configure(config: pytest.Config) -> None:
 
 @dataclass(frozen=True)
 class Phase:
+    """One test phase as the timeline file has it."""
+
     worker: str
     nodeid: str
     when: str
@@ -70,6 +72,8 @@ class Phase:
 
 @dataclass(frozen=True)
 class Gap:
+    """``seconds`` idle on ``worker`` from ``start``, between the phases named."""
+
     worker: str
     start: float
     seconds: float
@@ -79,6 +83,9 @@ class Gap:
 
 @dataclass(frozen=True)
 class Summary:
+    """The suite's span (``begin``, ``wall_s``), each worker's busy and idle seconds and
+    the gaps, longest first (`summarize`)."""
+
     begin: float
     wall_s: float
     busy_s: dict[str, float]
