@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import telapa.envs  # noqa: F401  (registers telapa/<Id>)
+from telapa.envs.mujoco import gym_vector, native
 from telapa.envs.mujoco.gym_vector import MujocoVectorEnv
 from telapa.envs.mujoco.v5 import NATIVE_IDS
 
@@ -133,3 +134,17 @@ def test_reset_mask_and_per_env_seeds_are_sync_vector_envs():
         ours.reset(options={"reset_mask": np.ones(n, int)})
     with pytest.raises(ValueError, match="Hopper-v5: seed must be an integer >= 0"):
         ours.reset(seed=[1, None, "2", 3])
+
+
+def test_make_vec_gives_no_model_warning(monkeypatch):
+    """The batch's models load without gymnasium's deprecated ``settotalmass``
+    (`telapa.envs.mujoco.native.load_model`), and the gymnasium env it makes to read the
+    spaces hides the warning its load gives: HalfCheetah's batch gave it once."""
+    import warnings
+
+    monkeypatch.setattr(native, "_SHOWN", set())
+    gym_vector._spaces.cache_clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gym.make_vec("telapa/HalfCheetah-v5", num_envs=2).close()
+    assert not [w for w in caught if "MuJoCo" in str(w.message)], caught

@@ -57,7 +57,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from telapa.envs.gym_vector import NAMESPACE, check_seed, register_ids, reset_mask
-from telapa.envs.mujoco import _gymnasium_make, reference_return
+from telapa.envs.mujoco import _gymnasium_make, quiet_model_loads, reference_return
 from telapa.envs.mujoco.friction import FrictionScale
 from telapa.envs.mujoco.render import FRAME_SIZE, gl_backend
 from telapa.envs.mujoco.v5 import NATIVE_IDS
@@ -70,8 +70,11 @@ def gymnasium_id(env_id: str) -> str:
 
 @functools.cache
 def _spaces(env_id: str) -> tuple[gym.spaces.Box, gym.spaces.Box]:
-    """Gymnasium's ``(observation_space, action_space)`` of ``env_id`` (made once)."""
-    env = _gymnasium_make(env_id, {})
+    """Gymnasium's ``(observation_space, action_space)`` of ``env_id`` (made once, only
+    to read them: without the deprecation gymnasium's XML gives at its load, as the
+    batch's own models load without it)."""
+    with quiet_model_loads():
+        env = _gymnasium_make(env_id, {})
     try:
         return env.observation_space, env.action_space
     finally:
