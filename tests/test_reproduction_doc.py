@@ -70,7 +70,7 @@ LONG = ("results/long-curriculum-paper/cells/long-scratch-s[0-2]",
         "results/long-curriculum-paper/cells/long-finetune-s[0-2]",
         "results/long-curriculum-paper/cells/long-telapa-s0",
         "results/long-curriculum-paper/cells/long-telapa-s2",
-        "results/long-curriculum-paper/cells/long-telapa-fresh-s[0-1]")
+        "results/long-curriculum-paper/cells/long-telapa-fresh-s[0-2]")
 """The long curriculum's cells the document shows so far (the study commits more as they
 finish; tau_T from its own Scratch runs)."""
 SCOPES["long"] = (LONG, "out/long-curriculum-paper-report")
