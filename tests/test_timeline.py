@@ -63,3 +63,48 @@ def test_the_option_writes_every_phase_of_every_test(tmp_path, capsys):
                for line in out.read_text().splitlines())
     assert main([str(out)]) == 0
     assert "main: busy" in capsys.readouterr().out
+
+
+def _project(root: Path) -> Path:
+    """A project whose tests pytest finds by ``testpaths`` (no path on the command line,
+    as ``make test`` runs): two tests of 0.2 s each."""
+    (root / "tests").mkdir(parents=True)
+    (root / "pyproject.toml").write_text('[tool.pytest.ini_options]\ntestpaths = ["tests"]\n')
+    (root / "tests" / "conftest.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(HERE)!r})\n"
+        "from timeline import add_option, configure\n"
+        "def pytest_addoption(parser):\n    add_option(parser)\n"
+        "def pytest_configure(config):\n    configure(config)\n")
+    (root / "tests" / "test_two.py").write_text(
+        "import time\ndef test_a():\n    time.sleep(0.2)\ndef test_b():\n    time.sleep(0.2)\n")
+    return root
+
+
+def _pytest(project: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           *args], capture_output=True, text=True, cwd=project, timeout=120)
+
+
+def test_xdist_workers_write_with_the_path_after_a_space(tmp_path):
+    """``pytest -n 2 --timeline PATH``, PATH outside the project: the workers' lines reach
+    the file. When the file was made at the session's start, each worker took PATH for a
+    test path, rooted itself in PATH's folder and stopped ("unrecognized arguments")."""
+    project = _project(tmp_path / "project")
+    out = tmp_path / "elsewhere" / "timeline.jsonl"
+    done = _pytest(project, "-n", "2", "--timeline", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    phases = read(out)
+    assert sorted((p.nodeid, p.when) for p in phases) == sorted(
+        (f"tests/test_two.py::{t}", w) for t in ("test_a", "test_b")
+        for w in ("setup", "call", "teardown"))
+    assert {p.worker for p in phases} <= {"gw0", "gw1"}
+
+
+def test_a_path_that_exists_is_refused_before_any_test_runs(tmp_path):
+    project = _project(tmp_path / "project")
+    out = tmp_path / "mine.txt"
+    out.write_text("not a timeline\n")
+    done = _pytest(project, "-p", "no:xdist", f"--timeline={out}")
+    assert done.returncode == 4, done.stdout + done.stderr  # pytest's usage error
+    assert f"--timeline {out}: the file exists" in done.stderr
+    assert "passed" not in done.stdout and out.read_text() == "not a timeline\n"

@@ -34,12 +34,17 @@ def add_option(parser: pytest.Parser) -> None:
 
 class _Writer:
     """Appends a line per test report the controller receives (with xdist, every
-    worker's, tagged with its gateway id; without, ``main``)."""
+    worker's, tagged with its gateway id; without, ``main``).
+
+    The file is made at the first report, not when the session starts: xdist's workers
+    parse the command line again, and pytest takes an argument that names an existing
+    file for a test path (before conftest.py has declared ``--timeline``), so a file
+    made by then put the workers' root directory in its folder, where they found no
+    conftest.py and stopped with "unrecognized arguments: --timeline"."""
 
     def __init__(self, path: Path):
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("")
+        self._made = False
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -47,15 +52,23 @@ class _Writer:
         worker = node.gateway.id if node is not None else "main"
         line = {"worker": worker, "nodeid": report.nodeid, "when": report.when,
                 "start": report.start, "stop": report.stop}
-        with self.path.open("a") as out:
+        if not self._made:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a" if self._made else "x") as out:
             out.write(json.dumps(line) + "\n")
+        self._made = True
 
 
 def configure(config: pytest.Config) -> None:
     """Registers the writer in the controlling process when ``--timeline`` is given (an
-    xdist worker's reports reach the controller, which writes them all)."""
+    xdist worker's reports reach the controller, which writes them all). A path that
+    exists is a usage error before any test runs: a timeline is written fresh, and the
+    file may be another run's (or anything else)."""
     path = config.getoption(OPTION.lstrip("-"), default=None)
     if path and not hasattr(config, "workerinput"):
+        if Path(path).exists():
+            raise pytest.UsageError(f"{OPTION} {path}: the file exists (a timeline is "
+                                    "written fresh); remove it or name another")
         config.pluginmanager.register(_Writer(Path(path)), "telapa-timeline")
 
 
