@@ -64,6 +64,10 @@ def test_train_says_the_rounded_budget_once_and_counts_trained_steps(tmp_path, c
     assert err.index(note) < progress  # before training
     assert "PPO CartPole-v1 train 384/384 steps" in err
     assert "/300 steps" not in err
+    # the stages without a step count say themselves in a log, in order
+    compiling = err.index("compiling PPO for CartPole-v1 (gymnasium)\n")
+    evaluating = err.index("evaluating 2 episodes of CartPole-v1\n")
+    assert err.index(note) < compiling < progress < err.index("384/384") < evaluating
     summary = json.loads(captured.out.strip().splitlines()[-1])
     assert summary["steps"] == 384 and summary["requested_steps"] == 300
     manifest = json.loads((out / "run.json").read_text())
@@ -85,6 +89,7 @@ def test_train_bar_counts_trained_steps_and_names_a_graded_score(tmp_path):
     assert "--steps 100 rounded up to 128 env steps" in shown
     assert "128/128 steps" in shown and "/100 steps" not in shown
     assert "SR~ " in shown and "SR -" not in shown
+    assert "⠋ evaluating 2 episodes of Hopper-v5" in shown  # a spinner while it runs
 
 
 # --- 2. --import help ---------------------------------------------------------------

@@ -26,6 +26,7 @@ a normalized return), ``eval_return`` and ``run_dir``; the progress bar goes to 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 from datetime import datetime
@@ -149,7 +150,19 @@ def train_run(
     if note:
         console.print(note, markup=False, highlight=False, soft_wrap=True)
     sr_name = trainer.agent.competence.symbol
-    with console.status(f"compiling PPO for {env_id} ({backend})"):
+    plain = not console.is_terminal  # a log file: plain lines every 30 s, no live bar
+
+    def stage(text: str) -> contextlib.AbstractContextManager:
+        """``text`` while a stage without steps to count runs (compiling, evaluating): a
+        spinner on a terminal, one line in a log (an MJX evaluation on a CPU compiles for
+        about a minute, which a log showed as nothing)."""
+        if not plain:
+            return console.status(text)
+        console.file.write(text + "\n")
+        console.file.flush()
+        return contextlib.nullcontext()
+
+    with stage(f"compiling PPO for {env_id} ({backend})"):
         compile_s = trainer.compile()
 
     rows: list[dict[str, float]] = []
@@ -163,8 +176,6 @@ def train_run(
         TimeRemainingColumn(),
     )
     train_start = running()
-
-    plain = not console.is_terminal  # a log file: plain lines every 30 s, no live bar
     last_line = [-math.inf]
 
     def on_progress(done: int, metrics: list[dict[str, float]]) -> None:
@@ -190,7 +201,8 @@ def train_run(
         trainer.train(steps, progress=on_progress)
     train_s = running() - train_start
 
-    result = trainer.evaluate()
+    with stage(f"evaluating {config.eval.episodes} episodes of {env_id}"):
+        result = trainer.evaluate()
     writer.add_scalar("eval/sr", result.sr, trainer.steps)
     writer.add_scalar("eval/return", result.mean_return, trainer.steps)
     writer.close()
