@@ -336,11 +336,12 @@ def test_plain_progress_lines_when_not_a_terminal():
         progress.phase("illumination", done, 3)
     progress.phase("probes", 1, 2)
     lines = stream.getvalue().splitlines()
-    assert "visit 1 (B, MiniGrid-DoorKey-5x5-v0) train 256/512 steps" in lines[0]
-    assert "steps/s, ETA " in lines[0] and "\x1b" not in stream.getvalue()
-    assert [line.split("] ", 1)[1].split(",")[0] for line in lines[2:]] == [
+    assert lines[0].endswith("] visit 1 (B, MiniGrid-DoorKey-5x5-v0) starts: 512 steps")
+    assert "visit 1 (B, MiniGrid-DoorKey-5x5-v0) train 256/512 steps" in lines[1]
+    assert "steps/s, ETA " in lines[1] and "\x1b" not in stream.getvalue()
+    assert [line.split("] ", 1)[1].split(",")[0] for line in lines[3:]] == [
         "visit 1 (B", "visit 1 (B", "visit 1 (B", "visit 1 (B", "visit 1 (B"]
-    assert [line.split(") ", 1)[1].split(",")[0] for line in lines[2:]] == [
+    assert [line.split(") ", 1)[1].split(",")[0] for line in lines[3:]] == [
         "illumination 0/3", "illumination 1/3", "illumination 2/3", "illumination 3/3",
         "probes 1/2"]
 
@@ -353,6 +354,20 @@ def test_plain_progress_keeps_a_steady_interval():
         progress.advance(steps, {})
     progress.advance(10_000, {})
     lines = stream.getvalue().splitlines()
-    # the first update and the end of the phase; nothing in between within the hour
-    assert len(lines) == 2 and "10,000/10,000" in lines[1]
+    # the visit's start, the first update and the end of the phase; nothing in between
+    # within the hour
+    assert len(lines) == 3 and "10,000/10,000" in lines[2]
+
+
+def test_plain_progress_says_when_a_visit_starts_or_goes_on():
+    """One line as a visit starts, before its compiles and first evaluation (minutes on
+    MJX); a resumed visit says where it goes on; the visit's next chunks add none."""
+    stream = io.StringIO()
+    progress = PlainProgress(stream, interval_s=3600.0)
+    progress.visit(_visit(), 4096, 2048)  # a run resumed inside visit 1
+    progress.visit(_visit(), 4096, 3072)  # its next chunk
+    progress.visit(Visit(2, "A", "A'", "MiniGrid-Empty-5x5-v0", {}, 1, None), 4096, 0)
+    assert [line.split("] ", 1)[1] for line in stream.getvalue().splitlines()] == [
+        "visit 1 (B, MiniGrid-DoorKey-5x5-v0) goes on at 2,048 of 4,096 steps",
+        "visit 2 (A', MiniGrid-Empty-5x5-v0) starts: 4,096 steps"]
     time.sleep(0)  # no timing assertion: the interval is the only clock used

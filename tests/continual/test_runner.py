@@ -354,7 +354,39 @@ def test_resume_refuses_options_that_contradict_the_run(finished, capsys):
     assert "--seed 7 (the run's seed is 3)" in err
     # options that agree are accepted (the run is complete: nothing to do)
     assert main(["run", "--resume", str(path), "--method", "ewc", "--seed", "3",
-                 "--preset", str(TINY), "--curriculum", "smoke"]) == 0
+                 "--preset", str(TINY), "--curriculum", "smoke", "--backend", "jax"]) == 0
+
+
+def test_backend_option_moves_the_curriculum_and_its_run_keeps_it(tmp_path, capsys):
+    """``telapa run --backend``: the curriculum's envs on another backend, checked before
+    any work (a task without a port there is named, and no run directory is made); the
+    run's curriculum.yaml records the backend, so ``--resume`` refuses another."""
+    from telapa.cli.run import build_spec
+
+    spec = build_spec("smoke", "finetune", 0, str(TINY), backend="gymnasium")
+    assert load_curriculum("smoke").backend == "jax"
+    assert spec.curriculum == dataclasses.replace(_spec(), curriculum=load_curriculum(
+        "smoke").model_copy(update={"backend": "gymnasium"})).curriculum
+    out = tmp_path / "native"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "--curriculum", "smoke", "--method", "finetune", "--preset", str(TINY),
+              "--backend", "native", "--out", str(out)])
+    assert exit_info.value.code == 2 and not out.exists()
+    err = capsys.readouterr().err
+    assert "curriculum 'smoke' with --backend native: task 'A': unknown env id " \
+           "'MiniGrid-Empty-5x5-v0' for backend 'native'" in " ".join(err.split())
+    path = tmp_path / "gym"
+    ContinualRun.start(spec, path)  # the run directory as a kill right after its start
+    assert RunDir(path).curriculum().backend == "gymnasium"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "--resume", str(path), "--backend", "jax"])
+    assert exit_info.value.code == 2
+    assert "--backend jax (the run's envs run on 'gymnasium', as stored in its " \
+           "curriculum.yaml)" in " ".join(capsys.readouterr().err.split())
+    with pytest.raises(SystemExit):  # the curriculum by name is the file's, on jax
+        main(["run", "--resume", str(path), "--curriculum", "smoke"])
+    assert "--curriculum smoke (the run's curriculum is 'smoke' on backend 'gymnasium', as " \
+           "stored" in " ".join(capsys.readouterr().err.split())
 
 
 def test_metrics_json_is_valid_json(finished, capsys):

@@ -1,7 +1,8 @@
 """``telapa run`` (one method on one curriculum, resumable) and ``telapa metrics``.
 
     telapa run --curriculum NAME|FILE --method NAME --seed S [--preset quick|paper|mujoco|FILE]
-               [--set KEY=VALUE ...] [--track wandb|mlflow] [--import MODULE ...] [--out DIR]
+               [--backend jax|gymnasium|native] [--set KEY=VALUE ...] [--track wandb|mlflow]
+               [--import MODULE ...] [--out DIR]
     telapa run --curriculum NAME|FILE --method NAME --seeds 0-7 [...] [--out PARENT]
     telapa run --resume RUN_DIR [RUN_DIR...] [options that agree with the run]
     telapa metrics RUN_DIR|SWEEP_DIR... [--skip-incomplete] [--json]
@@ -17,6 +18,9 @@ contradicts the run's settings. Every run writes TensorBoard events into ``RUN_D
 run per seed (`telapa.continual.tracking`). ``--import MODULE`` (repeatable) imports the
 user's module before anything is read (`telapa.plugins`: it may register env ids, env
 families and methods); ``run.json`` records it and ``--resume`` imports it again.
+``--backend jax|gymnasium|native`` runs the curriculum's envs on another backend than its
+file names (a MuJoCo curriculum on MJX: ``--backend jax``); the run's ``curriculum.yaml``
+records it, so ``--resume`` keeps it and refuses another.
 
 When stderr is not a terminal (a cluster job's log), progress is printed as plain lines
 (phase, steps, steps/s, ETA) every ``--log-interval`` seconds instead of live bars.
@@ -58,7 +62,7 @@ from telapa.cli.common import (
 )
 from telapa.config import ConfigError
 from telapa.continual.batch import SeedBatch, parse_seeds
-from telapa.continual.curriculum import Visit, load_curriculum
+from telapa.continual.curriculum import Curriculum, Visit, load_curriculum, on_backend
 from telapa.continual.memory import check_memory
 from telapa.continual.preset import RUN_PRESET_DIR, load_run_config
 from telapa.continual.progress import PlainProgress, score_symbol
@@ -67,7 +71,7 @@ from telapa.continual.rundir import RunDirError, claim_new_dir
 from telapa.continual.runner import ContinualRun, RunError
 from telapa.continual.spec import SEED_LIMIT, RunSpec, resolve_spec
 from telapa.continual.tracking import Tracking, TrackingError
-from telapa.envs.registry import common_family
+from telapa.envs.registry import BACKENDS, common_family
 from telapa.io import CheckpointError
 from telapa.io.clock import running
 from telapa.io.stop import Terminate, stop_on_signals
@@ -158,13 +162,15 @@ def batch_outs(curriculum: str, method: str, seeds: list[int], parent: str | Non
 def build_spec(
     curriculum: str, method: str, seed: int, preset: str | None,
     intrinsic_beta: float | None = None, sets: list[str] | None = None,
-    imports: list[str] | None = None,
+    imports: list[str] | None = None, backend: str | None = None,
 ) -> RunSpec:
     """Validates everything a run needs before any work starts. ``preset`` None: the run
     preset of the curriculum's env family (``quick`` for MiniGrid, ``mujoco-quick`` for
     MuJoCo), so that no family trains with another family's PPO settings by default.
     ``sets``: ``--set KEY=VALUE`` items, applied over the preset (`telapa.overrides`).
-    ``imports``: the ``--import`` modules (already imported), recorded with the run."""
+    ``imports``: the ``--import`` modules (already imported), recorded with the run.
+    ``backend``: where the tasks' envs run instead of the curriculum's own backend
+    (``--backend``; the run's ``curriculum.yaml`` records it, so a resume keeps it)."""
     try:
         find_method(method)
     except ConfigError as err:
@@ -176,7 +182,7 @@ def build_spec(
     if not 0 <= seed < SEED_LIMIT:
         raise CLIError(f"seed {seed} is out of range: use 0 <= seed < 2^32")
     try:
-        cur = load_curriculum(curriculum)
+        cur = _curriculum(curriculum, backend)
         env_ids = list(cur.task_ids().values())
         if preset is None:
             try:
@@ -192,6 +198,14 @@ def build_spec(
                                     tuple(dict.fromkeys(imports or ()))))
     except ConfigError as err:
         raise CLIError(str(err)) from None
+
+
+def _curriculum(name: str, backend: str | None) -> Curriculum:
+    """The curriculum ``name``, on ``backend`` when one is given (`on_backend`)."""
+    cur = load_curriculum(name)
+    if backend is None:
+        return cur
+    return on_backend(cur, backend, f"curriculum {cur.name!r} with --backend {backend}")
 
 
 def check_method_sets(method: str, sets: dict[str, Any]) -> None:
@@ -288,7 +302,8 @@ def _resume_hint(outs: Sequence[str | Path]) -> str:
     return hint
 
 
-RESUME_OPTIONS = ("curriculum", "method", "seed", "preset", "intrinsic_beta", "sets")
+RESUME_OPTIONS = ("curriculum", "method", "seed", "preset", "intrinsic_beta", "sets",
+                  "backend")
 
 
 def check_resume_options(ns: argparse.Namespace, stored: RunSpec, path: str,
@@ -308,14 +323,19 @@ def check_resume_options(ns: argparse.Namespace, stored: RunSpec, path: str,
         wrong.append(f"--method {given['method']} (the run's method is {stored.method})")
     if "seed" in given and given["seed"] != stored.seed:
         wrong.append(f"--seed {given['seed']} (the run's seed is {stored.seed})")
-    if "curriculum" in given:
+    if "backend" in given and given["backend"] != stored.curriculum.backend:
+        wrong.append(f"--backend {given['backend']} (the run's envs run on "
+                     f"{stored.curriculum.backend!r}, as stored in its curriculum.yaml)")
+    elif "curriculum" in given:
         try:
-            curriculum = load_curriculum(given["curriculum"])
+            curriculum = _curriculum(given["curriculum"], given.get("backend"))
         except ConfigError as err:
             raise CLIError(str(err)) from None
         if curriculum != stored.curriculum:
+            on = (f" on backend {stored.curriculum.backend!r}"
+                  if curriculum.backend != stored.curriculum.backend else "")
             wrong.append(f"--curriculum {given['curriculum']} (the run's curriculum is "
-                         f"{stored.curriculum.name!r}, as stored in its curriculum.yaml)")
+                         f"{stored.curriculum.name!r}{on}, as stored in its curriculum.yaml)")
     if "preset" in given or "intrinsic_beta" in given or "sets" in given:
         try:
             sets = parse_sets(given.get("sets", []))
@@ -407,7 +427,7 @@ def _cmd_run(ns: argparse.Namespace) -> None:
             raise CLIError(f"{' and '.join(missing)} required (or --resume RUN_DIR)")
         seed = 0 if ns.seed is None else ns.seed
         spec = build_spec(ns.curriculum, ns.method, seed, ns.preset, ns.intrinsic_beta,
-                          ns.sets, ns.imports)
+                          ns.sets, ns.imports, ns.backend)
         out = Path(ns.out) if ns.out else _default_out(spec.curriculum.name, ns.method, seed)
         try:
             claim_new_dir(out, resume_hint=f"resume it with `telapa run --resume {out}`")
@@ -434,7 +454,7 @@ def _run_seeds(ns: argparse.Namespace, console: Console, tracking: Tracking) -> 
         if not 0 <= seed < SEED_LIMIT:
             raise CLIError(f"--seeds: seed {seed} is out of range: use 0 <= seed < 2^32")
     spec = build_spec(ns.curriculum, ns.method, seeds[0], ns.preset, ns.intrinsic_beta,
-                      ns.sets, ns.imports)
+                      ns.sets, ns.imports, ns.backend)
     try:  # the seeds run as one batch: they must fit in memory together
         check_memory(spec.curriculum, spec.method, spec.config, seeds=len(seeds),
                      source=f"the batch (preset {spec.preset})")
@@ -561,6 +581,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                      help=f"a run preset (configs/runs: {presets}) or a YAML file; default: "
                           "the curriculum's env family's quick preset (quick for MiniGrid, "
                           "mujoco-quick for MuJoCo)")
+    run.add_argument("--backend", choices=BACKENDS,
+                     help="where the tasks' envs run, instead of the curriculum's backend: "
+                          "e.g. jax for a MuJoCo curriculum on MJX on an accelerator (a "
+                          "visit one compiled program, --seeds vmapped); recorded in the "
+                          "run's curriculum.yaml")
     add_set_option(run)
     add_import_option(run)
     run.add_argument("--out", help="run directory (default: under runs/); with --seeds "

@@ -334,6 +334,15 @@ def parse_curriculum(data: dict[str, Any], source: str = "<dict>") -> Curriculum
     return validate(Curriculum, data, source)
 
 
+def on_backend(curriculum: Curriculum, backend: str, source: str) -> Curriculum:
+    """``curriculum`` with its tasks' envs on ``backend`` (``telapa run --backend``),
+    validated as a file that gave it would be: a task whose id has no port there, or an
+    option that backend refuses, is a `ConfigError` naming the task and ``source``."""
+    if backend == curriculum.backend:
+        return curriculum
+    return parse_curriculum({**curriculum.model_dump(), "backend": backend}, source)
+
+
 def curriculum_names() -> list[str]:
     """Names of the curricula in ``configs/curricula/``."""
     return sorted(p.stem for p in CURRICULUM_DIR.glob("*.yaml"))

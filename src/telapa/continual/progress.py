@@ -68,8 +68,10 @@ def eta_text(seconds: float) -> str:
 
 class PlainProgress:
     """Progress as plain log lines (for logs that are not a terminal): one line when a
-    phase starts, then at most one every ``interval_s`` seconds, and one when it ends::
+    visit or a phase starts, then at most one every ``interval_s`` seconds, and one when
+    it ends::
 
+        [12:00:01] visit 1 (B, ...) starts: 4,096 steps
         [12:00:05] visit 1 (B, ...) train 2,048/4,096 steps, 812 steps/s, ETA 0:00:02
         [12:00:09] visit 1 (B) illumination 3/6, ETA 0:00:04
 
@@ -109,11 +111,17 @@ class PlainProgress:
         return False
 
     def visit(self, visit: Visit, budget: int, done: int) -> None:
+        """A line when a visit starts (or a resumed run's first visit goes on): what
+        comes before its first step count, its programs' compiles and the evaluation at
+        step 0, can take minutes (an MJX visit on a CPU: 2.5), which a log showed as
+        nothing."""
         first = self._visit is None or self._visit.index != visit.index
         self._visit, self._budget = visit, budget
         self._start = (running(), done)
         if first:
             self._last = -math.inf
+            self._line(f"{self._where()} starts: {budget:,} steps" if done == 0 else
+                       f"{self._where()} goes on at {done:,} of {budget:,} steps")
 
     def advance(self, steps: int, metrics: dict[str, float]) -> None:
         if not self._due(steps >= self._budget):
