@@ -210,3 +210,28 @@ def test_an_unfinished_run_is_refused_and_left_as_it_was(quick_run, tmp_path):
     with pytest.raises(PlayError, match="has not finished .*telapa run --resume"):
         open_finished(run)
     assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
+
+
+def test_what_is_played_is_said_before_it_plays_and_each_episode_as_it_ends(
+        quick_run, capsys, monkeypatch):
+    """The header line is out before the first episode runs (whose compile took about a
+    minute on MJX, which showed as nothing), and each episode's line as it ends, not all
+    at the end."""
+    import telapa.play as play_module
+
+    real = play_module.iter_episodes
+    seen: list[str] = []
+
+    def watched(*args, **kwargs):
+        for episode in real(*args, **kwargs):
+            seen.append(capsys.readouterr().out)  # printed before this episode was given
+            yield episode
+
+    monkeypatch.setattr(play_module, "iter_episodes", watched)
+    assert main(["play", str(quick_run("finetune", 1)), "--task", "A", "--episodes",
+                 "2"]) == 0
+    seen.append(capsys.readouterr().out)
+    assert seen[0] == ("finetune seed 1: final policy for A on MiniGrid-Empty-5x5-v0 (the "
+                       "final evaluation's episodes, 2 of 8)\n")
+    assert seen[1].startswith("  episode 1: return ") and "episode 2" not in seen[1]
+    assert seen[2].startswith("  episode 2: return ") and "over 2 episodes" in seen[2]

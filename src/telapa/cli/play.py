@@ -56,7 +56,6 @@ def _cmd_play(ns: argparse.Namespace) -> None:
         iter_episodes,
         load_policy,
         open_finished,
-        outcome,
         summary,
         write_video,
     )
@@ -80,6 +79,16 @@ def _cmd_play(ns: argparse.Namespace) -> None:
                 check_video_memory(ns.out, policy.agent, count)
             played = iter_episodes(policy, episodes=count, seed=ns.seed,
                                    deterministic=ns.greedy, frames=ns.out is not None)
+            # what is played, before it plays: its first episode compiles the policy's
+            # evaluation (about a minute for an MJX env on a CPU), which showed as nothing
+            console = stdout_console()
+            source = (_replayed(count, policy.eval_episodes) if replay
+                      else f"seed {policy.seed if ns.seed is None else ns.seed}")
+            if ns.greedy is not None and ns.greedy != policy.agent.config.eval.deterministic:
+                source += (f", {'greedy' if ns.greedy else 'sampled'} actions, not the "
+                           "run's evaluation mode")
+            console.print(f"{policy.label} on {policy.agent.spec.env_id} ({source})",
+                          markup=False, soft_wrap=True)
 
             def kept() -> Iterator[Episode]:  # the returns, not the frames, are kept
                 for episode in played:
@@ -89,8 +98,9 @@ def _cmd_play(ns: argparse.Namespace) -> None:
             if ns.out is not None:
                 written = write_video(ns.out, policy.agent, kept(), count=count)
             else:
-                episodes.extend(played)
                 written = None
+                for episode in kept():  # each episode's line as it ends
+                    _say_episode(console, policy.agent, len(episodes), episode)
     except (PlayError, RunDirError) as err:
         raise CLIError(str(err)) from None
     except KeyboardInterrupt as err:
@@ -99,21 +109,21 @@ def _cmd_play(ns: argparse.Namespace) -> None:
         if isinstance(err, Terminate):
             raise Terminated(f"terminated (SIGTERM) {stopped}") from None
         raise Interrupted(f"interrupted {stopped}") from None
-    console = stdout_console()
-    source = (_replayed(count, policy.eval_episodes) if replay
-              else f"seed {policy.seed if ns.seed is None else ns.seed}")
-    if ns.greedy is not None and ns.greedy != policy.agent.config.eval.deterministic:
-        source += (f", {'greedy' if ns.greedy else 'sampled'} actions, not the run's "
-                   "evaluation mode")
-    console.print(f"{policy.label} on {policy.agent.spec.env_id} ({source})", markup=False,
-                  soft_wrap=True)
-    for i, episode in enumerate(episodes, start=1):
-        console.print(f"  episode {i}: return {episode.ret:.3f}, {episode.length} steps, "
-                      f"{outcome(policy.agent, episode)}", markup=False, soft_wrap=True)
+    if ns.out is not None:  # a video's episodes, said once it is written
+        for i, episode in enumerate(episodes, start=1):
+            _say_episode(console, policy.agent, i, episode)
     returns = np.asarray([e.ret for e in episodes])
     console.print(f"{summary(policy.agent, returns)}, mean return "
                   f"{returns.mean():.3f} over {len(episodes)} episodes"
                   + (f" -> {written}" if written else ""), markup=False, soft_wrap=True)
+
+
+def _say_episode(console, agent, number: int, episode) -> None:
+    """The line of episode ``number``: its return, length and outcome."""
+    from telapa.play import outcome
+
+    console.print(f"  episode {number}: return {episode.ret:.3f}, {episode.length} steps, "
+                  f"{outcome(agent, episode)}", markup=False, soft_wrap=True)
 
 
 def _replayed(count: int, evaluated: int) -> str:
