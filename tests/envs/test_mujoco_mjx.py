@@ -111,7 +111,11 @@ def test_resets_draw_gymnasiums_distributions():
 
 
 def test_make_refuses_what_mjx_does_not_port_in_one_line():
-    with pytest.raises(ValueError, match="unknown env id 'Ant-v5' for backend 'jax'"):
+    # the reason and the backend to use, not "unknown env id" (a MuJoCo id without a port)
+    with pytest.raises(ValueError, match=r"^Ant-v5 has no port on backend 'jax' \(the MJX "
+                                         r"ports: HalfCheetah-v5, Hopper-v5, Walker2d-v5; "
+                                         r"MJX's contacts are not mujoco's for Ant\): run it "
+                                         r"on backend 'native'$"):
         make("Ant-v5", "jax")
     with pytest.raises(ValueError, match=r"option\(s\) num_envs not supported by backend "
                                          "'jax'"):
