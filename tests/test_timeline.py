@@ -86,18 +86,18 @@ def _pytest(project: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_xdist_workers_write_with_the_path_after_a_space(tmp_path):
-    """``pytest -n 2 --timeline PATH``, PATH outside the project: the workers' lines reach
+    """``pytest -n N --timeline PATH``, PATH outside the project: the workers' lines reach
     the file. When the file was made at the session's start, each worker took PATH for a
     test path, rooted itself in PATH's folder and stopped ("unrecognized arguments")."""
     project = _project(tmp_path / "project")
     out = tmp_path / "elsewhere" / "timeline.jsonl"
-    done = _pytest(project, "-n", "2", "--timeline", str(out))
+    done = _pytest(project, "-n", "1", "--timeline", str(out))  # one worker shows it
     assert done.returncode == 0, done.stdout + done.stderr
     phases = read(out)
     assert sorted((p.nodeid, p.when) for p in phases) == sorted(
         (f"tests/test_two.py::{t}", w) for t in ("test_a", "test_b")
         for w in ("setup", "call", "teardown"))
-    assert {p.worker for p in phases} <= {"gw0", "gw1"}
+    assert {p.worker for p in phases} == {"gw0"}
 
 
 def test_a_path_that_exists_is_refused_before_any_test_runs(tmp_path):
