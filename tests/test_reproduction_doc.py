@@ -68,11 +68,10 @@ SCOPES["injection-bonus"] = (INJECTION_BONUS, "out/elite-injection-intrinsic-pap
 LONG = ("results/long-curriculum-paper/cells/long-scratch-s[0-2]",
         "results/long-curriculum-paper/cells/long-scratch-reuse-s[0-2]",
         "results/long-curriculum-paper/cells/long-finetune-s[0-2]",
-        "results/long-curriculum-paper/cells/long-telapa-s0",
-        "results/long-curriculum-paper/cells/long-telapa-s2",
+        "results/long-curriculum-paper/cells/long-telapa-s[0-2]",
         "results/long-curriculum-paper/cells/long-telapa-fresh-s[0-2]")
-"""The long curriculum's cells the document shows so far (the study commits more as they
-finish; tau_T from its own Scratch runs)."""
+"""The long curriculum's 15 cells (five methods, seeds 0-2; tau_T from its own Scratch
+runs)."""
 SCOPES["long"] = (LONG, "out/long-curriculum-paper-report")
 TAU_FROM = {scope: ("results/table1-paper", "results/table1-paper-seeds5-7")
             for scope in ("intrinsic", "injection", "injection-bonus")}
