@@ -302,3 +302,15 @@ def test_report_says_its_phases_and_how_many_blocks_changed(quick_run, tmp_path,
     assert capsys.readouterr().out.splitlines()[-1] == (
         f"updated 0 blocks of {doc}; 2 of 2 unchanged")
     assert [_stamp(doc), _stamp(tmp_path / "doc" / "smoke-curves.png")] == stamps
+
+
+def test_a_claims_mean_is_rounded_as_the_main_table_rounds_it():
+    """TeLAPA's Mean SR on the long curriculum: 147, 244 and 242 of 400 episodes, so
+    633/1200 = 0.5275 exactly; the decimal halves to even, 0.528, as the main table
+    shows it (the binary float 0.52749999... formatted with ``:.3f`` read 0.527)."""
+    from telapa.report.claims import _fmt
+
+    values = {0: Fraction(147, 400), 1: Fraction(244, 400), 2: Fraction(242, 400)}
+    assert sum(values.values()) / 3 == Fraction(633, 1200)
+    assert _rounded(Fraction(633, 1200)) == "0.528" and f"{633 / 1200:.3f}" == "0.527"
+    assert _fmt(values) == "0.528 (n=3)"
