@@ -99,8 +99,8 @@ def _cmd_play(ns: argparse.Namespace) -> None:
                 written = write_video(ns.out, policy.agent, kept(), count=count)
             else:
                 written = None
-                for episode in kept():  # each episode's line as it ends
-                    _say_episode(console, policy.agent, len(episodes), episode)
+                for number, episode in enumerate(kept(), start=1):  # each as it ends
+                    _say_episode(console, policy.agent, number, episode)
     except (PlayError, RunDirError) as err:
         raise CLIError(str(err)) from None
     except KeyboardInterrupt as err:

@@ -218,12 +218,12 @@ def _unknown_native_id(env_id: str) -> ValueError:
 
 def _unknown_jax_id(env_id: str, hint: str = "") -> ValueError:
     """A MuJoCo id without an MJX port (Ant) is told why and where it runs; any other
-    id gets the jax ids there are."""
-    if env_id in native_env_ids():
-        ported = sorted(set(jax_env_ids()) & set(native_env_ids()))
+    id (a plug-in family's native id too) gets the jax ids there are."""
+    family = family_of(env_id)
+    if family.name == "mujoco" and env_id in family.native_ids():
         return ValueError(f"{env_id} has no port on backend 'jax' (the MJX ports: "
-                          f"{', '.join(ported)}; MJX's contacts are not mujoco's for Ant): "
-                          "run it on backend 'native'")
+                          f"{', '.join(family.jax_ids())}; MJX's contacts are not mujoco's "
+                          "for Ant): run it on backend 'native'")
     return ValueError(f"unknown env id {env_id!r} for backend 'jax'; available: "
                       f"{', '.join(jax_env_ids())}{hint}")
 
