@@ -37,11 +37,14 @@ scrambled curricula at the paper's budget)."""
 INTRINSIC_METHODS = ("scratch", "scratch-reuse", "finetune", "telapa", "telapa-fresh")
 """The methods of the intrinsic-reward study (all three seeds of each): the doc's tables
 are of these cells and their bonus-free partners."""
-MUJOCO = tuple(f"results/mujoco-paper/cells/halfcheetah-{m}-s[0-4]"
-               for m in ("scratch", "scratch-reuse", "finetune", "finetune-reset", "telapa",
-                         "telapa-fresh"))
-"""The MuJoCo study's cells the document shows so far (the study commits more as they
-finish; the doc's tables are of these until they are regenerated)."""
+MUJOCO = (tuple(f"results/mujoco-paper/cells/halfcheetah-{m}-s[0-4]"
+                for m in ("scratch", "scratch-reuse", "finetune", "finetune-reset", "telapa",
+                          "telapa-fresh"))
+          + tuple(f"results/mujoco-paper/cells/hopper-{m}-s[0-4]"
+                  for m in ("scratch", "scratch-reuse", "finetune")))
+"""The MuJoCo study's cells the document shows so far: HalfCheetah's six methods and
+Hopper's first three, five seeds each (the study commits more as they finish; the doc's
+tables are of these until they are regenerated)."""
 SCOPES["mujoco"] = (MUJOCO, "out/mujoco-paper-report")
 
 BONUS_FREE = {"scratch": "results/table1-paper", "scratch-reuse": "results/table1-paper",
