@@ -32,6 +32,13 @@ if [ -n "${STUDY_UNTIL:-}" ]; then
     exit 75
   fi
 fi
+# A machine without main's environment gets it first, from `make setup` (2026-12-07: a
+# session found a new machine that had kept only the checkout, and every study's first
+# python call would have failed with "No such file" until the venv was made by hand).
+if [ ! -x "$PY" ]; then
+  echo "== $(date -u +%FT%TZ) $PY is missing: make setup"
+  make -C "$ROOT" setup || { echo "error: make setup failed; $NAME not started" >&2; exit 2; }
+fi
 # The pin sits beside the export, not in it: the export folder holds only the sweep's.
 PIN=$RESULTS.commit
 COMMIT=$(cat "$PIN" 2>/dev/null || git -C "$ROOT" rev-parse HEAD)

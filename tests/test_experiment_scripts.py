@@ -172,3 +172,26 @@ def test_a_study_past_its_until_takes_no_pin(tmp_path: Path, until: str, status:
     assert says in (tmp_path / "runs" / "x.log").read_text()
     assert not (tmp_path / "results" / "x.commit").exists()
     assert not (tmp_path.parent / "worktrees").exists()
+
+
+@pytest.mark.parametrize("recipe, made", [
+    ("mkdir -p .venv/bin && printf '#!/bin/sh\\nexit 3\\n' > .venv/bin/python && "
+     "chmod +x .venv/bin/python && touch made", True),
+    ("exit 1", False),
+])
+def test_a_machine_without_the_venv_makes_it_before_the_study(tmp_path: Path, recipe: str,
+                                                              made: bool) -> None:
+    """A new machine keeps the checkout, not ``.venv``: the study runs ``make setup``
+    first and goes on with what it made (here a python that fails, after the setup); a
+    setup that fails stops the study with exit 2 before it takes a pin."""
+    script = _pinned_copy(tmp_path)
+    (tmp_path / "Makefile").write_text(f"setup:\n\t{recipe}\n")
+    done = subprocess.run([str(script), "x"], timeout=30)
+    log = (tmp_path / "runs" / "x.log").read_text()
+    assert ".venv/bin/python is missing: make setup" in log
+    assert (tmp_path / "made").exists() == made
+    if not made:
+        assert done.returncode == 2 and "make setup failed; x not started" in log
+        assert not (tmp_path / "results" / "x.commit").exists()
+    else:
+        assert "make setup failed" not in log and done.returncode != 0
