@@ -182,8 +182,8 @@ def test_a_study_past_its_until_takes_no_pin(tmp_path: Path, until: str, status:
 def test_a_machine_without_the_venv_makes_it_before_the_study(tmp_path: Path, recipe: str,
                                                               made: bool) -> None:
     """A new machine keeps the checkout, not ``.venv``: the study runs ``make setup``
-    first and goes on with what it made (here a python that fails, after the setup); a
-    setup that fails stops the study with exit 2 before it takes a pin."""
+    first and goes on past it (here to the pin, which this copy without git cannot
+    take); a setup that fails stops the study with exit 2 before it takes a pin."""
     script = _pinned_copy(tmp_path)
     (tmp_path / "Makefile").write_text(f"setup:\n\t{recipe}\n")
     done = subprocess.run([str(script), "x"], timeout=30)
