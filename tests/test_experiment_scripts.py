@@ -195,3 +195,84 @@ def test_a_machine_without_the_venv_makes_it_before_the_study(tmp_path: Path, re
         assert not (tmp_path / "results" / "x.commit").exists()
     else:
         assert "make setup failed" not in log and done.returncode != 0
+
+
+def _pinned_cell_copy(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """pinned-cell.sh in a git repository of its own (``tmp_path/repo``) whose sweep
+    ``tiny`` (tests/continual/sweep_tiny: one Scratch cell of two PPO calls) has started
+    once: its pin, its ``runs/tiny`` with ``cells.json``, and the pin's worktree (a link to
+    this checkout, so that the pinned code is the code under test). Returns the script, the
+    sweep directory and the export."""
+    import sys
+
+    from telapa.continual.sweep import load_sweep, prepare_sweep_dir
+
+    repo = tmp_path / "repo"
+    (repo / "experiments").mkdir(parents=True)
+    script = repo / "experiments" / "pinned-cell.sh"
+    script.write_text((ROOT / "experiments" / "pinned-cell.sh").read_text())
+    script.chmod(0o755)
+    (repo / ".venv" / "bin").mkdir(parents=True)
+    python = repo / ".venv" / "bin" / "python"
+    python.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
+    python.chmod(0o755)
+    (repo / "results").mkdir()
+    (repo / "results" / "tiny.commit").write_text("fd54865\n")
+    (tmp_path / "worktrees").mkdir()
+    (tmp_path / "worktrees" / "tiny-fd54865").symlink_to(ROOT)
+    sweep_dir = repo / "runs" / "tiny"
+    prepare_sweep_dir(load_sweep(ROOT / "tests" / "continual" / "sweep_tiny" / "sweep.yaml"),
+                      sweep_dir)
+    for command in (["init", "-q"], ["config", "user.email", "t@t"],
+                    ["config", "user.name", "t"], ["commit", "-q", "--allow-empty", "-m", "0"]):
+        subprocess.run(["git", "-C", str(repo), *command], check=True)
+    return script, sweep_dir, repo / "results" / "tiny"
+
+
+def test_one_cell_runs_ahead_of_its_sweep_from_the_pin(tmp_path: Path) -> None:
+    """A cell run alone (a long cell at a session's start, ahead of the sweep's order) runs
+    from the pin as the sweep's worker would, is recorded done, exported and committed;
+    the sweep run after it finds it done and runs nothing; running it again is refused, as
+    are a cell the sweep does not have, a sweep being run, and a sweep never started."""
+    from telapa.continual.rundir import RunDir
+    from telapa.continual.sweep import load_sweep, read_status, run_sweep
+
+    script, sweep_dir, export = _pinned_cell_copy(tmp_path)
+    repo = script.parents[1]
+    done = subprocess.run([str(script), "tiny", "nosuch-s0"], timeout=60)
+    log = repo / "runs" / "tiny.log"
+    assert done.returncode == 2 and "nosuch-s0 is not a cell of" in log.read_text()
+    running = RunDir(sweep_dir)
+    running.lock()  # the sweep itself running
+    try:
+        done = subprocess.run([str(script), "tiny", "tiny-scratch-s0"], timeout=60)
+    finally:
+        running.unlock()
+    assert done.returncode == 2 and f"run directory {sweep_dir} is in use" in log.read_text()
+    assert read_status(sweep_dir, "tiny-scratch-s0").get("state") != "done"
+    done = subprocess.run([str(script), "tiny", "tiny-scratch-s0"], timeout=300)
+    assert done.returncode == 0, log.read_text()
+    assert f"at commit fd54865 in {tmp_path / 'worktrees' / 'tiny-fd54865'}" in log.read_text()
+    assert read_status(sweep_dir, "tiny-scratch-s0")["state"] == "done"
+    assert (export / "cells" / "tiny-scratch-s0" / "run.json").exists()
+    assert f"exported 1 cell(s) to {export} (0 there before, 0 not done)" in log.read_text()
+    committed = subprocess.run(["git", "-C", str(repo), "log", "-1", "--format=%s", "--stat"],
+                               capture_output=True, text=True, check=True).stdout
+    assert committed.startswith("results/tiny: tiny-scratch-s0")
+    assert "results/tiny/cells/tiny-scratch-s0/run.json" in committed
+
+    class NoRuns:
+        describe = "nothing"
+
+        def run(self, out, jobs):
+            raise AssertionError(f"the sweep ran {jobs}")
+
+    counts = run_sweep(load_sweep(ROOT / "tests" / "continual" / "sweep_tiny" / "sweep.yaml"),
+                       sweep_dir, NoRuns())
+    assert counts["done"] == 1
+    done = subprocess.run([str(script), "tiny", "tiny-scratch-s0"], timeout=60)
+    assert done.returncode == 2 and "tiny-scratch-s0 is already done" in log.read_text()
+    (repo / "results" / "tiny.commit").unlink()
+    done = subprocess.run([str(script), "tiny", "tiny-scratch-s0"], timeout=60,
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "tiny has no pin" in done.stderr
