@@ -71,16 +71,20 @@ study "$HERE/pinned-sweep.sh" elite-injection-paper --workers 1 --threads 2 --re
 study "$HERE/pinned-sweep.sh" elite-injection-intrinsic-paper --workers 1 --threads 2 \
   --retries 2
 study "$HERE/pinned-sweep.sh" long-curriculum-paper --workers 1 --threads 2 --retries 2
-# MuJoCo: its pin (fd54865) predates --until, and a Hopper or Walker2d TeLAPA cell on one
-# thread beside another would take about 3.4 h (HalfCheetah's 1.0 h, of which PPO 0.19 h,
-# with Hopper's RK4 visits 3.4x HalfCheetah's: hopper-scratch 0.65 h against 0.19 h),
-# longer than a session, so it would never end; on both threads alone (native stepping
-# and illumination batches use them) it should fit one session when it starts at the
-# session's start, as the cell a session's end cut off does (the next session runs it
-# first, from its start). Alone on both threads Hopper's Scratch seed 4 took 0.40 h
-# (2026-12-06), against 0.63-0.67 h for seeds 0-3 before. Its pin has no --until, so
-# after a study out of time it runs its cells in the sweep's order whatever time is left.
-study "$HERE/pinned-sweep.sh" mujoco-paper --workers 1 --threads 2 --retries 2
+# MuJoCo: its pin (fd54865) predates --until, so after a study out of time it runs its
+# cells in the sweep's order whatever time is left. From 2026-12-05 to 2026-12-07 it ran
+# one cell at a time on both threads, for fear that a Hopper or Walker2d TeLAPA cell on
+# one thread beside another would take about 3.4 h (HalfCheetah's 1.0 h scaled by
+# Hopper's 3.4x cost per PPO visit), longer than a session. Measured on 2026-12-07:
+# hopper-telapa-s0, run first in its session by experiments/pinned-cell.sh, took 0.88 h
+# alone on both threads (maintenance 0.29 h, PPO 0.31 h, illumination 0.18 h: Hopper's
+# falls end its illumination episodes early), and it kept 1.04 cores busy (its first
+# 11 minutes): half the machine idle. So from 2026-12-07 two
+# one-thread workers run it again, as on HalfCheetah. The rule, fixed before the first
+# pair ran: two workers stay while Hopper's Finetune-Reset seeds 2 and 3, run side by
+# side, each end within 0.53 h (1.5x the 0.35 h of seed 1 alone: two cells at a time then
+# do at least 1.33x the work of one); otherwise one worker on both threads again.
+study "$HERE/pinned-sweep.sh" mujoco-paper --workers 2 --threads 1 --retries 2
 study "$HERE/pinned-sweep.sh" mujoco-paper-seeds5-7 --workers 1 --threads 2 --retries 2
 if [ "$failed" -eq 0 ] && [ "$out_of_time" -eq 1 ]; then exit 75; fi
 exit "$failed"
