@@ -82,7 +82,7 @@ study "$HERE/pinned-sweep.sh" long-curriculum-paper --workers 1 --threads 2 --re
 # 11 minutes): half the machine idle. So from 2026-12-07 two
 # one-thread workers run it again, as on HalfCheetah. The rule, fixed before the first
 # pair ran: two workers stay while Hopper's Finetune-Reset seeds 2 and 3, run side by
-# side, each end within 0.53 h (1.5x the 0.35 h of seed 1 alone: two cells at a time then
+# side, each end within 0.50 h (1.5x the 0.33 h of seed 1 alone: two cells at a time then
 # do at least 1.33x the work of one); otherwise one worker on both threads again.
 study "$HERE/pinned-sweep.sh" mujoco-paper --workers 2 --threads 1 --retries 2
 study "$HERE/pinned-sweep.sh" mujoco-paper-seeds5-7 --workers 1 --threads 2 --retries 2
