@@ -42,6 +42,7 @@ from telapa.continual.sweep import (
     stored_cells,
     time_left,
 )
+from telapa.continual.sweep.status import phase_split
 from telapa.jaxcache import ENV_VAR
 
 HERE = Path(__file__).parent
@@ -380,6 +381,74 @@ def test_status_counts_a_method_new_to_a_curriculum_at_its_pace_elsewhere(tmp_pa
     assert ("1 cell(s) counted at their method's pace per visit on other curricula, scaled "
             "by their curriculum's cost measured on the methods that ran there too "
             "(long x2.12)") in text
+
+
+def test_phase_split_parts_sum_to_the_wall_clock() -> None:
+    """A run's wall clock by phase: the method's share split into its own phases, the
+    rest of the wall clock as ``other``; nothing where a part is not a time."""
+    accounting = {"wall_s": 100.0, "phase_s": {"train": 50.0, "method": 30.0},
+                  "method_phase_s": {"illumination": 20.0, "maintenance": 9.0}}
+    assert phase_split(accounting, 100.0) == (
+        ("method.illumination", 20.0), ("method.maintenance", 9.0), ("other", 21.0),
+        ("train", 50.0))
+    assert phase_split({"phase_s": {"train": 50.0, "method": 30.0}}, 100.0) == (
+        ("method", 30.0), ("other", 20.0), ("train", 50.0))
+    assert phase_split({"wall_s": 100.0}, 100.0) == ()
+    assert phase_split({"phase_s": {"train": float("nan")}}, 100.0) == ()
+    assert phase_split({"phase_s": {"train": -1.0}}, 100.0) == ()
+
+
+def test_status_scales_each_phase_by_its_own_cost_on_a_curriculum(tmp_path, capsys):
+    """A method new to a curriculum whose runs record their phases: each phase is scaled
+    by that phase's cost there, measured on the methods that spent time in it on both
+    curricula (2026-12-07: Hopper's PPO visits cost about twice HalfCheetah's, its TeLAPA
+    maintenance and illumination less, and one factor put a TeLAPA-Fresh cell at 2.0 h
+    where TeLAPA's took 0.88 h)."""
+    (tmp_path / "long.yaml").write_text(
+        "name: long\ntasks: {A: MiniGrid-Empty-5x5-v0, B: MiniGrid-DoorKey-5x5-v0}\n"
+        "order: [A, B, A]\ncycles: 2\n")  # 6 visits; smoke has 4
+    sweep = load_sweep(_write(tmp_path, BASE.replace("[smoke]", "[smoke, long.yaml]")
+                              .replace("[ewc]", "[ewc, finetune, l2init]")
+                              .replace("seeds: 2", "seeds: 1")))
+    out = tmp_path / "out"
+    prepare_sweep_dir(sweep, out)
+
+    def finish(name, train, penalty=None):
+        (out / "cells" / name).mkdir(exist_ok=True)
+        _finish(out / "cells" / name, 0)
+        accounting = _accounting(train + (penalty or 0.0))
+        accounting["phase_s"] = {"train": train, "method": penalty or 0.0}
+        if penalty is not None:
+            accounting["method_phase_s"] = {"penalty": penalty}
+        (out / "cells" / name / "accounting.json").write_text(json.dumps(accounting))
+
+    # Per visit (smoke 4, long 6): finetune trains 10 s on smoke, 20 s on long; l2init
+    # trains 10 s and 20 s and spends 10 s and 5 s in its penalty phase; EWC on smoke
+    # trains 10 s and spends 90 s in its penalty phase.
+    finish("smoke-finetune-s0", 40.0)
+    finish("long-finetune-s0", 120.0)
+    finish("smoke-l2init-s0", 40.0, 40.0)
+    finish("long-l2init-s0", 120.0, 30.0)
+    finish("smoke-ewc-s0", 40.0, 360.0)
+    # f_long,train = (2 x 2)^(1/2) = 2 (finetune, l2init); f_long,penalty = 0.5 (l2init
+    # alone); long-ewc-s0: 6 visits x (10 s x 2 + 90 s x 0.5) = 390 s. One factor would
+    # scale EWC's 100 s a visit by f_long = (20/10 x 25/20)^(1/2) = 1.5811: 949 s.
+    estimate = time_left(out, stored_cells(out))
+    assert estimate.other_curricula == ["long-ewc-s0"]
+    assert estimate.seconds == pytest.approx(390.0)
+    assert estimate.scales == {"long": pytest.approx((2 * 1.25) ** 0.5)}
+    assert estimate.phase_scaled == ("long",) and estimate.unscaled == ()
+    assert main(["sweep", "status", str(out)]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert ("scaled by their curriculum's cost measured on the methods that ran there too "
+            "(long x1.58), each phase of their work by that phase's cost there where the "
+            "runs record their phases (long)") in text
+    # one of EWC's cells without its phases (an older run): one factor, as before
+    (out / "cells" / "smoke-ewc-s0" / "accounting.json").write_text(
+        json.dumps(_accounting(400.0)))
+    estimate = time_left(out, stored_cells(out))
+    assert estimate.seconds == pytest.approx(600.0 * (2 * 1.25) ** 0.5)
+    assert estimate.phase_scaled == ()
 
 
 def test_status_names_two_unscaled_curricula_in_the_plural(tmp_path, capsys):

@@ -333,6 +333,10 @@ def _print_status(path: Path) -> None:
                          "pace per visit on other curricula" + (
                              f", scaled by their curriculum's cost measured on the methods "
                              f"that ran there too ({scaled})" if scaled else "") + (
+                             ", each phase of their work by that phase's cost there where "
+                             "the runs record their phases "
+                             f"({', '.join(sorted(estimate.phase_scaled))})"
+                             if estimate.phase_scaled else "") + (
                              f"{';' if scaled else ','} not scaled where no method has "
                              f"finished there and elsewhere yet ({unscaled}: x1, however "
                              f"{'its' if len(estimate.unscaled) == 1 else 'their'} tasks "

@@ -75,6 +75,9 @@ class CellTime:
     """Wall clock of the run so far (a seed batch's runs each count their share)."""
     phases_done: int
     phases: int
+    phase_s: tuple[tuple[str, float], ...] = ()
+    """A finished run's wall clock by phase of its work (`phase_split`); empty for a
+    started run, or a finished one whose accounting does not split it."""
 
     @property
     def progress(self) -> str:
@@ -106,7 +109,9 @@ def cell_time(sweep_dir: Path, name: str) -> CellTime | None:
         return None
     try:
         if run_dir.manifest().get("status") == "complete":
-            return CellTime(float(run_dir.accounting()["wall_s"]), 1, 1)
+            accounting = run_dir.accounting()
+            wall = float(accounting["wall_s"])
+            return CellTime(wall, 1, 1, phase_split(accounting, wall))
         state = run_dir.checkpoints.state_json()
         if state is None:
             return None
@@ -117,6 +122,26 @@ def cell_time(sweep_dir: Path, name: str) -> CellTime | None:
     except (ValueError, TypeError) as err:
         raise RunDirError(f"cell {name}: cannot read its progress from {run_dir.path}: "
                           f"{type(err).__name__}: {err}") from None
+
+
+def phase_split(accounting: dict[str, Any], wall_s: float) -> tuple[tuple[str, float], ...]:
+    """A finished run's wall clock ``wall_s`` by phase, from its accounting: ``phase_s``
+    (train, eval, checkpoint, ...) with its ``method`` share split into the method's own
+    phases (``method_phase_s``: ``method.illumination``, ``method.maintenance``, ...),
+    and ``other`` for the rest of the wall clock (start-up, compiles outside a phase),
+    so that the parts sum to ``wall_s``. Empty where the accounting has no ``phase_s``
+    or a part is not a finite number >= 0 (an estimate then goes by the whole)."""
+    phases, parts = accounting.get("phase_s"), accounting.get("method_phase_s") or {}
+    if not isinstance(phases, dict) or not isinstance(parts, dict):
+        return ()
+    split = {k: v for k, v in phases.items() if not (k == "method" and parts)}
+    split |= {f"method.{k}": v for k, v in parts.items()}
+    if not all(isinstance(v, int | float) and math.isfinite(v) and v >= 0
+               for v in split.values()):
+        return ()
+    split = {k: float(v) for k, v in split.items()}
+    split["other"] = max(0.0, wall_s - sum(split.values()))
+    return tuple(sorted(split.items()))
 
 
 def cell_times(sweep_dir: Path, cells: list[dict[str, Any]]
@@ -156,6 +181,9 @@ class Estimate(NamedTuple):
     """Curriculum names whose `other_curricula` cells were counted with f_C = 1, as no
     method has finished there and elsewhere (a Walker2d curriculum before any of its
     cells ends counts HalfCheetah's pace, which its RK4 physics may well triple)."""
+    phase_scaled: tuple[str, ...] = ()
+    """Curriculum names some of whose `other_curricula` cells were scaled phase by phase
+    (`cell_estimates`, rule 2), not by `scales`' one factor."""
 
 
 def format_duration(seconds: float) -> str:
@@ -210,7 +238,14 @@ def cell_estimates(sweep_dir: Path, cells: list[dict[str, Any]], *,
        is measured from the methods B that finished on C and elsewhere (same settings):
        the geometric mean over m in B of p(m, C) / q(m), with p(m, C) m's mean wall clock
        per visit on C and q(m) its mean per visit on the other curricula; f_C = 1 where B
-       is empty;
+       is empty. Where every one of those cells of its method records its phases
+       (`phase_split`), each phase x is scaled by its own factor f_C,x, measured as f_C
+       on the methods that spent time in x on C and elsewhere (f_C where none did):
+       ``visits * sum_x mean_j(x_j / visits_j) * f_C,x``. Phases scale differently: on
+       2026-12-07 Hopper's PPO visits took 1.1-2.2x HalfCheetah's, but its TeLAPA
+       illumination 0.5x (a falling Hopper ends its episodes early) and maintenance 0.7x
+       (no env steps at all), so one factor put a TeLAPA-Fresh cell there at 2.0 h, which
+       TeLAPA's took 0.88;
     3. the mean wall clock of its method's finished cells on its curriculum under other
        settings (an ablation's settings, such as an injection probability, change a
        method's cost far less than another method would);
@@ -228,9 +263,11 @@ def cell_estimates(sweep_dir: Path, cells: list[dict[str, Any]], *,
 
 
 def _estimates(cells: list[dict[str, Any]], times: dict[str, CellTime | None]
-               ) -> tuple[dict[str, CellEstimate], dict[str, float], tuple[str, ...]]:
+               ) -> tuple[dict[str, CellEstimate], dict[str, float], tuple[str, ...],
+                          tuple[str, ...]]:
     """`cell_estimates`, `Estimate.scales` (the cost factor of each curriculum whose cells
-    rule 2 counted with a measured one) and `Estimate.unscaled` (those counted without)."""
+    rule 2 counted with a measured one), `Estimate.unscaled` (those counted without) and
+    `Estimate.phase_scaled`."""
 
     def key(value: Any) -> str:
         return json.dumps(value, sort_keys=True, default=str)
@@ -241,6 +278,7 @@ def _estimates(cells: list[dict[str, Any]], times: dict[str, CellTime | None]
     per_visit: dict[tuple[str, str], dict[str, list[float]]] = {}
     same_setting: dict[tuple[str, str], list[float]] = {}
     same_method: dict[tuple[str, str], list[float]] = {}
+    phase_paces: dict[tuple[str, str], dict[str, list[dict[str, float]]]] = {}
     for cell in cells:
         t = times.get(cell["name"])
         if t is None or t.phases_done < t.phases or not math.isfinite(t.wall_s):
@@ -252,10 +290,15 @@ def _estimates(cells: list[dict[str, Any]], times: dict[str, CellTime | None]
         if visits:
             per_visit.setdefault((method, config), {}).setdefault(curriculum, []).append(
                 t.wall_s / visits)
+            if t.phase_s:
+                phase_paces.setdefault((method, config), {}).setdefault(
+                    curriculum, []).append({x: s / visits for x, s in t.phase_s})
     factors = _cost_factors(per_visit)
+    phase_factors = _phase_cost_factors(phase_paces)
     estimates: dict[str, CellEstimate] = {}
     scales: dict[str, float] = {}
     unscaled: dict[str, None] = {}
+    phase_scaled: dict[str, None] = {}
     for cell in cells:
         t = times.get(cell["name"])
         method, curriculum, config, visits = kinds[cell["name"]]
@@ -263,7 +306,16 @@ def _estimates(cells: list[dict[str, Any]], times: dict[str, CellTime | None]
             estimate = CellEstimate(_mean(walls), "same")
         elif visits and (paces := _flat(per_visit.get((method, config), {}))):
             factor = factors.get((curriculum, config), 1.0)
-            estimate = CellEstimate(visits * _mean(paces) * factor, "other_curricula")
+            split = [d for ds in phase_paces.get((method, config), {}).values() for d in ds]
+            if split and len(split) == len(paces) and (curriculum, config) in factors:
+                seconds = visits * sum(
+                    _mean([d.get(x, 0.0) for d in split])
+                    * phase_factors.get((curriculum, config, x), factor)
+                    for x in sorted(set().union(*split)))
+                phase_scaled[_name(cell)] = None
+            else:
+                seconds = visits * _mean(paces) * factor
+            estimate = CellEstimate(seconds, "other_curricula")
         elif walls := same_method.get((method, curriculum)):
             estimate = CellEstimate(_mean(walls), "other_settings")
         elif walls := same_setting.get((curriculum, config)):
@@ -280,7 +332,7 @@ def _estimates(cells: list[dict[str, Any]], times: dict[str, CellTime | None]
             else:
                 unscaled[_name(cell)] = None
         estimates[cell["name"]] = estimate
-    return estimates, scales, tuple(unscaled)
+    return estimates, scales, tuple(unscaled), tuple(phase_scaled)
 
 
 def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
@@ -292,14 +344,14 @@ def time_left(sweep_dir: Path, cells: list[dict[str, Any]], *,
     ``times``: each cell's `cell_time`, when the caller has read them already."""
     if times is None:
         times, _ = cell_times(sweep_dir, cells)
-    estimates, scales, unscaled = _estimates(cells, times)
+    estimates, scales, unscaled, phase_scaled = _estimates(cells, times)
     by_rule: dict[str, list[str]] = {}
     for name, estimate in estimates.items():
         by_rule.setdefault(estimate.rule, []).append(name)
     total = sum(e.seconds for e in estimates.values() if math.isfinite(e.seconds))
     return Estimate(total, by_rule.get("other_curricula", []),
                     by_rule.get("other_settings", []), by_rule.get("other_methods", []),
-                    by_rule.get("unknown", []), scales, unscaled)
+                    by_rule.get("unknown", []), scales, unscaled, phase_scaled)
 
 
 def _started_left(t: CellTime, whole: float) -> float:
@@ -348,6 +400,23 @@ def _cost_factors(per_visit: dict[tuple[str, str], dict[str, list[float]]]
     return {key: math.exp(_mean(values)) for key, values in logs.items()}
 
 
+def _phase_cost_factors(phase_paces: dict[tuple[str, str], dict[str, list[dict[str, float]]]]
+                        ) -> dict[tuple[str, str, str], float]:
+    """(curriculum, config, phase) -> f_C,x of `cell_estimates`' rule 2: `_cost_factors`
+    of each phase x's seconds per visit, over the methods that spent time in x on the
+    curriculum and elsewhere (a method without x, such as a baseline's illumination,
+    has a mean of 0 there and is left out)."""
+    phases = {x for by_curriculum in phase_paces.values() for split in by_curriculum.values()
+              for d in split for x in d}
+    factors: dict[tuple[str, str, str], float] = {}
+    for x in sorted(phases):
+        per_visit = {key: {c: [d.get(x, 0.0) for d in split] for c, split in by_c.items()}
+                     for key, by_c in phase_paces.items()}
+        for (curriculum, config), factor in _cost_factors(per_visit).items():
+            factors[(curriculum, config, x)] = factor
+    return factors
+
+
 def _name(cell: dict[str, Any]) -> str:
     curriculum = cell.get("curriculum")
     name = curriculum.get("name") if isinstance(curriculum, dict) else None
@@ -356,4 +425,4 @@ def _name(cell: dict[str, Any]) -> str:
 
 __all__ = ["EXPORT_STATES", "STATES", "CellEstimate", "CellTime", "Estimate", "cell_estimates",
            "cell_state", "cell_time", "cell_times", "exported_cell_state", "format_duration",
-           "time_left", "tries_ended"]
+           "phase_split", "time_left", "tries_ended"]
