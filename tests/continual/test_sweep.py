@@ -330,20 +330,27 @@ def test_a_started_cell_weighs_its_own_pace_and_its_kinds_time_by_how_far_it_is(
         CellEstimate(110.0, "started")
 
 
+def _two_curricula_sweep(tmp_path: Path) -> Path:
+    """A prepared sweep directory of EWC, Finetune and L2-Init, seed 0, on smoke (4
+    visits) and ``long`` (A B A, twice: 6 visits), nothing run."""
+    (tmp_path / "long.yaml").write_text(
+        "name: long\ntasks: {A: MiniGrid-Empty-5x5-v0, B: MiniGrid-DoorKey-5x5-v0}\n"
+        "order: [A, B, A]\ncycles: 2\n")
+    sweep = load_sweep(_write(tmp_path, BASE.replace("[smoke]", "[smoke, long.yaml]")
+                              .replace("[ewc]", "[ewc, finetune, l2init]")
+                              .replace("seeds: 2", "seeds: 1")))
+    out = tmp_path / "out"
+    prepare_sweep_dir(sweep, out)
+    return out
+
+
 def test_status_counts_a_method_new_to_a_curriculum_at_its_pace_elsewhere(tmp_path, capsys):
     """A cell not started whose method has finished only on other curricula counts that
     method's wall clock per visit times its own visits, before any other method's mean
     (methods differ several-fold in cost), scaled by its curriculum's cost per visit
     relative to the others, measured on the methods that finished on both (Hopper's RK4
     physics makes its visits 3x HalfCheetah's)."""
-    (tmp_path / "long.yaml").write_text(
-        "name: long\ntasks: {A: MiniGrid-Empty-5x5-v0, B: MiniGrid-DoorKey-5x5-v0}\n"
-        "order: [A, B, A]\ncycles: 2\n")  # 6 visits; smoke has 4
-    sweep = load_sweep(_write(tmp_path, BASE.replace("[smoke]", "[smoke, long.yaml]")
-                              .replace("[ewc]", "[ewc, finetune, l2init]")
-                              .replace("seeds: 2", "seeds: 1")))
-    out = tmp_path / "out"
-    prepare_sweep_dir(sweep, out)
+    out = _two_curricula_sweep(tmp_path)
 
     def finish(walls):
         for name, wall in walls:
@@ -404,14 +411,7 @@ def test_status_scales_each_phase_by_its_own_cost_on_a_curriculum(tmp_path, caps
     curricula (2026-12-07: Hopper's PPO visits cost about twice HalfCheetah's, its TeLAPA
     maintenance and illumination less, and one factor put a TeLAPA-Fresh cell at 2.0 h
     where TeLAPA's took 0.88 h)."""
-    (tmp_path / "long.yaml").write_text(
-        "name: long\ntasks: {A: MiniGrid-Empty-5x5-v0, B: MiniGrid-DoorKey-5x5-v0}\n"
-        "order: [A, B, A]\ncycles: 2\n")  # 6 visits; smoke has 4
-    sweep = load_sweep(_write(tmp_path, BASE.replace("[smoke]", "[smoke, long.yaml]")
-                              .replace("[ewc]", "[ewc, finetune, l2init]")
-                              .replace("seeds: 2", "seeds: 1")))
-    out = tmp_path / "out"
-    prepare_sweep_dir(sweep, out)
+    out = _two_curricula_sweep(tmp_path)
 
     def finish(name, train, penalty=None):
         (out / "cells" / name).mkdir(exist_ok=True)
