@@ -48,7 +48,7 @@ from telapa.continual.sweep.export import export_sweep
 from telapa.continual.sweep.jobs import run_job, thread_env
 from telapa.continual.sweep.layout import read_status
 from telapa.continual.sweep.status import cell_state
-from telapa.continual.rundir import RunDir
+from telapa.continual.rundir import RunDir, RunDirError
 
 assert telapa.__file__.startswith(os.environ["PYTHONPATH"]), telapa.__file__
 
@@ -64,7 +64,7 @@ if name not in cells:
 lock = RunDir(out)
 try:
     lock.lock()  # the sweep's own lock: refused while the sweep runs
-except Exception as err:  # noqa: BLE001
+except RunDirError as err:
     refuse(str(err))
 try:
     state, _ = cell_state(out, name)
@@ -72,6 +72,7 @@ try:
         refuse(f"{name} is already done in {out}")
     os.environ.update(thread_env(threads))
     ((_, result),) = run_job(str(out), [cells[name]])
+    # the end of the try, recorded as the pinned sweep records it (attempts, errors)
     driver._record(out, name, read_status(out, name), result, print)
     summary = export_sweep(out, dest)
     print(f"exported {len(summary.added)} cell(s) to {dest} ({len(summary.kept)} there "
