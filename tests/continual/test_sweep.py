@@ -403,6 +403,7 @@ def test_phase_split_parts_sum_to_the_wall_clock() -> None:
     assert phase_split({"wall_s": 100.0}, 100.0) == ()
     assert phase_split({"phase_s": {"train": float("nan")}}, 100.0) == ()
     assert phase_split({"phase_s": {"train": -1.0}}, 100.0) == ()
+    assert phase_split({"phase_s": {"train": True}}, 100.0) == ()  # as check_accounting
 
 
 def test_status_scales_each_phase_by_its_own_cost_on_a_curriculum(tmp_path, capsys):

@@ -161,6 +161,13 @@ ACCOUNTING_REQUIRED = ("wall_s", "extra_env_steps", "peak_rss_bytes", "method_st
                        "run_dir_bytes")
 
 
+def is_non_negative_number(value: Any) -> bool:
+    """Whether ``value`` is a finite number >= 0 (an int or float, not a bool): what
+    ``accounting.json`` records, times and sizes."""
+    return (not isinstance(value, bool) and isinstance(value, int | float)
+            and math.isfinite(value) and value >= 0)
+
+
 def check_accounting(data: Any, path: Path) -> dict[str, Any]:
     """``data`` (``accounting.json``, read from ``path``) when it holds every one of
     `ACCOUNTING_REQUIRED` as a non-negative number; `RunDirError` naming ``path`` and the
@@ -168,9 +175,7 @@ def check_accounting(data: Any, path: Path) -> dict[str, Any]:
     if not isinstance(data, dict) or any(k not in data for k in ACCOUNTING_REQUIRED):
         raise RunDirError(f"{path} lacks one of {list(ACCOUNTING_REQUIRED)}")
     for key in ACCOUNTING_REQUIRED:
-        value = data[key]
-        if isinstance(value, bool) or not isinstance(value, int | float) or not (
-                math.isfinite(value) and value >= 0):
+        if not is_non_negative_number(value := data[key]):
             raise RunDirError(f"{path}: {key} is {value!r}, not a non-negative number")
     return data
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from telapa.continual.rundir import RunDirError
+from telapa.continual.runtables import is_non_negative_number
 from telapa.continual.sweep.layout import cell_dir, read_status
 
 STATES = ("done", "running", "partial", "failed", "left")
@@ -136,8 +137,7 @@ def phase_split(accounting: dict[str, Any], wall_s: float) -> tuple[tuple[str, f
         return ()
     split = {k: v for k, v in phases.items() if not (k == "method" and parts)}
     split |= {f"method.{k}": v for k, v in parts.items()}
-    if not all(isinstance(v, int | float) and math.isfinite(v) and v >= 0
-               for v in split.values()):
+    if not all(is_non_negative_number(v) for v in split.values()):
         return ()
     split = {k: float(v) for k, v in split.items()}
     split["other"] = max(0.0, wall_s - sum(split.values()))
