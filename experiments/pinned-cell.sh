@@ -82,13 +82,9 @@ try:
 finally:
     lock.unlock()
 EOF
-# commits only this sweep's results (none when nothing ran); retries a busy index
-[ "$status" -eq 2 ] || for _ in 1 2 3 4 5; do
-  git -C "$ROOT" add "results/$NAME" 2>/dev/null || { sleep 7; continue; }
-  git -C "$ROOT" diff --cached --quiet -- "results/$NAME" && break
-  git -C "$ROOT" commit -q -m "results/$NAME: $CELL" -- "results/$NAME" && break
-  sleep 7
-done
+# commits only this sweep's results (none when nothing ran: a refusal)
+. "$ROOT/experiments/commit-results.sh"
+[ "$status" -eq 2 ] || commit_results "results/$NAME: $CELL" "results/$NAME"
 echo "== $(date -u +%FT%TZ) $CELL end (exit $status)"
 exit "$status"
 }

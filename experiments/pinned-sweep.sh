@@ -49,18 +49,8 @@ echo "$COMMIT" > "$PIN"
 export PYTHONPATH=$WT/src           # the pinned code, not main's (the venv is main's)
 cd "$WT"
 "$PY" -c "import telapa, sys; assert telapa.__file__.startswith('$WT'), telapa.__file__"
-commit_results() {  # commits only this sweep's results and pin; retries a busy index
-  for _ in 1 2 3 4 5; do
-    git -C "$ROOT" add "results/$NAME" "results/$NAME.commit" 2>/dev/null \
-      || { sleep 7; continue; }
-    if git -C "$ROOT" diff --cached --quiet -- "results/$NAME" "results/$NAME.commit"; then
-      return 0
-    fi
-    git -C "$ROOT" commit -q -m "results/$NAME: $1" -- "results/$NAME" \
-      "results/$NAME.commit" && return 0
-    sleep 7
-  done
-}
+# commit_results MESSAGE PATH...: commits only this sweep's results and pin
+. "$ROOT/experiments/commit-results.sh"
 # STUDY_UNTIL (an ISO time with its offset, e.g. 2026-12-05T18:20Z): the end of the
 # machine's time. Passed as --until where the pinned telapa has it (it starts only the
 # cells expected to end by then, and exits 75 with the rest left); a pin older than
@@ -73,12 +63,14 @@ if [ -n "${STUDY_UNTIL:-}" ]; then
   fi
 fi
 echo "== $(date -u +%FT%TZ) start at commit $COMMIT in $WT: $*"
-( while sleep 600; do commit_results "cells finished so far"; done ) &
+( while sleep 600; do
+    commit_results "results/$NAME: cells finished so far" "results/$NAME" "results/$NAME.commit"
+  done ) &
 committer=$!
 nice -n 5 "$PY" -m telapa.cli sweep "$SWEEP" "$@" \
   --out "$ROOT/runs/$NAME" --export "$RESULTS" || status=$?
 kill "$committer" 2>/dev/null || true
 outcome=${status:+stopped ($status)}
-commit_results "sweep ${outcome:-finished}"
+commit_results "results/$NAME: sweep ${outcome:-finished}" "results/$NAME" "results/$NAME.commit"
 echo "== $(date -u +%FT%TZ) end"
 exit "${status:-0}"

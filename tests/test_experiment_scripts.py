@@ -144,16 +144,22 @@ def test_an_out_of_time_chain_still_ends_with_a_failure(tmp_path: Path) -> None:
     assert called == APPENDIX_ORDER[:4] and status == 2
 
 
+def _copy_script(root: Path, name: str) -> Path:
+    """experiments/``name`` and the helper it sources, copied to ``root/experiments``."""
+    for file in (name, "commit-results.sh"):
+        (root / "experiments" / file).write_text((ROOT / "experiments" / file).read_text())
+    script = root / "experiments" / name
+    script.chmod(0o755)
+    return script
+
+
 def _pinned_copy(tmp_path: Path) -> Path:
     """pinned-sweep.sh in a bare copy of the repository's layout (no git, no venv), with a
     sweep file ``x``: what it does before it needs either."""
     (tmp_path / "experiments").mkdir()
     (tmp_path / "configs" / "sweeps").mkdir(parents=True)
     (tmp_path / "configs" / "sweeps" / "x.yaml").write_text("name: x\n")
-    script = tmp_path / "experiments" / "pinned-sweep.sh"
-    script.write_text((ROOT / "experiments" / "pinned-sweep.sh").read_text())
-    script.chmod(0o755)
-    return script
+    return _copy_script(tmp_path, "pinned-sweep.sh")
 
 
 @pytest.mark.parametrize("until, status, says", [
@@ -209,9 +215,7 @@ def _pinned_cell_copy(tmp_path: Path) -> tuple[Path, Path, Path]:
 
     repo = tmp_path / "repo"
     (repo / "experiments").mkdir(parents=True)
-    script = repo / "experiments" / "pinned-cell.sh"
-    script.write_text((ROOT / "experiments" / "pinned-cell.sh").read_text())
-    script.chmod(0o755)
+    script = _copy_script(repo, "pinned-cell.sh")
     (repo / ".venv" / "bin").mkdir(parents=True)
     python = repo / ".venv" / "bin" / "python"
     python.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
@@ -276,3 +280,32 @@ def test_one_cell_runs_ahead_of_its_sweep_from_the_pin(tmp_path: Path) -> None:
     done = subprocess.run([str(script), "tiny", "tiny-scratch-s0"], timeout=60,
                           capture_output=True, text=True)
     assert done.returncode == 2 and "tiny has no pin" in done.stderr
+
+
+def test_commit_results_commits_only_the_paths_it_is_given(tmp_path: Path) -> None:
+    """The studies' one commit helper (sourced by pinned-sweep.sh and pinned-cell.sh)
+    commits a study's results and nothing else a session has changed in the checkout, and
+    makes no commit when they did not change."""
+    for command in (["init", "-q"], ["config", "user.email", "t@t"],
+                    ["config", "user.name", "t"], ["commit", "-q", "--allow-empty", "-m", "0"]):
+        subprocess.run(["git", "-C", str(tmp_path), *command], check=True)
+    (tmp_path / "results" / "x").mkdir(parents=True)
+    (tmp_path / "results" / "x" / "a.csv").write_text("1\n")
+    (tmp_path / "results" / "x.commit").write_text("fd54865\n")
+    (tmp_path / "work.py").write_text("a session's edit\n")
+    helper = ROOT / "experiments" / "commit-results.sh"
+
+    def commit(message: str) -> str:
+        subprocess.run(["bash", "-c", f'ROOT={shlex.quote(str(tmp_path))}; . {helper}; '
+                        f'commit_results "{message}" results/x results/x.commit'], check=True,
+                       timeout=60)
+        return subprocess.run(["git", "-C", str(tmp_path), "log", "--format=%s", "--name-only"],
+                              capture_output=True, text=True, check=True).stdout
+
+    log = commit("results/x: one")
+    assert log.startswith("results/x: one\n\nresults/x.commit\nresults/x/a.csv\n")
+    assert "work.py" not in log
+    assert commit("results/x: again") == log  # nothing changed: no commit
+    status = subprocess.run(["git", "-C", str(tmp_path), "status", "--porcelain"],
+                            capture_output=True, text=True, check=True).stdout
+    assert status == "?? work.py\n"
