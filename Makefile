@@ -94,7 +94,7 @@ test: $(STAMP) $(SB3_STAMP) browser gl slurm
 	TELAPA_REQUIRE=stable_baselines3,torch $(BIN)/python -m pytest -n 2 --dist loadfile --durations=40
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks examples experiments
 
 # The documentation site (guides + API reference) into site/; --strict: a broken link
 # fails it. tests/test_docs.py builds it in make test.
