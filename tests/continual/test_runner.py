@@ -104,6 +104,24 @@ def test_accounting(finished):
     assert acc["wall_s"] >= sum(acc["phase_s"].values()) * 0.9
 
 
+def test_a_run_records_its_own_peak_memory_not_its_process_s(finished, tmp_path):
+    """A sweep worker runs its cells one after another in one process, so the process's
+    lifetime peak (``ru_maxrss``) may be an earlier cell's: a run records the peak of its
+    own span. Here the earlier cell is a 1.5 GiB block allocated and freed before a run
+    of one task (Empty-5x5, whose programs the module's run compiled); before the fix its
+    accounting said the lifetime peak."""
+    import resource
+
+    block = bytearray(b"x") * (1536 << 20)
+    del block
+    lifetime = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    spec = RunSpec(load_curriculum(Path(__file__).with_name("one_task_curriculum.yaml")),
+                   "ewc", 3, load_run_config(TINY), "tiny")
+    ContinualRun.start(spec, tmp_path / "after").run()
+    peak = json.loads((tmp_path / "after" / "accounting.json").read_text())["peak_rss_bytes"]
+    assert 100e6 < peak < lifetime - (1 << 30), (peak, lifetime)
+
+
 class StopOnce(CrashAfter):
     """Stops this process (SIGSTOP) for ``seconds`` at the ``n``-th training progress
     report, as ``kill -STOP`` would; a helper process sends SIGCONT."""

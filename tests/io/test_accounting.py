@@ -194,3 +194,27 @@ def test_memory_monitor_span_peak_leaves_out_the_lifetime_peak():
     peak, lifetime, rss = map(int, out.split())
     assert peak < lifetime - 200 * 2**20
     assert peak >= 0.9 * rss
+
+
+SHORT_PEAK_CHECK = """
+from telapa.io import MemoryMonitor
+block = bytearray(b"x") * (200 << 20)  # the process's peak before the span
+del block
+with MemoryMonitor(interval_s=3600, lifetime=False) as span:  # no sample but the first
+    block = bytearray(b"x") * (500 << 20)  # a higher peak within it, between samples
+    del block
+    before_stop = span.peak_bytes
+rss = span.current_bytes()
+print(before_stop, rss)
+"""
+
+
+def test_a_span_catches_its_own_short_peak_from_ru_maxrss():
+    """Where a span reaches the process's highest peak yet between two samples,
+    ``ru_maxrss`` rose within the span and counts (a 500 MiB block allocated and freed
+    while the monitor sleeps); the lower peak from before the span did not count
+    (`test_memory_monitor_span_peak_leaves_out_the_lifetime_peak`)."""
+    out = subprocess.run([sys.executable, "-c", SHORT_PEAK_CHECK], capture_output=True,
+                         text=True, check=True, timeout=120).stdout
+    peak, rss = map(int, out.split())
+    assert peak > rss + 400 * 2**20

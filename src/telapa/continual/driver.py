@@ -21,8 +21,10 @@ a batch of one, exactly as separate runs.
 
 Time and memory. A run's ``wall_s`` grows by its share of the loop's elapsed time (the
 elapsed seconds over the number of runs the loop drives, on `telapa.io.clock.running`,
-which leaves out the time the process was stopped); its peak memory is the process's,
-sampled through the loop (`telapa.io.MemoryMonitor`).
+which leaves out the time the process was stopped); its peak memory is the process's
+(and its children's) over the loop, sampled through it (`telapa.io.MemoryMonitor` of the
+loop's span: not what the process peaked at before, such as a sweep worker's earlier
+cells).
 """
 
 from __future__ import annotations
@@ -85,7 +87,8 @@ class Driver:
         for run in self.runs:
             run.state = run.state.replace(segments=run.state.segments + 1)
         peak = max([r.state.peak_rss for r in self.runs], default=0)
-        with MemoryMonitor(initial_peak_bytes=peak) as self._memory:
+        # the run's own peak: a sweep worker's earlier cells are not this run's
+        with MemoryMonitor(initial_peak_bytes=peak, lifetime=False) as self._memory:
             while self.step():
                 # a stop dropped inside a callback, or one asked for at a phase boundary
                 # (its checkpoint committed): telapa.io.stop

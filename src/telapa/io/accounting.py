@@ -116,9 +116,17 @@ class MemoryMonitor:
     maximum, folded with ``getrusage`` ``ru_maxrss`` (see :func:`_rusage_peak_bytes`). RSS
     counts pages shared between processes once per process, as ``ps``/``top`` do.
     ``initial_peak_bytes`` carries the peak of earlier segments of a resumed run.
-    Note that ``ru_maxrss`` is the peak of the whole process lifetime, also before
-    the monitor was created; ``lifetime=False`` leaves it out, so the peak covers only
-    the monitored span (sampled: a peak shorter than ``interval_s`` can be missed).
+
+    ``ru_maxrss`` is the peak of the whole process lifetime, also before the monitor
+    was created. With ``lifetime=True`` it is folded in as it is, so the peak is the
+    process's. With ``lifetime=False`` the peak covers only the monitored span: ru_maxrss
+    counts only where it rose above its value when the monitor was created, since
+    ru_maxrss never falls and so a rise is a new peak within the span. A short peak
+    between two samples is still caught where it is the process's highest yet, not
+    otherwise. A run monitors its span (`telapa.continual.driver`): a sweep worker runs
+    its cells one after another in one process, and the lifetime peak of a TeLAPA cell
+    was recorded again as the peak of every baseline cell after it (2026-12-07: Hopper
+    Scratch cells at 2.8-3.0 GB where one run alone peaked at 0.84 GB).
     """
 
     def __init__(
@@ -129,6 +137,7 @@ class MemoryMonitor:
         self.interval_s = float(interval_s)
         self.lifetime = lifetime
         self._proc = psutil.Process()
+        self._rusage_before = 0 if lifetime else _rusage_peak_bytes()
         self._peak = int(initial_peak_bytes)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -152,7 +161,10 @@ class MemoryMonitor:
         return current
 
     def _rusage(self) -> int:
-        return _rusage_peak_bytes() if self.lifetime else 0
+        """``ru_maxrss`` (`_rusage_peak_bytes`), or with ``lifetime=False`` 0 unless it
+        rose above its value at the monitor's creation."""
+        peak = _rusage_peak_bytes()
+        return peak if peak > self._rusage_before else 0
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
