@@ -113,8 +113,8 @@ def test_a_run_records_its_own_peak_memory_not_its_process_s(finished, tmp_path)
     import resource
 
     block = bytearray(b"x") * (1536 << 20)
+    lifetime = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # block resident
     del block
-    lifetime = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     spec = RunSpec(load_curriculum(Path(__file__).with_name("one_task_curriculum.yaml")),
                    "ewc", 3, load_run_config(TINY), "tiny")
     ContinualRun.start(spec, tmp_path / "after").run()

@@ -196,25 +196,22 @@ def test_memory_monitor_span_peak_leaves_out_the_lifetime_peak():
     assert peak >= 0.9 * rss
 
 
-SHORT_PEAK_CHECK = """
-from telapa.io import MemoryMonitor
-block = bytearray(b"x") * (200 << 20)  # the process's peak before the span
-del block
-with MemoryMonitor(interval_s=3600, lifetime=False) as span:  # no sample but the first
-    block = bytearray(b"x") * (500 << 20)  # a higher peak within it, between samples
-    del block
-    before_stop = span.peak_bytes
-rss = span.current_bytes()
-print(before_stop, rss)
-"""
 
+def test_a_span_counts_ru_maxrss_only_where_it_rose_within_it(monkeypatch):
+    """``lifetime=False``: ru_maxrss (faked here, in bytes) counts only where it rose above
+    its value at the monitor's creation, the process's peak before the span; a rise is a
+    peak within the span, caught even between two samples. ``lifetime=True`` counts it as
+    it is. The samples (the process's RSS now) count either way."""
+    from telapa.io import accounting
 
-def test_a_span_catches_its_own_short_peak_from_ru_maxrss():
-    """Where a span reaches the process's highest peak yet between two samples,
-    ``ru_maxrss`` rose within the span and counts (a 500 MiB block allocated and freed
-    while the monitor sleeps); the lower peak from before the span did not count
-    (`test_memory_monitor_span_peak_leaves_out_the_lifetime_peak`)."""
-    out = subprocess.run([sys.executable, "-c", SHORT_PEAK_CHECK], capture_output=True,
-                         text=True, check=True, timeout=120).stdout
-    peak, rss = map(int, out.split())
-    assert peak > rss + 400 * 2**20
+    rusage = [1000 << 20]
+    monkeypatch.setattr(accounting, "_rusage_peak_bytes", lambda: rusage[0])
+    monkeypatch.setattr(MemoryMonitor, "current_bytes", lambda self: 300 << 20)
+    span = MemoryMonitor(interval_s=3600, lifetime=False)
+    whole = MemoryMonitor(interval_s=3600)
+    assert span.sample() == 300 << 20
+    assert span.peak_bytes == 300 << 20  # the earlier 1000 MiB is not the span's
+    assert whole.peak_bytes == 1000 << 20
+    rusage[0] = 1500 << 20  # a short peak within the span, between two samples
+    assert span.peak_bytes == 1500 << 20 and whole.peak_bytes == 1500 << 20
+    assert MemoryMonitor(lifetime=False).peak_bytes == 0  # a new span: not its peak
