@@ -201,7 +201,9 @@ def test_a_span_counts_ru_maxrss_only_where_it_rose_within_it(monkeypatch):
     """``lifetime=False``: ru_maxrss (faked here, in bytes) counts only where it rose above
     its value at the monitor's creation, the process's peak before the span; a rise is a
     peak within the span, caught even between two samples. ``lifetime=True`` counts it as
-    it is. The samples (the process's RSS now) count either way."""
+    it is. The samples (the process's RSS now) count either way. (Faked: a real check in
+    a subprocess failed in the suite, whose worker's peak the child inherits across exec,
+    `MemoryMonitor`.)"""
     from telapa.io import accounting
 
     rusage = [1000 << 20]

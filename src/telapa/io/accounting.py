@@ -118,7 +118,11 @@ class MemoryMonitor:
     ``initial_peak_bytes`` carries the peak of earlier segments of a resumed run.
 
     ``ru_maxrss`` is the peak of the whole process lifetime, also before the monitor
-    was created. With ``lifetime=True`` it is folded in as it is, so the peak is the
+    was created, and even before the process's program started: Linux carries the
+    high-water mark across ``exec``, so a process started by a larger one begins with that
+    one's peak (a child of a 1.5 GB Python process reads 1.5 GB at its first line, as a
+    check of this rule did when a test worker of several GB started it). With
+    ``lifetime=True`` it is folded in as it is, so the peak is the
     process's. With ``lifetime=False`` the peak covers only the monitored span: ru_maxrss
     counts only where it rose above its value when the monitor was created, since
     ru_maxrss never falls and so a rise is a new peak within the span. A short peak
