@@ -121,16 +121,17 @@ class MemoryMonitor:
     was created, and even before the process's program started: Linux carries the
     high-water mark across ``exec``, so a process started by a larger one begins with that
     one's peak (a child of a 1.5 GB Python process reads 1.5 GB at its first line, as a
-    check of this rule did when a test worker of several GB started it). With
-    ``lifetime=True`` it is folded in as it is, so the peak is the
-    process's. With ``lifetime=False`` the peak covers only the monitored span: ru_maxrss
-    counts only where it rose above its value when the monitor was created, since
-    ru_maxrss never falls and so a rise is a new peak within the span. A short peak
-    between two samples is still caught where it is the process's highest yet, not
-    otherwise. A run monitors its span (`telapa.continual.driver`): a sweep worker runs
-    its cells one after another in one process, and the lifetime peak of a TeLAPA cell
-    was recorded again as the peak of every baseline cell after it (2026-12-07: Hopper
-    Scratch cells at 2.8-3.0 GB where one run alone peaked at 0.84 GB).
+    check of this rule did when a test worker of several GB started it).
+
+    With ``lifetime=True`` it is folded in as it is, so the peak is the process's. With
+    ``lifetime=False`` the peak covers only the monitored span: ru_maxrss counts only
+    where it rose above its value when the monitor was created, since ru_maxrss never
+    falls and so a rise is a new peak within the span. A short peak between two samples
+    is still caught where it is the process's highest yet, not otherwise. A run monitors
+    its span (`telapa.continual.driver`): a sweep worker runs its cells one after another
+    in one process, and the lifetime peak of a TeLAPA cell was recorded again as the peak
+    of the baseline cells after it in that worker (2026-12-07: Hopper Scratch cells at
+    2.8-3.0 GB where one run alone peaked at 0.84 GB).
     """
 
     def __init__(
