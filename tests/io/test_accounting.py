@@ -196,7 +196,6 @@ def test_memory_monitor_span_peak_leaves_out_the_lifetime_peak():
     assert peak >= 0.9 * rss
 
 
-
 def test_a_span_counts_ru_maxrss_only_where_it_rose_within_it(monkeypatch):
     """``lifetime=False``: ru_maxrss (faked here, in bytes) counts only where it rose above
     its value at the monitor's creation, the process's peak before the span; a rise is a

@@ -140,8 +140,8 @@ class MemoryMonitor:
         if interval_s <= 0:
             raise ValueError(f"interval_s must be positive, got {interval_s}")
         self.interval_s = float(interval_s)
-        self.lifetime = lifetime
         self._proc = psutil.Process()
+        # ru_maxrss counts where above this: all of it for the lifetime, else rises only
         self._rusage_before = 0 if lifetime else _rusage_peak_bytes()
         self._peak = int(initial_peak_bytes)
         self._lock = threading.Lock()
