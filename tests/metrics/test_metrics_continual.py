@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -298,8 +299,48 @@ def test_coverage_first_visit_against_last_visit_on_a_tiny_table():
 
 def test_task_terms_average_to_their_metric():
     m = run_metrics(make_visits(), make_curve(), make_final(), TAU)
-    assert set(m.task_terms) == {"mean_sr", "ttt", "bwt", "coverage", "coverage_last", "tr"}
+    assert set(m.task_terms) == {"mean_sr", "ttt", "bwt", "coverage", "coverage_last", "tr",
+                                 "boundary_drop"}
     for metric, terms in m.task_terms.items():
         assert getattr(m, metric) == pytest.approx(sum(terms.values()) / len(terms)), metric
     assert set(m.task_terms["bwt"]) == {"A", "B"}  # T_prev: C is the current task
     assert set(m.task_terms["mean_sr"]) == {"A'", "B'", "C'"}
+
+
+def test_boundary_drop_by_hand():
+    # A B A' B' with pre_sr (the start of each visit, on its task) 0.1, 0.2, 0.7, 0.0 and
+    # post_sr 0.6, 0.5, 0.9, 0.4. The curve falls at each boundary from the last post to
+    # the next pre: A -> B 0.6 - 0.2 = 0.4; B -> A' 0.5 - 0.7 = -0.2 (it starts A' above
+    # where B ended); A' -> B' 0.9 - 0.0 = 0.9. Mean (0.4 - 0.2 + 0.9) / 3 = 1.1 / 3.
+    visits = pd.DataFrame({"visit": [0, 1, 2, 3], "tag": ["A", "B", "A'", "B'"],
+                           "task": ["A", "B", "A", "B"], "cycle": [0, 0, 1, 1],
+                           "budget": [100] * 4, "pre_sr": [0.1, 0.2, 0.7, 0.0],
+                           "post_sr": [0.6, 0.5, 0.9, 0.4]})
+    curve = pd.DataFrame({"visit": [0, 1, 2, 3], "step": 0, "sr": [0.1, 0.2, 0.7, 0.0]})
+    final = pd.DataFrame({"task": ["A", "B"], "sr": [0.8, 0.4]})
+    m = run_metrics(visits, curve, final, {"A": 0.5, "B": 0.5})
+    assert m.exact["boundary_drop"] == Fraction(11, 30)
+    assert m.boundary_drop == float(Fraction(11, 30))
+    assert m.task_terms["boundary_drop"] == pytest.approx({"B": 0.4, "A'": -0.2, "B'": 0.9})
+    assert m.as_dict()["boundary_drop"] == m.boundary_drop
+    # without pre_sr, or with one visit, there is no boundary: NaN, no terms
+    for table in (visits.drop(columns="pre_sr"), visits.iloc[:1]):
+        m = run_metrics(table, curve, final, {"A": 0.5, "B": 0.5})
+        assert math.isnan(m.boundary_drop) and not m.task_terms.get("boundary_drop")
+        assert "boundary_drop" not in m.exact
+
+
+def test_boundary_drop_from_counts_is_exact():
+    # pre and post as counts of 50 episodes: 45/50 - 44/50 = 1/50 exactly, where the
+    # float32 rates 0.9 and 0.88 differ by 0.01999998...
+    visits = pd.DataFrame({"visit": [0, 1], "tag": ["A", "B"], "task": ["A", "B"],
+                           "cycle": [0, 0], "budget": [100, 100],
+                           "pre_sr": [float(np.float32(0.1)), float(np.float32(0.88))],
+                           "pre_successes": [5, 44], "pre_episodes": [50, 50],
+                           "post_sr": [float(np.float32(0.9)), float(np.float32(0.5))],
+                           "post_successes": [45, 25], "post_episodes": [50, 50]})
+    curve = pd.DataFrame({"visit": [0, 1], "step": 0, "sr": [0.1, 0.88]})
+    final = pd.DataFrame({"task": ["A", "B"], "sr": [0.9, 0.5]})
+    m = run_metrics(visits, curve, final, {"A": 0.5, "B": 0.5})
+    assert m.exact["boundary_drop"] == Fraction(1, 50)
+    assert float(np.float32(0.9)) - float(np.float32(0.88)) != 0.02

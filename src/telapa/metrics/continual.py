@@ -27,10 +27,18 @@ Choices where the paper is silent:
 - Coverage, TR are fractions over all distinct tasks; BWT, nBWT average over T_prev only.
 - ``task_terms[m]`` holds the per-task terms that metric m averages (Mean SR and TTT: one
   per revisit tag; Coverage, coverage_last, TR: 0/1 per task; BWT: one per task of
-  T_prev), so that m == mean(task_terms[m].values()); nBWT has none (its tasks differ
+  T_prev; the boundary drop: one per visit after the first, by its tag), so that m == mean(task_terms[m].values()); nBWT has none (its tasks differ
   from run to run). They are the strata of rliable's stratified bootstrap
   (`telapa.metrics.summary`, ``resample="tasks"``).
 - nBWT is NaN (never 0) when no task of T_prev has SR_post >= tau_T; eps = 1e-8.
+- The boundary drop (ours, for the paper's MuJoCo reading that TeLAPA "produces smoother
+  adaptation across friction boundaries" where the baselines "exhibit sharper drops at
+  transitions") is the mean over the task boundaries, visits k = 1..K-1, of
+  post_sr(k-1) - pre_sr(k): how far the competence curve falls where the task changes,
+  from the end of one visit (on its task) to the start of the next (the starting
+  parameters on the new task, before training). Lower is smoother; it is negative where
+  a method starts the new task higher than it ended the last. Its terms are keyed by
+  the tag of visit k; NaN with one visit or without every ``pre_sr`` in visits.
 - Every value is computed exactly (`telapa.metrics.rates`): an SR is k / n where the
   table has the counts (``successes``/``episodes``, ``pre_``/``post_`` in visits), else
   the value as written (`as_exact`); tau, Mean SR, TTT, Coverage, TR, BWT and nBWT are
@@ -105,12 +113,15 @@ class RunMetrics:
     mean_sr_all: float = math.nan
     coverage_last: float = math.nan
     """Fraction of tasks whose last visit reached tau_T."""
+    boundary_drop: float = math.nan
+    """Mean fall of SR at the task boundaries, post_sr(k-1) - pre_sr(k) (module docstring);
+    lower is smoother."""
     task_terms: dict[str, dict[str, float]] = field(default_factory=dict)
     """Metric -> {task or revisit tag: the term the metric averages} (module docstring)."""
     exact: dict[str, Fraction] = field(default_factory=dict)
     """Metric -> its exact value (the fields are its nearest float): ``mean_sr``,
-    ``ttt``, ``bwt``, ``coverage``, ``coverage_last``, ``nbwt``, ``tr``, ``mean_sr_all``
-    where defined, and ``revisit:TAG`` for each revisit's SR."""
+    ``ttt``, ``bwt``, ``coverage``, ``coverage_last``, ``nbwt``, ``tr``, ``mean_sr_all``,
+    ``boundary_drop`` where defined, and ``revisit:TAG`` for each revisit's SR."""
 
     def as_dict(self) -> dict[str, Any]:
         """Plain dict of every field (the dict fields are copied)."""
@@ -128,6 +139,7 @@ class RunMetrics:
             "sr_end": dict(self.sr_end),
             "mean_sr_all": self.mean_sr_all,
             "coverage_last": self.coverage_last,
+            "boundary_drop": self.boundary_drop,
             "task_terms": {m: dict(t) for m, t in self.task_terms.items()},
             "exact": dict(self.exact),
         }
@@ -200,7 +212,8 @@ def run_metrics(
     (SR_first: post_sr of T's first visit; ``coverage_last`` with its last visit);
     nBWT = mean_{E} (SR_end - SR_post) / max(SR_post, eps); TR = frac_T [SR_end >= tau_T];
     TTT = mean over revisits of time_to_threshold; Mean SR = mean post_sr over the
-    revisits (cycle >= 1; NaN without any), mean_sr_all = mean post_sr over every visit.
+    revisits (cycle >= 1; NaN without any), mean_sr_all = mean post_sr over every visit;
+    boundary drop = mean_{k >= 1} (post_sr(k-1) - pre_sr(k)) over consecutive visits.
     """
     if post not in ("first", "last"):
         raise ValueError(f"post must be 'first' or 'last', got {post!r}")
@@ -263,6 +276,11 @@ def run_metrics(
         "coverage_last": {t: one if last[t] >= tau[t] else zero for t in tasks},
         "tr": {t: one if sr_end[t] >= tau[t] else zero for t in tasks},
     }
+    if "pre_sr" in visits.columns and visits["pre_sr"].notna().all():
+        pre_srs = rates(visits, "pre_")
+        terms["boundary_drop"] = {
+            str(tag): before - after for tag, before, after in zip(
+                visits["tag"].tolist()[1:], post_srs[:-1], pre_srs[1:], strict=True)}
     eps = as_exact(NBWT_EPS)
     exact = {m: _mean(list(values.values())) for m, values in terms.items()}
     exact["nbwt"] = _mean([(sr_end[t] - sr_post[t]) / max(sr_post[t], eps) for t in learned])
@@ -282,6 +300,7 @@ def run_metrics(
         sr_end={t: float(v) for t, v in sr_end.items()},
         mean_sr_all=floats["mean_sr_all"],
         coverage_last=floats["coverage_last"],
+        boundary_drop=floats.get("boundary_drop", math.nan),
         task_terms={m: {t: float(v) for t, v in values.items()} for m, values in terms.items()},
         exact={**{m: v for m, v in exact.items() if v is not None},
                **{f"revisit:{t}": v for t, v in revisit_sr.items()}},

@@ -37,8 +37,10 @@ EXTRA_METRICS = ("coverage_last",)
 """Labelled extras of the main table, with the same columns."""
 METRIC_LABELS = {"mean_sr": "Mean SR ↑", "ttt": "TTT (M) ↓", "bwt": "BWT ↑",
                  "coverage": "Coverage ↑", "nbwt": "nBWT ↑", "tr": "TR ↑",
-                 "coverage_last": "Coverage, last visit ↑"}
-"""Column headers of the summary table (arrows: which direction is better)."""
+                 "coverage_last": "Coverage, last visit ↑",
+                 "boundary_drop": "Boundary drop ↓"}
+"""Column headers of the summary table (arrows: which direction is better); the boundary
+drop, no column of it, names that value in the claims' tables."""
 
 TTT_UNIT = 1e6
 """The summary's ``ttt`` columns are in millions of env steps (RunMetrics.ttt / TTT_UNIT)."""
