@@ -27,9 +27,10 @@ Choices where the paper is silent:
 - Coverage, TR are fractions over all distinct tasks; BWT, nBWT average over T_prev only.
 - ``task_terms[m]`` holds the per-task terms that metric m averages (Mean SR and TTT: one
   per revisit tag; Coverage, coverage_last, TR: 0/1 per task; BWT: one per task of
-  T_prev; the boundary drop: one per visit after the first, by its tag), so that m == mean(task_terms[m].values()); nBWT has none (its tasks differ
-  from run to run). They are the strata of rliable's stratified bootstrap
-  (`telapa.metrics.summary`, ``resample="tasks"``).
+  T_prev; the boundary drop: one per visit after the first, by its tag), so that
+  m == mean(task_terms[m].values()); nBWT has none (its tasks differ from run to run).
+  They are the strata of rliable's stratified bootstrap (`telapa.metrics.summary`,
+  ``resample="tasks"``).
 - nBWT is NaN (never 0) when no task of T_prev has SR_post >= tau_T; eps = 1e-8.
 - The boundary drop (ours, for the paper's MuJoCo reading that TeLAPA "produces smoother
   adaptation across friction boundaries" where the baselines "exhibit sharper drops at
