@@ -153,6 +153,10 @@ def test_report_has_the_papers_mujoco_table_and_return_curves(telapa_run, tmp_pa
     assert labels["hopper-tiny-profile"][0] == "SR~ > 0"
     titles = {t.id: t.title for t in section.tables}
     assert titles["hopper-tiny-revisits"] == "Revisit mean SR~"
+    # beside it, the fall of SR~ at the friction boundaries (a MuJoCo curriculum's own)
+    assert titles["hopper-tiny-boundaries"] == "The fall of SR~ at the task boundaries"
+    assert [t.id for t in section.tables][1:3] == ["hopper-tiny-revisits",
+                                                  "hopper-tiny-boundaries"]
 
 
 def test_play_writes_an_mp4_of_a_mujoco_policy(telapa_run, tmp_path, capsys):

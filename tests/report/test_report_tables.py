@@ -7,9 +7,10 @@ import io
 import math
 
 import pandas as pd
+import pytest
 
 from telapa.metrics import format_cell
-from telapa.report.mujoco import mujoco_results
+from telapa.report.mujoco import boundary_table, mujoco_results
 from telapa.report.results import score
 from telapa.report.scores import main_table, revisit_table
 from telapa.report.tables import Column, ReportTable, ci_label, frame_table, interval_labels
@@ -131,3 +132,33 @@ def test_code_note_counts_the_code_versions_of_the_runs():
     assert code_note(runs) == (f"Code: {a[:12]} (2 runs); not recorded (1 run); "
                                "telapa-0.1.0+src.0123456789ab (1 run); "
                                f"unrecorded -> {b[:12]}+dirty (1 run).")
+
+
+def test_boundary_table_by_hand():
+    # A B A', SRs at steps 0 (pre), mid and end (post) of each visit. A boundary's fall is
+    # the post SR of the visit before minus the pre SR of the visit it leads into:
+    #   finetune s0: B 0.8 - 0.6 = 0.2, A' 0.9 - 0.7 = 0.2 -> drop 0.2
+    #   finetune s1: B 0.6 - 0.2 = 0.4, A' 0.7 - 0.6 = 0.1 -> drop 0.25
+    #   telapa   s0: B 0.8 - 0.8 = 0.0, A' 0.9 - 1.0 = -0.1 -> drop -0.05
+    #   telapa   s1: B 0.6 - 0.5 = 0.1, A' 0.7 - 0.7 = 0.0 -> drop 0.05
+    runs = [record("finetune", 0, [[0.1, 0.5, 0.8], [0.6, 0.7, 0.9], [0.7, 0.8, 1.0]]),
+            record("finetune", 1, [[0.0, 0.4, 0.6], [0.2, 0.5, 0.7], [0.6, 0.8, 0.9]]),
+            record("telapa", 0, [[0.1, 0.5, 0.8], [0.8, 0.9, 0.9], [1.0, 1.0, 1.0]]),
+            record("telapa", 1, [[0.0, 0.4, 0.6], [0.5, 0.6, 0.7], [0.7, 0.8, 0.9]])]
+    table = boundary_table(score(runs)["toy"], prefix="toy")
+    assert table is not None and table.id == "toy-boundaries"
+    assert [c.label for c in table.columns] == ["B", "A'", "boundary drop ↓"]
+    v = table.values
+    assert v.loc["finetune", "B"] == pytest.approx(0.3)
+    assert v.loc["finetune", "A'"] == pytest.approx(0.15)
+    assert v.loc["finetune", "boundary_drop"] == pytest.approx(0.225)
+    assert v.loc["telapa", "A'"] == pytest.approx(-0.05)
+    assert v.loc["telapa", "boundary_drop"] == pytest.approx(0.0, abs=1e-12)
+    # t half width, 2 seeds: t_{0.975, 1} * s / sqrt(2), s = |0.25 - 0.2| / sqrt(2)
+    assert v.loc["finetune", "boundary_drop_ci"] == pytest.approx(12.7062047 * 0.025)
+    # lower is smoother: TeLAPA's drop is marked, in every column
+    assert table.best()["boundary drop ↓"].tolist() == [False, True]
+    # one visit: no boundary, no table
+    one = [record("finetune", 0, [[0.1, 0.5, 0.8], [0.6, 0.7, 0.9], [0.7, 0.8, 1.0]])]
+    one[0].tables["visits"] = one[0].tables["visits"].iloc[:1]
+    assert boundary_table(score(one)["toy"], prefix="toy") is None

@@ -55,7 +55,7 @@ from telapa.report.curves import learning_curves, profile_figure
 from telapa.report.document import Document, Section, to_html, to_markdown
 from telapa.report.figures import ReportFigure, render
 from telapa.report.injection import injection_table, injection_visits_table
-from telapa.report.mujoco import mujoco_results, mujoco_table
+from telapa.report.mujoco import boundary_table, mujoco_results, mujoco_table
 from telapa.report.results import CurriculumResults, RunRecord, competence_name, score
 from telapa.report.scores import main_table, revisit_table
 from telapa.report.tables import ReportTable, frame_table
@@ -133,6 +133,9 @@ def build_document(
         jobs += section_jobs
         if result.curriculum in mujoco:
             jobs.append(_return_curves_job(section, result, prefix))
+            boundaries = boundary_table(result, prefix=prefix)
+            if boundaries is not None:  # after the revisit table, which it reads beside
+                section.tables.insert(2, boundaries)
     phase(f"drawing the figures and archive analyses ({len(jobs)} jobs)")
     for job in track(jobs):
         job()

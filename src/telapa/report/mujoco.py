@@ -4,6 +4,9 @@ SR~, BWT, TR, mean ± 95% CI over seeds, each beside the paper's value) from eve
 curriculum whose tasks belong to the MuJoCo env family, and learning curves in return
 units.
 
+Beside it, each friction curriculum's section shows the fall of SR~ at its task
+boundaries (`boundary_table`), the measure of the paper's reading of its curves.
+
 SR~ = clip(E[R] / R*, 0, 1) is what the runs record as ``sr`` for MuJoCo envs (the env
 family's competence), so Mean SR~, BWT and TR are the ordinary metrics of those runs. Our
 TR is the paper's threshold retention; the paper's MuJoCo TR column ("transfer
@@ -17,7 +20,14 @@ from collections.abc import Mapping
 import pandas as pd
 
 from telapa.envs.registry import family_of
-from telapa.report.results import NORMALIZED_RETURN, CurriculumResults, score_name
+from telapa.metrics.stats import mean_ci
+from telapa.report.results import (
+    NORMALIZED_RETURN,
+    CurriculumResults,
+    exact_mean,
+    run_values,
+    score_name,
+)
 from telapa.report.tables import Column, ReportTable
 
 MUJOCO_METRICS = {"mean_sr": "Mean SR~ ↑", "bwt": "BWT ↑", "tr": "TR ↑"}
@@ -103,4 +113,46 @@ def mujoco_table(results: Mapping[str, CurriculumResults], *, prefix: str = "muj
         "recovery\" and does not define, is a different quantity (it is negative for "
         "Scratch, so no fraction of tasks): the two TR columns do not compare.",
         values, columns,
+    )
+
+
+BOUNDARY = "boundary_drop"
+
+
+def boundary_table(result: CurriculumResults, *, prefix: str) -> ReportTable | None:
+    """Methods x task boundaries: how far SR~ falls where the task changes, the terms of
+    `RunMetrics.boundary_drop`, post-SR~(k-1) - pre-SR~(k) for the boundary into visit k
+    (named by its tag), mean ± 95% t half width over seeds, and their mean over the
+    boundaries (the boundary drop). Lower is smoother, and the lowest mean of each
+    column is marked. None when no run has a boundary (one visit, or no pre-visit SR)."""
+    rows: dict[str, dict[str, float]] = {}
+    tags: dict[str, None] = {}
+    for method, runs in result.metrics.items():
+        terms = [r.task_terms.get(BOUNDARY) or {} for r in runs]
+        if not any(terms):
+            continue
+        row: dict[str, float] = {}
+        for key, values in ((BOUNDARY, run_values(runs, BOUNDARY)),
+                            *((tag, [t.get(tag, float("nan")) for t in terms])
+                              for tag in dict.fromkeys(k for t in terms for k in t))):
+            if key != BOUNDARY:
+                tags[key] = None
+            _, row[f"{key}_ci"], _ = mean_ci([float(v) for v in values])
+            row[key] = exact_mean(values)
+        rows[method] = row
+    if not rows:
+        return None
+    values = pd.DataFrame.from_dict(rows, orient="index")
+    values.index.name = "method"
+    sr = score_name(result).symbol
+    return ReportTable(
+        f"{prefix}-boundaries", f"The fall of {sr} at the task boundaries",
+        f"For each boundary, named by the visit it leads into, the {sr} at the end of the "
+        f"visit before (on its task) minus the {sr} the method starts the next visit from "
+        "(its starting parameters on the new task, before training): mean ± 95% t-interval "
+        "half width over seeds; the last column is their mean, the boundary drop of the "
+        "claims (docs/assumptions.md). Lower is smoother; a negative value is a start "
+        "above where the last visit ended.",
+        values, (*(Column(t, t, "lower") for t in tags),
+                 Column(BOUNDARY, "boundary drop ↓", "lower")),
     )
