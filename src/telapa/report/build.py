@@ -133,9 +133,6 @@ def build_document(
         jobs += section_jobs
         if result.curriculum in mujoco:
             jobs.append(_return_curves_job(section, result, prefix))
-            boundaries = boundary_table(result, prefix=prefix)
-            if boundaries is not None:  # after the revisit table, which it reads beside
-                section.tables.insert(2, boundaries)
     phase(f"drawing the figures and archive analyses ({len(jobs)} jobs)")
     for job in track(jobs):
         job()
@@ -163,13 +160,16 @@ def code_note(records: Iterable[RunRecord]) -> str:
 
 def curriculum_tables(result: CurriculumResults, *, prefix: str,
                       resample: Resample = "runs") -> list[ReportTable]:
-    """A curriculum's tables: main, revisit, and with revisits the aggregates, profile and
+    """A curriculum's tables: main, revisit (and on a MuJoCo friction curriculum the fall
+    of SR~ at its boundaries), and with revisits the aggregates, profile and
     improvement tables, compute and, with TeLAPA runs, runtime (and with injected parents
     the injection counts), the paper's claims checked,
     their comparisons and the pair claims seed by seed (and TeLAPA-Fresh's, with its
     runs); ids start with ``prefix``
     (the report uses the curriculum's `slug`); ``resample`` as in `build_document`."""
+    friction = bool(mujoco_results({result.curriculum: result}))
     tables = [main_table(result, prefix=prefix), revisit_table(result, prefix=prefix),
+              boundary_table(result, prefix=prefix) if friction else None,
               aggregates_table(result, prefix=prefix, resample=resample),
               profile_table(result, prefix=prefix, resample=resample),
               improvement_table(result, prefix=prefix, resample=resample),
