@@ -18,7 +18,7 @@ from telapa.continual.sweep import sweep_cells_dirs
 from telapa.report.build import analysis_report_tables, curriculum_tables, load_archives, slug
 from telapa.report.docsync import blocks, figure_folder, figure_name, stale_tables
 from telapa.report.load import load_records
-from telapa.report.mujoco import mujoco_results, mujoco_table
+from telapa.report.mujoco import mujoco_results, mujoco_tables
 from telapa.report.results import score
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -110,8 +110,7 @@ def test_the_documents_tables_are_the_reports_of_the_committed_results(scope):
     tables = {t.id: t.to_markdown() for r in results.values()
               for t in curriculum_tables(r, prefix=slug(r.curriculum))}
     if mujoco := mujoco_results(results):  # the friction table, beside the paper's values
-        table = mujoco_table(mujoco)
-        tables[table.id] = table.to_markdown()
+        tables |= {t.id: t.to_markdown() for t in mujoco_tables(mujoco)}
     if any(id_ not in tables for id_ in shown):  # archive analyses: only when shown
         archives = load_archives(records)
         tables |= {t.id: t.to_markdown() for r in results.values()

@@ -300,14 +300,14 @@ def test_coverage_first_visit_against_last_visit_on_a_tiny_table():
 def test_task_terms_average_to_their_metric():
     m = run_metrics(make_visits(), make_curve(), make_final(), TAU)
     assert set(m.task_terms) == {"mean_sr", "ttt", "bwt", "coverage", "coverage_last", "tr",
-                                 "boundary_drop"}
+                                 "boundary_drop", "revisit_jumpstart"}
     for metric, terms in m.task_terms.items():
         assert getattr(m, metric) == pytest.approx(sum(terms.values()) / len(terms)), metric
     assert set(m.task_terms["bwt"]) == {"A", "B"}  # T_prev: C is the current task
     assert set(m.task_terms["mean_sr"]) == {"A'", "B'", "C'"}
 
 
-def test_boundary_drop_by_hand():
+def test_boundary_drop_and_revisit_jumpstart_by_hand():
     # A B A' B' with pre_sr (the start of each visit, on its task) 0.1, 0.2, 0.7, 0.0 and
     # post_sr 0.6, 0.5, 0.9, 0.4. The curve falls at each boundary from the last post to
     # the next pre: A -> B 0.6 - 0.2 = 0.4; B -> A' 0.5 - 0.7 = -0.2 (it starts A' above
@@ -323,11 +323,16 @@ def test_boundary_drop_by_hand():
     assert m.boundary_drop == float(Fraction(11, 30))
     assert m.task_terms["boundary_drop"] == pytest.approx({"B": 0.4, "A'": -0.2, "B'": 0.9})
     assert m.as_dict()["boundary_drop"] == m.boundary_drop
+    # the revisit jump-start: each revisit's pre_sr minus its task's first pre_sr,
+    # A' 0.7 - 0.1 = 0.6, B' 0.0 - 0.2 = -0.2; mean 0.2
+    assert m.exact["revisit_jumpstart"] == Fraction(1, 5)
+    assert m.task_terms["revisit_jumpstart"] == pytest.approx({"A'": 0.6, "B'": -0.2})
     # without pre_sr, or with one visit, there is no boundary: NaN, no terms
     for table in (visits.drop(columns="pre_sr"), visits.iloc[:1]):
         m = run_metrics(table, curve, final, {"A": 0.5, "B": 0.5})
         assert math.isnan(m.boundary_drop) and not m.task_terms.get("boundary_drop")
         assert "boundary_drop" not in m.exact
+        assert math.isnan(m.revisit_jumpstart) and "revisit_jumpstart" not in m.exact
 
 
 def test_boundary_drop_from_counts_is_exact():

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from telapa.metrics import format_cell
-from telapa.report.mujoco import boundary_table, mujoco_results
+from telapa.report.mujoco import boundary_table, mujoco_results, mujoco_tables
 from telapa.report.results import score
 from telapa.report.scores import main_table, revisit_table
 from telapa.report.tables import Column, ReportTable, ci_label, frame_table, interval_labels
@@ -162,3 +162,23 @@ def test_boundary_table_by_hand():
     one = [record("finetune", 0, [[0.1, 0.5, 0.8], [0.6, 0.7, 0.9], [0.7, 0.8, 1.0]])]
     one[0].tables["visits"] = one[0].tables["visits"].iloc[:1]
     assert boundary_table(score(one)["toy"], prefix="toy") is None
+
+
+def test_jumpstart_table_beside_the_papers_tr_by_hand():
+    # A B A': the revisit A' starts at pre-SR~ p, the first visit of A started at q; the
+    # revisit jump-start is p - q. scratch (fresh each visit): 0.1 - 0.1 = 0 and
+    # 0.05 - 0.0 = 0.05; finetune 0.7 - 0.1 = 0.6 and 0.5 - 0.0 = 0.5
+    srs = {("scratch", 0): [[0.1, 0.2, 0.3], [0.0, 0.2, 0.3], [0.1, 0.2, 0.3]],
+           ("scratch", 1): [[0.0, 0.2, 0.3], [0.0, 0.2, 0.3], [0.05, 0.2, 0.3]],
+           ("finetune", 0): [[0.1, 0.5, 0.8], [0.6, 0.7, 0.9], [0.7, 0.8, 1.0]],
+           ("finetune", 1): [[0.0, 0.4, 0.6], [0.2, 0.5, 0.7], [0.5, 0.8, 0.9]]}
+    results = mujoco_results(score([record(m, s, v, env_id="Hopper-v5", graded=True)
+                                    for (m, s), v in srs.items()]))
+    tables = mujoco_tables(results)
+    assert [t.id for t in tables] == ["mujoco-friction", "mujoco-jumpstart"]
+    v = tables[1].values
+    # the paper's row order (scratch first), each beside the paper's Hopper TR
+    assert list(v.index) == ["Hopper-v5 (toy) · scratch", "Hopper-v5 (toy) · finetune"]
+    assert v["revisit_jumpstart"].tolist() == pytest.approx([0.025, 0.55])
+    assert v["tr_paper"].tolist() == [-0.004, 0.394]
+    assert v["runs"].tolist() == [2, 2]

@@ -27,7 +27,8 @@ Choices where the paper is silent:
 - Coverage, TR are fractions over all distinct tasks; BWT, nBWT average over T_prev only.
 - ``task_terms[m]`` holds the per-task terms that metric m averages (Mean SR and TTT: one
   per revisit tag; Coverage, coverage_last, TR: 0/1 per task; BWT: one per task of
-  T_prev; the boundary drop: one per visit after the first, by its tag), so that
+  T_prev; the boundary drop: one per visit after the first, the revisit jump-start: one
+  per revisit, each by its tag), so that
   m == mean(task_terms[m].values()); nBWT has none (its tasks differ from run to run).
   They are the strata of rliable's stratified bootstrap (`telapa.metrics.summary`,
   ``resample="tasks"``).
@@ -40,6 +41,12 @@ Choices where the paper is silent:
   parameters on the new task, before training). Lower is smoother; it is negative where
   a method starts the new task higher than it ended the last. Its terms are keyed by
   the tag of visit k; NaN with one visit or without every ``pre_sr`` in visits.
+- The revisit jump-start (ours, a candidate reading of the paper's undefined MuJoCo
+  "transfer recovery" column, docs/reproduction.md) is the mean over the revisits of
+  pre_sr(revisit) - pre_sr(first visit of its task): how much higher a method starts a
+  task it has seen than it started it the first time. A method that starts every visit
+  from a fresh network has 0 in expectation. Terms keyed by the revisit's tag; NaN
+  without revisits or without every ``pre_sr``.
 - Every value is computed exactly (`telapa.metrics.rates`): an SR is k / n where the
   table has the counts (``successes``/``episodes``, ``pre_``/``post_`` in visits), else
   the value as written (`as_exact`); tau, Mean SR, TTT, Coverage, TR, BWT and nBWT are
@@ -117,12 +124,16 @@ class RunMetrics:
     boundary_drop: float = math.nan
     """Mean fall of SR at the task boundaries, post_sr(k-1) - pre_sr(k) (module docstring);
     lower is smoother."""
+    revisit_jumpstart: float = math.nan
+    """Mean over the revisits of pre_sr(revisit) - pre_sr(the task's first visit) (module
+    docstring)."""
     task_terms: dict[str, dict[str, float]] = field(default_factory=dict)
     """Metric -> {task or revisit tag: the term the metric averages} (module docstring)."""
     exact: dict[str, Fraction] = field(default_factory=dict)
     """Metric -> its exact value (the fields are its nearest float): ``mean_sr``,
     ``ttt``, ``bwt``, ``coverage``, ``coverage_last``, ``nbwt``, ``tr``, ``mean_sr_all``,
-    ``boundary_drop`` where defined, and ``revisit:TAG`` for each revisit's SR."""
+    ``boundary_drop``, ``revisit_jumpstart`` where defined, and ``revisit:TAG`` for each
+    revisit's SR."""
 
     def as_dict(self) -> dict[str, Any]:
         """Plain dict of every field (the dict fields are copied)."""
@@ -141,6 +152,7 @@ class RunMetrics:
             "mean_sr_all": self.mean_sr_all,
             "coverage_last": self.coverage_last,
             "boundary_drop": self.boundary_drop,
+            "revisit_jumpstart": self.revisit_jumpstart,
             "task_terms": {m: dict(t) for m, t in self.task_terms.items()},
             "exact": dict(self.exact),
         }
@@ -214,7 +226,8 @@ def run_metrics(
     nBWT = mean_{E} (SR_end - SR_post) / max(SR_post, eps); TR = frac_T [SR_end >= tau_T];
     TTT = mean over revisits of time_to_threshold; Mean SR = mean post_sr over the
     revisits (cycle >= 1; NaN without any), mean_sr_all = mean post_sr over every visit;
-    boundary drop = mean_{k >= 1} (post_sr(k-1) - pre_sr(k)) over consecutive visits.
+    boundary drop = mean_{k >= 1} (post_sr(k-1) - pre_sr(k)) over consecutive visits;
+    revisit jump-start = mean over revisits of pre_sr(revisit) - pre_sr(first visit).
     """
     if post not in ("first", "last"):
         raise ValueError(f"post must be 'first' or 'last', got {post!r}")
@@ -282,6 +295,13 @@ def run_metrics(
         terms["boundary_drop"] = {
             str(tag): before - after for tag, before, after in zip(
                 visits["tag"].tolist()[1:], post_srs[:-1], pre_srs[1:], strict=True)}
+        first_pre: dict[str, Fraction] = {}
+        jumps: dict[str, Fraction] = {}
+        for row, pre in zip(visits.itertuples(index=False), pre_srs, strict=True):
+            if str(row.task) in first_pre:
+                jumps[str(row.tag)] = pre - first_pre[str(row.task)]
+            first_pre.setdefault(str(row.task), pre)
+        terms["revisit_jumpstart"] = jumps
     eps = as_exact(NBWT_EPS)
     exact = {m: _mean(list(values.values())) for m, values in terms.items()}
     exact["nbwt"] = _mean([(sr_end[t] - sr_post[t]) / max(sr_post[t], eps) for t in learned])
@@ -302,6 +322,7 @@ def run_metrics(
         mean_sr_all=floats["mean_sr_all"],
         coverage_last=floats["coverage_last"],
         boundary_drop=floats.get("boundary_drop", math.nan),
+        revisit_jumpstart=floats.get("revisit_jumpstart", math.nan),
         task_terms={m: {t: float(v) for t, v in values.items()} for m, values in terms.items()},
         exact={**{m: v for m, v in exact.items() if v is not None},
                **{f"revisit:{t}": v for t, v in revisit_sr.items()}},

@@ -55,7 +55,7 @@ from telapa.report.curves import learning_curves, profile_figure
 from telapa.report.document import Document, Section, to_html, to_markdown
 from telapa.report.figures import ReportFigure, render
 from telapa.report.injection import injection_table, injection_visits_table
-from telapa.report.mujoco import boundary_table, mujoco_results, mujoco_table
+from telapa.report.mujoco import boundary_table, mujoco_results, mujoco_tables
 from telapa.report.results import CurriculumResults, RunRecord, competence_name, score
 from telapa.report.scores import main_table, revisit_table
 from telapa.report.tables import ReportTable, frame_table
@@ -118,7 +118,7 @@ def build_document(
                                 notes=["Paper App. \"Continuous-Control Dynamics-Shift "
                                        "Evaluation in MuJoCo\"; learning curves in return "
                                        "units are in each curriculum's section."],
-                                tables=[mujoco_table(mujoco)]))
+                                tables=mujoco_tables(mujoco)))
     for result in results.values():
         prefix = slug(result.curriculum)
         if prefix in {s.id for s in sections}:  # names that differ only in punctuation
