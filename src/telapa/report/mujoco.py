@@ -176,19 +176,19 @@ def boundary_table(result: CurriculumResults, *, prefix: str) -> ReportTable | N
     boundaries (the boundary drop). Lower is smoother, and the lowest mean of each
     column is marked. None when no run has a boundary (one visit, or no pre-visit SR)."""
     rows: dict[str, dict[str, float]] = {}
-    tags: dict[str, None] = {}
+    tags: dict[str, None] = {}  # the boundaries in visit order, over every method
     for method, runs in result.metrics.items():
         terms = [r.task_terms.get(BOUNDARY) or {} for r in runs]
         if not any(terms):
             continue
+        columns = {tag: [t.get(tag, math.nan) for t in terms]
+                   for tag in dict.fromkeys(tag for t in terms for tag in t)}
+        tags |= dict.fromkeys(columns)
+        columns[BOUNDARY] = run_values(runs, BOUNDARY)  # exact where the runs have it
         row: dict[str, float] = {}
-        for key, values in ((BOUNDARY, run_values(runs, BOUNDARY)),
-                            *((tag, [t.get(tag, float("nan")) for t in terms])
-                              for tag in dict.fromkeys(k for t in terms for k in t))):
-            if key != BOUNDARY:
-                tags[key] = None
-            _, row[f"{key}_ci"], _ = mean_ci([float(v) for v in values])
+        for key, values in columns.items():
             row[key] = exact_mean(values)
+            row[f"{key}_ci"] = mean_ci([float(v) for v in values])[1]
         rows[method] = row
     if not rows:
         return None
