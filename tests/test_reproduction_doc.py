@@ -42,10 +42,10 @@ MUJOCO = (tuple(f"results/mujoco-paper/cells/halfcheetah-{m}-s[0-4]"
                           "telapa-fresh"))
           + tuple(f"results/mujoco-paper/cells/hopper-{m}-s[0-4]"
                   for m in ("scratch", "scratch-reuse", "finetune", "finetune-reset",
-                            "telapa")))
-"""The MuJoCo study's cells the document shows so far: HalfCheetah's six methods and
-Hopper's first five (all but TeLAPA-Fresh), five seeds each (the study commits more as
-they finish; the doc's tables are of these until they are regenerated)."""
+                            "telapa", "telapa-fresh")))
+"""The MuJoCo study's cells the document shows so far: HalfCheetah's and Hopper's six
+methods, five seeds each (the study commits more as they finish; the doc's tables are
+of these until they are regenerated)."""
 SCOPES["mujoco"] = (MUJOCO, "out/mujoco-paper-report")
 
 BONUS_FREE = {"scratch": "results/table1-paper", "scratch-reuse": "results/table1-paper",
