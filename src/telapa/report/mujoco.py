@@ -57,9 +57,12 @@ PAPER_VALUES: dict[tuple[str, str], tuple[float, float, float]] = {
 
 
 def environment(result: CurriculumResults) -> str | None:
-    """The MuJoCo env id of a curriculum's runs (None: not a single MuJoCo env)."""
-    ids = {e for rs in result.runs.values() for r in rs
-           for e in r.tables["visits"]["env_id"].unique()}
+    """The MuJoCo env id of a curriculum's runs (None: not a single MuJoCo env, or a run
+    whose visits table does not name its envs)."""
+    visits = [r.tables["visits"] for rs in result.runs.values() for r in rs]
+    if any("env_id" not in v.columns for v in visits):
+        return None
+    ids = {e for v in visits for e in v["env_id"].unique()}
     if len(ids) != 1:
         return None
     (env_id,) = ids
