@@ -85,14 +85,22 @@ def mujoco_tables(results: Mapping[str, CurriculumResults], *, prefix: str = "mu
 
 
 def _rows(results: Mapping[str, CurriculumResults]
-          ) -> Iterator[tuple[str | None, str, str, CurriculumResults]]:
-    """(env id, curriculum name, method, its results) in the paper's row order."""
+          ) -> Iterator[tuple[str, str | None, str, str]]:
+    """(row label ``ENV (CURRICULUM) · METHOD``, env id, curriculum name, method) of the
+    MuJoCo section's tables, each curriculum's methods in the paper's row order."""
     for name, result in results.items():
         env_id = environment(result)
         order = [m for m in PAPER_METHODS if m in result.metrics] + sorted(
             set(result.metrics) - set(PAPER_METHODS))
         for method in order:
-            yield env_id, name, method, result
+            yield f"{env_id} ({name}) · {method}", env_id, name, method
+
+
+def _paper(env_id: str | None, method: str) -> dict[str, float]:
+    """The paper's value of each of `MUJOCO_METRICS` for ``method`` on ``env_id`` (NaN
+    for a method or env its table does not have)."""
+    values = PAPER_VALUES.get((env_id, method), (math.nan,) * len(MUJOCO_METRICS))
+    return dict(zip(MUJOCO_METRICS, values, strict=True))
 
 
 def jumpstart_table(results: Mapping[str, CurriculumResults], *, prefix: str = "mujoco"
@@ -101,14 +109,13 @@ def jumpstart_table(results: Mapping[str, CurriculumResults], *, prefix: str = "
     TR column): a candidate reading of that column, which the paper calls "transfer
     recovery" and does not define (`RunMetrics.revisit_jumpstart`: the mean over the
     revisits of pre-SR~(revisit) - pre-SR~(the task's first visit))."""
-    rows = []
-    for env_id, name, method, result in _rows(results):
-        values = run_values(result.metrics[method], "revisit_jumpstart")
+    rows = {}
+    for label, env_id, name, method in _rows(results):
+        values = run_values(results[name].metrics[method], "revisit_jumpstart")
         _, ci, n = mean_ci([float(v) for v in values])
-        rows.append({"label": f"{env_id} ({name}) · {method}", "runs": n,
-                     "revisit_jumpstart": exact_mean(values), "revisit_jumpstart_ci": ci,
-                     "tr_paper": PAPER_VALUES.get((env_id, method), (math.nan,) * 3)[2]})
-    values = pd.DataFrame(rows).set_index("label")
+        rows[label] = {"runs": n, "revisit_jumpstart": exact_mean(values),
+                       "revisit_jumpstart_ci": ci, "tr_paper": _paper(env_id, method)["tr"]}
+    values = pd.DataFrame.from_dict(rows, orient="index")
     values.index.name = "environment · method"
     return ReportTable(
         f"{prefix}-jumpstart", "The revisit jump-start beside the paper's TR column",
@@ -131,24 +138,16 @@ def mujoco_table(results: Mapping[str, CurriculumResults], *, prefix: str = "muj
     """(environment, method) x (Mean SR~, BWT, TR), mean ± 95% CI over seeds. No cell
     is bold: the paper marks the best method per environment, and a column's best
     across environments would compare different R*."""
-    rows = []
-    for name, result in results.items():
-        env_id = environment(result)
-        summary = result.summary()
-        order = [m for m in PAPER_METHODS if m in summary.index] + sorted(
-            set(summary.index) - set(PAPER_METHODS))
-        for method in order:
-            row = {"environment": f"{env_id} ({name})", "method": method,
-                   "runs": summary.loc[method, "runs"]}
-            paper = PAPER_VALUES.get((env_id, method), (float("nan"),) * len(MUJOCO_METRICS))
-            for m, value in zip(MUJOCO_METRICS, paper, strict=True):
-                row[m], row[f"{m}_ci"] = summary.loc[method, m], summary.loc[method, f"{m}_ci"]
-                row[f"{m}_paper"] = value
-            rows.append(row)
-    values = pd.DataFrame(rows)
-    values.index = pd.Index([f"{r.environment} · {r.method}" for r in values.itertuples()],
-                            name="environment · method")
-    values = values.drop(columns=["environment", "method"])
+    summaries = {name: result.summary() for name, result in results.items()}
+    rows = {}
+    for label, env_id, name, method in _rows(results):
+        summary = summaries[name].loc[method]
+        row = {"runs": summary["runs"]}
+        for m, value in _paper(env_id, method).items():
+            row[m], row[f"{m}_ci"], row[f"{m}_paper"] = summary[m], summary[f"{m}_ci"], value
+        rows[label] = row
+    values = pd.DataFrame.from_dict(rows, orient="index")
+    values.index.name = "environment · method"
     columns = (Column("runs", "runs", ci=False, digits=0),
                *(c for m, label in MUJOCO_METRICS.items()
                  for c in (Column(m, label),
